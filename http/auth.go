@@ -1,0 +1,121 @@
+package http
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// credentials returns the passwords the request carries, in copyparty's
+// order: ?pw=, the PW header, HTTP Basic auth (the whole "user:pass", then
+// the part after the colon, then the part before), and the cppwd cookie.
+// fromCookie reports that only the cookie carried one.
+func credentials(r *http.Request) (pws []string, fromCookie bool) {
+	if pw := r.URL.Query().Get("pw"); pw != "" {
+		return []string{pw}, false
+	}
+	if pw := r.Header.Get("PW"); pw != "" {
+		return []string{pw}, false
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		if scheme, val, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Basic") {
+			if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(val)); err == nil {
+				s := string(raw)
+				pws = append(pws, s)
+				if user, pass, ok := strings.Cut(s, ":"); ok {
+					pws = append(pws, pass, user)
+				}
+				return pws, false
+			}
+		}
+	}
+	if c, err := r.Cookie("cppwd"); err == nil && c.Value != "" {
+		return []string{c.Value}, true
+	}
+	return nil, false
+}
+
+// authenticate sets q.user from the request's credentials. A password that
+// matches no account is refused with 401 (copyparty would fall back to
+// anonymous; hoard does not), after a delay that grows with the address's
+// recent failures. A stale cookie is cleared and the request goes on as
+// anonymous.
+func (s *Server) authenticate(q *req) error {
+	pws, fromCookie := credentials(q.r)
+	if len(pws) == 0 {
+		return nil
+	}
+	for _, pw := range pws {
+		if pw == "" {
+			continue
+		}
+		if user, ok := s.st.Authenticate(pw); ok {
+			q.user = user
+			return nil
+		}
+	}
+	if fromCookie {
+		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: "/", Expires: time.Unix(0, 0), HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		return nil
+	}
+	if d := s.fails.add(q.ip); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-q.r.Context().Done():
+			t.Stop()
+		}
+	}
+	return &httpError{code: http.StatusUnauthorized, msg: "wrong password"}
+}
+
+// failTracker counts wrong passwords per client address so that guessing
+// gets slower, never faster.
+type failTracker struct {
+	mu   sync.Mutex
+	byIP map[string]*failRec
+}
+
+type failRec struct {
+	n     int
+	first time.Time
+}
+
+const (
+	failWindow = 10 * time.Minute
+	failFree   = 3 // failures allowed in a window before answers slow down
+	failStep   = 500 * time.Millisecond
+	failMax    = 5 * time.Second
+	failCap    = 8192 // addresses remembered at once
+)
+
+func newFailTracker() *failTracker { return &failTracker{byIP: map[string]*failRec{}} }
+
+// add records a failure and returns how long to wait before answering.
+func (f *failTracker) add(ip string) time.Duration {
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rec := f.byIP[ip]
+	if rec == nil || now.Sub(rec.first) > failWindow {
+		if len(f.byIP) >= failCap {
+			for k, r := range f.byIP {
+				if now.Sub(r.first) > failWindow {
+					delete(f.byIP, k)
+				}
+			}
+			if len(f.byIP) >= failCap {
+				f.byIP = map[string]*failRec{}
+			}
+		}
+		rec = &failRec{first: now}
+		f.byIP[ip] = rec
+	}
+	rec.n++
+	if rec.n <= failFree {
+		return 0
+	}
+	return min(time.Duration(rec.n-failFree)*failStep, failMax)
+}

@@ -1,0 +1,86 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+
+	"hoard/store"
+)
+
+// httpError is an error that already knows its status. Its message is safe
+// to show the client.
+type httpError struct {
+	code int
+	msg  string
+	err  error // cause, for the log
+}
+
+func (e *httpError) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
+	}
+	return e.msg
+}
+
+func (e *httpError) Unwrap() error { return e.err }
+
+func errorf(code int, format string, args ...any) error {
+	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// errUnauthorized asks the client for credentials (401 + WWW-Authenticate).
+var errUnauthorized = &httpError{code: http.StatusUnauthorized, msg: "this needs a password (PW header, ?pw=, or basic auth)"}
+
+// statusCanceled is logged (never sent) when the client went away.
+const statusCanceled = 499
+
+// statusOf is the one table from errors to HTTP statuses and the message
+// the client sees. 5xx messages never carry internal detail, except the
+// disk-full message, which names sizes only.
+func statusOf(err error) (int, string) {
+	var he *httpError
+	var se *store.SizeError
+	var df *store.DiskFullError
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &he):
+		return he.code, he.msg
+	case errors.As(err, &df):
+		return http.StatusInternalServerError, trimPkg(df.Error())
+	case errors.As(err, &se):
+		return http.StatusRequestEntityTooLarge, trimPkg(se.Error())
+	case errors.As(err, &mb):
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mb.Limit)
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return http.StatusNotFound, "not found"
+	case errors.Is(err, store.ErrExists):
+		return http.StatusConflict, trimPkg(store.ErrExists.Error())
+	case errors.Is(err, store.ErrReserved):
+		return http.StatusForbidden, trimPkg(store.ErrReserved.Error())
+	case errors.Is(err, store.ErrNoSub):
+		return http.StatusForbidden, trimPkg(store.ErrNoSub.Error())
+	case errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrNotDir),
+		errors.Is(err, store.ErrShortBody), errors.Is(err, store.ErrNoLifetime),
+		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir):
+		for _, e := range []error{store.ErrBadName, store.ErrNotDir, store.ErrShortBody, store.ErrNoLifetime, store.ErrOutside, store.ErrIsDir} {
+			if errors.Is(err, e) {
+				return http.StatusBadRequest, trimPkg(e.Error())
+			}
+		}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return statusCanceled, "request canceled"
+	case errors.Is(err, fs.ErrPermission):
+		return http.StatusInternalServerError, "the server's OS denied access to that file"
+	}
+	return http.StatusInternalServerError, "internal server error"
+}
+
+func trimPkg(s string) string {
+	if len(s) > 7 && s[:7] == "store: " {
+		return s[7:]
+	}
+	return s
+}

@@ -1,0 +1,109 @@
+package http
+
+import (
+	"errors"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"hoard/store"
+)
+
+// get serves GET and HEAD: files, folder listings, trees.
+func (s *Server) get(q *req) error {
+	if q.vol == nil {
+		return s.virtualFolder(q)
+	}
+	fi, err := q.vol.Stat(q.rel)
+	if err != nil {
+		if errors.Is(err, store.ErrNotDir) || errors.Is(err, store.ErrOutside) {
+			err = store.ErrNotFound
+		}
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrReserved) {
+			// Only readers learn whether something exists.
+			if err := q.need(store.PermRead, "read"); err != nil {
+				if q.perm.Any(store.PermWrite | store.PermGet) {
+					return errorf(http.StatusForbidden, "you may not read /%s", strings.Join(q.parts, "/"))
+				}
+				return err
+			}
+			return errorf(http.StatusNotFound, "not found: /%s", strings.Join(q.parts, "/"))
+		}
+		return err
+	}
+	if fi.IsDir() {
+		return s.folder(q)
+	}
+	return s.file(q)
+}
+
+// file sends one file. The body leaves through http.ServeContent with the
+// *os.File itself, which net/http sends with sendfile(2).
+func (s *Server) file(q *req) error {
+	if err := q.need(store.PermRead|store.PermGet, "download"); err != nil {
+		return err
+	}
+	f, fi, err := q.vol.Open(q.rel)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if !q.perm.Has(store.PermRead) && q.vol.Flags.FK > 0 {
+		if k := q.r.URL.Query().Get("k"); k != q.vol.FileKey(q.rel, fi) {
+			return errorf(http.StatusForbidden, "this file needs its key (?k=)")
+		}
+	}
+	query := q.r.URL.Query()
+	name := path.Base("/" + q.rel)
+	h := q.w.Header()
+	ct := contentType(name)
+	if m, ok := query["mime"]; ok {
+		if _, _, err := mime.ParseMediaType(m[0]); err != nil || strings.ContainsAny(m[0], "\r\n") {
+			return errorf(http.StatusBadRequest, "bad mime= value %q", m[0])
+		}
+		ct = m[0]
+	}
+	h.Set("Content-Type", ct)
+	h.Set("X-Content-Type-Options", "nosniff")
+	if activeType(ct) {
+		h.Set("Content-Security-Policy", "sandbox")
+	}
+	disp := "inline"
+	if dl, ok := query["dl"]; ok {
+		disp = "attachment"
+		if dl[0] != "" {
+			name = path.Base("/" + strings.ReplaceAll(dl[0], "\\", "/"))
+		}
+	}
+	h.Set("Content-Disposition", contentDisposition(disp, name))
+	h.Set("ETag", etag(fi))
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("Cache-Control", "no-cache")
+	if rg := q.r.Header.Get("Range"); strings.Count(rg, ",") >= s.maxRanges {
+		q.r.Header.Del("Range") // too many ranges: the whole file instead
+	}
+	http.ServeContent(q.w, q.r, "", fi.ModTime(), f)
+	return nil
+}
+
+// etag is a strong validator from the file's identity: inode, size and
+// mtime in nanoseconds.
+func etag(fi fs.FileInfo) string {
+	return `"` + strconv.FormatUint(inode(fi), 36) + "-" + strconv.FormatInt(fi.Size(), 36) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 36) + `"`
+}
+
+// contentDisposition builds `<disp>; filename="<ascii>"; filename*=UTF-8”<pct>`.
+func contentDisposition(disp, name string) string {
+	var ascii strings.Builder
+	for _, r := range name {
+		if r >= 0x20 && r < 0x7f && r != '"' && r != '\\' && r != '%' {
+			ascii.WriteRune(r)
+		} else {
+			ascii.WriteByte('_')
+		}
+	}
+	return disp + `; filename="` + ascii.String() + `"; filename*=UTF-8''` + escapeName(name)
+}

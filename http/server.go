@@ -1,0 +1,229 @@
+package http
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"hoard/store"
+)
+
+// Config is what the HTTP layer needs.
+type Config struct {
+	Store  *store.Store
+	Logger *slog.Logger // nil: slog.Default()
+	// MaxRanges caps the ranges of one multi-range request; a request with
+	// more is answered with the whole file. Default 16.
+	MaxRanges int
+}
+
+// Server is hoard's http.Handler.
+type Server struct {
+	st        *store.Store
+	log       *slog.Logger
+	maxRanges int
+	fails     *failTracker
+}
+
+// New returns the handler for cfg.
+func New(cfg Config) *Server {
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker()}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("pkg", "http")
+	if s.maxRanges <= 0 {
+		s.maxRanges = 16
+	}
+	return s
+}
+
+// req is one request after its path and credentials were checked.
+type req struct {
+	w     *respWriter
+	r     *http.Request
+	id    string
+	parts []string // decoded path components
+	slash bool     // the URL path ended in "/"
+	vol   *store.Volume
+	rel   string     // path inside vol
+	perm  store.Perm // user's permissions in vol
+	user  string     // "" is anonymous
+	ip    string
+}
+
+// handler is the shape of every endpoint: it returns an error instead of
+// writing one, and serve maps it.
+type handler func(q *req) error
+
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &respWriter{ResponseWriter: rw}
+	var b [6]byte
+	rand.Read(b[:])
+	q := &req{w: w, r: r, id: base64.RawURLEncoding.EncodeToString(b[:]), ip: clientIP(r)}
+	err := s.route(q)
+	if err != nil {
+		s.fail(q, err)
+	}
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		s.log.Debug("request", "id", q.id, "method", r.Method, "path", r.URL.Path, "status", w.status, "bytes", w.n, "user", q.user, "ip", q.ip, "dur", time.Since(start))
+	}
+}
+
+func (s *Server) route(q *req) error {
+	w, r := q.w, q.r
+	w.Header().Set("X-Request-Id", q.id)
+	parts, slash, err := parsePath(r.URL.Path)
+	if err != nil {
+		return err
+	}
+	q.parts, q.slash = parts, slash
+	if err := s.authenticate(q); err != nil {
+		return err
+	}
+	q.vol, q.rel = s.st.Resolve(parts)
+	if q.vol != nil {
+		q.perm = q.vol.Perms(q.user)
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return s.get(q)
+	case http.MethodPut:
+		return s.put(q)
+	case http.MethodPost:
+		return s.post(q)
+	case http.MethodOptions:
+		w.Header().Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	w.Header().Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
+	return errorf(http.StatusMethodNotAllowed, "method %s is not supported", r.Method)
+}
+
+func (s *Server) post(q *req) error {
+	ct := strings.ToLower(q.r.Header.Get("Content-Type"))
+	switch {
+	case strings.HasPrefix(ct, "multipart/form-data"):
+		return s.multipart(q)
+	case strings.Contains(ct, "application/json"), strings.HasPrefix(ct, "text/plain"),
+		strings.HasPrefix(ct, "application/octet-stream"):
+		return errorf(http.StatusNotImplemented, "up2k uploads and search are not available in this version of hoard yet")
+	}
+	return errorf(http.StatusUnsupportedMediaType, "don't know how to handle POST(%s)", ct)
+}
+
+// need checks that the user has at least one permission of p here:
+// anonymous users are asked to log in (401), known users are refused (403).
+func (q *req) need(p store.Perm, what string) error {
+	if q.perm.Any(p) {
+		return nil
+	}
+	if q.user == "" {
+		return errUnauthorized
+	}
+	return errorf(http.StatusForbidden, "user %s may not %s in /%s", q.user, what, strings.Join(q.parts, "/"))
+}
+
+// fail writes err as the response if nothing was sent yet, and logs it.
+func (s *Server) fail(q *req, err error) {
+	code, msg := statusOf(err)
+	switch {
+	case code == statusCanceled:
+		s.log.Debug("client went away", "id", q.id, "path", q.r.URL.Path, "err", err)
+		return
+	case code >= 500:
+		s.log.Error("request failed", "id", q.id, "method", q.r.Method, "path", q.r.URL.Path, "status", code, "err", err)
+	default:
+		s.log.Debug("request refused", "id", q.id, "method", q.r.Method, "path", q.r.URL.Path, "status", code, "err", err)
+	}
+	if q.w.wrote {
+		// Headers already went out: cut the response so the client sees
+		// an incomplete transfer rather than a silently wrong body.
+		panic(http.ErrAbortHandler)
+	}
+	h := q.w.Header()
+	for _, k := range []string{"Content-Disposition", "Content-Security-Policy", "ETag", "Last-Modified", "Content-Encoding", "Location"} {
+		h.Del(k)
+	}
+	if code == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Basic realm="hoard", charset="UTF-8"`)
+	}
+	if q.r.Body != nil && q.r.ContentLength != 0 && (q.r.Method == http.MethodPut || q.r.Method == http.MethodPost) {
+		// The body was not (fully) read; don't let the rest of it be
+		// taken for the next request.
+		h.Set("Connection", "close")
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	q.w.WriteHeader(code)
+	io.WriteString(q.w, msg+"\n")
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// respWriter records the status and byte count for the log. It forwards
+// ReadFrom so that file bodies still reach sendfile(2), and Unwrap so that
+// http.ResponseController still reaches the connection.
+type respWriter struct {
+	http.ResponseWriter
+	status int
+	n      int64
+	wrote  bool
+}
+
+func (w *respWriter) WriteHeader(code int) {
+	if !w.wrote && code >= 200 {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *respWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+// ReadFrom hands the source to the underlying writer's ReadFrom, which for
+// net/http's response sends an *os.File with sendfile(2).
+func (w *respWriter) ReadFrom(src io.Reader) (int64, error) {
+	if !w.wrote {
+		w.status, w.wrote = http.StatusOK, true
+	}
+	var n int64
+	var err error
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(writerOnly{w.ResponseWriter}, src)
+	}
+	w.n += n
+	return n, err
+}
+
+func (w *respWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writerOnly hides ReadFrom so io.Copy does not loop back into it.
+type writerOnly struct{ io.Writer }
+
+// Interface guards.
+var (
+	_ io.ReaderFrom       = (*respWriter)(nil)
+	_ http.ResponseWriter = (*respWriter)(nil)
+)

@@ -1,0 +1,251 @@
+// Command hoard is an HTTP file server that speaks copyparty's interface:
+// PUT and multipart uploads, range downloads by sendfile, listings.
+//
+// With no flags it serves the current folder at / on port 3923, readable
+// and writable by everyone. See README.md for the flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	srvhttp "hoard/http"
+	"hoard/store"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+// options are the parsed command line.
+type options struct {
+	ports, addrs            string
+	accounts, volumes       listFlag
+	e2d, e2ds, e2dsa        bool
+	e2t, e2ts, e2tsr        bool
+	e2s, e2a                bool
+	dedup                   bool
+	srchHits, srchMax       int
+	hist, warksalt, df      string
+	snapDrop, dbCache, thMT int
+	reMaxAge                int
+	maxRanges               int
+	logLevel                string
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("hoard", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.ports, "p", "3923", "TCP port(s) to listen on, comma-separated; 0 picks a free one")
+	fs.StringVar(&o.addrs, "i", "::", "address(es) to listen on, comma-separated; :: is every interface")
+	fs.Var(&o.accounts, "a", "account USER:PASS (repeatable)")
+	fs.Var(&o.volumes, "v", "volume SRC:DST:PERMS[:PERMS...][:c,FLAG[=VAL]...] (repeatable); PERMS = letters of rwmdgGha.A, optionally followed by ,user,user")
+	fs.BoolVar(&o.e2d, "e2d", false, "index files (search, dedup, lifetimes)")
+	fs.BoolVar(&o.e2ds, "e2ds", false, "-e2d, and scan writable volumes at start")
+	fs.BoolVar(&o.e2dsa, "e2dsa", false, "-e2ds, and scan every volume at start")
+	fs.BoolVar(&o.e2t, "e2t", false, "index audio/video tags")
+	fs.BoolVar(&o.e2ts, "e2ts", false, "-e2t, and scan tags at start")
+	fs.BoolVar(&o.e2tsr, "e2tsr", false, "-e2ts, rescanning every file's tags")
+	fs.BoolVar(&o.e2s, "e2s", false, "enable search (implies -e2d)")
+	fs.BoolVar(&o.e2a, "e2a", false, "every indexing feature (-e2dsa -e2ts)")
+	fs.BoolVar(&o.dedup, "dedup", false, "link duplicate uploads to the existing file instead of copying it")
+	fs.IntVar(&o.srchHits, "srch-hits", 200, "default number of search hits")
+	fs.IntVar(&o.srchMax, "srch-max", 10000, "largest number of search hits a client may ask for")
+	fs.StringVar(&o.hist, "hist", "", "keep every volume's state (.hist) below this folder instead")
+	fs.StringVar(&o.warksalt, "warksalt", "hunter2", "salt of up2k file identifiers (warks)")
+	fs.StringVar(&o.df, "df", "", "keep this much disk free on every volume (plain number: GiB)")
+	fs.IntVar(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
+	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
+	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
+	fs.IntVar(&o.reMaxAge, "re-maxage", 0, "rescan volumes every this many seconds (0: never)")
+	fs.IntVar(&o.maxRanges, "max-ranges", 16, "most byte ranges served in one request")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "hoard: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "hoard: -log-level %q: want debug, info, warn or error\n", o.logLevel)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	cfg, err := o.storeConfig(log)
+	if err != nil {
+		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		return 2
+	}
+	listeners, err := listen(o.addrs, o.ports)
+	if err != nil {
+		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		return 2
+	}
+	st, err := store.Open(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	if o.e2d || o.e2s || o.e2a || o.e2t {
+		log.Warn("indexing and search are not built yet; the -e2* flags are accepted and ignored")
+	}
+
+	srv := &http.Server{
+		Handler:           srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var wg sync.WaitGroup
+	serveErr := make(chan error, len(listeners))
+	for _, ln := range listeners {
+		fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- err
+			}
+		}()
+	}
+	code := 0
+	select {
+	case sig := <-sigs:
+		log.Info("shutting down", "signal", sig.String())
+	case err := <-serveErr:
+		log.Error("server failed", "err", err)
+		code = 1
+	}
+	go func() {
+		<-sigs
+		log.Warn("second signal; exiting at once")
+		os.Exit(1)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown did not finish in time; closing connections", "err", err)
+		srv.Close()
+	}
+	wg.Wait()
+	return code
+}
+
+// storeConfig turns the flags into store's configuration.
+func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
+	cfg := store.Config{Hist: o.hist, Logger: log}
+	for _, a := range o.accounts {
+		acc, err := store.ParseAccount(a)
+		if err != nil {
+			return cfg, fmt.Errorf("-a: %w", err)
+		}
+		cfg.Accounts = append(cfg.Accounts, acc)
+	}
+	for _, v := range o.volumes {
+		spec, err := store.ParseVolume(v)
+		if err != nil {
+			return cfg, fmt.Errorf("-v: %w", err)
+		}
+		cfg.Volumes = append(cfg.Volumes, spec)
+	}
+	if len(cfg.Volumes) == 0 {
+		log.Warn("no -v given: serving the current folder at / with read and write access for everyone")
+		cfg.Volumes = []store.VolumeSpec{{Src: ".", Perms: map[string]store.Perm{"*": store.PermRead | store.PermWrite}}}
+	}
+	g := &cfg.Global
+	g.Dedup = o.dedup
+	g.E2D = o.e2d || o.e2ds || o.e2dsa || o.e2t || o.e2ts || o.e2tsr || o.e2s || o.e2a
+	g.E2DS = o.e2ds || o.e2dsa || o.e2a
+	g.E2DSA = o.e2dsa || o.e2a
+	g.E2T = o.e2t || o.e2ts || o.e2tsr || o.e2a
+	g.E2TS = o.e2ts || o.e2tsr || o.e2a
+	g.E2TSR = o.e2tsr
+	if o.df != "" {
+		n, err := store.ParseSize(o.df, 1<<30)
+		if err != nil {
+			return cfg, fmt.Errorf("--df: %w", err)
+		}
+		g.DF = n
+	}
+	switch {
+	case o.srchHits < 1:
+		return cfg, fmt.Errorf("--srch-hits %d: want at least 1", o.srchHits)
+	case o.srchMax < o.srchHits:
+		return cfg, fmt.Errorf("--srch-max %d: want at least --srch-hits (%d)", o.srchMax, o.srchHits)
+	case o.snapDrop < 1:
+		return cfg, fmt.Errorf("--snap-drop %d: want at least 1 minute", o.snapDrop)
+	case o.dbCache < 1:
+		return cfg, fmt.Errorf("--db-cache %d: want at least 1 MiB", o.dbCache)
+	case o.thMT < 1:
+		return cfg, fmt.Errorf("--th-mt %d: want at least 1 worker", o.thMT)
+	case o.reMaxAge < 0:
+		return cfg, fmt.Errorf("--re-maxage %d: want 0 or more seconds", o.reMaxAge)
+	case o.maxRanges < 1:
+		return cfg, fmt.Errorf("--max-ranges %d: want at least 1", o.maxRanges)
+	case o.warksalt == "":
+		return cfg, errors.New("--warksalt: must not be empty")
+	}
+	return cfg, cfg.Validate()
+}
+
+// listen opens one listener per address and port.
+func listen(addrs, ports string) ([]net.Listener, error) {
+	var out []net.Listener
+	for _, p := range strings.Split(ports, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 || n > 65535 {
+			closeAll(out)
+			return nil, fmt.Errorf("-p %q: bad port %q", ports, p)
+		}
+		for _, a := range strings.Split(addrs, ",") {
+			a = strings.Trim(strings.TrimSpace(a), "[]")
+			if a == "::" || a == "0.0.0.0" {
+				a = ""
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(n)))
+			if err != nil {
+				closeAll(out)
+				return nil, fmt.Errorf("listen on %s port %d: %w", a, n, err)
+			}
+			out = append(out, ln)
+		}
+	}
+	return out, nil
+}
+
+func closeAll(ls []net.Listener) {
+	for _, l := range ls {
+		l.Close()
+	}
+}

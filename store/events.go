@@ -1,0 +1,41 @@
+package store
+
+import "time"
+
+// EventKind says what happened to a file.
+type EventKind uint8
+
+const (
+	Created EventKind = iota + 1 // a file was published, replaced or appended to
+	Removed                      // a file was deleted (e.g. its lifetime ended)
+)
+
+// Event describes one change to a volume, for subscribers such as the index.
+type Event struct {
+	Kind     EventKind
+	Vol      *Volume
+	Rel      string // slash-separated path inside the volume
+	Size     int64
+	Mtime    time.Time
+	At       time.Time // when the change happened (upload time)
+	Uploader string    // account name; "" for anonymous or the server itself
+	ClientIP string
+}
+
+// Subscribe registers fn to be called after every change, on the goroutine
+// that made it. fn must be quick and must not call back into the store's
+// write paths. Subscribe before serving requests.
+func (s *Store) Subscribe(fn func(Event)) {
+	s.subsMu.Lock()
+	s.subs = append(s.subs, fn)
+	s.subsMu.Unlock()
+}
+
+func (s *Store) emit(e Event) {
+	s.subsMu.RLock()
+	subs := s.subs
+	s.subsMu.RUnlock()
+	for _, fn := range subs {
+		fn(e)
+	}
+}

@@ -1,0 +1,197 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// PartialSuffix marks files being written. They are never listed or served.
+const PartialSuffix = ".PARTIAL"
+
+// checkName validates one path component as hoard accepts it from clients.
+func checkName(c string) error {
+	switch {
+	case c == "", c == ".", c == "..":
+		return ErrBadName
+	case len(c) > 255:
+		return ErrBadName
+	case !utf8.ValidString(c):
+		return ErrBadName
+	}
+	for i := 0; i < len(c); i++ {
+		if b := c[i]; b < 0x20 || b == 0x7f || b == '/' || b == '\\' {
+			return ErrBadName
+		}
+	}
+	return nil
+}
+
+// CheckName reports whether name is acceptable as a single file or folder
+// name: not empty, not . or .., no slash, backslash, NUL or control
+// character, valid UTF-8, at most 255 bytes.
+func CheckName(name string) error { return checkName(name) }
+
+// cleanRel validates a slash-separated path inside a volume and returns the
+// form os.Root takes ("." for the volume's own folder).
+func cleanRel(rel string) (string, error) {
+	if rel == "" || rel == "." {
+		return ".", nil
+	}
+	parts := strings.Split(rel, "/")
+	for i, c := range parts {
+		if err := checkName(c); err != nil {
+			return "", err
+		}
+		if i == 0 && strings.EqualFold(c, HistName) {
+			return "", ErrReserved
+		}
+		if strings.HasSuffix(c, PartialSuffix) {
+			return "", ErrNotFound
+		}
+	}
+	return rel, nil
+}
+
+// Stat returns information about the file or folder at rel, following
+// symbolic links that stay inside the volume.
+func (v *Volume) Stat(rel string) (fs.FileInfo, error) {
+	r, err := cleanRel(rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := v.root.Stat(r)
+	return fi, mapErr(err)
+}
+
+// Open opens the regular file at rel for reading. Folders give ErrIsDir.
+// The caller closes the file.
+func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
+	r, err := cleanRel(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := v.root.Open(r)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, mapErr(err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, fi, ErrIsDir
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, ErrNotFound
+	}
+	return f, fi, nil
+}
+
+// Entry is one item of a folder listing.
+type Entry struct {
+	Name  string
+	Dir   bool
+	Size  int64 // of the target for symbolic links
+	Mtime time.Time
+	Link  bool // a symbolic link (inside the volume)
+}
+
+// ListOptions select what List shows.
+type ListOptions struct {
+	Dots  bool // include names starting with a dot
+	Lstat bool // a symbolic link's own mtime rather than its target's
+}
+
+// List returns the folder's entries, folders first, each group sorted by
+// name (byte order). Work files (*.PARTIAL), the state folder, and symbolic
+// links that are broken or lead outside the volume are left out.
+func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry, error) {
+	r, err := cleanRel(rel)
+	if err != nil {
+		return nil, err
+	}
+	d, err := v.root.Open(r)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if !fi.IsDir() {
+		return nil, ErrNotDir
+	}
+	var out []Entry
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		des, err := d.ReadDir(1024)
+		for _, de := range des {
+			e, ok := v.entry(r, de, opt)
+			if ok {
+				out = append(out, e)
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(des) == 0) {
+			break
+		}
+		if err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		if a.Dir != b.Dir {
+			if a.Dir {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
+}
+
+func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool) {
+	name := de.Name()
+	if strings.HasSuffix(name, PartialSuffix) || (!opt.Dots && strings.HasPrefix(name, ".")) {
+		return Entry{}, false
+	}
+	if dir == "." && strings.EqualFold(name, HistName) {
+		return Entry{}, false
+	}
+	if checkName(name) != nil {
+		return Entry{}, false // not addressable by URL (e.g. not UTF-8)
+	}
+	li, err := de.Info()
+	if err != nil {
+		return Entry{}, false
+	}
+	e := Entry{Name: name, Dir: li.IsDir(), Size: li.Size(), Mtime: li.ModTime()}
+	if li.Mode()&fs.ModeSymlink != 0 {
+		ti, err := v.root.Stat(path.Join(dir, name))
+		if err != nil {
+			return Entry{}, false // broken, or leads outside the volume
+		}
+		e.Link, e.Dir, e.Size = true, ti.IsDir(), ti.Size()
+		if !opt.Lstat {
+			e.Mtime = ti.ModTime()
+		}
+	}
+	if !e.Dir && !li.Mode().IsRegular() && !e.Link {
+		return Entry{}, false // sockets, devices, fifos
+	}
+	return e, true
+}

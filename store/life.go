@@ -1,0 +1,187 @@
+package store
+
+import (
+	"container/heap"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// An expiry is one file that is deleted when its lifetime ends. Each is
+// persisted as a small file in <hist>/expire/ so restarts keep the promise.
+type expiry struct {
+	Rel      string    `json:"rel"`
+	Ino      uint64    `json:"ino"`
+	Deadline time.Time `json:"deadline"`
+	vol      *Volume
+	file     string // the record's path
+}
+
+type expiryHeap []*expiry
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].Deadline.Before(h[j].Deadline) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(*expiry)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// janitor deletes files whose lifetime ended.
+type janitor struct {
+	s    *Store
+	kick chan struct{}
+	quit chan struct{}
+	wg   sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		h expiryHeap
+	}
+}
+
+func startJanitor(s *Store) *janitor {
+	j := &janitor{s: s, kick: make(chan struct{}, 1), quit: make(chan struct{})}
+	for _, v := range s.vols {
+		j.load(v)
+	}
+	j.wg.Add(1)
+	go j.run()
+	return j
+}
+
+func (j *janitor) stop() {
+	close(j.quit)
+	j.wg.Wait()
+}
+
+func expireDir(v *Volume) string { return filepath.Join(v.hist, "expire") }
+
+// load reads the volume's persisted expiries.
+func (j *janitor) load(v *Volume) {
+	if v.hist == "" {
+		return
+	}
+	dir := expireDir(v)
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, de := range des {
+		name := filepath.Join(dir, de.Name())
+		b, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		var e expiry
+		if json.Unmarshal(b, &e) != nil || e.Rel == "" {
+			j.s.log.Warn("dropping unreadable expiry record", "file", name)
+			os.Remove(name)
+			continue
+		}
+		e.vol, e.file = v, name
+		heap.Push(&j.mu.h, &e)
+	}
+}
+
+// scheduleExpiry records that rel (whose identity is fi) is to be deleted at
+// deadline; the record is durable before this returns.
+func (v *Volume) scheduleExpiry(rel string, fi fs.FileInfo, deadline time.Time) error {
+	if v.hist == "" {
+		return fmt.Errorf("store: volume %q has no state folder, so its lifetime cannot be kept", v.Src)
+	}
+	e := &expiry{Rel: relOf(rel), Deadline: deadline, vol: v}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		e.Ino = st.Ino
+	}
+	dir := expireDir(v)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	e.file = filepath.Join(dir, fmt.Sprintf("%d-%s.json", deadline.UnixNano(), hex.EncodeToString(b[:])))
+	data, _ := json.Marshal(e)
+	if err := writeFileAtomic(e.file, data); err != nil {
+		return err
+	}
+	j := v.store.janitor
+	if j == nil {
+		return nil
+	}
+	j.mu.Lock()
+	heap.Push(&j.mu.h, e)
+	j.mu.Unlock()
+	select {
+	case j.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (j *janitor) run() {
+	defer j.wg.Done()
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		next := j.expireDue()
+		t.Reset(next)
+		select {
+		case <-j.quit:
+			return
+		case <-j.kick:
+		case <-t.C:
+		}
+	}
+}
+
+// expireDue deletes every file whose deadline passed and returns how long
+// to wait for the next one.
+func (j *janitor) expireDue() time.Duration {
+	for {
+		j.mu.Lock()
+		if len(j.mu.h) == 0 {
+			j.mu.Unlock()
+			return time.Hour
+		}
+		e := j.mu.h[0]
+		if wait := e.Deadline.Sub(j.s.now()); wait > 0 {
+			j.mu.Unlock()
+			return min(wait, time.Hour)
+		}
+		heap.Pop(&j.mu.h)
+		j.mu.Unlock()
+		j.expire(e)
+	}
+}
+
+// expire deletes the file if it is still the one that was uploaded (same
+// inode), then drops the record.
+func (j *janitor) expire(e *expiry) {
+	v := e.vol
+	fi, err := v.root.Lstat(e.Rel)
+	if err == nil {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !fi.IsDir() && (!ok || e.Ino == 0 || st.Ino == e.Ino) {
+			if err := v.root.Remove(e.Rel); err != nil {
+				j.s.log.Warn("lifetime ended but the file could not be deleted", "volume", "/"+v.VPath, "path", e.Rel, "err", err)
+				return // keep the record; retried at next start
+			}
+			j.s.log.Info("lifetime ended; deleted", "volume", "/"+v.VPath, "path", e.Rel)
+			j.s.emit(Event{Kind: Removed, Vol: v, Rel: e.Rel, At: j.s.now()})
+		}
+	}
+	os.Remove(e.file)
+}

@@ -1,0 +1,318 @@
+package store
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Store is the set of mounted volumes and the accounts that may use them.
+// It is safe for concurrent use; its configuration is immutable after Open.
+type Store struct {
+	vols    []*Volume // sorted by VPath depth, deepest first, for Resolve
+	users   map[[32]byte]string
+	authKey []byte
+	log     *slog.Logger
+	now     func() time.Time
+
+	subsMu sync.RWMutex
+	subs   []func(Event)
+
+	janitor *janitor
+}
+
+// Volume is one folder mounted at a URL path. Its fields are immutable.
+type Volume struct {
+	Src   string // absolute folder on disk
+	VPath string // URL path without slashes at either end; "" is the root
+	Flags Flags
+
+	perms  map[string]Perm
+	root   *os.Root
+	hist   string // absolute state folder; "" when it could not be made
+	secret []byte // per-volume key for file keys and collision suffixes
+	store  *Store
+}
+
+// HistName is the state folder's name inside a volume. Requests can never
+// reach it, whatever the permissions.
+const HistName = ".hist"
+
+// Open mounts the configured volumes and starts the lifetime janitor.
+func Open(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		users:   map[[32]byte]string{},
+		authKey: make([]byte, 32),
+		log:     cfg.Logger,
+		now:     cfg.Now,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("pkg", "store")
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if _, err := rand.Read(s.authKey); err != nil {
+		return nil, err
+	}
+	for _, a := range cfg.Accounts {
+		s.users[s.pwKey(a.Pass)] = a.User
+	}
+	for _, spec := range cfg.Volumes {
+		v, err := s.mount(spec, cfg)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.vols = append(s.vols, v)
+	}
+	slices.SortStableFunc(s.vols, func(a, b *Volume) int { return depth(b.VPath) - depth(a.VPath) })
+	s.janitor = startJanitor(s)
+	return s, nil
+}
+
+func depth(vp string) int {
+	if vp == "" {
+		return 0
+	}
+	return strings.Count(vp, "/") + 1
+}
+
+func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
+	src, err := filepath.Abs(spec.Src)
+	if err != nil {
+		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+	}
+	fi, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("store: volume %q: not a folder", spec.Src)
+	}
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+	}
+	v := &Volume{
+		Src:   src,
+		VPath: spec.VPath,
+		Flags: cfg.Global.merge(spec.Flags),
+		perms: spec.Perms,
+		root:  root,
+		store: s,
+	}
+	if v.Flags.NRand == 0 {
+		v.Flags.NRand = 9
+	}
+	hist := filepath.Join(src, HistName)
+	switch {
+	case v.Flags.Hist != "":
+		hist = v.Flags.Hist
+	case cfg.Hist != "":
+		sum := sha256.Sum256([]byte(src))
+		hist = filepath.Join(cfg.Hist, strings.ReplaceAll(v.VPath, "/", "+")+"-"+hex.EncodeToString(sum[:6]))
+	}
+	if hist, err = filepath.Abs(hist); err == nil {
+		err = os.MkdirAll(hist, 0o700)
+	}
+	if err != nil {
+		s.log.Warn("state folder unavailable; lifetimes and persistent file keys are off for this volume", "volume", "/"+v.VPath, "err", err)
+	} else {
+		v.hist = hist
+	}
+	if v.secret, err = v.loadSecret(); err != nil {
+		root.Close()
+		return nil, err
+	}
+	return v, nil
+}
+
+// loadSecret reads the volume's key from its state folder, creating it once.
+func (v *Volume) loadSecret() ([]byte, error) {
+	key := make([]byte, 32)
+	if v.hist == "" {
+		_, err := rand.Read(key)
+		return key, err
+	}
+	name := filepath.Join(v.hist, "secret")
+	if b, err := os.ReadFile(name); err == nil && len(b) == 64 {
+		if _, err := hex.Decode(key, b); err == nil {
+			return key, nil
+		}
+	}
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(name, []byte(hex.EncodeToString(key))); err != nil {
+		return nil, fmt.Errorf("store: volume %q: writing its key: %w", v.Src, err)
+	}
+	return key, nil
+}
+
+// writeFileAtomic writes a small state file outside any volume's root:
+// temp file, fsync, rename, folder fsync.
+func writeFileAtomic(name string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(filepath.Dir(name))
+}
+
+func syncDir(name string) error {
+	d, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
+
+// Close stops the janitor and closes every volume.
+func (s *Store) Close() error {
+	if s.janitor != nil {
+		s.janitor.stop()
+	}
+	var first error
+	for _, v := range s.vols {
+		if err := v.root.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Volumes returns the mounted volumes, deepest mount first.
+func (s *Store) Volumes() []*Volume { return slices.Clone(s.vols) }
+
+func (s *Store) pwKey(pw string) [32]byte {
+	m := hmac.New(sha256.New, s.authKey)
+	m.Write([]byte(pw))
+	var k [32]byte
+	m.Sum(k[:0])
+	return k
+}
+
+// Authenticate returns the user whose password is pw. The lookup is by a
+// keyed digest, so its timing reveals nothing about stored passwords.
+func (s *Store) Authenticate(pw string) (user string, ok bool) {
+	user, ok = s.users[s.pwKey(pw)]
+	return user, ok
+}
+
+// Resolve finds the volume that serves the URL path parts (already decoded
+// and validated) and the path inside it. v is nil when no volume covers the
+// path (a virtual folder above mounts, or nothing at all).
+func (s *Store) Resolve(parts []string) (v *Volume, rel string) {
+	for _, vol := range s.vols {
+		n := depth(vol.VPath)
+		if n > len(parts) {
+			continue
+		}
+		if n > 0 && strings.Join(parts[:n], "/") != vol.VPath {
+			continue
+		}
+		return vol, strings.Join(parts[n:], "/")
+	}
+	return nil, ""
+}
+
+// MountsBelow returns the names of the folders directly below the URL path
+// parts that lead to other volumes, with the volumes under each name.
+func (s *Store) MountsBelow(parts []string) map[string][]*Volume {
+	prefix := strings.Join(parts, "/")
+	out := map[string][]*Volume{}
+	for _, vol := range s.vols {
+		rest, ok := vol.VPath, true
+		if prefix != "" {
+			rest, ok = strings.CutPrefix(vol.VPath, prefix+"/")
+		}
+		if !ok || rest == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, "/")
+		out[name] = append(out[name], vol)
+	}
+	return out
+}
+
+// Perms returns what user may do in v; "*" grants apply to everyone.
+// An empty user is anonymous.
+func (v *Volume) Perms(user string) Perm {
+	p := v.perms["*"]
+	if user != "" {
+		p |= v.perms[user]
+	}
+	return p
+}
+
+// FileKey returns the access key for a file (volume flag fk), derived from
+// the volume's secret, the path, size and inode; "" when the volume has no fk.
+func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
+	if v.Flags.FK == 0 || fi == nil {
+		return ""
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	m := hmac.New(sha512.New, v.secret)
+	fmt.Fprintf(m, "fk\x00%s\x00%d\x00%d", rel, fi.Size(), ino)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:v.Flags.FK]
+}
+
+// clientTag is copyparty's 8-character keyed hash of a client address, used
+// in collision suffixes so uploaders can be told apart without showing IPs.
+func (v *Volume) clientTag(ip string) string {
+	m := hmac.New(sha512.New, v.secret)
+	m.Write([]byte(ip))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:8]
+}
+
+// NowString formats t as copyparty's seconds with six decimals.
+func NowString(t time.Time) string {
+	return strconv.FormatFloat(float64(t.UnixMicro())/1e6, 'f', 6, 64)
+}

@@ -1,0 +1,420 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Temp is a work file in a volume folder, named so that it is never listed
+// or served, waiting to be published under its final name.
+type Temp struct {
+	File *os.File
+	v    *Volume
+	dir  string // "." or a clean relative folder
+	name string // work file name inside dir
+	done bool
+}
+
+// CreateTemp makes the folder dir (and its parents) if needed and creates a
+// new, empty work file in it.
+func (v *Volume) CreateTemp(dir string) (*Temp, error) {
+	d, err := cleanRel(dir)
+	if err != nil {
+		return nil, err
+	}
+	if v.Flags.NoSub && d != "." {
+		return nil, ErrNoSub
+	}
+	if d != "." {
+		if err := v.root.MkdirAll(d, 0o755); err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	for range 10 {
+		var b [9]byte
+		rand.Read(b[:])
+		name := ".hoard-" + base64.RawURLEncoding.EncodeToString(b[:]) + PartialSuffix
+		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		return &Temp{File: f, v: v, dir: d, name: name}, nil
+	}
+	return nil, errors.New("store: could not create a work file")
+}
+
+// Abort closes and removes the work file. It is a no-op after Publish.
+func (t *Temp) Abort() {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.File.Close()
+	t.v.root.Remove(path.Join(t.dir, t.name))
+}
+
+// PublishOptions control how a finished work file becomes visible.
+type PublishOptions struct {
+	Replace  bool      // overwrite an existing file of that name; otherwise rename on collision
+	Mtime    time.Time // set the file's mtime; zero keeps "now"
+	Life     time.Duration
+	Uploader string
+	ClientIP string
+}
+
+// Publish makes the work file durable and visible under name in its folder:
+// fsync, close, link without clobbering (or rename over, with Replace),
+// fsync the folder. When name is taken and Replace is off, the file gets
+// copyparty's collision suffix. It returns the final path inside the volume.
+func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, error) {
+	if t.done {
+		return "", nil, errors.New("store: work file already finished")
+	}
+	if err := t.v.checkTarget(t.dir, name); err != nil {
+		t.Abort()
+		return "", nil, err
+	}
+	life, err := t.v.lifeFor(opt.Life)
+	if err != nil {
+		t.Abort()
+		return "", nil, err
+	}
+	if err := t.File.Sync(); err != nil {
+		t.Abort()
+		return "", nil, t.v.writeErr(err, 0)
+	}
+	err = t.File.Close()
+	t.done = true
+	tmp := path.Join(t.dir, t.name)
+	if err != nil {
+		t.v.root.Remove(tmp)
+		return "", nil, t.v.writeErr(err, 0)
+	}
+	if !opt.Mtime.IsZero() {
+		if err := t.v.root.Chtimes(tmp, opt.Mtime, opt.Mtime); err != nil {
+			t.v.root.Remove(tmp)
+			return "", nil, mapErr(err)
+		}
+	}
+	final, err := t.v.place(tmp, t.dir, name, opt)
+	if err != nil {
+		t.v.root.Remove(tmp)
+		return "", nil, err
+	}
+	if err := t.v.syncDir(t.dir); err != nil {
+		return "", nil, err
+	}
+	fi, err := t.v.root.Stat(final)
+	if err != nil {
+		return "", nil, mapErr(err)
+	}
+	now := t.v.store.now()
+	if life > 0 {
+		if err := t.v.scheduleExpiry(final, fi, now.Add(life)); err != nil {
+			return "", nil, err
+		}
+	}
+	t.v.store.emit(Event{Kind: Created, Vol: t.v, Rel: relOf(final), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP})
+	return relOf(final), fi, nil
+}
+
+func relOf(p string) string { return strings.TrimPrefix(p, "./") }
+
+// checkTarget validates a final file name in folder dir.
+func (v *Volume) checkTarget(dir, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if strings.HasSuffix(name, PartialSuffix) {
+		return fmt.Errorf("%w: names ending in %s are reserved for uploads in progress", ErrBadName, PartialSuffix)
+	}
+	if dir == "." && strings.EqualFold(name, HistName) {
+		return ErrReserved
+	}
+	return nil
+}
+
+// lifeFor returns how long an upload lives: the requested life capped to
+// the volume's lifetime, or the lifetime itself; 0 for forever.
+func (v *Volume) lifeFor(life time.Duration) (time.Duration, error) {
+	switch {
+	case life < 0:
+		return 0, fmt.Errorf("%w: negative life", ErrBadName)
+	case life > 0 && v.Flags.Lifetime == 0:
+		return 0, ErrNoLifetime
+	case life > 0 && life < v.Flags.Lifetime:
+		return life, nil
+	}
+	return v.Flags.Lifetime, nil
+}
+
+// placeMu serialises the link-less fallback of place per process.
+var placeMu sync.Mutex
+
+// place moves tmp to its final name in dir and returns the final path.
+func (v *Volume) place(tmp, dir, name string, opt PublishOptions) (string, error) {
+	final := path.Join(dir, name)
+	if opt.Replace {
+		if fi, err := v.root.Lstat(final); err == nil && fi.IsDir() {
+			return "", ErrIsDir
+		}
+		return final, mapErr(v.root.Rename(tmp, final))
+	}
+	for i := 0; ; i++ {
+		err := v.root.Link(tmp, final)
+		if err == nil {
+			v.root.Remove(tmp)
+			return final, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOTSUP) && !errors.Is(err, syscall.EXDEV) {
+				return "", mapErr(err)
+			}
+			// No hard links here (some FUSE and network file systems):
+			// check and rename under a lock instead.
+			placeMu.Lock()
+			_, serr := v.root.Lstat(final)
+			if errors.Is(serr, fs.ErrNotExist) {
+				err = v.root.Rename(tmp, final)
+				placeMu.Unlock()
+				return final, mapErr(err)
+			}
+			placeMu.Unlock()
+		}
+		if i >= 5 {
+			return "", ErrExists
+		}
+		final = path.Join(dir, v.collisionName(name, opt.ClientIP, i))
+	}
+}
+
+// collisionName is copyparty's rename for a taken name:
+// <name>-<unixtime.6f>-<8-char client tag>[.<ext>], where ext is the text
+// after the last dot (or the whole name) when shorter than 7 characters.
+func (v *Volume) collisionName(name, ip string, attempt int) string {
+	t := v.store.now().Add(time.Duration(attempt) * time.Microsecond)
+	s := name + "-" + NowString(t) + "-" + v.clientTag(ip)
+	ext := name
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		ext = name[i+1:]
+	}
+	if ext != "" && len(ext) < 7 {
+		s += "." + ext
+	}
+	if len(s) > 255 {
+		s = s[len(s)-255:]
+	}
+	return s
+}
+
+func (v *Volume) syncDir(dir string) error {
+	d, err := v.root.Open(dir)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return v.writeErr(err, 0)
+	}
+	return nil
+}
+
+// writeErr turns ENOSPC into a DiskFullError naming the free space.
+func (v *Volume) writeErr(err error, need int64) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		free, _ := v.Free()
+		return fmt.Errorf("%w (%v)", &DiskFullError{Free: free, Need: uint64(max(need, 0))}, err)
+	}
+	return mapErr(err)
+}
+
+// Free returns the bytes available to hoard on the volume's file system.
+func (v *Volume) Free() (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(v.Src, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// CheckSize applies the volume's sz= bounds and df= reserve to an upload of
+// n bytes (n < 0: unknown yet; only the reserve is checked for 0 bytes).
+func (v *Volume) CheckSize(n int64) error {
+	f := v.Flags
+	if n >= 0 && f.SzMax > 0 && (n > f.SzMax || n < f.SzMin) {
+		return &SizeError{Size: n, Min: f.SzMin, Max: f.SzMax}
+	}
+	if free, err := v.Free(); err == nil {
+		need := uint64(max(n, 0))
+		if free < need || free-need < uint64(f.DF) {
+			return &DiskFullError{Free: free, Need: need + uint64(f.DF)}
+		}
+	}
+	return nil
+}
+
+// IngestOptions describe one upload streamed into a volume (PUT, multipart).
+type IngestOptions struct {
+	Name     string // final file name inside the folder
+	Checksum string // one of Checksums; "" means sha512
+	// Encode, when set, wraps the file in a compressor; the checksum and
+	// size still cover the bytes as received.
+	Encode   func(io.Writer) (io.WriteCloser, error)
+	Replace  bool  // overwrite an existing file
+	Append   bool  // append to an existing file (created when missing)
+	Size     int64 // announced length of body; -1 when unknown
+	Life     time.Duration
+	Uploader string
+	ClientIP string
+}
+
+// IngestResult describes a stored upload.
+type IngestResult struct {
+	Rel  string // final path inside the volume
+	Size int64  // bytes received
+	Sum  []byte // checksum of the bytes received; nil with ck=no
+	Time time.Time
+	Info fs.FileInfo
+}
+
+// Ingest streams body into the file opt.Name in folder dir, hashing it as it
+// goes, and publishes it atomically. On any error nothing is left behind
+// (an append is cut back to the old length).
+func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt IngestOptions) (IngestResult, error) {
+	d, err := cleanRel(dir)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if err := v.checkTarget(d, opt.Name); err != nil {
+		return IngestResult{}, err
+	}
+	if opt.Checksum == "" {
+		opt.Checksum = "sha512"
+	}
+	h, err := NewChecksum(opt.Checksum)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	if err := v.CheckSize(opt.Size); err != nil {
+		return IngestResult{}, err
+	}
+	if _, err := v.lifeFor(opt.Life); err != nil {
+		return IngestResult{}, err
+	}
+	if opt.Append {
+		res, err, ok := v.appendTo(ctx, d, body, h, opt)
+		if ok {
+			return res, err
+		}
+	}
+	t, err := v.CreateTemp(d)
+	if err != nil {
+		return IngestResult{}, err
+	}
+	defer t.Abort()
+	var w io.Writer = t.File
+	var enc io.WriteCloser
+	if opt.Encode != nil {
+		if enc, err = opt.Encode(t.File); err != nil {
+			return IngestResult{}, err
+		}
+		w = enc
+	}
+	n, err := v.copyIn(ctx, w, body, h, opt.Size)
+	if err == nil && enc != nil {
+		err = v.writeErr(enc.Close(), opt.Size)
+	}
+	if err != nil {
+		return IngestResult{}, err
+	}
+	rel, fi, err := t.Publish(opt.Name, PublishOptions{Replace: opt.Replace, Life: opt.Life, Uploader: opt.Uploader, ClientIP: opt.ClientIP})
+	if err != nil {
+		return IngestResult{}, err
+	}
+	res := IngestResult{Rel: rel, Size: n, Time: v.store.now(), Info: fi}
+	if h != nil {
+		res.Sum = h.Sum(nil)
+	}
+	return res, nil
+}
+
+// appendTo appends body to an existing file. ok is false when the file does
+// not exist, so the caller creates it the normal way.
+func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h hash.Hash, opt IngestOptions) (res IngestResult, err error, ok bool) {
+	name := path.Join(dir, opt.Name)
+	f, err := v.root.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil, false
+	}
+	if err != nil {
+		return res, mapErr(err), true
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return res, mapErr(err), true
+	}
+	if !fi.Mode().IsRegular() {
+		return res, ErrIsDir, true
+	}
+	old := fi.Size()
+	var w io.Writer = f
+	var enc io.WriteCloser
+	if opt.Encode != nil {
+		if enc, err = opt.Encode(f); err != nil {
+			return res, err, true
+		}
+		w = enc
+	}
+	n, err := v.copyIn(ctx, w, body, h, opt.Size)
+	if err == nil && enc != nil {
+		err = v.writeErr(enc.Close(), opt.Size)
+	}
+	if err == nil {
+		err = v.writeErr(f.Sync(), opt.Size)
+	}
+	if err != nil {
+		// Leave the file as it was: cut it back and make that durable.
+		f.Truncate(old)
+		f.Sync()
+		return res, err, true
+	}
+	if fi, err = f.Stat(); err != nil {
+		return res, mapErr(err), true
+	}
+	now := v.store.now()
+	v.store.emit(Event{Kind: Created, Vol: v, Rel: relOf(name), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP})
+	res = IngestResult{Rel: relOf(name), Size: n, Time: now, Info: fi}
+	if h != nil {
+		res.Sum = h.Sum(nil)
+	}
+	return res, nil, true
+}
+
+// Usage returns the free and total bytes of the volume's file system.
+func (v *Volume) Usage() (free, total uint64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(v.Src, &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), nil
+}
+
+// ClientTag is copyparty's 8-character keyed hash of a client address, as
+// used in collision suffixes and nameless upload names.
+func (v *Volume) ClientTag(ip string) string { return v.clientTag(ip) }
