@@ -1,0 +1,179 @@
+// Package lint keeps the rooms of ../shared/design.md apart: each top-level
+// package may import only what the design allows, and a few house rules
+// hold across the tree.
+package lint
+
+import (
+	"go/ast"
+	"go/build"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "hoard"
+
+// rule says what one package may import: other hoard packages by name,
+// third-party module prefixes, and standard-library packages it must avoid.
+type rule struct {
+	hoard     []string // allowed hoard packages (relative, e.g. "store")
+	thirdPty  []string // allowed non-stdlib import prefixes
+	forbidStd []string // stdlib packages (or prefixes ending in "/") it must not import
+}
+
+var xlibs = []string{"golang.org/x/sys/", "golang.org/x/crypto/", "golang.org/x/text/", "golang.org/x/image/"}
+
+var rules = map[string]rule{
+	"http":  {hoard: []string{"store", "up2k", "idx", "arch", "media"}, thirdPty: xlibs, forbidStd: []string{"crypto/sha512", "crypto/sha256", "crypto/sha1", "crypto/md5", "hash/"}},
+	"store": {thirdPty: xlibs, forbidStd: []string{"net/http"}},
+	"up2k":  {hoard: []string{"store"}, thirdPty: xlibs, forbidStd: []string{"net/http"}},
+	"idx":   {hoard: []string{"store"}, thirdPty: append([]string{"github.com/cockroachdb/pebble", "github.com/cespare/xxhash"}, xlibs...), forbidStd: []string{"net/http"}},
+	"arch":  {hoard: []string{"store", "media"}, thirdPty: append([]string{"github.com/klauspost/compress/", "github.com/ulikunitz/xz", "github.com/dsnet/compress/"}, xlibs...), forbidStd: []string{"net/http"}},
+	"media": {hoard: []string{"store"}, thirdPty: xlibs, forbidStd: []string{"net/http"}},
+	"bench": {hoard: []string{"up2k"}, thirdPty: xlibs},
+}
+
+func moduleRoot(t *testing.T) string {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// packages returns every folder of the module holding non-test Go files.
+func packages(t *testing.T) map[string]*build.Package {
+	root := moduleRoot(t)
+	out := map[string]*build.Package{}
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if n := d.Name(); p != root && (strings.HasPrefix(n, ".") || n == "testdata") {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(p, 0)
+		if err != nil {
+			return nil // no Go files
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[filepath.ToSlash(rel)] = pkg
+		return nil
+	})
+	return out
+}
+
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func TestImportBoundaries(t *testing.T) {
+	pkgs := packages(t)
+	if len(pkgs) < 3 {
+		t.Fatalf("found only %d packages; is the module root right?", len(pkgs))
+	}
+	for dir, pkg := range pkgs {
+		room, _, _ := strings.Cut(dir, "/")
+		r, ok := rules[room]
+		if !ok {
+			continue // main.go and internal/ may import anything
+		}
+		for _, imp := range pkg.Imports {
+			switch {
+			case imp == module || strings.HasPrefix(imp, module+"/"):
+				other, _, _ := strings.Cut(strings.TrimPrefix(imp, module+"/"), "/")
+				if other != room && !slices.Contains(r.hoard, other) {
+					t.Errorf("%s imports %s; design.md does not allow %s → %s", dir, imp, room, other)
+				}
+			case isStd(imp):
+				for _, f := range r.forbidStd {
+					if imp == f || (strings.HasSuffix(f, "/") && strings.HasPrefix(imp, f)) {
+						t.Errorf("%s imports %s, which its room must not use", dir, imp)
+					}
+				}
+			default:
+				if !slices.ContainsFunc(r.thirdPty, func(p string) bool { return strings.HasPrefix(imp, p) || imp == strings.TrimSuffix(p, "/") }) {
+					t.Errorf("%s imports %s; add it to its room's rule only with a reason", dir, imp)
+				}
+			}
+		}
+	}
+}
+
+// goFiles parses every non-test Go file of the module.
+func goFiles(t *testing.T) map[string]*ast.File {
+	root := moduleRoot(t)
+	out := map[string]*ast.File{}
+	fset := token.NewFileSet()
+	for dir, pkg := range packages(t) {
+		for _, name := range pkg.GoFiles {
+			p := filepath.Join(root, dir, name)
+			f, err := parser.ParseFile(fset, p, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[filepath.ToSlash(filepath.Join(dir, name))] = f
+		}
+	}
+	return out
+}
+
+// calls reports every pkg.Func selector call in f whose package is imported
+// under its own name.
+func calls(f *ast.File, pkg string, funcs ...string) []string {
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && id.Name == pkg && (len(funcs) == 0 || slices.Contains(funcs, sel.Sel.Name)) {
+			out = append(out, pkg+"."+sel.Sel.Name)
+		}
+		return true
+	})
+	return out
+}
+
+// TestHandlersDoNotTouchFiles: the http room gets files from store only.
+func TestHandlersDoNotTouchFiles(t *testing.T) {
+	for name, f := range goFiles(t) {
+		if !strings.HasPrefix(name, "http/") {
+			continue
+		}
+		if c := calls(f, "os", "Open", "OpenFile", "Create", "ReadFile", "WriteFile", "Remove", "RemoveAll", "Rename", "Mkdir", "MkdirAll", "OpenRoot", "OpenInRoot", "Stat", "Lstat", "ReadDir"); len(c) > 0 {
+			t.Errorf("%s calls %v; handlers go through store", name, c)
+		}
+	}
+}
+
+// TestLogOnlyInMain: packages log through *slog.Logger, not the log package.
+func TestLogOnlyInMain(t *testing.T) {
+	for name, f := range goFiles(t) {
+		if name == "main.go" {
+			continue
+		}
+		if c := calls(f, "log", "Print", "Printf", "Println", "Fatal", "Fatalf", "Fatalln", "Panic", "Panicf"); len(c) > 0 {
+			t.Errorf("%s calls %v; use the *slog.Logger from its Config", name, c)
+		}
+	}
+}
+
+// TestRawAtomics: use atomic.Int64 and friends, never the raw functions.
+func TestRawAtomics(t *testing.T) {
+	for name, f := range goFiles(t) {
+		for _, c := range calls(f, "atomic") {
+			fn := strings.TrimPrefix(c, "atomic.")
+			for _, p := range []string{"Add", "Load", "Store", "Swap", "CompareAndSwap", "And", "Or"} {
+				if strings.HasPrefix(fn, p) {
+					t.Errorf("%s calls %s; use a typed atomic (atomic.Int64, atomic.Bool, ...)", name, c)
+				}
+			}
+		}
+	}
+}
