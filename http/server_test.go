@@ -122,7 +122,7 @@ func TestParsePath(t *testing.T) {
 		{"/a\x00b", nil, false, true},
 		{"/a\nb", nil, false, true},
 		{"/a\x7fb", nil, false, true},
-		{"/\xc0\xae\xc0\xae/x", nil, false, true}, // overlong "."
+		{"/\xc0\xae\xc0\xae/x", nil, false, true},     // overlong "."
 		{"/%2e%2e", []string{"%2e%2e"}, false, false}, // decoded once already: a literal name
 		{"/" + strings.Repeat("x", 256), nil, false, true},
 		{"/日本/naïve.txt", []string{"日本", "naïve.txt"}, false, false},
