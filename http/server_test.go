@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,12 +23,13 @@ func newTestServer(t *testing.T, perms string) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{spec}})
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{spec}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return New(Config{Store: st}), dir
+	return New(Config{Store: st, Logger: quiet}), dir
 }
 
 // sendfileProbe is a ResponseWriter that, like net/http's own, implements

@@ -6,48 +6,87 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // ioBufSize is the read size on upload paths: large reads keep syscalls and
 // hash calls few (copyparty measured 256 KiB and up as best).
 const ioBufSize = 512 << 10
 
+// writebackEvery starts the kernel's writeback of a file being uploaded
+// every this many bytes, so the final fsync finds little left to do and
+// disk writes overlap the network.
+const writebackEvery = 8 << 20
+
 var bufPool = sync.Pool{New: func() any { return new([ioBufSize]byte) }}
 
+// filled is one buffer of body bytes on its way to the hasher and the
+// writer; the last of them to finish returns it to the pool.
 type filled struct {
-	b *[ioBufSize]byte
-	n int
+	b    *[ioBufSize]byte
+	n    int
+	refs *atomic.Int32
+}
+
+func (c filled) release() {
+	if c.refs.Add(-1) == 0 {
+		bufPool.Put(c.b)
+	}
 }
 
 // copyIn copies r to w, feeding h (when not nil) with the same bytes, and
-// returns the number of bytes read. Reading runs on the caller's goroutine
-// while hashing and writing run on another, so the network read of one
-// buffer overlaps the hashing of the previous one. size ≥ 0 is the exact
+// returns the number of bytes read. Three stages run at once: reading (on
+// the caller's goroutine), hashing and writing (one goroutine each), so an
+// upload uses as many cores as there are stages. When w is the file itself
+// (f == w), writeback is started as the file grows. size ≥ 0 is the exact
 // length expected; fewer bytes is ErrShortBody. The volume's sz= maximum is
 // enforced as bytes arrive.
-func (v *Volume) copyIn(ctx context.Context, w io.Writer, r io.Reader, h hash.Hash, size int64) (int64, error) {
-	work := make(chan filled, 2)
-	done := make(chan struct{})
+func (v *Volume) copyIn(ctx context.Context, w io.Writer, f *os.File, r io.Reader, h hash.Hash, size int64) (int64, error) {
 	var failed atomic.Bool
-	var werr error // written by the worker before done closes
+	var wg sync.WaitGroup
+	toWrite := make(chan filled, 4)
+	var toHash chan filled
+	var werr error // set by the writer before wg.Done
+	wg.Add(1)
 	go func() {
-		defer close(done)
-		for c := range work {
+		defer wg.Done()
+		var off, synced int64
+		fd := -1
+		if f != nil && any(w) == any(f) {
+			fd = int(f.Fd())
+		}
+		for c := range toWrite {
 			if !failed.Load() {
-				p := c.b[:c.n]
-				if h != nil {
-					h.Write(p)
-				}
-				if _, err := w.Write(p); err != nil {
+				if _, err := w.Write(c.b[:c.n]); err != nil {
 					werr = v.writeErr(err, size)
 					failed.Store(true)
 				}
+				off += int64(c.n)
+				if fd >= 0 && off-synced >= writebackEvery {
+					unix.SyncFileRange(fd, synced, off-synced, unix.SYNC_FILE_RANGE_WRITE)
+					synced = off
+				}
 			}
-			bufPool.Put(c.b)
+			c.release()
 		}
 	}()
+	if h != nil {
+		toHash = make(chan filled, 4)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range toHash {
+				if !failed.Load() {
+					h.Write(c.b[:c.n])
+				}
+				c.release()
+			}
+		}()
+	}
 
 	var total int64
 	var rerr error
@@ -64,7 +103,14 @@ func (v *Volume) copyIn(ctx context.Context, w io.Writer, r io.Reader, h hash.Ha
 		n, err := io.ReadFull(r, b[:want])
 		total += int64(n)
 		if n > 0 {
-			work <- filled{b, n}
+			c := filled{b: b, n: n, refs: new(atomic.Int32)}
+			if toHash != nil {
+				c.refs.Store(2)
+				toHash <- c
+			} else {
+				c.refs.Store(1)
+			}
+			toWrite <- c
 		} else {
 			bufPool.Put(b)
 		}
@@ -86,8 +132,11 @@ func (v *Volume) copyIn(ctx context.Context, w io.Writer, r io.Reader, h hash.Ha
 			break
 		}
 	}
-	close(work)
-	<-done
+	close(toWrite)
+	if toHash != nil {
+		close(toHash)
+	}
+	wg.Wait()
 	if werr != nil {
 		return total, werr
 	}

@@ -335,7 +335,7 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 		}
 		w = enc
 	}
-	n, err := v.copyIn(ctx, w, body, h, opt.Size)
+	n, err := v.copyIn(ctx, w, t.File, body, h, opt.Size)
 	if err == nil && enc != nil {
 		err = v.writeErr(enc.Close(), opt.Size)
 	}
@@ -381,7 +381,7 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 		}
 		w = enc
 	}
-	n, err := v.copyIn(ctx, w, body, h, opt.Size)
+	n, err := v.copyIn(ctx, w, nil, body, h, opt.Size)
 	if err == nil && enc != nil {
 		err = v.writeErr(enc.Close(), opt.Size)
 	}

@@ -1,0 +1,86 @@
+package http
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// These benchmarks run the real handler behind a real loopback listener, so
+// downloads take net/http's sendfile path exactly as in production.
+// Side-by-side figures against nginx and copyparty come from bench/.
+
+func benchServer(b *testing.B) (*httptest.Server, string) {
+	b.Helper()
+	s, dir := newTestServer(&testing.T{}, "rwd")
+	ts := httptest.NewServer(s)
+	b.Cleanup(ts.Close)
+	return ts, dir
+}
+
+func randomFile(b *testing.B, path string, n int64) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.CopyN(f, rand.Reader, n); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkDownload(b *testing.B) {
+	for _, size := range []int64{4 << 10, 64 << 20} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			ts, dir := benchServer(b)
+			randomFile(b, filepath.Join(dir, "f.bin"), size)
+			c := ts.Client()
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := c.Get(ts.URL + "/f.bin")
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if n != size {
+					b.Fatalf("got %d bytes", n)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkPut(b *testing.B) {
+	const size = 64 << 20
+	data := make([]byte, size)
+	rand.Read(data)
+	for _, ck := range []string{"sha512", "no"} {
+		b.Run("ck="+ck, func(b *testing.B) {
+			ts, _ := benchServer(b)
+			c := ts.Client()
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				req, _ := http.NewRequest("PUT", ts.URL+"/up.bin?replace&ck="+ck, bytes.NewReader(data))
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+		})
+	}
+}
