@@ -52,6 +52,14 @@ func (s *Server) authenticate(q *req) error {
 			continue
 		}
 		if user, ok := s.st.Authenticate(pw); ok {
+			if fromCookie {
+				// A browser sends the cookie on cross-site requests too;
+				// refuse those that change things (CSRF). Requests with
+				// their own PW, ?pw= or Basic credentials are not at risk.
+				if err := s.cop.Check(q.r); err != nil {
+					return errorf(http.StatusForbidden, "rejected by the cross-origin check: %v", err)
+				}
+			}
 			q.user = user
 			return nil
 		}

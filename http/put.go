@@ -264,7 +264,7 @@ func (s *Server) put(q *req) error {
 	if nameless {
 		dir, name = q.rel, "put-"+store.NowString(time.Now())+"-"+q.vol.ClientTag(q.ip)+".bin"
 	}
-	res, err := q.vol.Ingest(q.r.Context(), dir, q.r.Body, o.ingest(q, o.finalName(name), q.r.ContentLength))
+	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, q.r.Body), o.ingest(q, o.finalName(name), q.r.ContentLength))
 	if err != nil {
 		return err
 	}
@@ -335,6 +335,10 @@ func (s *Server) multipart(q *req) error {
 	if fi, err := q.vol.Stat(q.rel); err == nil && !fi.IsDir() {
 		return errorf(http.StatusBadRequest, "multipart uploads go to a folder; /%s is a file", strings.Join(q.parts, "/"))
 	}
+	q.r.Body = struct {
+		io.Reader
+		io.Closer
+	}{newIdleReader(q, q.r.Body), q.r.Body}
 	mr, err := q.r.MultipartReader()
 	if err != nil {
 		return errorf(http.StatusBadRequest, "bad multipart body: %v", err)

@@ -28,11 +28,12 @@ type Server struct {
 	log       *slog.Logger
 	maxRanges int
 	fails     *failTracker
+	cop       *http.CrossOriginProtection
 }
 
 // New returns the handler for cfg.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker()}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
