@@ -113,9 +113,17 @@ func (s *Server) post(q *req) error {
 	switch {
 	case strings.HasPrefix(ct, "multipart/form-data"):
 		return s.multipart(q)
-	case strings.Contains(ct, "application/json"), strings.HasPrefix(ct, "text/plain"),
-		strings.HasPrefix(ct, "application/octet-stream"):
-		return errorf(http.StatusNotImplemented, "up2k uploads and search are not available in this version of hoard yet")
+	case strings.Contains(ct, "application/json"), strings.HasPrefix(ct, "text/plain"), strings.Contains(ct, "application/xml"):
+		return s.postJSON(q)
+	case strings.HasPrefix(ct, "application/octet-stream"):
+		return s.postChunk(q)
+	case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
+		// copyparty's clients post a note here when a batch is done
+		// (msg=upload-queue-empty;...). Read it and answer like a GET.
+		if _, err := io.Copy(io.Discard, http.MaxBytesReader(q.w, q.r.Body, 64<<10)); err != nil {
+			return err
+		}
+		return s.get(q)
 	}
 	return errorf(http.StatusUnsupportedMediaType, "don't know how to handle POST(%s)", ct)
 }
