@@ -25,6 +25,12 @@
 #   BENCH_TMP      parent dir for test data (default ${TMPDIR:-/tmp}); must be a
 #                  real disk, not tmpfs, if PUT figures should mean anything
 #   KEEP=1         keep the temp dir (logs) on exit
+#   WAIT_QUIET=N   before measuring, wait up to N s for the machine to be idle
+#                  (other processes < 10% of all cores over 2 s); default 0
+#
+# Other work on the machine distorts every figure.  The report therefore
+# shows the CPU time used during the measurements by processes that are not
+# part of this run ("foreign CPU"), and the hypervisor steal time.
 #
 # Everything binds 127.0.0.1; all processes started here are stopped and the
 # temp dir removed on exit.
@@ -231,10 +237,23 @@ m_get_small() { # server
     else fail get_small "$1" "rps=${rps:-?} non2xx=${non2xx:-0}"; fi
 }
 
+# Guest-memory pre-fault, untimed, right before every timed write of the big
+# file.  On this kind of VM (Firecracker, free-page reporting) memory that has
+# been free for ~2 s is handed back to the host, and writing 1 GiB into the
+# page cache then costs up to 5x more (measured: dd 800 vs 4000+ MB/s), so the
+# first PUT after an idle phase was penalised by whatever order it ran in.
+# Writing and deleting a scratch file of 2x the upload leaves that much freshly
+# touched memory free for the PUT that follows immediately.
+prefault() {
+    dd if=/dev/zero of="$DATA/prefault.tmp" bs=1M count=$((BIG_MB * 2)) status=none
+    rm -f "$DATA/prefault.tmp"
+}
+
 m_put() { # server metric query round
     local s=$1 metric=$2 q=$3 r=$4 name out code t got
     name=put-$s-$metric-r$r.bin
     rm -f "$DATA/$name"
+    prefault
     # "Expect:" disables curl's 100-continue wait, so a server that does not
     # answer 100-continue is not charged curl's 1 s expect timeout.
     out=$(curl -s -o "$TMP/log/put.$s.resp" --max-time 300 -H 'Expect:' -T "$DATA/big.bin" \
@@ -254,6 +273,7 @@ m_put() { # server metric query round
 # page cache can take ~2x as long as later ones.
 m_local_copy() { # machine baseline: copy the big file within the page cache, no network
     local t0 t1
+    prefault
     t0=$(date +%s.%N)
     dd if="$DATA/big.bin" of="$DATA/ddcopy.bin" bs=1M status=none
     t1=$(date +%s.%N)
@@ -261,6 +281,39 @@ m_local_copy() { # machine baseline: copy the big file within the page cache, no
     rm -f "$DATA/ddcopy.bin"
     sync
 }
+
+# ---------------------------------------------------------------- interference
+CLK_TCK=$(getconf CLK_TCK)
+stat_busy() { awk '/^cpu /{print $2+$3+$4, $9}' /proc/stat; }   # busy (user+nice+system) steal, ticks
+busy_pct() { # % of all cores busy over 2 s
+    local b0 s0 b1 s1
+    read -r b0 s0 < <(stat_busy); sleep 2; read -r b1 s1 < <(stat_busy)
+    awk -v d=$((b1 - b0)) -v hz="$CLK_TCK" -v n="$(nproc)" 'BEGIN{printf "%.0f", 100*d/(2*hz*n)}'
+}
+own_ticks() { # CPU ticks used so far by this script, its reaped children and the servers
+    local t=0 s p
+    t=$(times | awk -v hz="$CLK_TCK" '{for(i=1;i<=NF;i++){split($i,a,/[ms]/); t+=a[1]*60+a[2]}} END{printf "%d", t*hz}')
+    for s in "${!PID[@]}"; do
+        for p in "${PID[$s]}" $(pgrep -P "${PID[$s]}" || true); do
+            t=$((t + $(awk '{print $14+$15+$16+$17}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+        done
+    done
+    echo "$t"
+}
+if [[ ${WAIT_QUIET:-0} -gt 0 ]]; then
+    deadline=$(($(date +%s) + WAIT_QUIET))
+    while :; do
+        b=$(busy_pct)
+        (( b < 10 )) && { log "machine idle (${b}% busy)"; break; }
+        (( $(date +%s) >= deadline )) && { log "WARNING: machine still ${b}% busy after ${WAIT_QUIET}s; measuring anyway"; break; }
+        log "machine ${b}% busy, waiting"
+        sleep 8
+    done
+fi
+log "machine busy before measuring: $(busy_pct)% of $(nproc) cores (this script's servers idle)"
+read -r BUSY0 STEAL0 < <(stat_busy)
+OWN0=$(own_ticks)
+T_MEAS0=$(date +%s)
 
 log "warm-up: one untimed ${BIG_MB} MiB GET and PUT per server"
 for s in $SERVERS; do
@@ -271,27 +324,33 @@ for s in $SERVERS; do
     sync
 done
 
+# Server order rotates every round (A B C, B C A, C A B, ...) so no server
+# is always first or last after a phase change.
+read -r -a SLIST <<<"$SERVERS"
 for r in $(seq "$ROUNDS"); do
-    log "round $r/$ROUNDS: GET 1 GiB"
-    for s in $SERVERS; do m_get_big "$s"; done
+    n=${#SLIST[@]}; k=$(( (r - 1) % n ))
+    ORDER="${SLIST[*]:k} ${SLIST[*]:0:k}"
+    log "round $r/$ROUNDS (order: $ORDER): GET ${BIG_MB} MiB"
+    for s in $ORDER; do m_get_big "$s"; done
     log "round $r/$ROUNDS: GET 4 KiB (wrk -t$WRK_T -c$WRK_C -d$WRK_D)"
-    for s in $SERVERS; do m_get_small "$s"; done
-    log "round $r/$ROUNDS: PUT 1 GiB"
-    for s in $SERVERS; do
-        case $s in
-            nginx) m_put nginx put_def "" "$r" ;;
-            hoard) m_put hoard put_def "" "$r" ;;
-            copyparty) m_put copyparty put_def "" "$r" ;;
-        esac
-    done
+    for s in $ORDER; do m_get_small "$s"; done
+    log "round $r/$ROUNDS: PUT ${BIG_MB} MiB"
+    for s in $ORDER; do m_put "$s" put_def "" "$r"; done
     m_local_copy
-    for s in $SERVERS; do
+    for s in $ORDER; do
         case $s in
             hoard) m_put hoard put_nock "?ck=no" "$r" ;;
             copyparty) if [[ $CPP_CK == yes ]]; then m_put copyparty put_nock "?ck=no" "$r"; fi ;;
         esac
     done
 done
+
+read -r BUSY1 STEAL1 < <(stat_busy)
+OWN1=$(own_ticks)
+T_MEAS1=$(date +%s)
+FOREIGN=$(awk -v b=$((BUSY1 - BUSY0)) -v o=$((OWN1 - OWN0)) -v hz="$CLK_TCK" 'BEGIN{f=(b-o)/hz; if (f<0) f=0; printf "%.1f", f}')
+STEAL=$(awk -v s=$((STEAL1 - STEAL0)) -v hz="$CLK_TCK" 'BEGIN{printf "%.1f", s/hz}')
+WALL=$((T_MEAS1 - T_MEAS0))
 
 # ---------------------------------------------------------------- peak RSS
 rss_kib() { # pid -> sum of VmHWM over pid and its children
@@ -352,6 +411,8 @@ if command -v openssl >/dev/null; then
     printf '  %-58s %10s\n' "SHA-512 one core, openssl speed -evp sha512, 16 KiB, MB/s" "${sha:--}"
 fi
 echo "  loopback reference: the nginx column (sendfile GET, plain PUT)"
+echo "  interference during the ${WALL} s of measurements: foreign CPU ${FOREIGN} s (of $((WALL * $(nproc))) core-s), steal ${STEAL} s"
+echo "  every timed PUT and the dd copy follow an untimed 2x${BIG_MB} MiB memory pre-fault (see prefault())"
 echo
 echo "notes: MB = 10^6 bytes. nginx PUT (dav_methods PUT, no checksum) is shown in both PUT rows."
 echo "       copyparty ?ck=no row is '-' when that copyparty version has no ck selector."

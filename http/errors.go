@@ -51,6 +51,9 @@ func statusOf(err error) (int, string) {
 	case errors.As(err, &df):
 		return http.StatusInternalServerError, trimPkg(df.Error())
 	case errors.As(err, &se):
+		if se.Size < se.Min {
+			return http.StatusBadRequest, trimPkg(se.Error()) // too small is bad input, not "too large"
+		}
 		return http.StatusRequestEntityTooLarge, trimPkg(se.Error())
 	case errors.As(err, &mb):
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mb.Limit)
@@ -65,7 +68,7 @@ func statusOf(err error) (int, string) {
 	case errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrNotDir),
 		errors.Is(err, store.ErrShortBody), errors.Is(err, store.ErrNoLifetime),
 		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir):
-		for _, e := range []error{store.ErrBadName, store.ErrNotDir, store.ErrShortBody, store.ErrNoLifetime, store.ErrOutside, store.ErrIsDir} {
+		for _, e := range []error{store.ErrPartialName, store.ErrBadName, store.ErrNotDir, store.ErrShortBody, store.ErrNoLifetime, store.ErrOutside, store.ErrIsDir} {
 			if errors.Is(err, e) {
 				return http.StatusBadRequest, trimPkg(e.Error())
 			}

@@ -2,6 +2,7 @@ package http
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -22,10 +23,13 @@ func (s *Server) get(q *req) error {
 		if errors.Is(err, store.ErrNotDir) || errors.Is(err, store.ErrOutside) {
 			err = store.ErrNotFound
 		}
+		if errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(q.parts)) > 0 {
+			return s.virtualFolder(q) // a folder on the way to a mount
+		}
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrReserved) {
 			// Only readers learn whether something exists.
 			if err := q.need(store.PermRead, "read"); err != nil {
-				if q.perm.Any(store.PermWrite | store.PermGet) {
+				if q.perm.Any(store.PermGet) {
 					return errorf(http.StatusForbidden, "you may not read /%s", strings.Join(q.parts, "/"))
 				}
 				return err
@@ -61,7 +65,7 @@ func (s *Server) file(q *req) error {
 	h := q.w.Header()
 	ct := contentType(name)
 	if m, ok := query["mime"]; ok {
-		if _, _, err := mime.ParseMediaType(m[0]); err != nil || strings.ContainsAny(m[0], "\r\n") {
+		if mt, _, err := mime.ParseMediaType(m[0]); err != nil || !strings.Contains(mt, "/") || strings.ContainsAny(m[0], "\r\n") {
 			return errorf(http.StatusBadRequest, "bad mime= value %q", m[0])
 		}
 		ct = m[0]
@@ -82,8 +86,10 @@ func (s *Server) file(q *req) error {
 	h.Set("ETag", etag(fi))
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("Cache-Control", "no-cache")
-	if rg := q.r.Header.Get("Range"); strings.Count(rg, ",") >= s.maxRanges {
-		q.r.Header.Del("Range") // too many ranges: the whole file instead
+	if rg := q.r.Header.Get("Range"); strings.Count(rg, ",") >= s.maxRanges || fi.Size() == 0 {
+		// Too many ranges: the whole file instead. An empty file has no
+		// byte to range over (net/http would send "bytes 0--1/0").
+		q.r.Header.Del("Range")
 	}
 	http.ServeContent(q.w, q.r, "", fi.ModTime(), f)
 	return nil
@@ -105,5 +111,13 @@ func contentDisposition(disp, name string) string {
 			ascii.WriteByte('_')
 		}
 	}
-	return disp + `; filename="` + ascii.String() + `"; filename*=UTF-8''` + escapeName(name)
+	var pct strings.Builder // RFC 8187: attr-char as is, every other byte %XX
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
+			pct.WriteByte(c)
+		} else {
+			fmt.Fprintf(&pct, "%%%02X", c)
+		}
+	}
+	return disp + `; filename="` + ascii.String() + `"; filename*=UTF-8''` + pct.String()
 }

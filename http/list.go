@@ -66,6 +66,9 @@ func (q *req) acct() string {
 func (s *Server) folder(q *req) error {
 	query := q.r.URL.Query()
 	if _, ok := query["tree"]; ok {
+		if err := q.need(store.PermRead|store.PermWrite|store.PermGet, "list"); err != nil {
+			return err
+		}
 		return s.tree(q)
 	}
 	_, hasLs := query["ls"]

@@ -100,7 +100,7 @@ func (v *Volume) copyIn(ctx context.Context, w io.Writer, f *os.File, r io.Reade
 		if size >= 0 && size-total < int64(want) {
 			want = int(size - total)
 		}
-		n, err := io.ReadFull(r, b[:want])
+		n, err := readFull(r, b[:want])
 		total += int64(n)
 		if n > 0 {
 			c := filled{b: b, n: n, refs: new(atomic.Int32)}
@@ -118,7 +118,7 @@ func (v *Volume) copyIn(ctx context.Context, w io.Writer, f *os.File, r io.Reade
 			rerr = &SizeError{Size: total, Min: v.Flags.SzMin, Max: max}
 			break
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if errors.Is(err, io.EOF) {
 			if size >= 0 && total < size {
 				rerr = fmt.Errorf("%w: got %d of %d bytes", ErrShortBody, total, size)
 			}
@@ -144,4 +144,17 @@ func (v *Volume) copyIn(ctx context.Context, w io.Writer, f *os.File, r io.Reade
 		rerr = &SizeError{Size: total, Min: v.Flags.SzMin, Max: v.Flags.SzMax}
 	}
 	return total, rerr
+}
+
+// readFull reads until b is full or r fails. Unlike io.ReadFull it reports
+// the clean end of input as io.EOF even after a partial read, so that an
+// io.ErrUnexpectedEOF from r itself (a chunked or multipart body cut off
+// before its end) stays an error instead of passing for the end.
+func readFull(r io.Reader, b []byte) (n int, err error) {
+	for n < len(b) && err == nil {
+		var k int
+		k, err = r.Read(b[n:])
+		n += k
+	}
+	return n, err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"syscall"
 )
 
@@ -20,6 +21,9 @@ var (
 	ErrNoLifetime = errors.New("store: this volume has no lifetime setting, so life= cannot be used")
 	ErrNoSub      = errors.New("store: this volume accepts uploads only into its top folder")
 )
+
+// ErrPartialName is an ErrBadName whose message says why the name is refused.
+var ErrPartialName = fmt.Errorf("%w: names ending in %s are reserved for uploads in progress", ErrBadName, PartialSuffix)
 
 // SizeError is an upload outside the volume's sz= bounds.
 type SizeError struct {
@@ -64,7 +68,7 @@ func mapErr(err error) error {
 		return nil
 	}
 	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent" {
+	if errors.As(err, &pe) && pe.Err != nil && strings.HasSuffix(pe.Err.Error(), "path escapes from parent") {
 		return fmt.Errorf("%w: %v", ErrOutside, err)
 	}
 	var le *fs.PathError

@@ -46,11 +46,11 @@ func cleanRel(rel string) (string, error) {
 		return ".", nil
 	}
 	parts := strings.Split(rel, "/")
-	for i, c := range parts {
+	for _, c := range parts {
 		if err := checkName(c); err != nil {
 			return "", err
 		}
-		if i == 0 && strings.EqualFold(c, HistName) {
+		if strings.EqualFold(c, HistName) { // at any depth: another volume's state may lie below
 			return "", ErrReserved
 		}
 		if strings.HasSuffix(c, PartialSuffix) {
@@ -169,7 +169,7 @@ func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool
 	if strings.HasSuffix(name, PartialSuffix) || (!opt.Dots && strings.HasPrefix(name, ".")) {
 		return Entry{}, false
 	}
-	if dir == "." && strings.EqualFold(name, HistName) {
+	if strings.EqualFold(name, HistName) {
 		return Entry{}, false
 	}
 	if checkName(name) != nil {

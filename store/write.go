@@ -25,6 +25,7 @@ type Temp struct {
 	dir  string // "." or a clean relative folder
 	name string // work file name inside dir
 	done bool
+	made string // topmost folder created for this file; Abort removes it again while empty
 }
 
 // CreateTemp makes the folder dir (and its parents) if needed and creates a
@@ -37,8 +38,20 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 	if v.Flags.NoSub && d != "." {
 		return nil, ErrNoSub
 	}
+	made := ""
 	if d != "." {
+		// Note the topmost missing folder so that a failed upload leaves
+		// no empty folders behind.
+		for p := d; p != "."; p = path.Dir(p) {
+			if _, err := v.root.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			made = p
+		}
 		if err := v.root.MkdirAll(d, 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) { // a file has one of the folder names
+				return nil, fmt.Errorf("%w: %v", ErrNotDir, err)
+			}
 			return nil, mapErr(err)
 		}
 	}
@@ -50,10 +63,14 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
+		if errors.Is(err, fs.ErrNotExist) && d != "." {
+			v.root.MkdirAll(d, 0o755) // an aborted upload removed the folder it had made
+			continue
+		}
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		return &Temp{File: f, v: v, dir: d, name: name}, nil
+		return &Temp{File: f, v: v, dir: d, name: name, made: made}, nil
 	}
 	return nil, errors.New("store: could not create a work file")
 }
@@ -66,6 +83,11 @@ func (t *Temp) Abort() {
 	t.done = true
 	t.File.Close()
 	t.v.root.Remove(path.Join(t.dir, t.name))
+	for p := t.dir; t.made != ""; p = path.Dir(p) {
+		if t.v.root.Remove(p) != nil || p == t.made {
+			break
+		}
+	}
 }
 
 // PublishOptions control how a finished work file becomes visible.
@@ -141,9 +163,9 @@ func (v *Volume) checkTarget(dir, name string) error {
 		return err
 	}
 	if strings.HasSuffix(name, PartialSuffix) {
-		return fmt.Errorf("%w: names ending in %s are reserved for uploads in progress", ErrBadName, PartialSuffix)
+		return ErrPartialName
 	}
-	if dir == "." && strings.EqualFold(name, HistName) {
+	if strings.EqualFold(name, HistName) {
 		return ErrReserved
 	}
 	return nil

@@ -1,0 +1,345 @@
+package e2e
+
+// End-to-end tests of refused uploads: each checks the status, a message
+// naming the problem, and that nothing on disk was created or changed
+// (no stray .hoard-*.PARTIAL work files either).
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// upRefused checks a refusal: status, the body naming each of words
+// (case-insensitive), plain text, and an unchanged volume.
+func upRefused(t *testing.T, resp *http.Response, body []byte, status int, words []string, dir string, before map[string]string) {
+	t.Helper()
+	wantStatus(t, resp, body, status)
+	low := strings.ToLower(string(body))
+	for _, w := range words {
+		if !strings.Contains(low, strings.ToLower(w)) {
+			t.Errorf("error body: got %q, want it to mention %q", body, w)
+		}
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("error Content-Type: got %q, want text/plain", ct)
+	}
+	if loc := resp.Header.Get("Location"); loc != "" {
+		t.Errorf("Location on a refusal: got %q, want none", loc)
+	}
+	if status == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+		t.Errorf("WWW-Authenticate on 401: got none, want a Basic challenge")
+	}
+	upSameSnap(t, before, upSnap(t, dir))
+	upNoPartial(t, dir)
+}
+
+func TestUploadBadShortBody(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::rwd")
+	writeFile(t, dir, "keep.txt", []byte("precious\n"))
+	writeFile(t, dir, "sub/keep2.txt", []byte("also precious\n"))
+	host := strings.TrimPrefix(s.URL, "http://")
+	cases := []struct{ name, target string }{
+		{"new file", "/short.bin"},
+		{"new file in an existing folder", "/sub/short.bin"},
+		{"new file in a missing folder", "/newdir/deeper/short.bin"},
+		{"replace keeps the old file", "/keep.txt?replace"},
+		{"append keeps the old file", "/keep.txt?apnd"},
+		{"gz", "/short.txt?gz"},
+		{"xz", "/short.txt?xz"},
+		{"json reply requested", "/short.bin?j"},
+		{"trailing slash (generated name)", "/sub/"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := upSnap(t, dir)
+			raw := fmt.Sprintf("PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n0123456789", c.target, host)
+			resp, body := upRaw(t, s, []byte(raw))
+			upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+		})
+	}
+	// A chunked body cut off before its last (zero-length) chunk is just
+	// as incomplete as a short Content-Length body.
+	t.Run("chunked body without its final chunk", func(t *testing.T) {
+		before := upSnap(t, dir)
+		raw := "PUT /cut.bin HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"
+		resp, body := upRaw(t, s, []byte(raw))
+		upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+	})
+	t.Run("chunked append without its final chunk", func(t *testing.T) {
+		before := upSnap(t, dir)
+		raw := "PUT /keep.txt?apnd HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"
+		resp, body := upRaw(t, s, []byte(raw))
+		upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+	})
+	upWantFile(t, dir, "keep.txt", []byte("precious\n"))
+}
+
+func TestUploadBadParams(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::rwd")
+	writeFile(t, dir, "exists.txt", []byte("x\n"))
+	data := []byte("some upload body\n")
+	allCK := []string{"sha512", "no", "md5", "sha1", "sha256", "b2", "b2s"}
+	cases := []struct {
+		name, path string
+		hdr        []string
+		status     int
+		words      []string
+	}{
+		{"unknown ck", "/a.txt?ck=crc32", nil, 400, append([]string{"crc32"}, allCK...)},
+		{"unknown CK header", "/a.txt", []string{"CK: sha3"}, 400, append([]string{"sha3"}, allCK...)},
+		{"gz=10", "/a.txt?gz=10", nil, 400, []string{"gz", "0 to 9"}},
+		{"gz=-1", "/a.txt?gz=-1", nil, 400, []string{"gz", "0 to 9"}},
+		{"gz=abc", "/a.txt?gz=abc", nil, 400, []string{"gz", "0 to 9"}},
+		{"xz=abc", "/a.txt?xz=abc", nil, 400, []string{"xz", "0 to 9"}},
+		{"xz=10", "/a.txt?xz=10", nil, 400, []string{"xz", "0 to 9"}},
+		{"gz and xz together", "/a.txt?gz&xz", nil, 400, []string{"gz", "xz"}},
+		{"gz=1 and xz=1 together", "/a.txt?xz=1&gz=1", nil, 400, []string{"gz", "xz"}},
+		{"rand=0", "/a.txt?rand=0", nil, 400, []string{"rand"}},
+		{"rand=-3", "/a.txt?rand=-3", nil, 400, []string{"rand"}},
+		{"rand=abc", "/a.txt?rand=abc", nil, 400, []string{"rand"}},
+		{"rand=999", "/a.txt?rand=999", nil, 400, []string{"rand"}},
+		{"Rand header abc", "/a.txt", []string{"Rand: abc"}, 400, []string{"rand"}},
+		{"life=abc", "/a.txt?life=abc", nil, 400, []string{"life"}},
+		{"life=-5", "/a.txt?life=-5", nil, 400, []string{"life"}},
+		{"Life header abc", "/a.txt", []string{"Life: abc"}, 400, []string{"life"}},
+		{"life without a volume lifetime", "/a.txt?life=5", nil, 400, []string{"lifetime"}},
+		{"Life header without a volume lifetime", "/a.txt", []string{"Life: 5"}, 400, []string{"lifetime"}},
+		{"replace and apnd together", "/exists.txt?replace&apnd", nil, 400, []string{"replace", "apnd"}},
+		{"want=xml", "/a.txt?want=xml", nil, 400, []string{"want"}},
+		{"name ending in .PARTIAL", "/x.PARTIAL", nil, 400, []string{".PARTIAL"}},
+		{"name ending in .PARTIAL in a missing folder", "/nd/y.PARTIAL", nil, 400, []string{".PARTIAL"}},
+		{"PUT into /.hist", "/.hist/x", nil, 403, []string{"reserved"}},
+		{"PUT into /.HIST (case-insensitive)", "/.HIST/x", nil, 403, []string{"reserved"}},
+		{"PUT onto /.hist itself", "/.hist", nil, 403, []string{"reserved"}},
+		{"a file used as a folder", "/exists.txt/inner.txt", nil, 400, []string{"folder"}},
+		{"path with ..", "/a/../../etc/x", nil, 400, []string{".."}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := upSnap(t, dir)
+			resp, body := s.do(t, "PUT", c.path, data, c.hdr...)
+			upRefused(t, resp, body, c.status, c.words, dir, before)
+		})
+	}
+	// The same modifiers on a multipart upload.
+	mpCases := []struct {
+		name, query string
+		words       []string
+	}{
+		{"multipart unknown ck", "?ck=nope", []string{"nope", "sha512"}},
+		{"multipart bad rand", "?rand=abc", []string{"rand"}},
+		{"multipart bad life", "?life=-5", []string{"life"}},
+		{"multipart life without lifetime", "?life=5", []string{"lifetime"}},
+		{"multipart gz", "?gz", []string{"gz"}},
+		{"multipart apnd", "?apnd", []string{"apnd"}},
+	}
+	for _, c := range mpCases {
+		t.Run(c.name, func(t *testing.T) {
+			before := upSnap(t, dir)
+			form, ct := upForm(t, upPart{"f", "m.txt", data})
+			resp, body := s.do(t, "POST", "/mp/"+c.query, form, ct)
+			upRefused(t, resp, body, 400, c.words, dir, before)
+		})
+	}
+}
+
+func TestUploadBadHeaders(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::rw")
+	host := strings.TrimPrefix(s.URL, "http://")
+	cases := []struct {
+		name string
+		hdr  string
+	}{
+		{"one 80 KiB header", "X-Big: " + strings.Repeat("a", 80<<10) + "\r\n"},
+		{"3000 small headers", strings.Repeat("X-Many: 0123456789012345678901234567890\r\n", 3000)},
+		{"1 MiB header", "X-Huge: " + strings.Repeat("b", 1<<20) + "\r\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := upSnap(t, dir)
+			raw := "PUT /hdr.bin HTTP/1.1\r\nHost: " + host + "\r\n" + c.hdr + "Content-Length: 5\r\n\r\nhello"
+			resp, body := upRaw(t, s, []byte(raw))
+			upRefused(t, resp, body, http.StatusRequestHeaderFieldsTooLarge, []string{"header"}, dir, before)
+		})
+	}
+}
+
+func TestUploadBadAuth(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-a", "ed:edpass", "-a", "ro:ropass", "-v", dir+"::r:rw,ed")
+	data := []byte("unwanted\n")
+	form, ct := upForm(t, upPart{"f", "m.txt", data})
+	basic := func(up string) string {
+		return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(up))
+	}
+	cases := []struct {
+		name, method, path string
+		body               []byte
+		hdr                []string
+		status             int
+		words              []string
+	}{
+		{"PUT anonymous without w", "PUT", "/a.txt", data, nil, 401, []string{"password"}},
+		{"PUT with a valid password but no w", "PUT", "/a.txt", data, []string{"PW: ropass"}, 403, []string{"ro", "upload"}},
+		{"PUT with ?pw= valid but no w", "PUT", "/a.txt?pw=ropass", data, nil, 403, []string{"upload"}},
+		{"PUT with basic auth valid but no w", "PUT", "/a.txt", data, []string{basic("ro:ropass")}, 403, []string{"upload"}},
+		{"PUT with a wrong PW header", "PUT", "/a.txt", data, []string{"PW: nope"}, 401, []string{"wrong password"}},
+		{"PUT with a wrong ?pw=", "PUT", "/a.txt?pw=nope", data, nil, 401, []string{"wrong password"}},
+		{"multipart anonymous without w", "POST", "/", form, []string{ct}, 401, []string{"password"}},
+		{"multipart with a valid password but no w", "POST", "/sub/", form, []string{ct, "PW: ropass"}, 403, []string{"upload"}},
+		{"multipart with wrong basic auth", "POST", "/", form, []string{ct, basic("ed:wrong")}, 401, []string{"wrong password"}},
+		{"PUT replace by a user with w but no d", "PUT", "/a.txt?replace", data, []string{"PW: edpass"}, 403, []string{"delete"}},
+		{"PUT apnd by a user with w but no d", "PUT", "/a.txt?apnd", data, []string{"PW: edpass"}, 403, []string{"delete"}},
+		{"multipart replace by a user with w but no d", "POST", "/?replace", form, []string{ct, "PW: edpass"}, 403, []string{"delete"}},
+		{"multipart Replace header by a user with w but no d", "POST", "/", form, []string{ct, "PW: edpass", "Replace: 1"}, 403, []string{"delete"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := upSnap(t, dir)
+			resp, body := s.do(t, c.method, c.path, c.body, c.hdr...)
+			upRefused(t, resp, body, c.status, c.words, dir, before)
+		})
+	}
+	t.Run("control: the user with w may upload", func(t *testing.T) {
+		resp, body := s.do(t, "PUT", "/ok.txt", data, "PW: edpass")
+		wantStatus(t, resp, body, http.StatusCreated)
+		upWantFile(t, dir, "ok.txt", data)
+	})
+}
+
+func TestUploadBadMultipart(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::rw")
+	writeFile(t, dir, "afile.txt", []byte("file\n"))
+	good := []byte("good file\n")
+	type tc struct {
+		name, path string
+		body       []byte
+		ct         string
+		words      []string
+	}
+	form := func(parts ...upPart) ([]byte, string) { return upForm(t, parts...) }
+	var cases []tc
+	add := func(name, path string, words []string, parts ...upPart) {
+		b, ct := form(parts...)
+		cases = append(cases, tc{name, path, b, ct, words})
+	}
+	add("only act=bput, no file", "/m/", []string{"no file"}, upPart{"act", "", []byte("bput")})
+	add("no parts at all", "/m/", []string{"no file"})
+	add("bad first field", "/m/", []string{"act", "foo"}, upPart{"foo", "", []byte("bar")}, upPart{"f", "x.txt", good})
+	add("field f without a filename first", "/m/", []string{"act"}, upPart{"f", "", []byte("not a file")})
+	add("unknown act", "/m/", []string{"action", "mkdirx"}, upPart{"act", "", []byte("mkdirx")}, upPart{"f", "x.txt", good})
+	add("file name ending in .PARTIAL", "/m/", []string{".PARTIAL"}, upPart{"f", "x.PARTIAL", good})
+	add("file name ..", "/m/", []string{"name"}, upPart{"f", "..", good})
+	add("into /.hist", "/.hist/", []string{"reserved"}, upPart{"f", "x.txt", good})
+	add("to a file instead of a folder", "/afile.txt", []string{"folder"}, upPart{"f", "x.txt", good})
+	b, _ := form(upPart{"f", "x.txt", good})
+	cases = append(cases,
+		tc{"no boundary in Content-Type", "/m/", b, "Content-Type: multipart/form-data", []string{"multipart"}},
+		tc{"truncated body (no closing boundary)", "/m/", b[:bytes.Index(b, good)+4], "", []string{"ended before"}},
+		tc{"garbage body", "/m/", []byte("this is not multipart at all"), "", []string{"no file"}},
+	)
+	// The last two use b's boundary ("--<boundary>\r\n" opens b).
+	for i := range cases {
+		if cases[i].ct == "" {
+			cases[i].ct = "Content-Type: multipart/form-data; boundary=" + string(b[2:bytes.IndexByte(b, '\r')])
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := upSnap(t, dir)
+			status := http.StatusBadRequest
+			if strings.Contains(c.name, ".hist") {
+				status = http.StatusForbidden
+			}
+			resp, body := s.do(t, "POST", c.path, c.body, c.ct)
+			upRefused(t, resp, body, status, c.words, dir, before)
+		})
+	}
+	t.Run("error part after a stored file keeps and lists it", func(t *testing.T) {
+		b, ct := form(upPart{"f", "kept.txt", good}, upPart{"f", "bad.PARTIAL", good}, upPart{"f", "never.txt", good})
+		resp, body := s.do(t, "POST", "/keep/?j", b, ct)
+		wantStatus(t, resp, body, http.StatusBadRequest)
+		var r upMPReply
+		upDecode(t, body, &r)
+		if r.Status != "ERROR" || !strings.Contains(r.Error, ".PARTIAL") {
+			t.Errorf("status, error: got %q, %q, want ERROR and a message naming .PARTIAL", r.Status, r.Error)
+		}
+		if len(r.Files) != 1 || r.Files[0].Fn != "kept.txt" {
+			t.Errorf("files: got %+v, want only kept.txt", r.Files)
+		}
+		upWantFile(t, dir, "keep/kept.txt", good)
+		for _, p := range []string{"keep/bad.PARTIAL", "keep/never.txt"} {
+			if upExists(dir, p) {
+				t.Errorf("%s: got stored, want not stored", p)
+			}
+		}
+		upNoPartial(t, dir)
+	})
+}
+
+func TestUploadBadSizeLimits(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::rw:c,sz=1k-2k")
+	type tc struct {
+		name, path string
+		n          int
+		chunked    bool
+		mp         bool
+		status     int
+	}
+	cases := []tc{
+		{"too small with Content-Length", "/s.bin", 10, false, false, 400},
+		{"too big with Content-Length", "/b.bin", 3000, false, false, 413},
+		{"much too big with Content-Length", "/b.bin", 5 << 20, false, false, 413},
+		{"too small chunked", "/s.bin", 10, true, false, 400},
+		{"too big chunked", "/b.bin", 3000, true, false, 413},
+		{"much too big chunked", "/b.bin", 3 << 20, true, false, 413},
+		{"too big chunked into a missing folder", "/nf/b.bin", 3000, true, false, 413},
+		{"one byte over, chunked", "/b.bin", 2049, true, false, 413},
+		{"one byte under, Content-Length", "/s.bin", 1023, false, false, 400},
+		{"multipart too big", "/mp/", 3000, false, true, 413},
+		{"multipart too small", "/mp/", 10, false, true, 400},
+		{"empty file", "/e.bin", 0, false, false, 400},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := upData(uint64(400+i), c.n)
+			before := upSnap(t, dir)
+			var resp *http.Response
+			var body []byte
+			switch {
+			case c.mp:
+				b, ct := upForm(t, upPart{"f", "m.bin", data})
+				resp, body = s.do(t, "POST", c.path, b, ct)
+			case c.chunked:
+				resp, body = upDoChunked(t, s, "PUT", c.path, data)
+			default:
+				resp, body = s.do(t, "PUT", c.path, data)
+			}
+			word := "too big"
+			if c.status == 400 {
+				word = "too small"
+			}
+			upRefused(t, resp, body, c.status, []string{word, "1024", "2048"}, dir, before)
+		})
+	}
+	for _, n := range []int{1024, 1500, 2048} {
+		t.Run(fmt.Sprintf("control: %d bytes fit", n), func(t *testing.T) {
+			data := upData(uint64(n), n)
+			resp, body := upDoChunked(t, s, "PUT", fmt.Sprintf("/ok%d.bin", n), data)
+			wantStatus(t, resp, body, http.StatusCreated)
+			upWantFile(t, dir, fmt.Sprintf("ok%d.bin", n), data)
+			resp, body = s.do(t, "PUT", fmt.Sprintf("/okcl%d.bin", n), data)
+			wantStatus(t, resp, body, http.StatusCreated)
+			upWantFile(t, dir, fmt.Sprintf("okcl%d.bin", n), data)
+		})
+	}
+}
