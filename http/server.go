@@ -58,16 +58,14 @@ type req struct {
 	ip    string
 }
 
-// handler is the shape of every endpoint: it returns an error instead of
-// writing one, and serve maps it.
-type handler func(q *req) error
-
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &respWriter{ResponseWriter: rw}
 	var b [6]byte
 	rand.Read(b[:])
 	q := &req{w: w, r: r, id: base64.RawURLEncoding.EncodeToString(b[:]), ip: clientIP(r)}
+	// Every endpoint returns an error instead of writing one; fail maps it
+	// through statusOf.
 	err := s.route(q)
 	if err != nil {
 		s.fail(q, err)
