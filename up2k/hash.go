@@ -1,0 +1,97 @@
+package up2k
+
+import (
+	"crypto/sha512"
+	"encoding/base64"
+	"strconv"
+	"strings"
+)
+
+// KeyLen is the length of copyparty's chunk hash: the first 33 bytes of
+// the SHA-512 digest in URL-safe base64, 44 characters. It is also the
+// length of a wark.
+const KeyLen = 44
+
+// fullLen is the unpadded URL-safe base64 length of a whole SHA-512 digest.
+const fullLen = 86
+
+var b64 = base64.RawURLEncoding
+
+// ChunkHash returns copyparty's 44-character hash of one chunk's bytes.
+func ChunkHash(data []byte) string {
+	sum := sha512.Sum512(data)
+	return b64.EncodeToString(sum[:33])
+}
+
+// hashAlphabet reports whether s uses only URL-safe base64 characters.
+func hashAlphabet(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseHash validates a chunk hash as a client sends it and returns its
+// 44-character key and the form to compare with a computed digest (the
+// hash without padding). Accepted: copyparty's 44 characters, the full
+// 86-character digest with or without its "==" padding, and any prefix of
+// it from 44 characters up.
+func ParseHash(s string) (key, cmp string, err error) {
+	cmp = s
+	if len(s) == fullLen+2 && strings.HasSuffix(s, "==") {
+		cmp = s[:fullLen]
+	}
+	if len(cmp) < KeyLen || len(cmp) > fullLen {
+		return "", "", invalidf("chunk hash %q has %d characters; want 44 (copyparty) to 86 (full SHA-512)", clip(s), len(s))
+	}
+	if !hashAlphabet(cmp) {
+		return "", "", invalidf("chunk hash %q is not URL-safe base64 (A-Z a-z 0-9 - _)", clip(s))
+	}
+	return cmp[:KeyLen], cmp, nil
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}
+
+// Wark is copyparty's upload identifier of a file with chunk hash keys
+// keys: the first 44 characters of the URL-safe base64 of
+// SHA-512(salt "\n" size "\n" keys joined by "\n").
+func Wark(salt string, size int64, keys []string) string {
+	h := sha512.New()
+	h.Write([]byte(salt + "\n" + strconv.FormatInt(size, 10) + "\n"))
+	for i, k := range keys {
+		if i > 0 {
+			h.Write([]byte{'\n'})
+		}
+		h.Write([]byte(k))
+	}
+	return b64.EncodeToString(h.Sum(nil)[:33])
+}
+
+// MetaWark is copyparty's identifier of a file without chunks (an empty
+// file): "#" and the URL-safe base64 of
+// SHA-512(salt "\n" lmod "\n" size "\n" folder "\n" name), 44 characters
+// in all. folder is the path inside the volume, "" for its top.
+func MetaWark(salt string, lmod, size int64, folder, name string) string {
+	sum := sha512.Sum512([]byte(salt + "\n" + strconv.FormatInt(lmod, 10) + "\n" + strconv.FormatInt(size, 10) + "\n" + folder + "\n" + name))
+	return ("#" + base64.URLEncoding.EncodeToString(sum[:]))[:KeyLen]
+}
+
+// validWark reports whether s has the shape of a wark.
+func validWark(s string) bool {
+	if len(s) != KeyLen {
+		return false
+	}
+	if s[0] == '#' {
+		return hashAlphabet(s[1:])
+	}
+	return hashAlphabet(s)
+}
