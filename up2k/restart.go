@@ -1,0 +1,203 @@
+package up2k
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"hoard/store"
+)
+
+// Load takes up the unfinished uploads of a previous run from the session
+// stores. Each session can be resumed once its recorded chunks have been
+// re-hashed against its work file (in the background, on all cores);
+// chunks that fail become needed again. Sessions whose work file is gone
+// are forgotten. Call Load once, before serving requests.
+func (m *Manager) Load(ctx context.Context) error {
+	seen := map[SessionStore]bool{}
+	var loaded []*session
+	var keys [][]string
+	for _, v := range m.st.Volumes() {
+		db := m.dbs[v]
+		if seen[db] {
+			continue // volumes sharing a state folder share their sessions
+		}
+		seen[db] = true
+		var bad []string
+		err := db.Sessions(ctx, func(wark string, blob []byte, chunks []string) error {
+			s, err := m.restore(v, db, wark, blob)
+			if err != nil {
+				m.log.Warn("forgetting an unreadable upload session", "volume", "/"+v.VPath, "wark", wark, "err", err)
+				bad = append(bad, wark)
+				return nil
+			}
+			loaded = append(loaded, s)
+			keys = append(keys, chunks)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("up2k: loading the upload sessions of /%s: %w", v.VPath, err)
+		}
+		for _, w := range bad {
+			db.DeleteSession(ctx, w)
+		}
+	}
+	m.mu.Lock()
+	for _, s := range loaded {
+		m.sessions[skey{s.db, s.rec.Wark}] = s
+	}
+	m.mu.Unlock()
+	if len(loaded) > 0 {
+		m.log.Info("resuming unfinished uploads; re-checking their chunks", "sessions", len(loaded))
+	}
+	for i, s := range loaded {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.reverify(s, keys[i])
+		}()
+	}
+	return nil
+}
+
+// restore rebuilds a session from its stored blob.
+func (m *Manager) restore(v *store.Volume, db SessionStore, wark string, blob []byte) (*session, error) {
+	var rec record
+	if err := json.Unmarshal(blob, &rec); err != nil {
+		return nil, err
+	}
+	if rec.Wark != wark {
+		return nil, fmt.Errorf("stored under %s but names %s", wark, rec.Wark)
+	}
+	if rec.Size <= 0 || rec.Size > MaxSize {
+		return nil, fmt.Errorf("size %d", rec.Size)
+	}
+	if cs, err := ChunkSizeFor(rec.Size, len(rec.Hashes)); err != nil || cs != rec.CS {
+		return nil, fmt.Errorf("chunk size %d does not fit %d hashes for %d bytes", rec.CS, len(rec.Hashes), rec.Size)
+	}
+	if _, err := cleanDir(rec.Dir); err != nil {
+		return nil, err
+	}
+	if err := store.CheckName(rec.Name); err != nil {
+		return nil, err
+	}
+	return newSession(v, db, rec)
+}
+
+// reverify hashes the recorded chunks of a restored session against its
+// work file and makes the session ready.
+func (m *Manager) reverify(s *session, keys []string) {
+	ctx := m.ctx
+	fail := func(why string, err error) {
+		m.log.Warn("dropping an unfinished upload", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark, "why", why, "err", err)
+		m.drop(ctx, s, why)
+		s.err = errRetry
+		close(s.ready)
+	}
+	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+	if err != nil {
+		fail("its work file is gone", err)
+		return
+	}
+	defer t.Close()
+	fi, err := t.File.Stat()
+	if err != nil || fi.Size() != s.rec.Size {
+		fail("its work file has the wrong size", err)
+		return
+	}
+	var items []vitem
+	var known []int
+	for _, k := range keys {
+		u, ok := s.pos[k]
+		if !ok {
+			continue
+		}
+		known = append(known, u)
+		for _, j := range s.at[u] {
+			items = append(items, vitem{off: int64(j) * s.rec.CS, n: chunkLen(s.rec.Size, s.rec.CS, j), cmp: s.cmp[u], id: u})
+		}
+	}
+	t0 := time.Now()
+	bad, err := m.hashCheck(ctx, t.File, items)
+	if err != nil {
+		// Shutting down: leave the session as stored for the next start.
+		s.err = err
+		close(s.ready)
+		return
+	}
+	isBad := map[int]bool{}
+	var badKeys []string
+	for _, u := range bad {
+		isBad[u] = true
+		badKeys = append(badKeys, s.uniq[u])
+	}
+	if len(badKeys) > 0 {
+		if err := s.db.DropChunks(ctx, s.rec.Wark, badKeys); err != nil && !errors.Is(err, context.Canceled) {
+			m.log.Error("forgetting damaged chunks failed", "wark", s.rec.Wark, "err", err)
+		}
+	}
+	s.mu.Lock()
+	for _, u := range known {
+		if !isBad[u] && !s.have[u] {
+			s.have[u] = true
+			s.nhave++
+		}
+	}
+	s.dirSynced = true // it was found by name after a restart
+	s.poke = m.now()
+	s.mu.Unlock()
+	m.log.Info("unfinished upload resumed", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark,
+		"chunks", len(s.uniq), "have", len(known)-len(bad), "damaged", len(bad), "took", time.Since(t0).Round(time.Millisecond))
+	close(s.ready)
+}
+
+// expireLoop discards sessions idle for longer than m.idle.
+func (m *Manager) expireLoop() {
+	defer m.wg.Done()
+	every := min(max(m.idle/8, time.Second), time.Minute)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-tick.C:
+			m.Expire(m.ctx)
+		}
+	}
+}
+
+// Expire discards the sessions idle for longer than --snap-drop, with
+// their work files. It runs periodically; tests call it directly.
+func (m *Manager) Expire(ctx context.Context) int {
+	now := m.now()
+	var old []*session
+	m.mu.Lock()
+	for _, s := range m.sessions {
+		select {
+		case <-s.ready:
+		default:
+			continue // being made or re-checked
+		}
+		if s.err != nil {
+			continue
+		}
+		s.mu.Lock()
+		idle := !s.finishing && !s.done && now.Sub(s.poke) >= m.idle
+		for _, b := range s.busy {
+			idle = idle && !b
+		}
+		if idle {
+			s.gone, s.done = true, true // no new claims from here on
+			old = append(old, s)
+		}
+		s.mu.Unlock()
+	}
+	m.mu.Unlock()
+	for _, s := range old {
+		m.drop(ctx, s, fmt.Sprintf("idle for more than %v", m.idle))
+	}
+	return len(old)
+}

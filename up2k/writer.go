@@ -1,0 +1,533 @@
+package up2k
+
+import (
+	"context"
+	"crypto/sha512"
+	"errors"
+	"hash"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"hoard/store"
+)
+
+// bufSize is the unit in which chunk bodies are read, hashed and written.
+// Large reads keep syscalls and hash calls few; with a few per request in
+// flight, 64 parallel posts stay around 100 MiB of buffers.
+const bufSize = 256 << 10
+
+// ahead is how many buffers the reader may be ahead of the hasher.
+const ahead = 3
+
+type buf = [bufSize]byte
+
+var bufPool = sync.Pool{New: func() any { return new(buf) }}
+
+func getBuf() *buf  { return bufPool.Get().(*buf) }
+func putBuf(b *buf) { bufPool.Put(b) }
+
+// ChunkPost is one chunk upload: the body holds one chunk, several
+// consecutive ones, or (Subc ≥ 0) a piece of one.
+type ChunkPost struct {
+	Vol    *store.Volume // the volume the post was made to
+	Wark   string        // X-Up2k-Wark
+	Hashes string        // X-Up2k-Hash
+	Subc   int64         // X-Up2k-Subc; -1 when absent
+	Body   io.Reader
+	Length int64 // bytes in Body (Content-Length); -1 when unknown
+}
+
+// Written reports a chunk post that succeeded.
+type Written struct {
+	Bytes  int64
+	Chunks int  // chunks confirmed (0 for a sub-chunk that is not the last)
+	Done   bool // this post completed the file
+	Rel    string
+}
+
+// WriteChunks stores the chunks of one post: each is streamed through
+// SHA-512 into its place in the work file, compared with its hash, made
+// durable (fdatasync) and recorded before WriteChunks returns. When the
+// post brings the last missing chunk, the file is published before it
+// returns. Chunks that arrived intact stay written even when a later one
+// in the same post fails.
+func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error) {
+	if !validWark(p.Wark) {
+		return Written{}, invalidf("unknown wark (see serverlog for details): X-Up2k-Wark %q is not a wark", clip(p.Wark))
+	}
+	hl, err := ParseHashList(p.Hashes)
+	if err != nil {
+		return Written{}, err
+	}
+	s, err := m.live(ctx, p.Vol, p.Wark)
+	if err != nil {
+		return Written{}, err
+	}
+	us, err := s.resolve(hl)
+	if err != nil {
+		return Written{}, err
+	}
+	var want int64
+	if p.Subc >= 0 {
+		if len(us) != 1 {
+			return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: only a single subchunk can be uploaded in one request; you are sending %d chunks", hl.First, len(us))
+		}
+		cl := s.chunkLen(us[0])
+		switch {
+		case p.Length <= 0:
+			return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: a subchunk needs a Content-Length above 0", hl.First)
+		case p.Subc+p.Length > cl:
+			return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: subchunk offset (%d) plus postsize (%d) exceeds chunksize (%d)", hl.First, p.Subc, p.Length, cl)
+		}
+		want = p.Length
+	} else {
+		for _, u := range us {
+			want += s.chunkLen(u)
+		}
+		switch {
+		case p.Length > want:
+			return Written{}, invalidf("your client is sending %d bytes which is too much (server expected %d bytes at most)", p.Length, want)
+		case p.Length >= 0 && p.Length < want:
+			return Written{}, invalidf("your client is sending %d bytes, but the %d chunks named in X-Up2k-Hash are %d bytes", p.Length, len(us), want)
+		}
+	}
+	sub, err := s.claim(m, us, p.Subc, hl.First)
+	if err != nil {
+		return Written{}, err
+	}
+	defer s.release(us)
+	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			m.drop(context.WithoutCancel(ctx), s, "its work file is gone")
+			return Written{}, invalidf("unknown wark (see serverlog for details): the upload's work file is gone; handshake again")
+		}
+		return Written{}, err
+	}
+	defer t.Close()
+
+	x := &xfer{m: m, s: s, f: t.File, us: us, sub: sub, subOff: max(p.Subc, 0), want: want}
+	x.run(ctx, p.Body)
+	if sub != nil {
+		s.mu.Lock()
+		if x.err == nil && x.read == want && p.Subc+want < s.chunkLen(us[0]) {
+			sub.next = p.Subc + want // a middle piece: thank, but not yet confirmed
+		} else {
+			delete(s.subc, us[0]) // finished, or broken: the next piece starts over
+		}
+		s.mu.Unlock()
+	}
+	w := Written{Bytes: x.read, Chunks: x.confirmed}
+	if x.completing {
+		rel, err := m.finish(ctx, s, t)
+		if err != nil {
+			return w, err
+		}
+		w.Done, w.Rel = true, rel
+	}
+	return w, x.err
+}
+
+// live returns the ready session of wark in vol.
+func (m *Manager) live(ctx context.Context, vol *store.Volume, wark string) (*session, error) {
+	db := m.dbs[vol]
+	for range 8 {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
+		}
+		s := m.sessions[skey{db, wark}]
+		m.mu.Unlock()
+		if s == nil || db == nil {
+			break
+		}
+		if err := wait(ctx, s.ready); err != nil {
+			return nil, err
+		}
+		if s.err == errRetry {
+			continue
+		}
+		if s.err != nil {
+			break
+		}
+		return s, nil
+	}
+	return nil, invalidf("unknown wark (see serverlog for details)")
+}
+
+// claim marks the chunks us as being written by the caller, refusing
+// chunks already stored or being written by another request. For a
+// sub-chunk it returns the chunk's running state.
+func (s *session) claim(m *Manager, us []int, subc int64, first string) (*subState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return nil, invalidf("unknown wark (see serverlog for details)")
+	}
+	for _, u := range us {
+		if s.done || s.have[u] {
+			return nil, invalidf("already got that (%s) but thanks??", s.sent[u])
+		}
+		if s.busy[u] {
+			return nil, invalidf("that chunk is already being written to:\n  %s\n  %s %d/%d\n  %s", s.rec.Wark, s.sent[u], s.at[u][0], len(s.rec.Hashes), s.rec.Name)
+		}
+	}
+	var sub *subState
+	if subc >= 0 {
+		u := us[0]
+		sub = s.subc[u]
+		if subc == 0 {
+			sub = &subState{h: sha512.New()}
+			if s.subc == nil {
+				s.subc = map[int]*subState{}
+			}
+			s.subc[u] = sub
+		} else if sub == nil || sub.next != subc {
+			exp := int64(0)
+			if sub != nil {
+				exp = sub.next
+			}
+			delete(s.subc, u)
+			return nil, invalidf("subchunk protocol error; resetting chunk [%s]: the expected resume-point was %d, not %d", first, exp, subc)
+		}
+	}
+	for _, u := range us {
+		s.busy[u] = true
+	}
+	s.poke = m.now()
+	return sub, nil
+}
+
+func (s *session) release(us []int) {
+	s.mu.Lock()
+	for _, u := range us {
+		s.busy[u] = false
+	}
+	s.mu.Unlock()
+}
+
+// xfer moves one post's body into the work file in three stages that run
+// at once: reading (the caller's goroutine), hashing and writing (one
+// goroutine), and confirming (fdatasync and receipts, one goroutine, in
+// groups). Reading the next buffer overlaps hashing the current one, and
+// a slow fdatasync never stalls hashing.
+type xfer struct {
+	m      *Manager
+	s      *session
+	f      *os.File
+	us     []int
+	sub    *subState
+	subOff int64
+	want   int64
+
+	failed atomic.Bool
+
+	// results, valid after run
+	read       int64
+	confirmed  int
+	completing bool  // this post stored the last chunk; it must publish
+	err        error // first failure
+}
+
+type piece struct {
+	b   *buf
+	n   int
+	k   int   // index into us
+	off int64 // file offset
+	end bool  // last piece of its chunk (a sub-chunk post's end is the chunk's)
+}
+
+func (x *xfer) run(ctx context.Context, body io.Reader) {
+	pieces := make(chan piece, ahead)
+	verified := make(chan int, len(x.us))
+	var werr, cerr, rerr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		werr = x.hashAndWrite(pieces, verified)
+		close(verified)
+	}()
+	go func() {
+		defer wg.Done()
+		cerr = x.confirm(context.WithoutCancel(ctx), verified)
+	}()
+	rerr = x.readBody(ctx, body, pieces)
+	close(pieces)
+	wg.Wait()
+	switch {
+	case cerr != nil:
+		x.err = cerr
+	case werr != nil:
+		x.err = werr
+	case rerr != nil:
+		x.err = rerr
+	}
+}
+
+// readBody cuts the body into pieces for the hasher.
+func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece) error {
+	s := x.s
+	for k, u := range x.us {
+		off := s.chunkStart(u) + x.subOff
+		rem := s.chunkLen(u) - x.subOff
+		if x.sub != nil {
+			rem = x.want
+		}
+		final := x.sub == nil || x.subOff+x.want == s.chunkLen(u)
+		for rem > 0 {
+			if x.failed.Load() {
+				return nil
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			b := getBuf()
+			n, err := io.ReadFull(body, b[:min(rem, bufSize)])
+			x.read += int64(n)
+			if n > 0 {
+				rem -= int64(n)
+				pieces <- piece{b: b, n: n, k: k, off: off, end: rem == 0 && final}
+				off += int64(n)
+			} else {
+				putBuf(b)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return invalidf("the body ended after %d of %d bytes (%v); chunk %s stays needed", x.read, x.want, err, s.sent[u])
+			}
+		}
+	}
+	return nil
+}
+
+// hashAndWrite hashes each piece, writes it at its offset, and when a
+// chunk is complete compares its hash, passing intact chunks on.
+func (x *xfer) hashAndWrite(pieces <-chan piece, verified chan<- int) error {
+	s := x.s
+	var h hash.Hash
+	if x.sub != nil {
+		h = x.sub.h
+	} else {
+		h = sha512.New()
+	}
+	var err error
+	var got int64
+	sum := make([]byte, 0, sha512.Size)
+	for pc := range pieces {
+		if err != nil {
+			putBuf(pc.b)
+			continue
+		}
+		h.Write(pc.b[:pc.n])
+		if _, werr := x.f.WriteAt(pc.b[:pc.n], pc.off); werr != nil {
+			err = s.vol.WriteErr(werr, s.rec.Size)
+			x.failed.Store(true)
+		}
+		putBuf(pc.b)
+		got += int64(pc.n)
+		if !pc.end || err != nil {
+			continue
+		}
+		u := x.us[pc.k]
+		sum = h.Sum(sum[:0])
+		h.Reset()
+		enc := b64.EncodeToString(sum)
+		if !strings.HasPrefix(enc, s.cmp[u]) {
+			err = invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", got, s.sent[u], enc[:max(len(s.sent[u]), KeyLen)])
+			x.failed.Store(true)
+			continue
+		}
+		got = 0
+		verified <- pc.k
+	}
+	return err
+}
+
+// confirm makes verified chunks durable and records them, in groups: one
+// fdatasync and one synced receipt batch for whatever is ready.
+func (x *xfer) confirm(ctx context.Context, verified <-chan int) error {
+	var err error
+	for k := range verified {
+		batch := []int{x.us[k]}
+	more:
+		for {
+			select {
+			case k2, ok := <-verified:
+				if !ok {
+					break more
+				}
+				batch = append(batch, x.us[k2])
+			default:
+				break more
+			}
+		}
+		if err != nil {
+			continue // drain; nothing more is confirmed after a failure
+		}
+		if err = x.store(ctx, batch); err != nil {
+			x.failed.Store(true)
+		}
+	}
+	return err
+}
+
+// store copies the batch's chunks to their other offsets (identical
+// chunks), makes them durable and records them. When the batch completes
+// the file, the fsync and record are left to publishing.
+func (x *xfer) store(ctx context.Context, batch []int) error {
+	s := x.s
+	for _, u := range batch {
+		for _, j := range s.at[u][1:] {
+			if err := copyWithin(x.f, s.chunkStart(u), int64(j)*s.rec.CS, s.chunkLen(u)); err != nil {
+				return s.vol.WriteErr(err, s.rec.Size)
+			}
+		}
+	}
+	s.mu.Lock()
+	if s.nhave+len(batch) == len(s.uniq) && !s.finishing {
+		x.mark(batch)
+		s.mu.Unlock()
+		return nil
+	}
+	syncDir := !s.dirSynced
+	s.mu.Unlock()
+	if err := unix.Fdatasync(int(x.f.Fd())); err != nil {
+		// Never retried: the chunks stay needed and the client sends
+		// them again.
+		return s.vol.WriteErr(&os.PathError{Op: "fdatasync", Path: s.rec.Name + store.PartialSuffix, Err: err}, s.rec.Size)
+	}
+	if syncDir {
+		if err := s.vol.SyncDir(s.rec.Dir); err != nil {
+			return err
+		}
+	}
+	keys := make([]string, len(batch))
+	for i, u := range batch {
+		keys[i] = s.uniq[u]
+	}
+	if err := s.db.PutChunks(ctx, s.rec.Wark, keys); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.dirSynced = s.dirSynced || syncDir
+	x.mark(batch)
+	s.mu.Unlock()
+	return nil
+}
+
+// mark records the batch as stored; s.mu must be held. The post that
+// stores the last chunk becomes the one that publishes.
+func (x *xfer) mark(batch []int) {
+	s := x.s
+	for _, u := range batch {
+		if !s.have[u] {
+			s.have[u] = true
+			s.nhave++
+		}
+	}
+	x.confirmed += len(batch)
+	if s.nhave == len(s.uniq) && !s.finishing {
+		s.finishing = true
+		s.fin = make(chan struct{})
+		x.completing = true
+	}
+}
+
+// copyWithin copies n bytes of f from offset src to offset dst.
+func copyWithin(f *os.File, src, dst, n int64) error {
+	b := getBuf()
+	defer putBuf(b)
+	for n > 0 {
+		m, err := f.ReadAt(b[:min(n, bufSize)], src)
+		if m > 0 {
+			if _, err := f.WriteAt(b[:m], dst); err != nil {
+				return err
+			}
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && int64(m) == min(n, bufSize)) {
+			return err
+		}
+		src, dst, n = src+int64(m), dst+int64(m), n-int64(m)
+	}
+	return nil
+}
+
+// finish publishes the file of a session whose chunks are all stored:
+// fsync, mtime, no-clobber publish (collision rename), folder fsync, then
+// the file record replaces the session in one synced change. t is the
+// work file handle of the post that stored the last chunks (its fsync
+// reports any write-back error since it was opened), or nil to open one.
+func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string, error) {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	if t == nil {
+		t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+	}
+	var rel string
+	var fi os.FileInfo
+	if err == nil {
+		rel, fi, err = t.Publish(s.rec.Name, store.PublishOptions{
+			Replace: s.rec.Replace, Mtime: time.Unix(s.rec.Lmod, 0), Life: time.Duration(s.rec.Life) * time.Second,
+			Uploader: s.rec.User, ClientIP: s.rec.IP,
+		})
+	}
+	if err != nil {
+		// Publishing removes the work file when it fails, so this upload
+		// starts over (the client's next handshake makes a new session).
+		m.log.Error("publishing an upload failed; it must start over", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark, "err", err)
+		m.drop(ctx, s, "publishing failed")
+		s.mu.Lock()
+		s.finishing = false
+		close(s.fin)
+		s.mu.Unlock()
+		return "", err
+	}
+	ferr := s.db.Finish(ctx, s.rec.Wark, rel, metaOf(fi, m.now().Unix(), s.rec.User))
+	s.mu.Lock()
+	s.done, s.final, s.finalInfo.lmod = true, rel, fi.ModTime().Unix()
+	s.finishing = false
+	close(s.fin)
+	s.mu.Unlock()
+	m.remove(s)
+	if ferr != nil {
+		m.log.Error("upload published, but recording it failed", "volume", "/"+s.vol.VPath, "path", rel, "wark", s.rec.Wark, "err", ferr)
+		return rel, ferr
+	}
+	m.log.Info("upload finished", "volume", "/"+s.vol.VPath, "path", rel, "size", s.rec.Size, "wark", s.rec.Wark, "user", s.rec.User, "ip", s.rec.IP)
+	return rel, nil
+}
+
+// remove takes s out of the live sessions (if it is still the one there).
+func (m *Manager) remove(s *session) {
+	k := skey{s.db, s.rec.Wark}
+	m.mu.Lock()
+	if m.sessions[k] == s {
+		delete(m.sessions, k)
+	}
+	m.mu.Unlock()
+}
+
+// drop discards a session: forgotten, its record and work file removed.
+func (m *Manager) drop(ctx context.Context, s *session, why string) {
+	s.mu.Lock()
+	s.gone, s.done = true, true
+	s.mu.Unlock()
+	m.remove(s)
+	if err := s.db.DeleteSession(ctx, s.rec.Wark); err != nil {
+		m.log.Error("forgetting an upload failed", "wark", s.rec.Wark, "err", err)
+	}
+	if t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name); err == nil {
+		t.Abort()
+	}
+	m.log.Info("upload dropped", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark, "why", why)
+}
