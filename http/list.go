@@ -72,19 +72,21 @@ func (s *Server) folder(q *req) error {
 		return s.tree(q)
 	}
 	_, hasLs := query["ls"]
-	if !q.perm.Any(store.PermRead | store.PermWrite) {
-		if q.perm.Has(store.PermHTML) && !hasLs {
-			return s.indexHTML(q)
-		}
+	canList := q.perm.Any(store.PermRead | store.PermWrite)
+	if !canList && !(q.perm.Has(store.PermHTML) && !hasLs) {
 		return q.need(store.PermRead, "list")
 	}
 	if !hasLs && !q.slash && len(q.parts) > 0 {
+		// Pages need the slash form so their relative links resolve.
 		u := "/" + escapePath(strings.Join(q.parts, "/")) + "/"
 		if q.r.URL.RawQuery != "" {
 			u += "?" + q.r.URL.RawQuery
 		}
 		http.Redirect(q.w, q.r, u, http.StatusMovedPermanently)
 		return nil
+	}
+	if !canList {
+		return s.indexHTML(q)
 	}
 	l := listing{path: strings.Join(q.parts, "/"), perms: q.perm.Names(), acct: q.acct(), vol: q.vol}
 	if free, total, err := q.vol.Usage(); err == nil {

@@ -85,6 +85,10 @@ func Open(cfg Config) (*Store, error) {
 		}
 		s.vols = append(s.vols, v)
 	}
+	if err := s.checkHistPlacement(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	slices.SortStableFunc(s.vols, func(a, b *Volume) int { return depth(b.VPath) - depth(a.VPath) })
 	s.janitor = startJanitor(s)
 	return s, nil
@@ -145,6 +149,27 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// checkHistPlacement refuses a state folder that lies inside a volume
+// under a path requests can reach: only folders named .hist are never
+// served, so a --hist or hist= folder elsewhere inside a volume would be.
+func (s *Store) checkHistPlacement() error {
+	for _, v := range s.vols {
+		if v.hist == "" {
+			continue
+		}
+		for _, w := range s.vols {
+			rel, err := filepath.Rel(w.Src, v.hist)
+			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+				continue
+			}
+			if !slices.ContainsFunc(strings.Split(filepath.ToSlash(rel), "/"), func(c string) bool { return strings.EqualFold(c, HistName) }) {
+				return fmt.Errorf("store: the state folder %q of volume %q lies inside volume %q, where it would be served; put it elsewhere or in a folder named %s", v.hist, v.Src, w.Src, HistName)
+			}
+		}
+	}
+	return nil
 }
 
 // loadSecret reads the volume's key from its state folder, creating it once.

@@ -279,3 +279,16 @@ func FuzzParseVolume(f *testing.F) {
 		}
 	})
 }
+
+func TestHistInsideVolumeRefused(t *testing.T) {
+	dir := t.TempDir()
+	v, _ := ParseVolume(dir + "::r")
+	if _, err := Open(Config{Volumes: []VolumeSpec{v}, Hist: filepath.Join(dir, "state")}); err == nil || !strings.Contains(err.Error(), "would be served") {
+		t.Fatalf("Open with --hist inside the volume: err = %v, want a refusal", err)
+	}
+	st, err := Open(Config{Volumes: []VolumeSpec{v}, Hist: filepath.Join(dir, "x", HistName)})
+	if err != nil {
+		t.Fatalf("Open with --hist in a .hist folder inside the volume: %v", err)
+	}
+	st.Close()
+}

@@ -97,9 +97,9 @@ func rsRandom(t *testing.T, n int) []byte {
 
 var rsExtValueRE = regexp.MustCompile(`filename\*=UTF-8''([^;\s]*)`)
 
-// rsCheckExtValue checks that the Content-Disposition header cd carries
-// filename*=UTF-8''<value> where value is RFC 8187 ext-value syntax
-// (attr-char or %XX only) and decodes to name.
+// rsCheckExtValue checks that the Content-Disposition header cd carries an
+// RFC 8187 filename* parameter in UTF-8 whose value holds attr-char and
+// %XX only and decodes to name.
 func rsCheckExtValue(t *testing.T, cd, name string) {
 	t.Helper()
 	m := rsExtValueRE.FindStringSubmatch(cd)

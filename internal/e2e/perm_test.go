@@ -201,7 +201,7 @@ func TestPermAuth(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	writeFile(t, a, "f.txt", []byte("PRIVATE"))
 	writeFile(t, b, "p.txt", []byte("PUBLIC"))
-	s := start(t, "-a", "u:pw-user", "-a", "o:pw-other", "-v", a+"::r,u", "-v", b+":pub:r")
+	s := start(t, "--log-level", "debug", "-a", "u:pw-user", "-a", "o:pw-other", "-v", a+"::r,u", "-v", b+":pub:r")
 	cases := []struct {
 		name, path string
 		hdr        []string
