@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -24,7 +25,9 @@ import (
 	"time"
 
 	srvhttp "hoard/http"
+	"hoard/idx"
 	"hoard/store"
+	"hoard/up2k"
 )
 
 type listFlag []string
@@ -117,9 +120,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.e2d || o.e2s || o.e2a || o.e2t {
 		log.Warn("indexing and search are not built yet; the -e2* flags are accepted and ignored")
 	}
+	dbs, err := openDBs(st, int64(o.dbCache)<<20, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		return 1
+	}
+	defer closeDBs(dbs, log)
+	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		return 1
+	}
+	defer up.Close()
+	if err := up.Load(context.Background()); err != nil {
+		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		return 1
+	}
 
 	srv := &http.Server{
-		Handler:           srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges}),
+		Handler:           srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
@@ -159,7 +178,48 @@ func run(args []string, stdout, stderr io.Writer) int {
 		srv.Close()
 	}
 	wg.Wait()
+	// Deferred, in this order: up2k stops, the databases close, the store
+	// closes.
 	return code
+}
+
+// openDBs opens the database of every volume's state folder (volumes that
+// share a folder share the database), with one block cache for all.
+func openDBs(st *store.Store, cache int64, log *slog.Logger) (map[*store.Volume]up2k.SessionStore, error) {
+	c := idx.NewCache(cache)
+	defer c.Release()
+	byDir := map[string]*idx.DB{}
+	out := map[*store.Volume]up2k.SessionStore{}
+	for _, v := range st.Volumes() {
+		if v.HistPath() == "" {
+			continue // up2k keeps this volume's sessions in memory, and says so
+		}
+		dir := filepath.Join(v.HistPath(), "idx")
+		db := byDir[dir]
+		if db == nil {
+			var err error
+			if db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log}); err != nil {
+				closeDBs(out, log)
+				return nil, err
+			}
+			byDir[dir] = db
+		}
+		out[v] = db
+	}
+	return out, nil
+}
+
+func closeDBs(dbs map[*store.Volume]up2k.SessionStore, log *slog.Logger) {
+	done := map[up2k.SessionStore]bool{}
+	for _, db := range dbs {
+		if done[db] {
+			continue
+		}
+		done[db] = true
+		if err := db.(*idx.DB).Close(); err != nil {
+			log.Error("closing the index failed", "err", err)
+		}
+	}
 }
 
 // storeConfig turns the flags into store's configuration.

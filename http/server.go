@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"hoard/store"
+	"hoard/up2k"
 )
 
 // Config is what the HTTP layer needs.
@@ -20,6 +21,8 @@ type Config struct {
 	// MaxRanges caps the ranges of one multi-range request; a request with
 	// more is answered with the whole file. Default 16.
 	MaxRanges int
+	// Up2k runs resumable uploads; nil answers them with 501.
+	Up2k *up2k.Manager
 }
 
 // Server is hoard's http.Handler.
@@ -29,11 +32,12 @@ type Server struct {
 	maxRanges int
 	fails     *failTracker
 	cop       *http.CrossOriginProtection
+	up        *up2k.Manager
 }
 
 // New returns the handler for cfg.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection()}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

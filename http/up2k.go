@@ -1,13 +1,240 @@
 package http
 
-import "net/http"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
 
-// postJSON answers JSON POSTs: up2k handshakes and searches.
+	"hoard/store"
+	"hoard/up2k"
+)
+
+// maxJSON is the largest JSON body a POST may carry (copyparty's limit).
+const maxJSON = 1 << 20
+
+// postJSON answers JSON POSTs: up2k handshakes, and searches (a search
+// when the URL has ?srch or the body has "q" or "srch").
 func (s *Server) postJSON(q *req) error {
-	return errorf(http.StatusNotImplemented, "up2k uploads and search are not available in this version of hoard yet")
+	body, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, maxJSON))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return errorf(http.StatusRequestEntityTooLarge, "json 2big: a JSON body may be at most %d bytes", maxJSON)
+		}
+		return err
+	}
+	query := q.r.URL.Query()
+	var fields map[string]json.RawMessage
+	jerr := json.Unmarshal(body, &fields)
+	_, hasQ := fields["q"]
+	_, hasSrch := fields["srch"]
+	if has(query, "srch") || hasQ || hasSrch {
+		return writeJSON(q, http.StatusNotImplemented, map[string]string{"error": "search is not available in this version of hoard yet"})
+	}
+	for _, k := range []string{"delete", "share"} {
+		if has(query, k) {
+			return errorf(http.StatusNotImplemented, "?%s is not available in this version of hoard yet", k)
+		}
+	}
+	if jerr != nil || fields == nil {
+		return errorf(http.StatusBadRequest, "you POSTed %d bytes of invalid json (an up2k handshake is a JSON object)", len(body))
+	}
+	if s.up == nil {
+		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
+	}
+	if q.vol == nil {
+		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
+	}
+	if err := q.need(store.PermWrite, "upload"); err != nil {
+		return err
+	}
+	h, err := handshakeOf(fields)
+	if err != nil {
+		return err
+	}
+	h.Vol, h.Dir = q.vol, q.rel
+	h.MayDelete = q.perm.Has(store.PermDelete)
+	h.User, h.IP = q.user, q.ip
+	rep, err := s.up.Handshake(q.r.Context(), h)
+	if err != nil {
+		return up2kErr(err)
+	}
+	purl := "/"
+	if p := path.Join(q.vol.VPath, rep.Dir); p != "." && p != "" {
+		purl = "/" + p + "/"
+	}
+	out := hsReply{Name: rep.Name, Purl: purl, Size: rep.Size, Lmod: rep.Lmod, Sprs: rep.Sparse, Hash: rep.Need, Dwrk: rep.Wark, Wark: rep.Wark, Need: rep.Need}
+	if len(rep.Need) == 0 && rep.Info != nil && q.vol.Flags.FK > 0 && q.perm.Any(store.PermRead|store.PermUpGet) {
+		out.FK = q.vol.FileKey(rep.Rel(), rep.Info)
+	}
+	return writeJSON(q, http.StatusOK, out)
 }
 
-// postChunk answers up2k chunk uploads.
+// hsReply is copyparty's handshake answer (in its key order) plus the
+// interface description's need (the same list as hash).
+type hsReply struct {
+	Name string   `json:"name"`
+	Purl string   `json:"purl"`
+	Size int64    `json:"size"`
+	Lmod int64    `json:"lmod"`
+	Sprs bool     `json:"sprs"`
+	Hash []string `json:"hash"`
+	Dwrk string   `json:"dwrk"`
+	Wark string   `json:"wark"`
+	Need []string `json:"need"`
+	FK   string   `json:"fk,omitempty"`
+}
+
+// handshakeOf reads a handshake's fields, checking their types.
+func handshakeOf(f map[string]json.RawMessage) (up2k.Handshake, error) {
+	var h up2k.Handshake
+	bad := func(field, want string) error {
+		return errorf(http.StatusBadRequest, "handshake field %q: want %s, got %.60s", field, want, f[field])
+	}
+	if err := json.Unmarshal(f["name"], &h.Name); err != nil || f["name"] == nil {
+		return h, bad("name", "a string")
+	}
+	raw := bytes.TrimSpace(f["size"])
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return h, bad("size", "an integer number of bytes")
+	}
+	h.Size = n
+	if v := f["lmod"]; v != nil {
+		var t float64
+		if json.Unmarshal(v, &t) == nil && !math.IsNaN(t) && t > 0 && t < 1<<40 {
+			h.Lmod = int64(t) // copyparty truncates; anything else means now
+		}
+	}
+	if v := f["hash"]; v != nil && string(bytes.TrimSpace(v)) != "null" {
+		if err := json.Unmarshal(v, &h.Hashes); err != nil {
+			return h, bad("hash", "an array of chunk hashes (strings)")
+		}
+	} else if h.Size != 0 {
+		return h, bad("hash", "an array of chunk hashes (strings)")
+	}
+	if h.Hashes == nil {
+		h.Hashes = []string{}
+	}
+	if v := f["replace"]; v != nil {
+		var b bool
+		var s string
+		switch {
+		case json.Unmarshal(v, &b) == nil:
+			if b {
+				h.Replace = "true"
+			}
+		case json.Unmarshal(v, &s) == nil && (s == "mt" || s == "skip"):
+			h.Replace = s
+		default:
+			return h, bad("replace", `true, false, "mt" or "skip"`)
+		}
+	}
+	for _, k := range []string{"rand", "umod"} {
+		v := f[k]
+		if v == nil {
+			continue
+		}
+		var b bool
+		var n float64
+		switch {
+		case json.Unmarshal(v, &b) == nil:
+		case json.Unmarshal(v, &n) == nil:
+			b = n != 0
+		default:
+			return h, bad(k, "true or false")
+		}
+		if k == "rand" {
+			h.Rand = b
+		} else {
+			h.Umod = b
+		}
+	}
+	if v := f["life"]; v != nil && string(bytes.TrimSpace(v)) != "null" {
+		var l float64
+		if err := json.Unmarshal(v, &l); err != nil || l < 0 || l > 1<<40 {
+			return h, bad("life", "a number of seconds")
+		}
+		h.Life = int64(l)
+	}
+	return h, nil
+}
+
+// postChunk answers up2k chunk uploads: the chunk must belong to a session
+// of the volume posted to, and the user must be allowed to write there.
 func (s *Server) postChunk(q *req) error {
-	return errorf(http.StatusNotImplemented, "up2k uploads are not available in this version of hoard yet")
+	if s.up == nil {
+		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
+	}
+	if q.vol == nil {
+		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
+	}
+	if err := q.need(store.PermWrite, "upload"); err != nil {
+		return err
+	}
+	h := q.r.Header
+	wark, hashes := strings.TrimSpace(h.Get("X-Up2k-Wark")), h.Get("X-Up2k-Hash")
+	if wark == "" || strings.TrimSpace(hashes) == "" {
+		return errorf(http.StatusBadRequest, "need hash and wark headers for binary POST (X-Up2k-Hash, X-Up2k-Wark)")
+	}
+	if q.r.ContentLength < 0 {
+		return errorf(http.StatusBadRequest, "you must supply a content-length for binary POST")
+	}
+	subc := int64(-1)
+	if v := h.Get("X-Up2k-Subc"); v != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return errorf(http.StatusBadRequest, "X-Up2k-Subc %q: want a byte offset inside the chunk", v)
+		}
+		subc = n
+	}
+	w, err := s.up.WriteChunks(q.r.Context(), up2k.ChunkPost{
+		Vol: q.vol, Wark: wark, Hashes: hashes, Subc: subc,
+		Body: newIdleReader(q, q.r.Body), Length: q.r.ContentLength,
+	})
+	if err != nil {
+		return up2kErr(err)
+	}
+	if w.Done {
+		s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, w.Rel), "via", "up2k", "user", q.acct(), "ip", q.ip)
+	}
+	q.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	q.w.WriteHeader(http.StatusOK)
+	_, err = io.WriteString(q.w, "thank")
+	return err
+}
+
+// up2kErr gives an up2k error its status; other errors go to statusOf.
+func up2kErr(err error) error {
+	var e *up2k.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	code := http.StatusBadRequest
+	switch e.Kind {
+	case up2k.Conflict:
+		code = http.StatusConflict
+	case up2k.Retry:
+		code = http.StatusUnprocessableEntity
+	case up2k.Unavailable:
+		code = http.StatusServiceUnavailable
+	}
+	return &httpError{code: code, msg: e.Msg, err: err}
+}
+
+func writeJSON(q *req, code int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	q.w.Header().Set("Content-Type", "application/json")
+	q.w.WriteHeader(code)
+	_, err = q.w.Write(b)
+	return err
 }

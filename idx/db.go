@@ -1,0 +1,107 @@
+package idx
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Cache is a block cache shared by every database of the process.
+type Cache struct{ c *pebble.Cache }
+
+// NewCache makes a block cache of the given size (--db-cache).
+func NewCache(bytes int64) *Cache { return &Cache{c: pebble.NewCache(bytes)} }
+
+// Release drops the caller's reference; databases opened with the cache
+// keep theirs until they close.
+func (c *Cache) Release() { c.c.Unref() }
+
+// Options configure Open.
+type Options struct {
+	Cache  *Cache       // nil: a private 8 MiB cache
+	Logger *slog.Logger // nil: slog.Default()
+	fs     vfs.FS       // tests: an in-memory file system
+}
+
+// DB is one volume's database. It is safe for concurrent use.
+type DB struct {
+	db  *pebble.DB
+	log *slog.Logger
+}
+
+// Open opens (creating when needed) the database in dir with production
+// settings: the shared block cache, bloom filters on every level, the
+// newest on-disk format, memtables and compactions sized for bulk ingest.
+func Open(dir string, opt Options) (*DB, error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("pkg", "idx", "db", dir)
+	o := &pebble.Options{
+		FormatMajorVersion: pebble.FormatNewest,
+		MemTableSize:       32 << 20,
+		Logger:             logger{log},
+		CompactionConcurrencyRange: func() (int, int) {
+			return 1, max(1, runtime.GOMAXPROCS(0)/2)
+		},
+	}
+	if opt.Cache != nil {
+		o.Cache = opt.Cache.c
+	}
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if opt.fs != nil {
+		o.FS = opt.fs
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("idx: %w", err)
+	}
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		return nil, fmt.Errorf("idx: opening %s: %w", dir, err)
+	}
+	d := &DB{db: db, log: log}
+	if err := d.checkSchema(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *DB) checkSchema() error {
+	v, closer, err := d.db.Get(schemaKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return d.db.Set(schemaKey, []byte(schemaVersion), pebble.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("idx: reading the schema version: %w", err)
+	}
+	got := string(v)
+	closer.Close()
+	if got != schemaVersion {
+		return fmt.Errorf("idx: database schema version %q; this hoard writes %q", got, schemaVersion)
+	}
+	return nil
+}
+
+// Close flushes and closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// logger adapts slog to Pebble's Logger. Pebble's info lines (flushes,
+// compactions) go to debug.
+type logger struct{ l *slog.Logger }
+
+func (g logger) Infof(format string, args ...any)  { g.l.Debug(fmt.Sprintf(format, args...)) }
+func (g logger) Errorf(format string, args ...any) { g.l.Error(fmt.Sprintf(format, args...)) }
+func (g logger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	g.l.Error("pebble fatal error", "msg", msg)
+	panic("idx: pebble: " + msg)
+}

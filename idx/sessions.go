@@ -1,0 +1,166 @@
+package idx
+
+import (
+	"context"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// This file implements up2k.SessionStore.
+
+// PutSession stores a session's blob, synced.
+func (d *DB) PutSession(ctx context.Context, wark string, blob []byte) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	return d.db.Set(sessionKey(wark), blob, pebble.Sync)
+}
+
+// PutChunks records chunk receipts of a session in one synced batch.
+func (d *DB) PutChunks(ctx context.Context, wark string, keys []string) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, k := range keys {
+		if err := b.Set(chunkKey(wark, k), nil, nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// DropChunks removes chunk receipts in one synced batch.
+func (d *DB) DropChunks(ctx context.Context, wark string, keys []string) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, k := range keys {
+		if err := b.Delete(chunkKey(wark, k), nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// DeleteSession removes a session and its receipts, synced.
+func (d *DB) DeleteSession(ctx context.Context, wark string) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	if err := d.deleteSession(b, wark); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
+func (d *DB) deleteSession(b *pebble.Batch, wark string) error {
+	if err := b.Delete(sessionKey(wark), nil); err != nil {
+		return err
+	}
+	p := key(famChunk, wark)
+	return b.DeleteRange(p, prefixEnd(p), nil)
+}
+
+// Sessions calls fn for every stored session with its chunk receipts.
+func (d *DB) Sessions(ctx context.Context, fn func(wark string, blob []byte, keys []string) error) error {
+	snap := d.db.NewSnapshot()
+	defer snap.Close()
+	lo := []byte{famSession}
+	it, err := snap.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		wark := string(it.Key()[1:])
+		blob := slices.Clone(it.Value())
+		keys, err := chunksOf(ctx, snap, wark)
+		if err != nil {
+			return err
+		}
+		if err := fn(wark, blob, keys); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+func chunksOf(ctx context.Context, r pebble.Reader, wark string) ([]string, error) {
+	p := key(famChunk, wark)
+	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for it.First(); it.Valid(); it.Next() {
+		out = append(out, string(it.Key()[len(p):]))
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, err
+	}
+	return out, it.Close()
+}
+
+// Finish replaces a session by a file record in one synced batch.
+func (d *DB) Finish(ctx context.Context, wark, rel string, meta []byte) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	if err := d.deleteSession(b, wark); err != nil {
+		return err
+	}
+	if err := b.Set(fileKey(wark, rel), meta, nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// PutFile records a file with content wark, synced.
+func (d *DB) PutFile(ctx context.Context, wark, rel string, meta []byte) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	return d.db.Set(fileKey(wark, rel), meta, pebble.Sync)
+}
+
+// DeleteFile forgets a file record, synced.
+func (d *DB) DeleteFile(ctx context.Context, wark, rel string) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	return d.db.Delete(fileKey(wark, rel), pebble.Sync)
+}
+
+// Files returns the files recorded with content wark (rel → meta).
+func (d *DB) Files(ctx context.Context, wark string) (map[string][]byte, error) {
+	if err := checkWark(wark); err != nil {
+		return nil, err
+	}
+	p := key(famFile, wark)
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for it.First(); it.Valid(); it.Next() {
+		out[string(it.Key()[len(p):])] = slices.Clone(it.Value())
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, err
+	}
+	return out, it.Close()
+}
