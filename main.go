@@ -198,7 +198,14 @@ func openDBs(st *store.Store, cache int64, log *slog.Logger) (map[*store.Volume]
 		db := byDir[dir]
 		if db == nil {
 			var err error
-			if db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log}); err != nil {
+			db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log})
+			if errors.Is(err, idx.ErrLocked) {
+				// Another hoard serves this folder too. Serve anyway; this
+				// volume's up2k sessions then live in memory only.
+				log.Warn("the volume's index is in use by another process; unfinished uploads here will not survive a restart", "volume", "/"+v.VPath, "err", err)
+				continue
+			}
+			if err != nil {
 				closeDBs(out, log)
 				return nil, err
 			}

@@ -6,11 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
+
+// ErrLocked is a database that another process has open.
+var ErrLocked = errors.New("idx: the database is in use by another process (is another hoard serving this volume?)")
 
 // Cache is a block cache shared by every database of the process.
 type Cache struct{ c *pebble.Cache }
@@ -64,6 +68,9 @@ func Open(dir string, opt Options) (*DB, error) {
 		return nil, fmt.Errorf("idx: %w", err)
 	}
 	db, err := pebble.Open(dir, o)
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, fmt.Errorf("%w: %s (%v)", ErrLocked, dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("idx: opening %s: %w", dir, err)
 	}

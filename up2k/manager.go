@@ -431,7 +431,7 @@ func (m *Manager) checkName(h Handshake) (string, error) {
 	if err := store.CheckName(name); err != nil || strings.HasSuffix(name, store.PartialSuffix) {
 		return "", invalidf("bad file name %q (empty, \".\", \"..\", a control character, NUL, or the reserved %s ending)", clip(name), store.PartialSuffix)
 	}
-	if h.Dir == "." && strings.EqualFold(name, store.HistName) {
+	if strings.EqualFold(name, store.HistName) {
 		return "", invalidf("the name %s is reserved for the server's state", store.HistName)
 	}
 	return name, nil
