@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/base64"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -12,8 +13,8 @@ import (
 // order: ?pw=, the PW header, HTTP Basic auth (the whole "user:pass", then
 // the part after the colon, then the part before), and the cppwd cookie.
 // fromCookie reports that only the cookie carried one.
-func credentials(r *http.Request) (pws []string, fromCookie bool) {
-	if pw := r.URL.Query().Get("pw"); pw != "" {
+func credentials(r *http.Request, query url.Values) (pws []string, fromCookie bool) {
+	if pw := query.Get("pw"); pw != "" {
 		return []string{pw}, false
 	}
 	if pw := r.Header.Get("PW"); pw != "" {
@@ -43,7 +44,7 @@ func credentials(r *http.Request) (pws []string, fromCookie bool) {
 // recent failures. A stale cookie is cleared and the request goes on as
 // anonymous.
 func (s *Server) authenticate(q *req) error {
-	pws, fromCookie := credentials(q.r)
+	pws, fromCookie := credentials(q.r, q.query)
 	if len(pws) == 0 {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -13,12 +14,16 @@ import (
 	"hoard/store"
 )
 
-// get serves GET and HEAD: files, folder listings, trees.
+// get serves GET and HEAD: files, folder listings, trees. The path is
+// resolved once: the opened file is what gets served.
 func (s *Server) get(q *req) error {
 	if q.vol == nil {
 		return s.virtualFolder(q)
 	}
-	fi, err := q.vol.Stat(q.rel)
+	f, fi, err := q.vol.Open(q.rel)
+	if errors.Is(err, store.ErrIsDir) {
+		return s.folder(q)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotDir) || errors.Is(err, store.ErrOutside) {
 			err = store.ErrNotFound
@@ -38,29 +43,32 @@ func (s *Server) get(q *req) error {
 		}
 		return err
 	}
-	if fi.IsDir() {
-		return s.folder(q)
-	}
-	return s.file(q)
+	defer f.Close()
+	return s.serveFile(q, f, fi)
 }
 
-// file sends one file. The body leaves through http.ServeContent with the
-// *os.File itself, which net/http sends with sendfile(2).
+// file opens and sends the file at q.rel.
 func (s *Server) file(q *req) error {
-	if err := q.need(store.PermRead|store.PermGet, "download"); err != nil {
-		return err
-	}
 	f, fi, err := q.vol.Open(q.rel)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	return s.serveFile(q, f, fi)
+}
+
+// serveFile sends one open file. The body leaves through http.ServeContent
+// with the *os.File itself, which net/http sends with sendfile(2).
+func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
+	if err := q.need(store.PermRead|store.PermGet, "download"); err != nil {
+		return err
+	}
 	if !q.perm.Has(store.PermRead) && q.vol.Flags.FK > 0 {
-		if k := q.r.URL.Query().Get("k"); k != q.vol.FileKey(q.rel, fi) {
+		if k := q.query.Get("k"); k != q.vol.FileKey(q.rel, fi) {
 			return errorf(http.StatusForbidden, "this file needs its key (?k=)")
 		}
 	}
-	query := q.r.URL.Query()
+	query := q.query
 	name := path.Base("/" + q.rel)
 	h := q.w.Header()
 	ct := contentType(name)

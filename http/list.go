@@ -64,7 +64,7 @@ func (q *req) acct() string {
 
 // folder answers a GET of a folder: ?tree, ?ls[=t|v], or an HTML page.
 func (s *Server) folder(q *req) error {
-	query := q.r.URL.Query()
+	query := q.query
 	if _, ok := query["tree"]; ok {
 		if err := q.need(store.PermRead|store.PermWrite|store.PermGet, "list"); err != nil {
 			return err
@@ -120,10 +120,10 @@ func (s *Server) virtualFolder(q *req) error {
 		}
 		return errorf(http.StatusForbidden, "user %s may not see anything in /%s", q.user, strings.Join(q.parts, "/"))
 	}
-	if _, ok := q.r.URL.Query()["tree"]; ok {
+	if _, ok := q.query["tree"]; ok {
 		return s.tree(q)
 	}
-	if !q.slash && len(q.parts) > 0 && !has(q.r.URL.Query(), "ls") {
+	if !q.slash && len(q.parts) > 0 && !has(q.query, "ls") {
 		http.Redirect(q.w, q.r, "/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
 		return nil
 	}
@@ -199,7 +199,7 @@ func (s *Server) writeListing(q *req, l listing) error {
 	h := q.w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	ls, hasLs := q.r.URL.Query()["ls"]
+	ls, hasLs := q.query["ls"]
 	if !hasLs {
 		return writeHTML(q, l)
 	}
@@ -314,7 +314,7 @@ func terseSize(n int64) string {
 // tree answers ?tree=. (one level of subfolders) and ?tree (the chain
 // from the root down to this folder), as {"a": [...], "k<name>": {...}}.
 func (s *Server) tree(q *req) error {
-	v := q.r.URL.Query().Get("tree")
+	v := q.query.Get("tree")
 	var out map[string]any
 	switch v {
 	case ".", "..":
@@ -345,7 +345,7 @@ func (s *Server) treeAt(q *req, i int) map[string]any {
 // may see: real folders where they can read, and mounted volumes.
 func (s *Server) subdirs(q *req, parts []string) []string {
 	names := []string{}
-	dots := has(q.r.URL.Query(), "dots")
+	dots := has(q.query, "dots")
 	if v, rel := s.st.Resolve(parts); v != nil && v.Perms(q.user).Has(store.PermRead) {
 		ents, _ := v.List(q.r.Context(), rel, store.ListOptions{Dots: dots && v.Perms(q.user).Has(store.PermDot)})
 		for _, e := range ents {

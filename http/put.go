@@ -34,8 +34,9 @@ type upOpts struct {
 
 // flag reads a boolean modifier from the query or a header: present and
 // not "0"/"false"/"no".
-func flag(r *http.Request, query, header string) bool {
-	v, ok := r.URL.Query()[query]
+func flag(q *req, query, header string) bool {
+	r := q.r
+	v, ok := q.query[query]
 	val := ""
 	if ok {
 		val = v[0]
@@ -55,8 +56,9 @@ func flag(r *http.Request, query, header string) bool {
 }
 
 // param returns a modifier's value from the query, else from a header.
-func param(r *http.Request, query, header string) (string, bool) {
-	if v, ok := r.URL.Query()[query]; ok {
+func param(q *req, query, header string) (string, bool) {
+	r := q.r
+	if v, ok := q.query[query]; ok {
 		return v[0], true
 	}
 	if header != "" {
@@ -71,7 +73,7 @@ func param(r *http.Request, query, header string) (string, bool) {
 func (q *req) uploadOptions(defCK string) (upOpts, error) {
 	r := q.r
 	var o upOpts
-	query := r.URL.Query()
+	query := q.query
 	switch {
 	case query.Get("want") != "":
 		o.want = strings.ToLower(query.Get("want"))
@@ -92,7 +94,7 @@ func (q *req) uploadOptions(defCK string) (upOpts, error) {
 	}
 
 	o.ck = defCK
-	if v, ok := param(r, "ck", "CK"); ok && v != "" {
+	if v, ok := param(q, "ck", "CK"); ok && v != "" {
 		o.ck = strings.ToLower(v)
 	}
 	if o.ck == "" {
@@ -102,8 +104,8 @@ func (q *req) uploadOptions(defCK string) (upOpts, error) {
 		return o, errorf(http.StatusBadRequest, "unknown checksum ck=%q; use one of %s", o.ck, strings.Join(store.Checksums, ", "))
 	}
 
-	o.replace = flag(r, "replace", "Replace")
-	o.apnd = flag(r, "apnd", "")
+	o.replace = flag(q, "replace", "Replace")
+	o.apnd = flag(q, "apnd", "")
 	if o.replace && o.apnd {
 		return o, errorf(http.StatusBadRequest, "replace and apnd cannot be combined")
 	}
@@ -139,7 +141,7 @@ func (q *req) uploadOptions(defCK string) (upOpts, error) {
 		}
 	}
 
-	if v, ok := param(r, "rand", "Rand"); ok {
+	if v, ok := param(q, "rand", "Rand"); ok {
 		n := q.vol.Flags.NRand
 		if v != "" {
 			var err error
@@ -153,7 +155,7 @@ func (q *req) uploadOptions(defCK string) (upOpts, error) {
 		o.rand = max(o.rand, q.vol.Flags.NRand)
 	}
 
-	if v, ok := param(r, "life", "Life"); ok && v != "" {
+	if v, ok := param(q, "life", "Life"); ok && v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 || n > 1<<40 {
 			return o, errorf(http.StatusBadRequest, "life=%q: want a number of seconds", v)

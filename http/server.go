@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"hoard/store"
@@ -33,6 +36,8 @@ type Server struct {
 	fails     *failTracker
 	cop       *http.CrossOriginProtection
 	up        *up2k.Manager
+	idPrefix  string        // random per process, so request IDs differ across restarts
+	reqs      atomic.Uint64 // request counter for IDs
 }
 
 // New returns the handler for cfg.
@@ -42,6 +47,9 @@ func New(cfg Config) *Server {
 		s.log = slog.Default()
 	}
 	s.log = s.log.With("pkg", "http")
+	var b [3]byte
+	rand.Read(b[:])
+	s.idPrefix = base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 	if s.maxRanges <= 0 {
 		s.maxRanges = 16
 	}
@@ -52,6 +60,7 @@ func New(cfg Config) *Server {
 type req struct {
 	w     *respWriter
 	r     *http.Request
+	query url.Values // r.URL.Query(), parsed once
 	id    string
 	parts []string // decoded path components
 	slash bool     // the URL path ended in "/"
@@ -65,9 +74,7 @@ type req struct {
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &respWriter{ResponseWriter: rw}
-	var b [6]byte
-	rand.Read(b[:])
-	q := &req{w: w, r: r, id: base64.RawURLEncoding.EncodeToString(b[:]), ip: clientIP(r)}
+	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), ip: clientIP(r)}
 	// Every endpoint returns an error instead of writing one; fail maps it
 	// through statusOf.
 	err := s.route(q)
