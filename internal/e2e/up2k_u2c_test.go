@@ -1,0 +1,157 @@
+package e2e
+
+// copyparty's own command-line uploader, u2c.py, against hoard. Runs when
+// HOARD_U2C is the path of u2c.py (e.g. a checkout's bin/u2c.py);
+// HOARD_PYTHON picks the interpreter (default python3).
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// u2cRun runs u2c.py with args and returns its output.
+func u2cRun(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	py := os.Getenv("HOARD_PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	cmd := exec.CommandContext(ctx, py, append([]string{os.Getenv("HOARD_U2C"), "-ns"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func u2cNeed(t *testing.T) {
+	t.Helper()
+	if os.Getenv("HOARD_U2C") == "" {
+		t.Skip("HOARD_U2C is not set: skipping the test with copyparty's u2c.py; set it to the path of bin/u2c.py from github.com/9001/copyparty to run it")
+	}
+}
+
+// u2cSameTree compares every file below src with its copy below dst:
+// content, and mtime to the second.
+func u2cSameTree(t *testing.T, src, dst string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join(dst, rel))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: not uploaded intact (%v)", rel, err)
+			return nil
+		}
+		fa, _ := os.Stat(p)
+		fb, _ := os.Stat(filepath.Join(dst, rel))
+		if fa.ModTime().Unix() != fb.ModTime().Unix() {
+			t.Errorf("%s: mtime %v, want %v", rel, fb.ModTime(), fa.ModTime())
+		}
+		n++
+		return nil
+	})
+	return n
+}
+
+func TestUp2kU2C(t *testing.T) {
+	u2cNeed(t)
+	vol, src := t.TempDir(), t.TempDir()
+	tree := filepath.Join(src, "tree")
+	writeFile(t, tree, "big.bin", u2Rand(40<<20+333))
+	writeFile(t, tree, "a.txt", []byte("hello\n"))
+	writeFile(t, tree, "empty", nil)
+	writeFile(t, tree, "sub/b b.txt", u2Rand(5000))
+	writeFile(t, tree, "sub/ünï cödé.bin", u2Rand(70000))
+	writeFile(t, tree, "sub/deeper/c.bin", u2Rand(3<<20+1))
+	writeFile(t, tree, "sub/deeper/same-as-c.bin", mustRead(t, filepath.Join(tree, "sub/deeper/c.bin")))
+	past := time.Unix(1500000000, 0)
+	os.Chtimes(filepath.Join(tree, "a.txt"), past, past)
+	s := start(t, "-a", "u:pw", "-v", vol+"::rw,u")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	out, err := u2cRun(t, ctx, "-a", "pw", s.URL+"/up/", tree)
+	if err != nil {
+		t.Fatalf("u2c: %v\n%s\nserver log:\n%s", err, out, s.logs)
+	}
+	if n := u2cSameTree(t, tree, filepath.Join(vol, "up", "tree")); n != 7 {
+		t.Fatalf("%d files compared, want 7", n)
+	}
+	// A re-run finds everything present and uploads nothing.
+	out, err = u2cRun(t, ctx, "-a", "pw", s.URL+"/up/", tree)
+	if err != nil {
+		t.Fatalf("u2c re-run: %v\n%s", err, out)
+	}
+	if strings.Count(out, "found ") < 7 || strings.Contains(out, "uploaded ") {
+		t.Fatalf("the re-run did not find everything present:\n%s", out)
+	}
+
+	// An interrupted run resumes: kill u2c halfway through a big file,
+	// then run it again; the server continues the same session.
+	src2 := filepath.Join(src, "resume")
+	writeFile(t, src2, "huge.bin", u2Rand(300<<20+17))
+	py := os.Getenv("HOARD_PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	cmd := exec.Command(py, os.Getenv("HOARD_U2C"), "-ns", "-j", "1", "--sz", "1", "-a", "pw", s.URL+"/up/", src2)
+	var kout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &kout, &kout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(vol, "up", "resume", "huge.bin.PARTIAL")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if fi, err := os.Stat(partial); err == nil && fi.Sys().(*syscall.Stat_t).Blocks*512 >= 30<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the upload never got going:\n%s", kout.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(vol, "up", "resume", "huge.bin")); err == nil {
+		t.Fatal("the upload finished before u2c could be interrupted; the test proves nothing")
+	}
+	out, err = u2cRun(t, ctx, "-a", "pw", s.URL+"/up/", src2)
+	if err != nil {
+		t.Fatalf("u2c resume: %v\n%s", err, out)
+	}
+	if n := u2cSameTree(t, src2, filepath.Join(vol, "up", "resume")); n != 1 {
+		t.Fatal("huge.bin not compared")
+	}
+	started := 0
+	for _, l := range strings.Split(s.logs.String(), "\n") {
+		if strings.Contains(l, `msg="upload started"`) && strings.Contains(l, "huge.bin") {
+			started++
+		}
+	}
+	if started != 1 {
+		t.Fatalf("%d upload sessions for huge.bin; the second run should have resumed the first", started)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
