@@ -25,6 +25,10 @@ const bufSize = 256 << 10
 // ahead is how many buffers the reader may be ahead of the hasher.
 const ahead = 3
 
+// writebackEvery starts the kernel's writeback of a long run of written
+// bytes this often (and at the end of every chunk).
+const writebackEvery = 4 << 20
+
 type buf = [bufSize]byte
 
 var bufPool = sync.Pool{New: func() any { return new(buf) }}
@@ -323,6 +327,8 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, verified chan<- int) error {
 	var err error
 	var got int64
 	sum := make([]byte, 0, sha512.Size)
+	fd := int(x.f.Fd())
+	kick, kicked := int64(-1), int64(0) // range written since writeback was last started
 	for pc := range pieces {
 		if err != nil {
 			putBuf(pc.b)
@@ -335,6 +341,16 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, verified chan<- int) error {
 		}
 		putBuf(pc.b)
 		got += int64(pc.n)
+		if kick < 0 || pc.off != kick+kicked {
+			kick, kicked = pc.off, 0
+		}
+		kicked += int64(pc.n)
+		if pc.end || kicked >= writebackEvery {
+			// Start writing back now, so that the fdatasync that confirms
+			// the chunk finds little left to do.
+			unix.SyncFileRange(fd, kick, kicked, unix.SYNC_FILE_RANGE_WRITE)
+			kick, kicked = -1, 0
+		}
 		if !pc.end || err != nil {
 			continue
 		}
