@@ -30,6 +30,7 @@
 //
 // A session's receipts are the range ['c' wark, 'c' wark+1); all files
 // with one content are the range ['f' wark, 'f' wark+1). Finishing an
-// upload deletes its 'u' key and 'c' range and sets its 'f' key in one
-// synced batch.
+// upload deletes its 'u' key and each of its 'c' keys (point deletes; no
+// range tombstones, which every later iterator would have to fragment)
+// and sets its 'f' key, in one synced batch.
 package idx

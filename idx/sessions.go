@@ -60,12 +60,24 @@ func (d *DB) DeleteSession(ctx context.Context, wark string) error {
 	return b.Commit(pebble.Sync)
 }
 
+// deleteSession adds the deletion of a session and its receipts to b.
+// Receipts are deleted one by one: range tombstones would have to be
+// fragmented by every later iterator over the memtable, which made each
+// lookup slower with every finished upload.
 func (d *DB) deleteSession(b *pebble.Batch, wark string) error {
 	if err := b.Delete(sessionKey(wark), nil); err != nil {
 		return err
 	}
-	p := key(famChunk, wark)
-	return b.DeleteRange(p, prefixEnd(p), nil)
+	keys, err := chunksOf(context.Background(), d.db, wark)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := b.Delete(chunkKey(wark, k), nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Sessions calls fn for every stored session with its chunk receipts.
