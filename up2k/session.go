@@ -130,3 +130,16 @@ func (s *session) needLocked() []string {
 func (s *session) samePath(dir, name string) bool {
 	return s.rec.Dir == dir && (s.rec.Name == name || s.rec.Asked == name)
 }
+
+// missing is how many bytes of the file are not stored yet.
+func (s *session) missing() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for u, ok := range s.have {
+		if !ok {
+			n += s.chunkLen(u) * int64(len(s.at[u]))
+		}
+	}
+	return n
+}

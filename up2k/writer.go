@@ -336,7 +336,7 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, verified chan<- int) error {
 		}
 		h.Write(pc.b[:pc.n])
 		if _, werr := x.f.WriteAt(pc.b[:pc.n], pc.off); werr != nil {
-			err = s.vol.WriteErr(werr, s.rec.Size)
+			err = s.vol.WriteErr(werr, s.missing())
 			x.failed.Store(true)
 		}
 		putBuf(pc.b)
@@ -405,7 +405,7 @@ func (x *xfer) store(ctx context.Context, batch []int) error {
 	for _, u := range batch {
 		for _, j := range s.at[u][1:] {
 			if err := copyWithin(x.f, s.chunkStart(u), int64(j)*s.rec.CS, s.chunkLen(u)); err != nil {
-				return s.vol.WriteErr(err, s.rec.Size)
+				return s.vol.WriteErr(err, s.missing())
 			}
 		}
 	}
@@ -420,7 +420,7 @@ func (x *xfer) store(ctx context.Context, batch []int) error {
 	if err := unix.Fdatasync(int(x.f.Fd())); err != nil {
 		// Never retried: the chunks stay needed and the client sends
 		// them again.
-		return s.vol.WriteErr(&os.PathError{Op: "fdatasync", Path: s.rec.Name + store.PartialSuffix, Err: err}, s.rec.Size)
+		return s.vol.WriteErr(&os.PathError{Op: "fdatasync", Path: s.rec.Name + store.PartialSuffix, Err: err}, s.missing())
 	}
 	if syncDir {
 		if err := s.vol.SyncDir(s.rec.Dir); err != nil {
