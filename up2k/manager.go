@@ -207,7 +207,11 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 	}
 	var wark string
 	if len(keys) == 0 {
-		wark = MetaWark(m.salt, h.Lmod, h.Size, strings.TrimPrefix(dir, "."), h.Name)
+		prel := dir
+		if prel == "." {
+			prel = ""
+		}
+		wark = MetaWark(m.salt, h.Lmod, h.Size, prel, h.Name)
 	} else {
 		wark = Wark(m.salt, h.Size, keys)
 	}
@@ -242,8 +246,11 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 		if err := wait(ctx, s.ready); err != nil {
 			return Reply{}, err
 		}
-		if s.err != nil {
+		if s.err == errRetry {
 			continue // that attempt is over; look again
+		}
+		if s.err != nil {
+			return Reply{}, ErrClosed // its re-check was cut short by shutdown
 		}
 		rep, again, err := m.resume(ctx, s, h)
 		if again {
