@@ -3,6 +3,7 @@ package up2k
 import (
 	"context"
 	"crypto/sha512"
+	"encoding/json"
 	"errors"
 	"hash"
 	"io"
@@ -489,6 +490,21 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 	if t == nil {
 		t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
 	}
+	// The record is committed while the file is published: both are
+	// durable before the reply, and each costs a flush, so they overlap.
+	// A crash between them leaves a record of a missing file (dropped as
+	// stale when looked up) or a published file without a record (found
+	// by its hashes when asked for again). The name and mtime are known
+	// ahead; a collision rename corrects the record afterwards.
+	now := m.now().Unix()
+	want := s.rel()
+	var ferr error
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		meta, _ := json.Marshal(fileMeta{Size: s.rec.Size, Mtime: time.Unix(s.rec.Lmod, 0).UnixNano(), At: now, User: s.rec.User})
+		ferr = s.db.Finish(ctx, s.rec.Wark, want, meta)
+	}()
 	var rel string
 	var fi os.FileInfo
 	if err == nil {
@@ -497,18 +513,28 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 			Uploader: s.rec.User, ClientIP: s.rec.IP,
 		})
 	}
+	<-recorded
 	if err != nil {
 		// Publishing removes the work file when it fails, so this upload
 		// starts over (the client's next handshake makes a new session).
 		m.log.Error("publishing an upload failed; it must start over", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark, "err", err)
 		m.drop(ctx, s, "publishing failed")
+		if ferr == nil {
+			s.db.DeleteFile(ctx, s.rec.Wark, want)
+		}
 		s.mu.Lock()
 		s.finishing = false
 		close(s.fin)
 		s.mu.Unlock()
 		return "", err
 	}
-	ferr := s.db.Finish(ctx, s.rec.Wark, rel, metaOf(fi, m.now().Unix(), s.rec.User))
+	if ferr == nil && (rel != want || fi.Size() != s.rec.Size || fi.ModTime().UnixNano() != time.Unix(s.rec.Lmod, 0).UnixNano()) {
+		// Renamed on a collision (or the mtime did not stick): record
+		// what is really there.
+		if ferr = s.db.PutFile(ctx, s.rec.Wark, rel, metaOf(fi, now, s.rec.User)); ferr == nil && rel != want {
+			ferr = s.db.DeleteFile(ctx, s.rec.Wark, want)
+		}
+	}
 	s.mu.Lock()
 	s.done, s.final, s.finalInfo.lmod = true, rel, fi.ModTime().Unix()
 	s.finishing = false
