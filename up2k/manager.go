@@ -357,13 +357,11 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 			err = hold.db.PutSession(context.WithoutCancel(ctx), wark, blob)
 		}
 	}
-	if err == nil {
-		err = temp.Close() // kept on disk; every chunk post opens its own handle
-	}
 	if err != nil {
 		temp.Abort()
 		return Reply{}, nil, err
 	}
+	temp.Close() // kept on disk; every chunk post opens its own handle
 	s.poke = m.now()
 	m.mu.Lock()
 	k := skey{hold.db, wark}

@@ -214,13 +214,16 @@ func TestCorruptAndBusy(t *testing.T) {
 		_, err1 = f.m.WriteChunks(context.Background(), ChunkPost{Vol: f.vol, Wark: rep.Wark, Hashes: hs[1], Subc: -1, Body: pr, Length: cs})
 	}()
 	pw.Write(data[cs : cs+10])
-	for range 100 {
-		_, err = f.post(rep.Wark, data, cs, 1)
-		if err != nil && strings.Contains(err.Error(), "already being written") {
-			break
+	for held := false; !held; time.Sleep(time.Millisecond) {
+		f.m.mu.Lock()
+		for _, s := range f.m.sessions {
+			s.mu.Lock()
+			held = held || (len(s.busy) > 1 && s.busy[1])
+			s.mu.Unlock()
 		}
-		time.Sleep(10 * time.Millisecond)
+		f.m.mu.Unlock()
 	}
+	_, err = f.post(rep.Wark, data, cs, 1)
 	if err == nil || !strings.Contains(err.Error(), "that chunk is already being written to") {
 		t.Fatalf("second writer: %v", err)
 	}

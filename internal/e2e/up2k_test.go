@@ -496,20 +496,23 @@ func TestUp2kBusyChunk(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	pw.Write(f.chunk(0)[:1000])
-	var b []byte
-	var code int
-	for range 200 {
-		code, b = u2PostClient(s, rep.Purl, rep.Wark, f.hashes[0], f.chunk(0))
-		if code == 400 && strings.Contains(string(b), "already being written") {
+	// More than one read buffer, so that the server writes some of it:
+	// then it certainly holds the chunk.
+	pw.Write(f.chunk(0)[:600000])
+	partial := filepath.Join(vol, "busy.bin.PARTIAL")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if fi, err := os.Stat(partial); err == nil && fi.Sys().(*syscall.Stat_t).Blocks > 0 {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("the first writer's bytes never reached the work file")
+		}
 	}
+	code, b := u2PostClient(s, rep.Purl, rep.Wark, f.hashes[0], f.chunk(0))
 	if code != 400 || !strings.Contains(string(b), "that chunk is already being written to") {
 		t.Fatalf("second writer: %d %s", code, b)
 	}
-	pw.Write(f.chunk(0)[1000:])
+	pw.Write(f.chunk(0)[600000:])
 	pw.Close()
 	if c := <-done; c != 200 {
 		t.Fatalf("first writer: %d", c)
