@@ -30,6 +30,9 @@ const ahead = 3
 // bytes this often (and at the end of every chunk).
 const writebackEvery = 4 << 20
 
+// minWriteback is the least a chunk's end starts writeback for.
+const minWriteback = 1 << 20
+
 type buf = [bufSize]byte
 
 var bufPool = sync.Pool{New: func() any { return new(buf) }}
@@ -346,9 +349,10 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, verified chan<- int) error {
 			kick, kicked = pc.off, 0
 		}
 		kicked += int64(pc.n)
-		if pc.end || kicked >= writebackEvery {
+		if kicked >= writebackEvery || (pc.end && kicked >= minWriteback) {
 			// Start writing back now, so that the fdatasync that confirms
-			// the chunk finds little left to do.
+			// the chunk finds little left to do. (Not for small chunks:
+			// their flush costs less than the extra call.)
 			unix.SyncFileRange(fd, kick, kicked, unix.SYNC_FILE_RANGE_WRITE)
 			kick, kicked = -1, 0
 		}
