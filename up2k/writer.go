@@ -422,22 +422,37 @@ func (x *xfer) store(ctx context.Context, batch []int) error {
 	}
 	syncDir := !s.dirSynced
 	s.mu.Unlock()
-	if err := unix.Fdatasync(int(x.f.Fd())); err != nil {
-		// Never retried: the chunks stay needed and the client sends
-		// them again.
-		return s.vol.WriteErr(&os.PathError{Op: "fdatasync", Path: s.rec.Name + store.PartialSuffix, Err: err}, s.missing())
-	}
-	if syncDir {
-		if err := s.vol.SyncDir(s.rec.Dir); err != nil {
-			return err
-		}
-	}
 	keys := make([]string, len(batch))
 	for i, u := range batch {
 		keys[i] = s.uniq[u]
 	}
-	if err := s.db.PutChunks(ctx, s.rec.Wark, keys); err != nil {
-		return err
+	// The receipt is committed while the data is flushed: each is a
+	// device flush, and both must be done before the chunks count. A
+	// crash in between can leave a receipt for bytes that did not reach
+	// the disk; the restart re-hashes every recorded chunk, so such a
+	// receipt is dropped then.
+	var perr error
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		perr = s.db.PutChunks(ctx, s.rec.Wark, keys)
+	}()
+	serr := unix.Fdatasync(int(x.f.Fd()))
+	if serr == nil && syncDir {
+		serr = s.vol.SyncDir(s.rec.Dir)
+	}
+	<-recorded
+	if serr != nil {
+		// Never retried: the chunks stay needed and the client sends
+		// them again. (A receipt committed meanwhile is dropped, or
+		// caught by the re-hash at the next start.)
+		if perr == nil {
+			s.db.DropChunks(ctx, s.rec.Wark, keys)
+		}
+		return s.vol.WriteErr(&os.PathError{Op: "fdatasync", Path: s.rec.Name + store.PartialSuffix, Err: serr}, s.missing())
+	}
+	if perr != nil {
+		return perr
 	}
 	s.mu.Lock()
 	s.dirSynced = s.dirSynced || syncDir
