@@ -159,18 +159,25 @@ func (s *server) do(t *testing.T, method, path string, body []byte, hdr ...strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	return roundTrip(t, req, hdr...)
+}
+
+// roundTrip sets the "Name: value" headers on req, sends it and returns the
+// response with its body read.
+func roundTrip(t *testing.T, req *http.Request, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
 	for _, h := range hdr {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, path, err)
+		t.Fatalf("%s %s: reading body: %v", req.Method, req.URL.Path, err)
 	}
 	return resp, b
 }

@@ -302,20 +302,7 @@ func upDoChunked(t *testing.T, s *server, method, path string, body []byte, hdr 
 		t.Fatal(err)
 	}
 	req.ContentLength = -1
-	for _, h := range hdr {
-		k, v, _ := strings.Cut(h, ":")
-		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, path, err)
-	}
-	return resp, b
+	return roundTrip(t, req, hdr...)
 }
 
 // upRaw writes raw bytes on a fresh connection, half-closes it and reads
