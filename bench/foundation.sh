@@ -284,21 +284,24 @@ m_local_copy() { # machine baseline: copy the big file within the page cache, no
 
 # ---------------------------------------------------------------- interference
 CLK_TCK=$(getconf CLK_TCK)
-stat_busy() { awk '/^cpu /{print $2+$3+$4, $9}' /proc/stat; }   # busy (user+nice+system) steal, ticks
+stat_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $9}' /proc/stat; }   # busy (user+nice+system+irq+softirq) steal, ticks
 busy_pct() { # % of all cores busy over 2 s
     local b0 s0 b1 s1
     read -r b0 s0 < <(stat_busy); sleep 2; read -r b1 s1 < <(stat_busy)
     awk -v d=$((b1 - b0)) -v hz="$CLK_TCK" -v n="$(nproc)" 'BEGIN{printf "%.0f", 100*d/(2*hz*n)}'
 }
-own_ticks() { # CPU ticks used so far by this script, its reaped children and the servers
+own_ticks() { # sets OWN: CPU ticks used so far by this script, its reaped children and the servers
+    # (must run in the main shell, not in $(...): a subshell's `times` does
+    # not include the main shell's reaped children such as wrk and curl)
     local t=0 s p
-    t=$(times | awk -v hz="$CLK_TCK" '{for(i=1;i<=NF;i++){split($i,a,/[ms]/); t+=a[1]*60+a[2]}} END{printf "%d", t*hz}')
+    times > "$TMP/times"
+    t=$(awk -v hz="$CLK_TCK" '{for(i=1;i<=NF;i++){split($i,a,/[ms]/); t+=a[1]*60+a[2]}} END{printf "%d", t*hz}' "$TMP/times")
     for s in "${!PID[@]}"; do
         for p in "${PID[$s]}" $(pgrep -P "${PID[$s]}" || true); do
             t=$((t + $(awk '{print $14+$15+$16+$17}' "/proc/$p/stat" 2>/dev/null || echo 0)))
         done
     done
-    echo "$t"
+    OWN=$t
 }
 if [[ ${WAIT_QUIET:-0} -gt 0 ]]; then
     deadline=$(($(date +%s) + WAIT_QUIET))
@@ -312,7 +315,7 @@ if [[ ${WAIT_QUIET:-0} -gt 0 ]]; then
 fi
 log "machine busy before measuring: $(busy_pct)% of $(nproc) cores (this script's servers idle)"
 read -r BUSY0 STEAL0 < <(stat_busy)
-OWN0=$(own_ticks)
+own_ticks; OWN0=$OWN
 T_MEAS0=$(date +%s)
 
 log "warm-up: one untimed ${BIG_MB} MiB GET and PUT per server"
@@ -346,9 +349,11 @@ for r in $(seq "$ROUNDS"); do
 done
 
 read -r BUSY1 STEAL1 < <(stat_busy)
-OWN1=$(own_ticks)
+own_ticks; OWN1=$OWN
 T_MEAS1=$(date +%s)
-FOREIGN=$(awk -v b=$((BUSY1 - BUSY0)) -v o=$((OWN1 - OWN0)) -v hz="$CLK_TCK" 'BEGIN{f=(b-o)/hz; if (f<0) f=0; printf "%.1f", f}')
+BUSY_S=$(awk -v b=$((BUSY1 - BUSY0)) -v hz="$CLK_TCK" 'BEGIN{printf "%.1f", b/hz}')
+OWN_S=$(awk -v o=$((OWN1 - OWN0)) -v hz="$CLK_TCK" 'BEGIN{printf "%.1f", o/hz}')
+FOREIGN=$(awk -v b="$BUSY_S" -v o="$OWN_S" 'BEGIN{printf "%.1f", b-o}')   # ~0 (+-few s) on a quiet machine
 STEAL=$(awk -v s=$((STEAL1 - STEAL0)) -v hz="$CLK_TCK" 'BEGIN{printf "%.1f", s/hz}')
 WALL=$((T_MEAS1 - T_MEAS0))
 
@@ -411,7 +416,8 @@ if command -v openssl >/dev/null; then
     printf '  %-58s %10s\n' "SHA-512 one core, openssl speed -evp sha512, 16 KiB, MB/s" "${sha:--}"
 fi
 echo "  loopback reference: the nginx column (sendfile GET, plain PUT)"
-echo "  interference during the ${WALL} s of measurements: foreign CPU ${FOREIGN} s (of $((WALL * $(nproc))) core-s), steal ${STEAL} s"
+echo "  interference during the ${WALL} s of measurements ($((WALL * $(nproc))) core-s): CPU busy ${BUSY_S} s, of which this run ${OWN_S} s;"
+echo "    foreign CPU ${FOREIGN} s (other processes and kernel threads; ~0 +- a few s = quiet machine), steal ${STEAL} s"
 echo "  every timed PUT and the dd copy follow an untimed 2x${BIG_MB} MiB memory pre-fault (see prefault())"
 echo
 echo "notes: MB = 10^6 bytes. nginx PUT (dav_methods PUT, no checksum) is shown in both PUT rows."
