@@ -88,7 +88,7 @@ func start(t *testing.T, args ...string) *server {
 	return s
 }
 
-func startErr(t *testing.T, args ...string) (*server, error) {
+func startErr(t testing.TB, args ...string) (*server, error) {
 	t.Helper()
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
 	cmd.Dir = t.TempDir()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,7 +50,7 @@ func BenchmarkUp2kServer(b *testing.B) {
 	for _, tc := range []struct{ conns, stitch int }{{4, 1}, {4, 4}, {64, 1}} {
 		b.Run(fmt.Sprintf("conns=%d/stitch=%d", tc.conns, tc.stitch), func(b *testing.B) {
 			vol := b.TempDir()
-			s, err := u2StartB(b, "-v", vol+"::rw", "--log-level", "warn")
+			s, err := startErr(b, "-v", vol+"::rw", "--log-level", "warn")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -151,35 +150,4 @@ func BenchmarkUp2kServer(b *testing.B) {
 func decodeJSON(resp *http.Response, v any) {
 	defer resp.Body.Close()
 	json.NewDecoder(resp.Body).Decode(v)
-}
-
-// u2StartB starts hoard for a benchmark (the harness's start takes a *testing.T).
-func u2StartB(b *testing.B, args ...string) (*server, error) {
-	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
-	cmd.Dir = b.TempDir()
-	s := &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
-	cmd.Stderr = s.logs
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-			s.URL = strings.TrimSuffix(m[1], "/")
-			break
-		}
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	go func() { s.done <- cmd.Wait() }()
-	if s.URL == "" {
-		return nil, fmt.Errorf("hoard did not start:\n%s", s.logs)
-	}
-	return s, nil
 }
