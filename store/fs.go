@@ -166,7 +166,11 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 
 func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool) {
 	name := de.Name()
-	if strings.HasSuffix(name, PartialSuffix) || (!opt.Dots && strings.HasPrefix(name, ".")) {
+	if strings.HasSuffix(name, PartialSuffix) {
+		v.sweepOrphan(dir, de)
+		return Entry{}, false
+	}
+	if !opt.Dots && strings.HasPrefix(name, ".") {
 		return Entry{}, false
 	}
 	if strings.EqualFold(name, HistName) {
@@ -194,4 +198,26 @@ func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool
 		return Entry{}, false // sockets, devices, fifos
 	}
 	return e, true
+}
+
+// orphanAge is how old an untouched PUT/multipart work file must be before
+// it is taken for the leftover of a crash. A live upload writes to its file
+// all the time and is dropped after two idle minutes, so an hour is safe.
+const orphanAge = time.Hour
+
+// sweepOrphan deletes a work file of a PUT or multipart upload (named
+// .hoard-*.PARTIAL; up2k's partial files are its sessions' business) that
+// a crash left behind, when a listing comes across it.
+func (v *Volume) sweepOrphan(dir string, de fs.DirEntry) {
+	name := de.Name()
+	if !strings.HasPrefix(name, tempPrefix) || !de.Type().IsRegular() {
+		return
+	}
+	fi, err := de.Info()
+	if err != nil || v.store.now().Sub(fi.ModTime()) < orphanAge {
+		return
+	}
+	if err := v.root.Remove(path.Join(dir, name)); err == nil {
+		v.store.log.Info("removed the work file of an upload that never finished", "volume", "/"+v.VPath, "path", path.Join(dir, name), "size", fi.Size())
+	}
 }

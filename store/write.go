@@ -17,6 +17,9 @@ import (
 	"time"
 )
 
+// tempPrefix starts the names of PUT and multipart work files.
+const tempPrefix = ".hoard-"
+
 // Temp is a work file in a volume folder, named so that it is never listed
 // or served, waiting to be published under its final name.
 type Temp struct {
@@ -58,7 +61,7 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 	for range 10 {
 		var b [9]byte
 		rand.Read(b[:])
-		name := ".hoard-" + base64.RawURLEncoding.EncodeToString(b[:]) + PartialSuffix
+		name := tempPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + PartialSuffix
 		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
