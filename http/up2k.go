@@ -29,7 +29,7 @@ func (s *Server) postJSON(q *req) error {
 		}
 		return err
 	}
-	query := q.r.URL.Query()
+	query := q.query
 	var fields map[string]json.RawMessage
 	jerr := json.Unmarshal(body, &fields)
 	_, hasQ := fields["q"]
