@@ -18,7 +18,7 @@ import (
 
 func benchServer(b *testing.B) (*httptest.Server, string) {
 	b.Helper()
-	s, dir := newTestServer(&testing.T{}, "rwd")
+	s, dir := newTestServer(b, "rwd")
 	ts := httptest.NewServer(s)
 	b.Cleanup(ts.Close)
 	return ts, dir

@@ -15,9 +15,9 @@ import (
 	"hoard/store"
 )
 
-// newTestServer serves one temporary volume at / with the given permissions
-// for everyone.
-func newTestServer(t *testing.T, perms string) (*Server, string) {
+// testStore opens a store over one temporary volume at / with the given
+// permissions for everyone, logging nowhere.
+func testStore(t testing.TB, perms string) (*store.Store, string, *slog.Logger) {
 	t.Helper()
 	dir := t.TempDir()
 	spec, err := store.ParseVolume(dir + "::" + perms)
@@ -30,6 +30,14 @@ func newTestServer(t *testing.T, perms string) (*Server, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return st, dir, quiet
+}
+
+// newTestServer serves one temporary volume at / with the given permissions
+// for everyone.
+func newTestServer(t testing.TB, perms string) (*Server, string) {
+	t.Helper()
+	st, dir, quiet := testStore(t, perms)
 	return New(Config{Store: st, Logger: quiet}), dir
 }
 

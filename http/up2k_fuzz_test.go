@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,21 +18,12 @@ import (
 // up2k manager keeping sessions in memory.
 func newUp2kServer(t testing.TB) (*Server, string) {
 	t.Helper()
-	dir := t.TempDir()
-	spec, err := store.ParseVolume(dir + "::rwd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{spec}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, dir, quiet := testStore(t, "rwd")
 	up, err := up2k.New(up2k.Config{Store: st, DBs: map[*store.Volume]up2k.SessionStore{st.Volumes()[0]: up2k.NewMemStore()}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { up.Close(); st.Close() })
+	t.Cleanup(func() { up.Close() })
 	return New(Config{Store: st, Logger: quiet, Up2k: up}), dir
 }
 
