@@ -88,8 +88,28 @@ func start(t *testing.T, args ...string) *server {
 	return s
 }
 
+// trackSources stats every source file of the module once per run, while
+// tests run: go test records them, so a change to the server invalidates
+// cached results of this package (which builds the server rather than
+// importing it).
+var trackSources = sync.OnceFunc(func() {
+	filepath.WalkDir(filepath.Join("..", ".."), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && d.Name() != "." && d.Name() != ".." {
+			return filepath.SkipDir
+		}
+		if n := d.Name(); strings.HasSuffix(n, ".go") || n == "go.mod" || n == "go.sum" {
+			os.Stat(p)
+		}
+		return nil
+	})
+})
+
 func startErr(t testing.TB, args ...string) (*server, error) {
 	t.Helper()
+	trackSources()
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
 	cmd.Dir = t.TempDir()
 	s := &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
