@@ -245,10 +245,7 @@ func (q *req) urlOf(rel string) string {
 
 // put stores the request body at the URL's path (PUT).
 func (s *Server) put(q *req) error {
-	if q.vol == nil {
-		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
-	}
-	if err := q.need(store.PermWrite, "upload"); err != nil {
+	if err := q.needUpload(); err != nil {
 		return err
 	}
 	o, err := q.uploadOptions(q.vol.Flags.PutCK)
@@ -321,10 +318,7 @@ type mpReply struct {
 // too). An error stops the request; files already stored stay and are
 // listed in the reply.
 func (s *Server) multipart(q *req) error {
-	if q.vol == nil {
-		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
-	}
-	if err := q.need(store.PermWrite, "upload"); err != nil {
+	if err := q.needUpload(); err != nil {
 		return err
 	}
 	o, err := q.uploadOptions(q.vol.Flags.BupCK)

@@ -149,6 +149,15 @@ func (q *req) need(p store.Perm, what string) error {
 	return errorf(http.StatusForbidden, "user %s may not %s in /%s", q.user, what, strings.Join(q.parts, "/"))
 }
 
+// needUpload checks that a volume covers the path and that the user may
+// write there, for every kind of upload.
+func (q *req) needUpload() error {
+	if q.vol == nil {
+		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
+	}
+	return q.need(store.PermWrite, "upload")
+}
+
 // fail writes err as the response if nothing was sent yet, and logs it.
 func (s *Server) fail(q *req, err error) {
 	code, msg := statusOf(err)

@@ -48,10 +48,7 @@ func (s *Server) postJSON(q *req) error {
 	if s.up == nil {
 		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
 	}
-	if q.vol == nil {
-		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
-	}
-	if err := q.need(store.PermWrite, "upload"); err != nil {
+	if err := q.needUpload(); err != nil {
 		return err
 	}
 	h, err := handshakeOf(fields)
@@ -172,10 +169,7 @@ func (s *Server) postChunk(q *req) error {
 	if s.up == nil {
 		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
 	}
-	if q.vol == nil {
-		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
-	}
-	if err := q.need(store.PermWrite, "upload"); err != nil {
+	if err := q.needUpload(); err != nil {
 		return err
 	}
 	h := q.r.Header
