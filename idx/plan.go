@@ -1,0 +1,223 @@
+package idx
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// A plan lists a volume's candidates from the cheapest index range, or
+// from the leapfrog intersection of several posting lists, and leaves the
+// exact decision to the residual filter (match.go).
+
+// krange is a key range [lo, hi) whose keys end in a file id.
+type krange struct{ lo, hi []byte }
+
+// source is one way to list candidates.
+type source struct {
+	name   string   // "tri", "ext", "size", "date", "path", "num", "scan"
+	lists  [][]byte // posting prefixes, each ordered by id: intersected
+	ranges []krange // scanned one after another
+	est    int      // estimated candidates (counted up to estCap)
+	paths  bool     // keys are 'p' keys, which carry the lower-cased path
+}
+
+// estCap bounds the counting of a posting list or range while planning.
+const estCap = 1000
+
+// maxLists bounds the posting lists one leapfrog intersects.
+const maxLists = 12
+
+// plan is the chosen way to run a query on one volume.
+type plan struct {
+	src  source
+	none bool // no file of the volume can match
+}
+
+// Name is the plan's source, for tests and logs (e.g. "tri", "size",
+// "scan", "none").
+func (p plan) Name() string {
+	if p.none {
+		return "none"
+	}
+	return p.src.name
+}
+
+// straddles reports whether some match of the lower-cased literal s in
+// pre+rel could begin inside pre (the volume's mount prefix), where the
+// rel-only postings cannot see it.
+func straddles(pre, s string) bool {
+	if strings.Contains(pre, s) {
+		return true
+	}
+	for k := 1; k < len(s); k++ {
+		if strings.HasSuffix(pre, s[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+func triLists(field byte, s string) [][]byte {
+	var out [][]byte
+	for _, t := range trigrams(s) {
+		out = append(out, []byte{famTri, field, t[0], t[1], t[2]})
+	}
+	return out
+}
+
+func numBounds(fam byte, field []byte, lo, hi int64) krange {
+	l := append(append([]byte{fam}, field...), s64(lo)...)
+	h := append(append([]byte{fam}, field...), s64(hi)...)
+	return krange{l, h}
+}
+
+// makePlan picks the source for terms on the volume mounted at pre.
+func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
+	var cands []source
+	var lists []source // single posting lists, for the intersection
+	for i := range terms {
+		t := &terms[i]
+		if t.Not {
+			continue
+		}
+		var s source
+		switch t.Kind {
+		case KText, KArtist, KAlbum, KTitle, KGenre:
+			tl := lower(t.Text)
+			f := textField(t.Kind)
+			if len(tl) < 3 || (f == fieldPath && straddles(pre, tl)) {
+				continue
+			}
+			s = source{name: "tri", lists: triLists(f, tl)}
+		case KGlob:
+			s = source{name: "tri"}
+			for _, seg := range strings.Split(lower(t.Text), "*") {
+				if len(seg) >= 3 && !straddles(pre, seg) {
+					s.lists = append(s.lists, triLists(fieldPath, seg)...)
+				}
+			}
+			if len(s.lists) == 0 {
+				continue
+			}
+		case KPath:
+			p := lower(t.Text)
+			switch {
+			case strings.HasPrefix(pre, p):
+				continue // the whole volume is below the prefix
+			case strings.HasPrefix(p, pre):
+				lo := append([]byte{famPath}, p[len(pre):]...)
+				s = source{name: "path", ranges: []krange{{lo, prefixEnd(lo)}}, paths: true}
+			default:
+				return plan{none: true}, nil
+			}
+		case KExt:
+			if len(t.List) == 1 && !strings.Contains(t.List[0], ".") {
+				s = source{name: "ext", lists: [][]byte{append(append([]byte{famExt}, t.List[0]...), 0)}}
+				break
+			}
+			s = source{name: "ext"}
+			for _, e := range t.List {
+				e = e[strings.LastIndexByte(e, '.')+1:]
+				lo := append(append([]byte{famExt}, e...), 0)
+				s.ranges = append(s.ranges, krange{lo, prefixEnd(lo)})
+			}
+		case KSize:
+			lo, hi := numRange(t.Op, t.Num)
+			s = source{name: "size", ranges: []krange{numBounds(famSize, nil, max(lo, 0), max(hi, 0))}}
+		case KDate:
+			lo, hi := dateRange(t)
+			s = source{name: "date", ranges: []krange{numBounds(famMtime, nil, lo, hi)}}
+		case KYear, KRate, KDur:
+			lo, hi := numRange(t.Op, t.Num)
+			s = source{name: "num", ranges: []krange{numBounds(famNum, []byte{numField(t.Kind)}, lo, hi)}}
+		default:
+			continue
+		}
+		if err := estimate(r, &s); err != nil {
+			return plan{}, err
+		}
+		cands = append(cands, s)
+		if len(s.lists) > 0 {
+			lists = append(lists, s)
+		}
+	}
+	if len(cands) == 0 {
+		return plan{src: source{name: "scan", ranges: []krange{{[]byte{famPath}, []byte{famPath + 1}}}, paths: true, est: 1 << 62}}, nil
+	}
+	best := slices.MinFunc(cands, func(a, b source) int {
+		if c := cmp.Compare(a.est, b.est); c != 0 {
+			return c
+		}
+		return cmp.Compare(len(b.lists), len(a.lists)) // prefer postings on a tie
+	})
+	if best.est == 0 {
+		return plan{none: true}, nil
+	}
+	if len(best.lists) > 0 {
+		// Intersect every posting list of every term, smallest first.
+		var all []source
+		for _, s := range lists {
+			for _, l := range s.lists {
+				all = append(all, source{lists: [][]byte{l}})
+			}
+		}
+		for i := range all {
+			if err := estimate(r, &all[i]); err != nil {
+				return plan{}, err
+			}
+			if all[i].est == 0 {
+				return plan{none: true}, nil
+			}
+		}
+		slices.SortStableFunc(all, func(a, b source) int { return cmp.Compare(a.est, b.est) })
+		best = source{name: best.name, est: best.est}
+		for _, s := range all[:min(len(all), maxLists)] {
+			best.lists = append(best.lists, s.lists[0])
+		}
+	}
+	return plan{src: best}, nil
+}
+
+// estimate counts the candidates of s up to estCap: the smallest posting
+// list, or the sum over its ranges.
+func estimate(r pebble.Reader, s *source) error {
+	if len(s.lists) > 0 {
+		s.est = 1 << 62
+		for _, l := range s.lists {
+			n, err := count(r, krange{l, prefixEnd(l)})
+			if err != nil {
+				return err
+			}
+			s.est = min(s.est, n)
+		}
+		return nil
+	}
+	s.est = 0
+	for _, kr := range s.ranges {
+		n, err := count(r, kr)
+		if err != nil {
+			return err
+		}
+		s.est += n
+	}
+	return nil
+}
+
+func count(r pebble.Reader, kr krange) (int, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: kr.lo, UpperBound: kr.hi})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for ok := it.First(); ok && n < estCap; ok = it.Next() {
+		n++
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return 0, err
+	}
+	return n, it.Close()
+}
