@@ -83,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
 	fs.IntVar(&o.reMaxAge, "re-maxage", 0, "rescan volumes every this many seconds (0: never)")
-	fs.IntVar(&o.srchSlowMS, "srch-slow-ms", 700, "a search slower than this many milliseconds earns its client the 0.7 s rate-limit penalty (tests lower it)")
+	fs.IntVar(&o.srchSlowMS, "srch-slow-ms", 700, "a search slower than this many milliseconds earns its client the 0.7 s rate-limit penalty (0: every search; for tests)")
 	fs.IntVar(&o.maxRanges, "max-ranges", 16, "most byte ranges served in one request")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -193,7 +193,7 @@ func startIndex(st *store.Store, dbs map[*store.Volume]up2k.SessionStore, o opti
 		Store:     st,
 		DBs:       map[*store.Volume]*idx.DB{},
 		Rescan:    time.Duration(o.reMaxAge) * time.Second,
-		SlowQuery: time.Duration(o.srchSlowMS) * time.Millisecond,
+		SlowQuery: max(time.Nanosecond, time.Duration(o.srchSlowMS)*time.Millisecond),
 		Logger:    log,
 		Hasher: func(ctx context.Context, f *os.File, size, lmod int64, folder, name string) (string, []string, error) {
 			return up2k.HashFile(ctx, f, size, o.warksalt, lmod, folder, name)
@@ -315,8 +315,8 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		return cfg, fmt.Errorf("--th-mt %d: want at least 1 worker", o.thMT)
 	case o.reMaxAge < 0:
 		return cfg, fmt.Errorf("--re-maxage %d: want 0 or more seconds", o.reMaxAge)
-	case o.srchSlowMS < 1:
-		return cfg, fmt.Errorf("--srch-slow-ms %d: want at least 1", o.srchSlowMS)
+	case o.srchSlowMS < 0:
+		return cfg, fmt.Errorf("--srch-slow-ms %d: want 0 or more", o.srchSlowMS)
 	case o.maxRanges < 1:
 		return cfg, fmt.Errorf("--max-ranges %d: want at least 1", o.maxRanges)
 	case o.warksalt == "":

@@ -151,8 +151,8 @@ func compileExt(t token, _ []token) (Term, int, error) {
 	var list []string
 	pos := t.valPos
 	for _, e := range strings.Split(t.val, ",") {
-		e = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(e), "."))
-		if e == "" {
+		e = strings.ToLower(strings.TrimLeft(strings.TrimSpace(e), "."))
+		if e == "" || strings.HasSuffix(e, ".") || strings.Contains(e, "..") {
 			return Term{}, 0, errAt(pos, "ext: empty extension in %q", t.val)
 		}
 		list = append(list, e)
