@@ -78,6 +78,8 @@ func numBounds(fam byte, field []byte, lo, hi int64) krange {
 func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
 	var cands []source
 	var lists []source // single posting lists, for the intersection
+	spans := map[Kind][2]int64{}
+	var kinds []Kind
 	for i := range terms {
 		t := &terms[i]
 		if t.Not {
@@ -124,15 +126,21 @@ func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
 				lo := append(append([]byte{famExt}, e...), 0)
 				s.ranges = append(s.ranges, krange{lo, prefixEnd(lo)})
 			}
-		case KSize:
-			lo, hi := numRange(t.Op, t.Num)
-			s = source{name: "size", ranges: []krange{numBounds(famSize, nil, max(lo, 0), max(hi, 0))}}
-		case KDate:
-			lo, hi := dateRange(t)
-			s = source{name: "date", ranges: []krange{numBounds(famMtime, nil, lo, hi)}}
-		case KYear, KRate, KDur:
-			lo, hi := numRange(t.Op, t.Num)
-			s = source{name: "num", ranges: []krange{numBounds(famNum, []byte{numField(t.Kind)}, lo, hi)}}
+		case KSize, KDate, KYear, KRate, KDur:
+			// Ranges on one field are intersected into one source below.
+			var lo, hi int64
+			if t.Kind == KDate {
+				lo, hi = dateRange(t)
+			} else {
+				lo, hi = numRange(t.Op, t.Num)
+			}
+			if r, ok := spans[t.Kind]; ok {
+				lo, hi = max(lo, r[0]), min(hi, r[1])
+			} else {
+				kinds = append(kinds, t.Kind)
+			}
+			spans[t.Kind] = [2]int64{lo, hi}
+			continue
 		default:
 			continue
 		}
@@ -143,6 +151,25 @@ func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
 		if len(s.lists) > 0 {
 			lists = append(lists, s)
 		}
+	}
+	for _, k := range kinds {
+		lo, hi := spans[k][0], spans[k][1]
+		if lo >= hi {
+			return plan{none: true}, nil
+		}
+		var s source
+		switch k {
+		case KSize:
+			s = source{name: "size", ranges: []krange{numBounds(famSize, nil, max(lo, 0), max(hi, 0))}}
+		case KDate:
+			s = source{name: "date", ranges: []krange{numBounds(famMtime, nil, lo, hi)}}
+		default:
+			s = source{name: "num", ranges: []krange{numBounds(famNum, []byte{numField(k)}, lo, hi)}}
+		}
+		if err := estimate(r, &s); err != nil {
+			return plan{}, err
+		}
+		cands = append(cands, s)
 	}
 	if len(cands) == 0 {
 		return plan{src: source{name: "scan", ranges: []krange{{[]byte{famPath}, []byte{famPath + 1}}}, paths: true, est: 1 << 62}}, nil
