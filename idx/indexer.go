@@ -438,7 +438,7 @@ func (x *Indexer) SearchQuery(ctx context.Context, vols []*store.Volume, query *
 			break
 		}
 		snap := vi.db.db.NewSnapshot()
-		p, err := makePlan(snap, vi.pre, query.Terms)
+		p, err := makePlan(snap, vi.db.db, vi.pre, query.Terms)
 		if err == nil {
 			res.Plans = append(res.Plans, "/"+vi.v.VPath+":"+p.Name())
 			err = p.run(ctx, snap, vi.pre, query.Terms, func(c *cand) bool {

@@ -126,7 +126,7 @@ func TestOracle(t *testing.T) {
 					want = append(want, r.Rel)
 				}
 			}
-			p, err := makePlan(d.db, pre, query.Terms)
+			p, err := makePlan(d.db, d.db, pre, query.Terms)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestPlanChoice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := makePlan(d.db, "", q.Terms)
+		p, err := makePlan(d.db, d.db, "", q.Terms)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,8 +27,12 @@ type source struct {
 // estCap bounds the counting of a posting list or range while planning.
 const estCap = 1000
 
-// maxLists bounds the posting lists one leapfrog intersects.
-const maxLists = 12
+// maxLists bounds the posting lists one leapfrog intersects, and
+// perTermLists those taken from one term.
+const (
+	maxLists     = 8
+	perTermLists = 2
+)
 
 // plan is the chosen way to run a query on one volume.
 type plan struct {
@@ -75,7 +79,8 @@ func numBounds(fam byte, field []byte, lo, hi int64) krange {
 }
 
 // makePlan picks the source for terms on the volume mounted at pre.
-func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
+func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, error) {
+	estimate := func(s *source) error { return estimateSrc(r, db, s) }
 	var cands []source
 	var lists []source // single posting lists, for the intersection
 	spans := map[Kind][2]int64{}
@@ -144,7 +149,7 @@ func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
 		default:
 			continue
 		}
-		if err := estimate(r, &s); err != nil {
+		if err := estimate(&s); err != nil {
 			return plan{}, err
 		}
 		cands = append(cands, s)
@@ -166,7 +171,7 @@ func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
 		default:
 			s = source{name: "num", ranges: []krange{numBounds(famNum, []byte{numField(k)}, lo, hi)}}
 		}
-		if err := estimate(r, &s); err != nil {
+		if err := estimate(&s); err != nil {
 			return plan{}, err
 		}
 		cands = append(cands, s)
@@ -184,20 +189,24 @@ func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
 		return plan{none: true}, nil
 	}
 	if len(best.lists) > 0 {
-		// Intersect every posting list of every term, smallest first.
+		// Intersect the rarest posting lists of every term, smallest
+		// first: each further list costs a seek per candidate of the
+		// driving list, and the residual filter checks the rest anyway.
 		var all []source
 		for _, s := range lists {
+			var mine []source
 			for _, l := range s.lists {
-				all = append(all, source{lists: [][]byte{l}})
+				one := source{lists: [][]byte{l}}
+				if err := estimate(&one); err != nil {
+					return plan{}, err
+				}
+				if one.est == 0 {
+					return plan{none: true}, nil
+				}
+				mine = append(mine, one)
 			}
-		}
-		for i := range all {
-			if err := estimate(r, &all[i]); err != nil {
-				return plan{}, err
-			}
-			if all[i].est == 0 {
-				return plan{none: true}, nil
-			}
+			slices.SortStableFunc(mine, func(a, b source) int { return cmp.Compare(a.est, b.est) })
+			all = append(all, mine[:min(len(mine), perTermLists)]...)
 		}
 		slices.SortStableFunc(all, func(a, b source) int { return cmp.Compare(a.est, b.est) })
 		best = source{name: best.name, est: best.est}
@@ -209,12 +218,21 @@ func makePlan(r pebble.Reader, pre string, terms []Term) (plan, error) {
 }
 
 // estimate counts the candidates of s up to estCap: the smallest posting
-// list, or the sum over its ranges.
-func estimate(r pebble.Reader, s *source) error {
+// list, or the sum over its ranges. Past the cap, the range's estimated
+// size on disk (db, when given) tells big from bigger.
+func estimateSrc(r pebble.Reader, db *pebble.DB, s *source) error {
+	size := func(kr krange) (int, error) {
+		n, err := count(r, kr)
+		if err != nil || n < estCap || db == nil {
+			return n, err
+		}
+		b, err := db.EstimateDiskUsage(kr.lo, kr.hi)
+		return n + int(min(b, 1<<40)), err
+	}
 	if len(s.lists) > 0 {
 		s.est = 1 << 62
 		for _, l := range s.lists {
-			n, err := count(r, krange{l, prefixEnd(l)})
+			n, err := size(krange{l, prefixEnd(l)})
 			if err != nil {
 				return err
 			}
@@ -224,7 +242,7 @@ func estimate(r pebble.Reader, s *source) error {
 	}
 	s.est = 0
 	for _, kr := range s.ranges {
-		n, err := count(r, kr)
+		n, err := size(kr)
 		if err != nil {
 			return err
 		}
