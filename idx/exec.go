@@ -61,6 +61,10 @@ func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term
 	if len(p.src.lists) > 0 {
 		return leapfrog(r, p.src.lists, func(id uint64) (bool, error) { return check(id, "") })
 	}
+	var seen map[uint64]bool // ranges of one source can overlap
+	if len(p.src.ranges) > 1 {
+		seen = map[uint64]bool{}
+	}
 	for _, kr := range p.src.ranges {
 		it, err := r.NewIter(&pebble.IterOptions{LowerBound: kr.lo, UpperBound: kr.hi})
 		if err != nil {
@@ -69,11 +73,18 @@ func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term
 		more := true
 		for ok := it.First(); ok && more; ok = it.Next() {
 			k := it.Key()
+			id := idOf(k)
+			if seen != nil {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+			}
 			full := ""
-			if p.src.paths {
+			if kr.paths {
 				full = pre + string(k[1:len(k)-9])
 			}
-			more, err = check(idOf(k), full)
+			more, err = check(id, full)
 			if err != nil {
 				it.Close()
 				return err

@@ -109,6 +109,7 @@ func postings(id uint64, rec *Record) [][]byte {
 	tris := trigrams(lr)
 	out := make([][]byte, 0, len(tris)+8+len(rec.Chunks))
 	out = append(out, idKey(famPath, id, []byte(lr), []byte{0}))
+	out = append(out, idKey(famName, id, []byte(lr[strings.LastIndexByte(lr, '/')+1:]), []byte{0}))
 	for _, t := range tris {
 		out = append(out, idKey(famTri, id, []byte{fieldPath}, []byte(t)))
 	}

@@ -74,13 +74,14 @@ const (
 	famHash  = 'h' // 'h' chunk-hash(44) id          → ""
 	famWark  = 'w' // 'w' wark(44) id                → ""
 	famNum   = 'v' // 'v' field value(8) id          → "" (numeric tags)
+	famName  = 'N' // 'N' lower(name) 0x00 id        → "" (anchored wildcards)
 )
 
 // fileFams are the families a file-index rebuild drops.
-var fileFams = []byte{famRec, famRel, famPath, famTri, famExt, famSize, famMtime, famHash, famWark, famNum}
+var fileFams = []byte{famRec, famRel, famPath, famTri, famExt, famSize, famMtime, famHash, famWark, famNum, famName}
 
 // fileSchemaVersion is the layout of the file index families.
-const fileSchemaVersion = "1"
+const fileSchemaVersion = "2"
 
 var fileSchemaKey = []byte("\x00fschema")
 

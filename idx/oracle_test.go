@@ -68,7 +68,7 @@ func genRecords(n int, seed uint64) []*Record {
 
 var oracleQueries = []string{
 	"", "rock", "ROCK", "alpha beta", `"jazz live"`, `"alpha_"`, "café", "ünïcode", "a", "xy", "mu",
-	"*.log", "*.LOG", "alpha*", "*a*", "*rock*.mp3", "music/*", "*_1?", "*ta_*",
+	"*.log", "*.LOG", "alpha*", "*a*", "rock*", "music/rock*", "alpha_*.mp3", "docs*", "d*", "ext:tar.gz,gz", "ext:gz,tar.gz,mp3", "*rock*.mp3", "music/*", "*_1?", "*ta_*",
 	"-rock", "rock -live", "-mp3 -flac -txt",
 	"size:>1M", "size:<1K", "size:=0", "size:>=10M", "size:<=1.5G", "size:>100M ext:flac", "size:1234",
 	"date:>2020-01-01", "date:<2016-06-01", "date:=2018-03-04", "date:>=2019-01-01 date:<=2019-12-31", `date:>"2021-06-30 12:34:56"`,
@@ -145,7 +145,7 @@ func TestOracle(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"tri", "ext", "size", "date", "path", "num", "scan", "none"} {
+	for _, name := range []string{"tri", "glob", "ext", "size", "date", "path", "num", "scan", "none"} {
 		if !plans[name] {
 			t.Errorf("no query used the %q plan", name)
 		}

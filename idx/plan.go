@@ -12,8 +12,12 @@ import (
 // from the leapfrog intersection of several posting lists, and leaves the
 // exact decision to the residual filter (match.go).
 
-// krange is a key range [lo, hi) whose keys end in a file id.
-type krange struct{ lo, hi []byte }
+// krange is a key range [lo, hi) whose keys end in a file id. The keys
+// of a paths range are 'p' keys, which carry the lower-cased path.
+type krange struct {
+	lo, hi []byte
+	paths  bool
+}
 
 // source is one way to list candidates.
 type source struct {
@@ -21,7 +25,6 @@ type source struct {
 	lists  [][]byte // posting prefixes, each ordered by id: intersected
 	ranges []krange // scanned one after another
 	est    int      // estimated candidates (counted up to estCap)
-	paths  bool     // keys are 'p' keys, which carry the lower-cased path
 }
 
 // estCap bounds the counting of a posting list or range while planning.
@@ -75,7 +78,26 @@ func triLists(field byte, s string) [][]byte {
 func numBounds(fam byte, field []byte, lo, hi int64) krange {
 	l := append(append([]byte{fam}, field...), s64(lo)...)
 	h := append(append([]byte{fam}, field...), s64(hi)...)
-	return krange{l, h}
+	return krange{l, h, false}
+}
+
+// anchored is the source of a wildcard that does not start with *: names
+// starting with its first literal, and paths starting with it.
+func anchored(pre, g string) (source, bool) {
+	first, _, _ := strings.Cut(g, "*")
+	if first == "" || strings.HasPrefix(pre, first) {
+		return source{}, false // the whole volume's paths could match
+	}
+	s := source{name: "glob"}
+	if !strings.Contains(first, "/") {
+		lo := append([]byte{famName}, first...)
+		s.ranges = append(s.ranges, krange{lo, prefixEnd(lo), false})
+	}
+	if strings.HasPrefix(first, pre) {
+		lo := append([]byte{famPath}, first[len(pre):]...)
+		s.ranges = append(s.ranges, krange{lo, prefixEnd(lo), true})
+	}
+	return s, true
 }
 
 // makePlan picks the source for terms on the volume mounted at pre.
@@ -100,6 +122,14 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 			}
 			s = source{name: "tri", lists: triLists(f, tl)}
 		case KGlob:
+			// Anchored at the start: the name or the whole path begins
+			// with the first literal.
+			if a, ok := anchored(pre, lower(t.Text)); ok {
+				if err := estimate(&a); err != nil {
+					return plan{}, err
+				}
+				cands = append(cands, a)
+			}
 			s = source{name: "tri"}
 			for _, seg := range strings.Split(lower(t.Text), "*") {
 				if len(seg) >= 3 && !straddles(pre, seg) {
@@ -116,7 +146,7 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 				continue // the whole volume is below the prefix
 			case strings.HasPrefix(p, pre):
 				lo := append([]byte{famPath}, p[len(pre):]...)
-				s = source{name: "path", ranges: []krange{{lo, prefixEnd(lo)}}, paths: true}
+				s = source{name: "path", ranges: []krange{{lo, prefixEnd(lo), true}}}
 			default:
 				return plan{none: true}, nil
 			}
@@ -129,7 +159,7 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 			for _, e := range t.List {
 				e = e[strings.LastIndexByte(e, '.')+1:]
 				lo := append(append([]byte{famExt}, e...), 0)
-				s.ranges = append(s.ranges, krange{lo, prefixEnd(lo)})
+				s.ranges = append(s.ranges, krange{lo, prefixEnd(lo), false})
 			}
 		case KSize, KDate, KYear, KRate, KDur:
 			// Ranges on one field are intersected into one source below.
@@ -177,7 +207,7 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 		cands = append(cands, s)
 	}
 	if len(cands) == 0 {
-		return plan{src: source{name: "scan", ranges: []krange{{[]byte{famPath}, []byte{famPath + 1}}}, paths: true, est: 1 << 62}}, nil
+		return plan{src: source{name: "scan", ranges: []krange{{[]byte{famPath}, []byte{famPath + 1}, true}}, est: 1 << 62}}, nil
 	}
 	best := slices.MinFunc(cands, func(a, b source) int {
 		if c := cmp.Compare(a.est, b.est); c != 0 {
@@ -232,7 +262,7 @@ func estimateSrc(r pebble.Reader, db *pebble.DB, s *source) error {
 	if len(s.lists) > 0 {
 		s.est = 1 << 62
 		for _, l := range s.lists {
-			n, err := size(krange{l, prefixEnd(l)})
+			n, err := size(krange{l, prefixEnd(l), false})
 			if err != nil {
 				return err
 			}
