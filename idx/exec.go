@@ -132,12 +132,33 @@ func leapfrog(r pebble.Reader, lists [][]byte, fn func(id uint64) (bool, error))
 		its[i] = it
 	}
 	seek := make([]byte, 0, 64)
+	started := make([]bool, len(its))
+	// advance moves list i to its first id ≥ target: a few Next steps
+	// first (cheap when the list is dense around the target), then a seek.
+	advance := func(i int, target uint64) bool {
+		it := its[i]
+		if started[i] {
+			for range 4 {
+				if idOf(it.Key()) >= target {
+					return true
+				}
+				if !it.Next() {
+					return false
+				}
+			}
+			if idOf(it.Key()) >= target {
+				return true
+			}
+		}
+		started[i] = true
+		seek = append(append(seek[:0], lists[i]...), u64(target)...)
+		return it.SeekGE(seek)
+	}
 	target := uint64(0)
 	for {
 		agreed := 0
 		for i := 0; agreed < len(its); i = (i + 1) % len(its) {
-			seek = append(append(seek[:0], lists[i]...), u64(target)...)
-			if !its[i].SeekGE(seek) {
+			if !advance(i, target) {
 				return its[i].Error()
 			}
 			id := idOf(its[i].Key())

@@ -537,3 +537,21 @@ func TestSearchTags(t *testing.T) {
 		t.Errorf("tag_order = %q", r.TagOrder)
 	}
 }
+
+// TestSearchTagsWithoutFFprobe: -e2ts without ffprobe warns at start, the
+// rest of search works, and a tag search answers with a clear error.
+func TestSearchTagsWithoutFFprobe(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no ffprobe anywhere
+	dir := t.TempDir()
+	writeFile(t, dir, "song.mp3", []byte("not really"))
+	s := start(t, "-v", dir+"::rw", "-e2dsa", "-e2ts")
+	waitReady(t, s)
+	if !strings.Contains(s.logs.String(), "needs ffprobe") {
+		t.Errorf("no warning about ffprobe at start:\n%s", s.logs)
+	}
+	waitHits(t, s, "song", []string{"/song.mp3"})
+	code, r := srch(t, s, map[string]any{"q": "artist:x"})
+	if code != 500 || !strings.Contains(r.Error, "ffprobe") {
+		t.Errorf("tag search without ffprobe: %d %q", code, r.Error)
+	}
+}
