@@ -68,7 +68,7 @@ func (r srchReply) hrefs() []string {
 // waitReady polls until searches stop answering 503 (the first scan).
 func waitReady(t *testing.T, s *server, hdr ...string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(180 * time.Second)
 	for time.Now().Before(deadline) {
 		code, r := srch(t, s, map[string]any{"q": "zzzznothing"}, hdr...)
 		if code == 200 {
@@ -79,7 +79,7 @@ func waitReady(t *testing.T, s *server, hdr ...string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatal("the first scan did not finish in 60 s")
+	t.Fatal("the first scan did not finish in 180 s")
 }
 
 // waitHits polls a query until its hits are want (the index follows
@@ -137,12 +137,12 @@ func TestSearchForms(t *testing.T) {
 		{root, "docs/Report Final.txt", 100, "2019-05-01 10:00:00"},
 		{root, "docs/report-draft.TXT", 2000, "2020-02-02 12:00:00"},
 		{root, "docs/notes.md", 50, "2021-06-30 12:34:56"},
-		{root, "logs/app.log", 3 << 20, "2022-01-01 00:00:00"},
-		{root, "logs/old/app.log.1", 1 << 30, "2018-01-01 00:00:00"},
-		{root, "backup.tar.gz", 5 << 30, "2023-03-03 03:03:03"},
-		{music, "Rock/Queen - Bohemian Rhapsody.flac", 30 << 20, "2020-01-01 00:00:00"},
-		{music, "Jazz/Miles Davis - So What.mp3", 8 << 20, "2021-01-01 00:00:00"},
-		{music, "Jazz/live/Take Five.mp3", 6 << 20, "2021-01-02 00:00:00"},
+		{root, "logs/app.log", 300 << 10, "2022-01-01 00:00:00"},
+		{root, "logs/old/app.log.1", 1 << 20, "2018-01-01 00:00:00"},
+		{root, "backup.tar.gz", 5 << 20, "2023-03-03 03:03:03"},
+		{music, "Rock/Queen - Bohemian Rhapsody.flac", 30 << 10, "2020-01-01 00:00:00"},
+		{music, "Jazz/Miles Davis - So What.mp3", 8 << 10, "2021-01-01 00:00:00"},
+		{music, "Jazz/live/Take Five.mp3", 6 << 10, "2021-01-02 00:00:00"},
 	}
 	for _, f := range files {
 		setMtime(t, sparse(t, f.dir, f.rel, f.size), day(f.mt))
@@ -160,11 +160,12 @@ func TestSearchForms(t *testing.T) {
 		{"*.log", []string{"/logs/app.log"}},
 		{"app.log*", []string{"/logs/app.log", "/logs/old/app.log.1"}},
 		{"*five*", []string{"/music/Jazz/live/Take%20Five.mp3"}},
-		{"size:>1G", []string{"/backup.tar.gz"}},
-		{"size:>=1G", []string{"/backup.tar.gz", "/logs/old/app.log.1"}},
+		{"size:>1M", []string{"/backup.tar.gz"}},
+		{"size:<0.01G size:>1M", []string{"/backup.tar.gz"}},
+		{"size:>=1M", []string{"/backup.tar.gz", "/logs/old/app.log.1"}},
 		{"size:<1K", []string{"/docs/Report%20Final.txt", "/docs/notes.md"}},
 		{"size:=2000", []string{"/docs/report-draft.TXT"}},
-		{"size:>7M size:<10M", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{"size:>7K size:<10K", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
 		{"date:<2019-01-01", []string{"/logs/old/app.log.1"}},
 		{"date:2021-01-02", []string{"/music/Jazz/live/Take%20Five.mp3"}},
 		{`date:>="2021-06-30 12:34:56" date:<2022-01-01`, []string{"/docs/notes.md"}},
@@ -175,7 +176,7 @@ func TestSearchForms(t *testing.T) {
 		{"ext:txt", []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
 		{"ext:tar.gz", []string{"/backup.tar.gz"}},
 		{"jazz -live", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"ext:mp3 size:>7M date:<2022-01-01 path:music", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{"ext:mp3 size:>7K date:<2022-01-01 path:music", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
 		{"nothing-like-this", nil},
 	} {
 		code, r := srch(t, s, map[string]any{"q": c.q})
@@ -193,7 +194,7 @@ func TestSearchForms(t *testing.T) {
 		t.Fatalf("take five: %+v", r)
 	}
 	h := r.Hits[0]
-	if h.RP != "Jazz/live/Take Five.mp3" || h.FN != "Take Five.mp3" || h.SZ != 6<<20 || h.MT != day("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
+	if h.RP != "Jazz/live/Take Five.mp3" || h.FN != "Take Five.mp3" || h.SZ != 6<<10 || h.MT != day("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
 		t.Errorf("hit = %+v", h)
 	}
 	resp, body := s.do(t, "GET", h.Href, nil, "Range: bytes=0-0")
