@@ -74,6 +74,9 @@ func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term
 		for ok := it.First(); ok && more; ok = it.Next() {
 			k := it.Key()
 			id := idOf(k)
+			if kr.name != "" && !glob(kr.name, string(k[1:len(k)-9])) {
+				continue
+			}
 			if seen != nil {
 				if seen[id] {
 					continue

@@ -58,7 +58,7 @@ func TestFileSchemaRebuild(t *testing.T) {
 		t.Fatalf("Record after a layout change = %+v, %v; want it dropped", r, err)
 	}
 	for _, f := range fileFams {
-		if n, _ := count(d.db, krange{[]byte{f}, []byte{f + 1}, false}); n != 0 {
+		if n, _ := count(d.db, krange{[]byte{f}, []byte{f + 1}, false, ""}); n != 0 {
 			t.Errorf("family %c has %d keys after the rebuild", f, n)
 		}
 	}
