@@ -1,6 +1,7 @@
 package idx
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -273,4 +274,9 @@ func (d *DB) Rels(fn func(rel string) error) error {
 		return err
 	}
 	return it.Close()
+}
+
+// compactFiles compacts the file index families (after a bulk scan).
+func (d *DB) compactFiles(ctx context.Context) error {
+	return d.db.Compact(ctx, []byte{famName}, []byte{famWark + 1}, true)
 }

@@ -200,6 +200,10 @@ func (x *Indexer) events() {
 	}
 }
 
+// compactAfter is how many files a scan must have indexed before the
+// index is compacted at its end.
+const compactAfter = 10000
+
 // mediaExts are the extensions whose tags are probed.
 var mediaExts = map[string]bool{"mp3": true, "flac": true, "ogg": true, "opus": true, "m4a": true, "aac": true, "wav": true, "wma": true, "mp4": true, "mkv": true, "webm": true, "avi": true, "mov": true, "m4v": true, "aiff": true, "aif": true, "ape": true, "wv": true, "mka": true, "alac": true, "mpc": true}
 
@@ -371,6 +375,14 @@ func (x *Indexer) scanVol(vi *volIdx, first bool) {
 		}
 	}
 	vi.ready.Store(true)
+	if n := hashed.Load(); n >= compactAfter {
+		// A bulk load leaves many level-0 tables that every lookup
+		// visits; compact the file index now rather than over the next
+		// minutes of searches.
+		if err := vi.db.compactFiles(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("compacting the index after the scan failed", "err", err)
+		}
+	}
 	log.Info("scan done", "files", files, "indexed", hashed.Load(), "failed", failed.Load(), "forgotten", len(gone), "took", time.Since(start).Round(time.Millisecond))
 }
 
