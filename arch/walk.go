@@ -58,7 +58,8 @@ func idOf(fi fs.FileInfo) (devIno, bool) {
 
 // AddFolder adds every file below the folder rel, named prefix + its path
 // below rel, in copyparty's order: a folder's files sorted by name, then
-// each sub-folder in turn.
+// each sub-folder in turn. An unreadable rel is an error; what cannot be
+// read below it is noted in Errs.
 func (w *Walker) AddFolder(ctx context.Context, rel, prefix string) error {
 	fi, err := w.Vol.Stat(rel)
 	if err != nil {
@@ -100,8 +101,8 @@ func (w *Walker) folder(ctx context.Context, rel, prefix string, up []devIno, df
 	}
 	ents, err := w.Vol.List(ctx, rel, store.ListOptions{Dots: w.Dots})
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ctx.Err() != nil || len(up) <= 1 {
+			return err // the folder asked for is unreadable: no archive
 		}
 		w.Errs = append(w.Errs, fmt.Sprintf("%s: %v", prefix, err))
 		return nil

@@ -52,9 +52,7 @@ func Size(f Format, files []File) (int64, error) {
 	if !f.Sized() {
 		return 0, fmt.Errorf("arch: the length of a %s archive is not known beforehand", f.Ext())
 	}
-	var c counter
-	err := write(context.Background(), &c, f, files, Options{}, true)
-	return c.n, err
+	return write(context.Background(), io.Discard, f, files, Options{}, true)
 }
 
 // Write writes the archive of files to w in format f. It stops at the first
@@ -64,10 +62,13 @@ func Write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 	if f.Mod != "" && opt.Transform == nil {
 		return fmt.Errorf("arch: modifier %q needs a Transform", f.Mod)
 	}
-	return write(ctx, w, f, files, opt, false)
+	_, err := write(ctx, w, f, files, opt, false)
+	return err
 }
 
-func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options, dry bool) (err error) {
+// write writes the archive and returns its length. With dry set it opens
+// no file and writes headers only, counting bodies by their sizes.
+func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options, dry bool) (n int64, err error) {
 	var raw io.Writer = w // where file bodies may go by ReadFrom
 	var enc io.WriteCloser
 	if f.Codec != "" && !dry {
@@ -75,7 +76,7 @@ func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 		defer cancel()
 		enc, err = NewStreamEncoder(ectx, f.Codec, f.Level, w)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		defer func() {
 			if err != nil {
@@ -94,10 +95,10 @@ func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 	}
 	for i := range files {
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
 		if err := aw.add(&files[i]); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if f.Zip {
@@ -106,9 +107,9 @@ func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 		err = aw.tarEnd()
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return bw.Flush()
+	return aw.off, bw.Flush()
 }
 
 type archiveWriter struct {
@@ -299,7 +300,3 @@ func (a *archiveWriter) tarEnd() error {
 	return nil
 }
 
-// counter counts what is written to it.
-type counter struct{ n int64 }
-
-func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }

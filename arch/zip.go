@@ -225,7 +225,7 @@ func (a *archiveWriter) zipEnd() error {
 			u32(sigCentral).u16(0x031e).u16(need).u16(ce.flags).u16(0).u16(tm).u16(dt).
 			u32(ce.crc).u32(clamp32(ce.size)).u32(clamp32(ce.size)).
 			u16(uint16(len(ce.name))).u16(uint16(len(extra))).u16(0).
-			u16(0).u16(0).u32((0o100000|ce.mode)<<16).u32(clamp32(ce.off))
+			u16(0).u16(0).u32((0o100000 | ce.mode) << 16).u32(clamp32(ce.off))
 		h = append(h, ce.name...)
 		h = append(h, extra...)
 		if err := a.write(h); err != nil {
