@@ -299,4 +299,3 @@ func (a *archiveWriter) tarEnd() error {
 	}
 	return nil
 }
-
