@@ -132,11 +132,10 @@ func (a *archiveWriter) write(p []byte) error {
 
 // entry is what gets written for one File: its name, size and content.
 type entry struct {
-	name  string
-	size  int64
-	file  *os.File  // when the body is the file itself
-	r     io.Reader // otherwise
-	mtime int64
+	name string
+	size int64
+	file *os.File  // when the body is the file itself
+	r    io.Reader // otherwise
 }
 
 func (a *archiveWriter) add(fl *File) error {
