@@ -26,6 +26,9 @@ type Config struct {
 	MaxRanges int
 	// Up2k runs resumable uploads; nil answers them with 501.
 	Up2k *up2k.Manager
+	// Text, tail, recent uploads and shares (text.go, tail.go, recent.go,
+	// share.go): see ExtraConfig.
+	Extra ExtraConfig
 }
 
 // Server is hoard's http.Handler.
@@ -38,6 +41,7 @@ type Server struct {
 	up        *up2k.Manager
 	idPrefix  string        // random per process, so request IDs differ across restarts
 	reqs      atomic.Uint64 // request counter for IDs
+	extra                   // ?tail, ?dls, ?ups, ?ru, shares (extra.go)
 }
 
 // New returns the handler for cfg.
@@ -53,6 +57,7 @@ func New(cfg Config) *Server {
 	if s.maxRanges <= 0 {
 		s.maxRanges = 16
 	}
+	s.initExtra(cfg)
 	return s
 }
 
@@ -94,6 +99,9 @@ func (s *Server) route(q *req) error {
 		return err
 	}
 	q.parts, q.slash = parts, slash
+	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
+		return s.shareRoute(q)
+	}
 	if err := s.authenticate(q); err != nil {
 		return err
 	}
@@ -103,6 +111,9 @@ func (s *Server) route(q *req) error {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
+		if view := globalView(q.query); view != nil {
+			return view(s, q)
+		}
 		return s.get(q)
 	case http.MethodPut:
 		return s.put(q)
@@ -209,6 +220,7 @@ type respWriter struct {
 	status int
 	n      int64
 	wrote  bool
+	dl     *download // counts the bytes of a download ?dls shows
 }
 
 func (w *respWriter) WriteHeader(code int) {
@@ -235,7 +247,9 @@ func (w *respWriter) ReadFrom(src io.Reader) (int64, error) {
 	}
 	var n int64
 	var err error
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok && w.dl != nil {
+		n, err = countedReadFrom(rf, src, w.dl)
+	} else if ok {
 		n, err = rf.ReadFrom(src)
 	} else {
 		n, err = io.Copy(writerOnly{w.ResponseWriter}, src)
