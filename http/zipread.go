@@ -159,11 +159,44 @@ func (s *Server) zget(q *req, f *os.File, fi fs.FileInfo) error {
 		return nil
 	}
 	// The reader stops at the declared size and fails on a checksum or
-	// length mismatch; a failure after the headers cuts the response.
+	// length mismatch, which it only knows at the end: the last piece is
+	// held back until then, so a bad member is never a complete response.
 	q.w.WriteHeader(http.StatusOK)
-	n, err := io.Copy(writerOnly{q.w}, io.LimitReader(rc, int64(m.UncompressedSize64)+1))
+	n, err := copyHoldLast(writerOnly{q.w}, io.LimitReader(rc, int64(m.UncompressedSize64)+1))
 	if err == nil && uint64(n) != m.UncompressedSize64 {
 		err = errors.New("zget: member size differs from its header")
 	}
 	return err
+}
+
+// copyHoldLast copies r to w, always keeping the latest piece read until
+// the next read succeeds: on a read error the held piece is dropped.
+func copyHoldLast(w io.Writer, r io.Reader) (int64, error) {
+	a, b := make([]byte, 64<<10), make([]byte, 64<<10)
+	held := 0
+	var total int64
+	for {
+		n, err := r.Read(b)
+		if err != nil && err != io.EOF {
+			return total, err
+		}
+		if n > 0 || err == io.EOF {
+			if held > 0 {
+				if _, werr := w.Write(a[:held]); werr != nil {
+					return total, werr
+				}
+				total += int64(held)
+			}
+			a, b, held = b, a, n
+		}
+		if err == io.EOF {
+			if held > 0 {
+				if _, werr := w.Write(a[:held]); werr != nil {
+					return total, werr
+				}
+				total += int64(held)
+			}
+			return total, nil
+		}
+	}
 }
