@@ -186,21 +186,6 @@ func TestZipPermissions(t *testing.T) {
 	}
 }
 
-// zipBombRaw hand-builds a zip whose one member claims a tiny compressed
-// size and a huge uncompressed one (a deflate stream of zeros).
-func zipWithSizes(t *testing.T, name string, data []byte, usize uint64) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	w, err := zw.CreateRaw(&zip.FileHeader{Name: name, Method: zip.Deflate, CompressedSize64: uint64(len(data)), UncompressedSize64: usize, CRC32: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write(data)
-	zw.Close()
-	return buf.Bytes()
-}
-
 func TestZipBadInput(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
