@@ -231,3 +231,20 @@ func TestTailBadOffsets(t *testing.T) {
 	resp2, body := s.do(t, "GET", "/missing.log?tail", nil)
 	wantStatus(t, resp2, body, 404)
 }
+
+// TestTailEndsOnShutdown: an open tail does not hold up a graceful stop.
+func TestTailEndsOnShutdown(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::r")
+	writeFile(t, dir, "a.log", []byte("a\n"))
+	tr := startTail(t, s, "/a.log?tail")
+	tr.waitLen(t, 2, 5*time.Second)
+	t0 := time.Now()
+	if err := s.stop(); err != nil {
+		t.Fatalf("stop: %v\n%s", err, s.logs)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Fatalf("stopping took %v with a tail open", d)
+	}
+	tr.waitEnd(t, 5*time.Second)
+}
