@@ -15,7 +15,7 @@ import (
 // dlsMin is the smallest file download ?dls shows (copyparty's 4 MiB):
 // smaller ones are over before anyone could look, and skipping them keeps
 // the registry off the small-file path entirely.
-const dlsMin = 4 << 20
+var dlsMin int64 = 4 << 20
 
 // dlsChunk is how much of a tracked download goes to sendfile(2) per
 // ReadFrom call, so the bytes sent can be read while it runs.
