@@ -14,7 +14,7 @@ import (
 )
 
 type upsBody struct {
-	F  []struct {
+	F []struct {
 		At int64  `json:"at"`
 		Vp string `json:"vp"`
 		Sz int64  `json:"sz"`
