@@ -129,6 +129,9 @@ func (s *Server) route(q *req) error {
 }
 
 func (s *Server) post(q *req) error {
+	if has(q.query, "share") {
+		return s.postShare(q) // whatever the type: curl -d sends a form type
+	}
 	ct := strings.ToLower(q.r.Header.Get("Content-Type"))
 	switch {
 	case strings.HasPrefix(ct, "multipart/form-data"):

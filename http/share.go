@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"io"
 	"math"
 	"net/http"
 	"path"
@@ -139,6 +140,15 @@ func sharePerm(letters string) store.Perm {
 	return p
 }
 
+// postShare reads the body of POST ?share (at most 64 KiB).
+func (s *Server) postShare(q *req) error {
+	body, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, 64<<10))
+	if err != nil {
+		return err
+	}
+	return s.createShare(q, body)
+}
+
 // createShare answers POST ?share: the body names what to share (one
 // folder, or one file); without vp, the request's own path is shared. The
 // creator must be logged in and hold every permission the share grants.
@@ -266,6 +276,9 @@ func (s *Server) shareRoute(q *req) error {
 		if has(q.query, k) {
 			return errorf(http.StatusBadRequest, "?%s is not available inside a share", k)
 		}
+	}
+	if err := vol.CheckNoLinks(base, rest); err != nil {
+		return errorf(http.StatusNotFound, "not found in this share")
 	}
 	q.vol, q.user = vol, ""
 	q.rel = path.Join(append([]string{base}, rest...)...)

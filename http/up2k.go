@@ -37,10 +37,7 @@ func (s *Server) postJSON(q *req) error {
 	if has(query, "srch") || hasQ || hasSrch {
 		return writeJSON(q, http.StatusNotImplemented, map[string]string{"error": "search is not available in this version of hoard yet"})
 	}
-	if has(query, "share") {
-		return s.createShare(q, body)
-	}
-	for _, k := range []string{"delete"} {
+	for _, k := range []string{"delete", "share"} {
 		if has(query, k) {
 			return errorf(http.StatusNotImplemented, "?%s is not available in this version of hoard yet", k)
 		}
