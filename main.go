@@ -313,8 +313,14 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 // volume mounted nearest the root.
 func (o *options) extraConfig(st *store.Store, log *slog.Logger) (srvhttp.ExtraConfig, error) {
 	e := srvhttp.ExtraConfig{TailMax: o.tailCmax, TailTime: time.Duration(o.tailTmax) * time.Second, RecentMax: o.upsRing, ShrPrefix: o.shr}
-	if strings.Trim(o.shr, "/") == "" {
+	name := strings.Trim(o.shr, "/")
+	if name == "" {
 		return e, nil
+	}
+	for _, v := range st.Volumes() {
+		if v.VPath == name || strings.HasPrefix(v.VPath, name+"/") {
+			log.Warn("shares are served at this path, so the volume there is out of reach; choose another --shr", "shr", "/"+name+"/", "volume", "/"+v.VPath)
+		}
 	}
 	dir := o.hist
 	if dir == "" {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -166,12 +167,12 @@ func (s *Server) createShare(q *req, body []byte) error {
 	if len(vps) == 0 {
 		vps = []string{"/" + strings.Join(q.parts, "/")}
 	}
-	if len(vps) > 1 {
-		return errorf(http.StatusBadRequest, "share: one file or one folder per share")
-	}
 	parts, _, err := parsePath(vps[0])
 	if err != nil {
 		return err
+	}
+	if len(vps) > 1 {
+		return s.createMultiShare(q, sh, pw, vps)
 	}
 	if len(parts) > 0 && parts[0] == s.shrName {
 		return errorf(http.StatusBadRequest, "share: cannot share a share")
@@ -201,6 +202,11 @@ func (s *Server) createShare(q *req, body []byte) error {
 		sh.VPath = strings.Join(parts[:len(parts)-1], "/")
 		sh.Files = []string{fn}
 	}
+	return s.saveShare(q, sh, pw, fn)
+}
+
+// saveShare stores a checked share and answers 201 with its URL.
+func (s *Server) saveShare(q *req, sh store.Share, pw, fn string) error {
 	sh.Creator = q.user
 	if err := sh.SetPassword(pw); err != nil {
 		return err
@@ -211,12 +217,61 @@ func (s *Server) createShare(q *req, body []byte) error {
 		}
 		return err
 	}
-	s.log.Info("share created", "key", sh.Key, "path", "/"+strings.Join(parts, "/"), "perms", sh.Perms, "user", q.user, "expires", sh.Expires)
+	s.log.Info("share created", "key", sh.Key, "path", "/"+sh.VPath, "files", len(sh.Files), "perms", sh.Perms, "user", q.user, "expires", sh.Expires)
 	u := s.shareURL(q, sh.Key) + "/" + escapeName(fn)
 	q.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	q.w.WriteHeader(http.StatusCreated)
-	_, err = q.w.Write([]byte("created share: " + u + "\n"))
+	_, err := q.w.Write([]byte("created share: " + u + "\n"))
 	return err
+}
+
+// createMultiShare shares several files of one folder (copyparty's web
+// UI sends a selection this way); folders cannot be mixed in.
+func (s *Server) createMultiShare(q *req, sh store.Share, pw string, vps []string) error {
+	var dir []string
+	var vol *store.Volume
+	for i, vp := range vps {
+		parts, slash, err := parsePath(vp)
+		if err != nil {
+			return err
+		}
+		if len(parts) == 0 || slash {
+			return errorf(http.StatusBadRequest, "share: you cannot select more than one folder, or mix files and folders in one selection")
+		}
+		if i == 0 {
+			dir = parts[:len(parts)-1]
+			if len(dir) > 0 && dir[0] == s.shrName {
+				return errorf(http.StatusBadRequest, "share: cannot share a share")
+			}
+			if vol, _ = s.st.Resolve(dir); vol == nil {
+				return errorf(http.StatusBadRequest, "share: no volume at /%s", strings.Join(dir, "/"))
+			}
+		} else if strings.Join(parts[:len(parts)-1], "/") != strings.Join(dir, "/") {
+			return errorf(http.StatusBadRequest, "share: mismatching base paths in selection: /%s and /%s", strings.Join(dir, "/"), strings.Join(parts[:len(parts)-1], "/"))
+		}
+		fn := parts[len(parts)-1]
+		if slices.Contains(sh.Files, fn) {
+			continue
+		}
+		v, rel := s.st.Resolve(parts)
+		if v != vol {
+			return errorf(http.StatusBadRequest, "share: /%s is in another volume", strings.Join(parts, "/"))
+		}
+		fi, err := vol.Stat(rel)
+		if err != nil || fi.IsDir() {
+			return errorf(http.StatusBadRequest, "share: selected file not found: /%s", strings.Join(parts, "/"))
+		}
+		sh.Files = append(sh.Files, fn)
+	}
+	if have := vol.Perms(q.user); !have.Has(sharePerm(sh.Perms)) {
+		return errorf(http.StatusForbidden, "share: you do not have all the permissions you tried to grant (%s) in /%s", sh.Perms, strings.Join(dir, "/"))
+	}
+	sh.VPath = strings.Join(dir, "/")
+	fn := ""
+	if len(sh.Files) == 1 {
+		fn = sh.Files[0]
+	}
+	return s.saveShare(q, sh, pw, fn)
 }
 
 func (s *Server) shareURL(q *req, key string) string {
@@ -265,16 +320,23 @@ func (s *Server) shareRoute(q *req) error {
 		return errorf(http.StatusNotFound, "the shared folder is gone")
 	}
 	rest := q.parts[2:]
-	if len(sh.Files) > 0 {
-		// A file share: /<shr>/<key>/<name> or /<shr>/<key> itself.
-		if len(rest) > 1 || len(rest) == 1 && rest[0] != sh.Files[0] {
-			return errorf(http.StatusNotFound, "not found in this share")
-		}
-		rest = []string{sh.Files[0]}
-	}
 	for _, k := range []string{"tree", "ups", "ru", "dls", "shares", "share"} {
 		if has(q.query, k) {
 			return errorf(http.StatusBadRequest, "?%s is not available inside a share", k)
+		}
+	}
+	if len(sh.Files) > 0 {
+		// Files of one folder: /<shr>/<key>/<name>; /<shr>/<key> is the
+		// file itself when there is one, a listing of them otherwise.
+		switch {
+		case len(rest) > 1 || len(rest) == 1 && !slices.Contains(sh.Files, rest[0]):
+			return errorf(http.StatusNotFound, "not found in this share")
+		case len(rest) == 0 && len(sh.Files) > 1:
+			q.vol, q.rel, q.user = vol, base, ""
+			q.perm = sharePerm(sh.Perms) & vol.Perms(sh.Creator) &^ store.PermWrite
+			return s.shareListing(q, sh.Files)
+		case len(rest) == 0:
+			rest = []string{sh.Files[0]}
 		}
 	}
 	if err := vol.CheckNoLinks(base, rest); err != nil {
@@ -293,6 +355,29 @@ func (s *Server) shareRoute(q *req) error {
 	}
 	q.w.Header().Set("Allow", "GET, HEAD, PUT, POST")
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported in a share", q.r.Method)
+}
+
+// shareListing lists the files of a several-file share.
+func (s *Server) shareListing(q *req, files []string) error {
+	if q.r.Method != http.MethodGet && q.r.Method != http.MethodHead {
+		return errorf(http.StatusMethodNotAllowed, "a several-file share takes no uploads")
+	}
+	if !q.perm.Has(store.PermRead) {
+		return errorf(http.StatusForbidden, "this share does not allow listing")
+	}
+	if !q.slash && !has(q.query, "ls") {
+		http.Redirect(q.w, q.r, "/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
+		return nil
+	}
+	l := listing{path: strings.Join(q.parts, "/"), perms: q.perm.Names(), acct: "*", vol: q.vol}
+	for _, fn := range files {
+		fi, err := q.vol.Stat(path.Join(q.rel, fn))
+		if err != nil || fi.IsDir() || q.vol.CheckNoLinks(q.rel, []string{fn}) != nil {
+			continue
+		}
+		l.entries = append(l.entries, q.entry(store.Entry{Name: fn, Size: fi.Size(), Mtime: fi.ModTime()}))
+	}
+	return s.writeListing(q, l)
 }
 
 func splitVPath(vp string) []string {

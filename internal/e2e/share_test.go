@@ -236,6 +236,42 @@ func TestShareListDeleteExpireRestart(t *testing.T) {
 	wantStatus(t, resp, body, 404)
 }
 
+func TestShareSeveralFiles(t *testing.T) {
+	dir := shareSetup(t)
+	s := start(t, shareArgs(dir)...)
+	if p := mkShare(t, s, "apw", map[string]any{"k": "multi", "vp": []string{"/top.txt", "/projx.txt"}, "exp": "5", "perms": []string{"read", "write"}}, 201); p != "/shr/multi/" {
+		t.Fatalf("path %q", p)
+	}
+	resp, body := s.do(t, "GET", "/shr/multi/", nil)
+	wantStatus(t, resp, body, 200)
+	page := string(body)
+	if !strings.Contains(page, "top.txt") || !strings.Contains(page, "projx.txt") || strings.Contains(page, "proj-secret") || strings.Contains(page, ">proj/<") {
+		t.Fatalf("listing: %s", page)
+	}
+	resp, body = s.do(t, "GET", "/shr/multi/?ls", nil)
+	wantStatus(t, resp, body, 200)
+	var ls struct {
+		Dirs  []any `json:"dirs"`
+		Files []any `json:"files"`
+	}
+	if err := json.Unmarshal(body, &ls); err != nil || len(ls.Files) != 2 || len(ls.Dirs) != 0 {
+		t.Fatalf("?ls: %v %s", err, body)
+	}
+	for path, code := range map[string]int{"/shr/multi/top.txt": 200, "/shr/multi/projx.txt": 200, "/shr/multi/proj/a.txt": 404, "/shr/multi/proj-secret/x.txt": 404, "/shr/multi/other.txt": 404} {
+		resp, body := s.do(t, "GET", path, nil)
+		if resp.StatusCode != code {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	resp, body = s.do(t, "PUT", "/shr/multi/new.txt", []byte("x"))
+	if resp.StatusCode < 400 {
+		t.Fatalf("PUT into a several-file share: %d %s", resp.StatusCode, body)
+	}
+	for _, vps := range [][]string{{"/top.txt", "/proj/"}, {"/top.txt", "/proj/a.txt"}, {"/top.txt", "/nope.txt"}, {"/proj/", "/proj/sub/"}} {
+		mkShare(t, s, "apw", map[string]any{"k": "bad", "vp": vps}, 400)
+	}
+}
+
 func TestShareBadInput(t *testing.T) {
 	dir := shareSetup(t)
 	s := start(t, shareArgs(dir)...)
