@@ -48,6 +48,7 @@ type options struct {
 	snapDrop, dbCache, thMT int
 	reMaxAge                int
 	maxRanges               int
+	archMT                  int
 	logLevel                string
 	tailTmax, tailCmax      int
 	upsRing                 int
@@ -85,6 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
 	fs.IntVar(&o.reMaxAge, "re-maxage", 0, "rescan volumes every this many seconds (0: never)")
 	fs.IntVar(&o.maxRanges, "max-ranges", 16, "most byte ranges served in one request")
+	fs.IntVar(&o.archMT, "arch-mt", runtime.NumCPU(), "archives compressing at once with xz, bz2 or gz level 6+ (more get 503)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.IntVar(&o.tailTmax, "tail-tmax", 0, "end a ?tail stream after this many seconds (0: never)")
 	fs.IntVar(&o.tailCmax, "tail-cmax", 16, "most ?tail streams at once (503 beyond)")
@@ -149,7 +151,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
 	}
-	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, Extra: extra})
+	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Extra: extra})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -320,7 +320,9 @@ func (s *Server) shareRoute(q *req) error {
 		return errorf(http.StatusNotFound, "the shared folder is gone")
 	}
 	rest := q.parts[2:]
-	for _, k := range []string{"tree", "ups", "ru", "dls", "shares", "share"} {
+	// Archives are refused too: arch's walker follows symbolic links
+	// inside the volume, which could reach past the shared folder.
+	for _, k := range []string{"tree", "ups", "ru", "dls", "shares", "share", "tar", "zip"} {
 		if has(q.query, k) {
 			return errorf(http.StatusBadRequest, "?%s is not available inside a share", k)
 		}

@@ -87,7 +87,7 @@ func TestShareFolderEndToEnd(t *testing.T) {
 		"/shr/projkey/sub/../../projx.txt", "/shr/projkey/%2E%2E%2Fprojx.txt", "/shr/projkey/..%5cprojx.txt",
 		"/shr/projkey-secret/x.txt", "/shr/projke/../proj-secret/x.txt", "/shr/projkeyx/", "/shr/projkey/link.txt",
 		"/shr/projkey/.hist/shares.json", "/shr/../proj-secret/x.txt", "/shr/%2e%2e/top.txt", "/shr/projkey%2f..%2f..%2ftop.txt",
-		"/shr/", "/shr", "/shr/projkey/?tree", "/shr/projkey/?ru&j",
+		"/shr/", "/shr", "/shr/projkey/?tree", "/shr/projkey/?ru&j", "/shr/projkey/?tar", "/shr/projkey/?zip",
 	} {
 		resp, body := rsRaw(t, s, "GET", target, nil)
 		if resp.StatusCode < 400 || strings.Contains(string(body), "SECRET") || strings.Contains(string(body), "top file") {
