@@ -310,7 +310,15 @@ func (s *Server) shareRoute(q *req) error {
 		}
 		if !ok {
 			if len(pws) > 0 {
-				s.fails.add(q.ip)
+				// Guessing gets slower, as for account passwords.
+				if d := s.fails.add(q.ip); d > 0 {
+					t := time.NewTimer(d)
+					select {
+					case <-t.C:
+					case <-q.r.Context().Done():
+						t.Stop()
+					}
+				}
 			}
 			return errUnauthorized
 		}
@@ -411,15 +419,10 @@ func (s *Server) editShare(q *req, key string) error {
 		if err != nil || n < 1 || n > maxShareMinutes {
 			return errorf(http.StatusBadRequest, "eshare=%q: want rm or a number of minutes to extend by", act)
 		}
-		from := max(time.Now().Unix(), sh.Expires)
 		if sh.Expires == 0 {
 			return errorf(http.StatusBadRequest, "share %s never expires", key)
 		}
-		if err := s.shares.Delete(key); err != nil {
-			return err
-		}
-		sh.Expires = from + int64(n)*60
-		if err := s.shares.Add(sh); err != nil {
+		if err := s.shares.SetExpiry(key, max(time.Now().Unix(), sh.Expires)+int64(n)*60); err != nil {
 			return err
 		}
 	} else if err := s.shares.Delete(key); err != nil {

@@ -85,7 +85,7 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 	nextStat := time.Now().Add(tailRestat)
 	for {
 		// Send everything there is.
-		for {
+		for ctx.Err() == nil {
 			n, err := f.ReadAt(buf, pos)
 			if n > 0 {
 				if _, werr := w.Write(buf[:n]); werr != nil {
@@ -101,6 +101,9 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 			}
 		}
 		w.rc.Flush()
+		if ctx.Err() != nil {
+			return nil
+		}
 		// Is the file still the one at the path, and still growing?
 		if ev := wait.changed; ev || time.Now().After(nextStat) {
 			nextStat = time.Now().Add(tailRestat)

@@ -163,6 +163,23 @@ func (s *Shares) Delete(key string) error {
 	return nil
 }
 
+// SetExpiry changes when a live share expires (Unix seconds, 0 never).
+func (s *Shares) SetExpiry(key string, t1 int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh, ok := s.m[key]
+	if !ok || sh.expired(s.now()) {
+		return ErrNotFound
+	}
+	old := sh.Expires
+	sh.Expires = t1
+	if err := s.save(); err != nil {
+		sh.Expires = old
+		return err
+	}
+	return nil
+}
+
 // List returns the live shares, by creation time.
 func (s *Shares) List() []Share {
 	s.mu.Lock()

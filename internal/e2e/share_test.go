@@ -199,6 +199,14 @@ func TestShareListDeleteExpireRestart(t *testing.T) {
 	if rows := listShares(t, s, "apw"); len(rows) != 1 {
 		t.Fatalf("expired share still listed: %+v", rows)
 	}
+	// Extend: by the creator, from the current expiry.
+	resp, body = s.do(t, "POST", "/shr/a1?eshare=30", nil, "PW: apw")
+	wantStatus(t, resp, body, 303)
+	if rows := listShares(t, s, "apw"); len(rows) != 1 || rows[0].T1 < time.Now().Unix()+85*60 {
+		t.Fatalf("after extending: %+v", rows)
+	}
+	resp, body = s.do(t, "POST", "/shr/a1?eshare=abc", nil, "PW: apw")
+	wantStatus(t, resp, body, 400)
 	// Delete: not by another user; by the creator or an admin.
 	resp, body = s.do(t, "POST", "/shr/a1?eshare=rm", nil, "PW: bpw")
 	wantStatus(t, resp, body, 403)
