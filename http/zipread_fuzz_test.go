@@ -77,3 +77,26 @@ func FuzzZipRead(f *testing.F) {
 		}
 	})
 }
+
+// TestZlsCap: past the member cap the listing is cut and says by how much.
+func TestZlsCap(t *testing.T) {
+	s, dir := newTestServer(t, "r")
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for i := range 10 {
+		w, _ := zw.Create(strings.Repeat("x", i+1))
+		w.Write([]byte("y"))
+	}
+	zw.Close()
+	if err := os.WriteFile(filepath.Join(dir, "f.zip"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := zlsMaxMembers
+	zlsMaxMembers = 4
+	defer func() { zlsMaxMembers = old }()
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/f.zip?zls", nil))
+	if rec.Code != 200 || rec.Header().Get("X-Truncated") != "6" || strings.Count(rec.Body.String(), `"fn"`) != 4 {
+		t.Fatalf("%d %q %s", rec.Code, rec.Header().Get("X-Truncated"), rec.Body)
+	}
+}

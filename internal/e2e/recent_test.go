@@ -235,7 +235,17 @@ func TestActiveDownloads(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// Small files are not tracked at all.
+	// Small files are not tracked at all; tails are, with size 0.
 	resp, body = s.do(t, "GET", "/small.txt", nil)
 	wantStatus(t, resp, body, 200)
+	if rows := dlsGet(t, s, "PW: bpw"); len(rows) != 0 {
+		t.Fatalf("small download listed: %+v", rows)
+	}
+	tr := startTail(t, s, "/small.txt?tail&pw=p1")
+	tr.waitLen(t, 5, 5*time.Second)
+	rows = dlsGet(t, s, "PW: bpw")
+	if len(rows) != 1 || rows[0].Path != "/small.txt" || rows[0].Size != 0 || rows[0].Sent != 5 || rows[0].Uname != "u1" {
+		t.Fatalf("tail in ?dls: %+v", rows)
+	}
+	tr.resp.Body.Close()
 }
