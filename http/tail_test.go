@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,4 +73,35 @@ func FuzzTailStart(f *testing.F) {
 			t.Fatalf("tail=%q size %d: start %d", v, size, n)
 		}
 	})
+}
+
+// BenchmarkTailLatency measures how long an appended line takes to reach a
+// ?tail client (one append and its arrival per op), through a real
+// loopback listener.
+func BenchmarkTailLatency(b *testing.B) {
+	ts, dir := benchServer(b)
+	p := filepath.Join(dir, "t.log")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	resp, err := ts.Client().Get(ts.URL + "/t.log?tail")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	line := []byte("0123456789abcdef\n")
+	got := make([]byte, len(line))
+	for b.Loop() {
+		if _, err := f.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(resp.Body, got); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
