@@ -41,6 +41,9 @@ type Config struct {
 	// ArchTransform serves the archive modifiers (opus, mp3, j, w, p);
 	// nil answers them with 501.
 	ArchTransform arch.Transform
+	// Text, tail, recent uploads and shares (text.go, tail.go, recent.go,
+	// share.go): see ExtraConfig.
+	Extra ExtraConfig
 }
 
 // Server is hoard's http.Handler.
@@ -56,6 +59,7 @@ type Server struct {
 	srchMax   int
 	idPrefix  string        // random per process, so request IDs differ across restarts
 	reqs      atomic.Uint64 // request counter for IDs
+	extra                   // ?tail, ?dls, ?ups, ?ru, shares (extra.go)
 
 	archSem chan struct{}  // slots for CPU-heavy archives
 	archFn  arch.Transform // archive modifiers; nil: 501
@@ -84,6 +88,7 @@ func New(cfg Config) *Server {
 		cfg.ArchMT = runtime.NumCPU()
 	}
 	s.archSem, s.archFn = make(chan struct{}, cfg.ArchMT), cfg.ArchTransform
+	s.initExtra(cfg)
 	return s
 }
 
@@ -125,6 +130,9 @@ func (s *Server) route(q *req) error {
 		return err
 	}
 	q.parts, q.slash = parts, slash
+	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
+		return s.shareRoute(q)
+	}
 	if err := s.authenticate(q); err != nil {
 		return err
 	}
@@ -134,6 +142,9 @@ func (s *Server) route(q *req) error {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
+		if view := globalView(q.query); view != nil {
+			return view(s, q)
+		}
 		return s.get(q)
 	case http.MethodPut:
 		return s.put(q)
@@ -149,6 +160,9 @@ func (s *Server) route(q *req) error {
 }
 
 func (s *Server) post(q *req) error {
+	if has(q.query, "share") {
+		return s.postShare(q) // whatever the type: curl -d sends a form type
+	}
 	if wantsArchive(q) {
 		return s.archivePost(q)
 	}
@@ -243,6 +257,7 @@ type respWriter struct {
 	status int
 	n      int64
 	wrote  bool
+	dl     *download // counts the bytes of a download ?dls shows
 }
 
 func (w *respWriter) WriteHeader(code int) {
@@ -269,7 +284,9 @@ func (w *respWriter) ReadFrom(src io.Reader) (int64, error) {
 	}
 	var n int64
 	var err error
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok && w.dl != nil {
+		n, err = countedReadFrom(rf, src, w.dl)
+	} else if ok {
 		n, err = rf.ReadFrom(src)
 	} else {
 		n, err = io.Copy(writerOnly{w.ResponseWriter}, src)
