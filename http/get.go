@@ -45,6 +45,9 @@ func (s *Server) get(q *req) error {
 		return err
 	}
 	defer f.Close()
+	if _, ok := q.query["th"]; ok {
+		return s.thumb(q, fi)
+	}
 	return s.serveFile(q, f, fi)
 }
 

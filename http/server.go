@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"hoard/media"
 	"hoard/store"
 	"hoard/up2k"
 )
@@ -26,6 +27,8 @@ type Config struct {
 	MaxRanges int
 	// Up2k runs resumable uploads; nil answers them with 501.
 	Up2k *up2k.Manager
+	// Media makes ?th thumbnails and transcodes; nil answers them with 500.
+	Media *media.Service
 }
 
 // Server is hoard's http.Handler.
@@ -36,13 +39,14 @@ type Server struct {
 	fails     *failTracker
 	cop       *http.CrossOriginProtection
 	up        *up2k.Manager
+	media     *media.Service
 	idPrefix  string        // random per process, so request IDs differ across restarts
 	reqs      atomic.Uint64 // request counter for IDs
 }
 
 // New returns the handler for cfg.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k, media: cfg.Media}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
