@@ -81,7 +81,7 @@ var ErrBadParams = errors.New("bad ?th value")
 
 // ParseTh parses the value of ?th: empty (a JPEG thumbnail of the default
 // box, cropped), w<N> or h<N> (a JPEG N pixels wide or high, MinDim ≤ N ≤
-// MaxDim), copyparty's letters — j (JPEG), w (WebP), f (fit, no crop),
+// MaxDim; "w3" is copyparty's WebP 3×), copyparty's letters — j (JPEG), w (WebP), f (fit, no crop),
 // 3 (three times the box) in any order, j or w first — and p (waveform),
 // opus, caf, mp3 (transcodes).
 func ParseTh(v string) (Params, error) {
@@ -96,7 +96,9 @@ func ParseTh(v string) (Params, error) {
 		return Params{Kind: KindTranscode, Format: MP3}, nil
 	}
 	p := Params{Kind: KindThumb, Format: JPEG, W: BoxW, H: BoxH, Crop: true}
-	if len(v) > 1 && (v[0] == 'w' || v[0] == 'h') && v[1] >= '0' && v[1] <= '9' {
+	// copyparty's web UI sends w3 (WebP, 3×); every w<N> has N ≥ MinDim,
+	// so a single digit after w is read as letters.
+	if len(v) > 1 && (v[0] == 'w' && len(v) > 2 || v[0] == 'h') && v[1] >= '0' && v[1] <= '9' {
 		n, err := strconv.Atoi(v[1:])
 		if err != nil || n < MinDim || n > MaxDim || v[1] == '0' {
 			return Params{}, fmt.Errorf("%w %q: %c<N> wants N from %d to %d", ErrBadParams, v, v[0], MinDim, MaxDim)
