@@ -1,7 +1,6 @@
 package media
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"image"
@@ -236,8 +235,3 @@ func encodeJPEG(w io.Writer, m *image.RGBA) error {
 	return jpeg.Encode(w, img, &jpeg.Options{Quality: 80})
 }
 
-// imageSize returns the dimensions of an encoded image, for tests.
-func imageSize(b []byte) (int, int, string, error) {
-	cfg, kind, err := image.DecodeConfig(bytes.NewReader(b))
-	return cfg.Width, cfg.Height, kind, err
-}
