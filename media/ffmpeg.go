@@ -173,6 +173,8 @@ func (s *Service) ffTranscode(ctx context.Context, in, out *os.File, f Format) e
 	switch f {
 	case Opus:
 		args = append(args, "-c:a", "libopus", "-b:a", "128k", "-f", "webm")
+	case oggOpus:
+		args = append(args, "-c:a", "libopus", "-b:a", "128k", "-f", "ogg")
 	case CAF:
 		args = append(args, "-c:a", "libopus", "-b:a", "128k", "-f", "caf")
 	case MP3:

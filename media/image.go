@@ -234,4 +234,3 @@ func encodeJPEG(w io.Writer, m *image.RGBA) error {
 	}
 	return jpeg.Encode(w, img, &jpeg.Options{Quality: 80})
 }
-

@@ -39,6 +39,8 @@ func (f Format) ContentType() string {
 		return "image/png"
 	case Opus:
 		return "audio/webm; codecs=opus"
+	case oggOpus:
+		return "audio/ogg; codecs=opus"
 	case CAF:
 		return "audio/x-caf"
 	case MP3:
@@ -50,8 +52,11 @@ func (f Format) ContentType() string {
 // Ext is the file name extension (without the dot) of f's files; an
 // archive renames a derived entry to it.
 func (f Format) Ext() string {
-	if f == Opus {
+	switch f {
+	case Opus:
 		return "webm"
+	case oggOpus:
+		return "opus"
 	}
 	return string(f)
 }

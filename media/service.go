@@ -15,9 +15,11 @@ import (
 	"os/exec"
 	"path"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"hoard/store"
@@ -116,6 +118,11 @@ type Request struct {
 	Rel    string
 	Info   fs.FileInfo // of the file at Rel; with Rel it keys the cache
 	Params Params
+	// File, when set, is the source instead of Vol and Rel (Rel then only
+	// gives the extension): Get returns only finished outputs, waits for a
+	// worker without the queue deadline, and caches in a temporary folder
+	// keyed by the file's device and inode. For archives.
+	File *os.File
 }
 
 // How says how a Result came to be.
@@ -198,7 +205,11 @@ func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
 	if p.Kind != KindThumb && !videoExt[ext] && !audioExt[ext] {
 		return nil, ErrNoAudio
 	}
-	c, err := s.cacheFor(rq.Vol)
+	var vol *store.Volume
+	if rq.File == nil {
+		vol = rq.Vol
+	}
+	c, err := s.cacheFor(vol)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +227,17 @@ func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
 	if j == nil {
 		shared = false
 		j = &job{name: name, rq: rq, c: c, done: make(chan struct{}), started: make(chan struct{})}
+		if rq.File != nil {
+			// The job may outlive the caller's file and must not move its
+			// offset: it reads its own open file description of the same
+			// file (already confined to its volume when it was opened).
+			f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(rq.File.Fd())))
+			if err != nil {
+				s.mu.Unlock()
+				return nil, err
+			}
+			j.rq.File = f
+		}
 		j.ctx, j.cancel = context.WithCancel(context.Background())
 		s.jobs[name] = j
 		go s.run(j)
@@ -226,7 +248,7 @@ func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
 	if shared {
 		how = Shared
 	}
-	streaming := p.Kind == KindTranscode && p.Format != CAF
+	streaming := p.Kind == KindTranscode && p.Format != CAF && rq.File == nil
 	var started <-chan struct{}
 	if streaming {
 		started = j.started
@@ -322,7 +344,12 @@ func (s *Service) run(j *job) {
 		j.cancel()
 		close(j.done)
 	}()
-	t := time.NewTimer(s.cfg.QueueWait)
+	wait := s.cfg.QueueWait
+	if j.rq.File != nil {
+		wait = 24 * time.Hour // archives wait their turn
+		defer j.rq.File.Close()
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case s.sem <- struct{}{}:
@@ -348,11 +375,20 @@ func (s *Service) run(j *job) {
 
 func (s *Service) convert(ctx context.Context, j *job) (err error) {
 	rq, p := j.rq, j.rq.Params
-	src, fi, err := rq.Vol.Open(rq.Rel)
+	var src *os.File
+	var fi fs.FileInfo
+	if rq.File != nil {
+		src = rq.File
+		fi, err = src.Stat()
+	} else {
+		src, fi, err = rq.Vol.Open(rq.Rel)
+		if err == nil {
+			defer src.Close()
+		}
+	}
 	if err != nil {
 		return err
 	}
-	defer src.Close()
 	if fi.Size() != rq.Info.Size() || !fi.ModTime().Equal(rq.Info.ModTime()) {
 		return errors.New("the file changed while its thumbnail was made; try again")
 	}
@@ -409,7 +445,16 @@ func (s *Service) convert(ctx context.Context, j *job) (err error) {
 // the file (volume, path, size, mtime) and the parameters.
 func cacheName(rq Request, dir string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%d\x00%s", dir, rq.Vol.VPath, rq.Rel, rq.Info.Size(), rq.Info.ModTime().UnixNano(), rq.Params.String())
+	if rq.File != nil {
+		var dev, ino uint64
+		if st, ok := rq.Info.Sys().(*syscall.Stat_t); ok {
+			dev, ino = uint64(st.Dev), st.Ino
+		}
+		fmt.Fprintf(h, "fd\x00%d\x00%d\x00%s", dev, ino, path.Ext(rq.Rel))
+	} else {
+		fmt.Fprintf(h, "%s\x00%s\x00%s", dir, rq.Vol.VPath, rq.Rel)
+	}
+	fmt.Fprintf(h, "\x00%d\x00%d\x00%s", rq.Info.Size(), rq.Info.ModTime().UnixNano(), rq.Params.String())
 	sum := hex.EncodeToString(h.Sum(nil)[:16])
 	return sum[:2] + "/" + sum + "." + rq.Params.Format.Ext()
 }
@@ -417,7 +462,10 @@ func cacheName(rq Request, dir string) string {
 func (s *Service) cacheFor(v *store.Volume) (*cache, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	dir := v.HistPath()
+	dir := ""
+	if v != nil {
+		dir = v.HistPath()
+	}
 	if dir == "" {
 		if s.tmp == "" {
 			t, err := os.MkdirTemp("", "hoard-th-")
