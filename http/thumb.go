@@ -74,11 +74,24 @@ func (s *Server) thumb(q *req, fi fs.FileInfo) error {
 	h.Set("Content-Type", res.Format.ContentType())
 	h.Set("Content-Disposition", contentDisposition("inline", strings.TrimSuffix(name, path.Ext(name))+"."+res.Format.Ext()))
 	if res.Stream != nil {
-		// Still being written: send it as it grows, chunked. An error
-		// after the headers cuts the response (see fail).
+		// Still being written: send it as it grows, chunked. The first
+		// bytes are awaited before the status goes out, so a conversion
+		// that fails at once gets a proper error; a later error cuts the
+		// response (see fail).
+		buf := make([]byte, 32<<10)
+		n, err := io.ReadAtLeast(res.Stream, buf, 1)
+		if err != nil && err != io.EOF {
+			if q.r.Context().Err() != nil {
+				return q.r.Context().Err()
+			}
+			return &httpError{code: http.StatusInternalServerError, msg: "transcoding " + name + " failed", err: err}
+		}
 		q.w.WriteHeader(http.StatusOK)
 		if q.r.Method == http.MethodHead {
 			return nil
+		}
+		if _, err := q.w.Write(buf[:n]); err != nil {
+			return err
 		}
 		if _, err := io.Copy(writerOnly{q.w}, res.Stream); err != nil {
 			if q.r.Context().Err() != nil {

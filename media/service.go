@@ -261,7 +261,7 @@ func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
 		// The transcode is being written: read it as it grows. The
 		// stream holds this waiter's place until it is closed.
 		if j.ref() {
-			return &Result{Stream: &tail{s: s, j: j}, Format: p.Format, How: how}, nil
+			return &Result{Stream: &tail{ctx: ctx, s: s, j: j}, Format: p.Format, How: how}, nil
 		}
 		<-j.done // finished already: serve it from the cache
 	case <-j.done:
@@ -489,6 +489,7 @@ func (s *Service) cacheFor(v *store.Volume) (*cache, error) {
 
 // tail reads a job's output while it is written, and to its end.
 type tail struct {
+	ctx  context.Context // the reader's; it ends a wait for more output
 	s    *Service
 	j    *job
 	off  int64
@@ -516,6 +517,8 @@ func (t *tail) Read(p []byte) (int, error) {
 				return 0, t.j.err
 			}
 			return 0, io.EOF
+		case <-t.ctx.Done():
+			return 0, t.ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

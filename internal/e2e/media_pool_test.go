@@ -178,15 +178,7 @@ func TestMediaCancelAndTimeout(t *testing.T) {
 	lavfi(t, filepath.Join(dir, "tone.flac"), "-f", "lavfi", "-i", "sine=d=3")
 	writeFile(t, dir, "a.png", pngOf(t, twoTone(64, 48)))
 	wd := t.TempDir()
-	s := start(t, "--th-convt", "2", "--ffmpeg", ffWrapper(t, wd, "30"), "-v", dir+"::r")
-
-	// The client leaves after 700 ms.
-	ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
-	_, _, _, err := s.getCtx(ctx, thURL("tone.flac", "opus"))
-	cancel()
-	if err == nil {
-		t.Fatal("the request finished although ffmpeg sleeps")
-	}
+	long := start(t, "--th-convt", "30", "--ffmpeg", ffWrapper(t, wd, "60"), "-v", dir+"::r")
 	waitGone := func(what string, within time.Duration) {
 		t.Helper()
 		deadline := time.Now().Add(within)
@@ -197,10 +189,27 @@ func TestMediaCancelAndTimeout(t *testing.T) {
 			t.Errorf("%s: ffmpeg processes %v still running", what, a)
 		}
 	}
-	waitGone("client left", 1500*time.Millisecond) // well before --th-convt
-	if runs, _ := wrapperStats(t, wd); runs != 1 {
-		t.Errorf("%d runs", runs)
+	// The client leaves after 700 ms: a streamed transcode, and a
+	// thumbnail (waited for whole).
+	for _, th := range []string{"opus", "w"} {
+		file := "tone.flac"
+		if th == "w" {
+			file = "a.png"
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+		_, _, _, err := long.getCtx(ctx, thURL(file, th))
+		cancel()
+		if err == nil {
+			t.Fatalf("?th=%s finished although ffmpeg sleeps", th)
+		}
+		waitGone("client left ?th="+th, 3*time.Second) // long before --th-convt
 	}
+	if runs, _ := wrapperStats(t, wd); runs != 2 {
+		t.Errorf("%d runs, want 2", runs)
+	}
+
+	wd = t.TempDir()
+	s := start(t, "--th-convt", "2", "--ffmpeg", ffWrapper(t, wd, "60"), "-v", dir+"::r")
 
 	// A hanging conversion: the thumbnail falls back to the icon, the
 	// transcode fails with 500, both after about --th-convt.
