@@ -80,8 +80,9 @@ func thumbnail(img image.Image, orient int, p Params, sc Scaler) *image.RGBA {
 	if transposed { // back into the raw image's axes
 		dw, dh, cw, ch = dh, dw, ch, cw
 	}
-	x0 := b.Min.X + (b.Dx()-cw)/2
-	y0 := b.Min.Y + (b.Dy()-ch)/2
+	// Even offsets keep a 4:2:0 image's chroma aligned for boxShrink.
+	x0 := b.Min.X + (b.Dx()-cw)/2&^1
+	y0 := b.Min.Y + (b.Dy()-ch)/2&^1
 	src := image.Rect(x0, y0, x0+cw, y0+ch)
 	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
 	switch sc {
@@ -91,6 +92,9 @@ func thumbnail(img image.Image, orient int, p Params, sc Scaler) *image.RGBA {
 		xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), img, src, xdraw.Src, nil)
 	default:
 		k := min(cw/dw, ch/dh) / 2
+		if k > 2 {
+			k &^= 1 // even: boxShrink's fast path for 4:2:0
+		}
 		if k >= 2 {
 			small := boxShrink(img, src, k)
 			xdraw.CatmullRom.Scale(dst, dst.Bounds(), small, small.Bounds(), xdraw.Src, nil)
@@ -132,6 +136,36 @@ func boxShrink(img image.Image, r image.Rectangle, k int) *image.RGBA {
 	w, h := r.Dx()/k, r.Dy()/k
 	out := image.NewRGBA(image.Rect(0, 0, w, h))
 	n := uint32(k * k)
+	if yc, ok := img.(*image.YCbCr); ok && yc.SubsampleRatio == image.YCbCrSubsampleRatio420 && k%2 == 0 && (r.Min.X-yc.Rect.Min.X)%2 == 0 && (r.Min.Y-yc.Rect.Min.Y)%2 == 0 {
+		// The common camera JPEG: sum Y over k×k and chroma over the
+		// (k/2)×(k/2) samples that cover the same block.
+		kc := k / 2
+		nc := uint32(kc * kc)
+		for oy := range h {
+			for ox := range w {
+				x0, y0 := r.Min.X+ox*k, r.Min.Y+oy*k
+				var sy, scb, scr uint32
+				for y := y0; y < y0+k; y++ {
+					row := yc.Y[yc.YOffset(x0, y):][:k]
+					for _, v := range row {
+						sy += uint32(v)
+					}
+				}
+				for y := y0; y < y0+k; y += 2 {
+					ci := yc.COffset(x0, y)
+					cb, cr := yc.Cb[ci:][:kc], yc.Cr[ci:][:kc]
+					for i := range kc {
+						scb += uint32(cb[i])
+						scr += uint32(cr[i])
+					}
+				}
+				cr, cg, cb := color.YCbCrToRGB(uint8(sy/n), uint8(scb/nc), uint8(scr/nc))
+				i := out.PixOffset(ox, oy)
+				out.Pix[i], out.Pix[i+1], out.Pix[i+2], out.Pix[i+3] = cr, cg, cb, 0xFF
+			}
+		}
+		return out
+	}
 	if yc, ok := img.(*image.YCbCr); ok {
 		for oy := range h {
 			for ox := range w {

@@ -226,3 +226,45 @@ func BenchmarkScale12MP(b *testing.B) {
 		})
 	}
 }
+
+// The 4:2:0 fast path of boxShrink agrees with the general one.
+func TestBoxShrink420(t *testing.T) {
+	img, _, err := decodeImage(bytes.NewReader(photo(t, 400, 300)), 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yc := img.(*image.YCbCr)
+	if yc.SubsampleRatio != image.YCbCrSubsampleRatio420 {
+		t.Skip("encoder did not make 4:2:0")
+	}
+	r := image.Rect(20, 10, 380, 290)
+	fast := boxShrink(yc, r, 4)
+	if fast.Bounds().Dx() != 90 || fast.Bounds().Dy() != 70 {
+		t.Fatalf("size %v", fast.Bounds())
+	}
+	gen := func(m *image.YCbCr, k int) *image.RGBA { // the general path, forced
+		out := image.NewRGBA(image.Rect(0, 0, r.Dx()/k, r.Dy()/k))
+		n := uint32(k * k)
+		for oy := range out.Bounds().Dy() {
+			for ox := range out.Bounds().Dx() {
+				var sy, scb, scr uint32
+				for y := r.Min.Y + oy*k; y < r.Min.Y+(oy+1)*k; y++ {
+					for x := r.Min.X + ox*k; x < r.Min.X+(ox+1)*k; x++ {
+						sy += uint32(m.Y[m.YOffset(x, y)])
+						scb += uint32(m.Cb[m.COffset(x, y)])
+						scr += uint32(m.Cr[m.COffset(x, y)])
+					}
+				}
+				cr, cg, cb := color.YCbCrToRGB(uint8(sy/n), uint8(scb/n), uint8(scr/n))
+				out.SetRGBA(ox, oy, color.RGBA{cr, cg, cb, 255})
+			}
+		}
+		return out
+	}
+	want := gen(yc, 4)
+	for i := range want.Pix {
+		if d := int(want.Pix[i]) - int(fast.Pix[i]); d < -1 || d > 1 {
+			t.Fatalf("pixel byte %d: fast %d, general %d", i, fast.Pix[i], want.Pix[i])
+		}
+	}
+}
