@@ -79,7 +79,7 @@ fetch() {
     done
     t0=$(date +%s.%N)
     # one curl, CONC transfers at a time (no process start per request)
-    curl -s -Z --parallel-max "$CONC" -w '%{http_code} %{content_type}\n' "${args[@]}" >"$TMP/codes-$s"
+    curl -s --no-progress-meter -Z --parallel-max "$CONC" -w '%{http_code} %{content_type}\n' "${args[@]}" >"$TMP/codes-$s"
     t1=$(date +%s.%N)
     if grep -v '^200 image/jpeg' "$TMP/codes-$s" >&2; then echo "$s: bad answers for $pre" >&2; exit 1; fi
     "$PY" -c "print(f'{$n*$rep/($t1-$t0):.2f}')"

@@ -268,3 +268,22 @@ func TestBoxShrink420(t *testing.T) {
 		}
 	}
 }
+
+// FuzzJPEGOrientation: the EXIF reader takes any bytes without panicking
+// and answers 1–8.
+func FuzzJPEGOrientation(f *testing.F) {
+	f.Add(exifJPEG(f, twoTone(8, 8), 6, false))
+	f.Add(exifJPEG(f, twoTone(8, 8), 3, true))
+	f.Add([]byte{0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x02})
+	f.Add([]byte{0xFF, 0xD8, 0xFF, 0xE1, 0x00, 0x10, 'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 0xFF, 0xFF, 0xFF, 0x7F})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if o := jpegOrientation(bytes.NewReader(b)); o < 1 || o > 8 {
+			t.Fatalf("orientation %d", o)
+		}
+		if len(b) > 6 {
+			if o := tiffOrientation(b[6:]); o < 1 || o > 8 {
+				t.Fatalf("tiff orientation %d", o)
+			}
+		}
+	})
+}
