@@ -72,7 +72,9 @@ func (s *Service) ffRun(ctx context.Context, bin string, args []string, in, out 
 		if strings.Contains(msg, "matches no streams") || strings.Contains(msg, "does not contain any stream") || strings.Contains(msg, "Output file #0 does not contain") {
 			return errNoAudio
 		}
-		return fmt.Errorf("ffmpeg: %v: %s", err, lastLine(msg))
+		// FFmpeg could not read the file: that does not change until the
+		// file does, so a thumbnail request remembers it.
+		return fmt.Errorf("%w: ffmpeg: %v: %s", errCannot, err, lastLine(msg))
 	}
 	return nil
 }

@@ -273,6 +273,14 @@ func TestMediaBadInput(t *testing.T) {
 	writeFile(t, dir, "corrupt.jpg", corrupt)
 	writeFile(t, dir, "empty.png", nil)
 	writeFile(t, dir, "-vf.jpg", good)
+	ffmpegPath(t)
+	lavfi(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=320x240:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
+	clip, err := os.ReadFile(filepath.Join(dir, "clip.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "truncated.mp4", clip[:len(clip)/3])
+	writeFile(t, dir, "garbage.mkv", bytes.Repeat([]byte("not a video "), 1000))
 	before := tree(t, dir)
 	s := start(t, "-v", dir+"::r")
 	for _, v := range []string{"w0", "w99999", "h0", "h5000", "w15", "x", "jj", "fj", "w100f", "opus1", "%00", "-i", "w-1"} {
@@ -282,7 +290,7 @@ func TestMediaBadInput(t *testing.T) {
 			t.Errorf("?th=%s: message %q does not say what was wrong", v, body)
 		}
 	}
-	for _, name := range []string{"bomb.png", "truncated.jpg", "corrupt.jpg", "empty.png"} {
+	for _, name := range []string{"bomb.png", "truncated.jpg", "corrupt.jpg", "empty.png", "truncated.mp4", "garbage.mkv"} {
 		for range 2 { // the second answer comes from the remembered failure
 			resp, body := s.do(t, "GET", thURL(name, ""), nil)
 			wantStatus(t, resp, body, 200)
@@ -291,7 +299,13 @@ func TestMediaBadInput(t *testing.T) {
 			}
 		}
 	}
-	resp, body := s.do(t, "GET", thURL("-vf.jpg", "w50"), nil)
+	// Transcoding a file FFmpeg cannot read: 500 with a message.
+	resp, body := s.do(t, "GET", thURL("garbage.mkv", "opus"), nil)
+	wantStatus(t, resp, body, 500)
+	if !strings.Contains(string(body), "transcoding garbage.mkv failed") {
+		t.Errorf("garbage.mkv opus: %q", body)
+	}
+	resp, body = s.do(t, "GET", thURL("-vf.jpg", "w50"), nil)
 	wantStatus(t, resp, body, 200)
 	if w, h, _ := imageDims(t, body); w != 50 || h != 25 {
 		t.Errorf("-vf.jpg: %d×%d", w, h)
