@@ -23,6 +23,9 @@ func (s *Server) get(q *req) error {
 	}
 	f, fi, err := q.vol.Open(q.rel)
 	if errors.Is(err, store.ErrIsDir) {
+		if _, ok := q.query["th"]; ok {
+			return s.folderThumb(q)
+		}
 		return s.folder(q)
 	}
 	if err != nil {

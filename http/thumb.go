@@ -111,6 +111,41 @@ func (s *Server) thumb(q *req, fi fs.FileInfo) error {
 	return nil
 }
 
+// folderCovers are the names a folder's ?th looks for, in order
+// (copyparty's --th-covers).
+var folderCovers = []string{"folder.png", "folder.jpg", "cover.png", "cover.jpg"}
+
+// folderThumb answers ?th on a folder: the thumbnail of its cover picture
+// when it has one, else a folder icon.
+func (s *Server) folderThumb(q *req) error {
+	if err := q.need(store.PermRead, "see the contents of"); err != nil {
+		return err
+	}
+	for _, c := range folderCovers {
+		rel := path.Join(q.rel, c)
+		if fi, err := q.vol.Stat(rel); err == nil && fi.Mode().IsRegular() {
+			q.rel = rel
+			return s.thumb(q, fi)
+		}
+	}
+	if _, err := media.ParseTh(q.query.Get("th")); err != nil {
+		return errorf(http.StatusBadRequest, "%s", err.Error())
+	}
+	h := q.w.Header()
+	h.Set("X-Hoard-Thumb", "icon")
+	h.Set("Content-Type", "image/svg+xml")
+	h.Set("Content-Security-Policy", "sandbox")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-cache")
+	body := media.Icon("folder.folder")
+	h.Set("Content-Length", itoa(len(body)))
+	q.w.WriteHeader(http.StatusOK)
+	if q.r.Method != http.MethodHead {
+		q.w.Write(body)
+	}
+	return nil
+}
+
 func itoa(n int) string {
 	var b [20]byte
 	i := len(b)

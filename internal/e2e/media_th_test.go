@@ -367,3 +367,23 @@ func TestMediaNoFFmpeg(t *testing.T) {
 	_ = http.StatusOK
 	_ = os.Getpid
 }
+
+func TestMediaFolderThumb(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "album/cover.jpg", jpegOf(t, twoTone(600, 600)))
+	writeFile(t, dir, "album/x.txt", []byte("x"))
+	writeFile(t, dir, "empty/x.txt", []byte("x"))
+	s := start(t, "-v", dir+"::r")
+	resp, body := s.do(t, "GET", "/album/?th", nil)
+	wantStatus(t, resp, body, 200)
+	if w, h, k := imageDims(t, body); w != 320 || h != 256 || k != "jpeg" {
+		t.Errorf("album cover: %s %d×%d", k, w, h)
+	}
+	resp, body = s.do(t, "GET", "/empty/?th=w", nil)
+	wantStatus(t, resp, body, 200)
+	if resp.Header.Get("Content-Type") != "image/svg+xml" || !bytes.Contains(body, []byte(">folder<")) {
+		t.Errorf("folder without cover: %s %q", resp.Header.Get("Content-Type"), body)
+	}
+	resp, body = s.do(t, "GET", "/empty/?th=w0", nil)
+	wantStatus(t, resp, body, 400)
+}
