@@ -34,8 +34,15 @@ const (
 	ffOut = "file:/dev/fd/4"
 )
 
+// ffDemuxers are the only input formats ffmpeg may use. Playlist and
+// reference formats (hls, concat, dash, ...) are left out: a crafted file
+// of that kind would make ffmpeg read other files of the server into a
+// thumbnail or transcode (an HLS playlist naming /etc/passwd, say).
+const ffDemuxers = "mov,matroska,avi,mpegts,mpeg,flv,asf,ogg,flac,mp3,wav,aac,aiff,ape,wv,mpc,mpc8,ac3,eac3,dts," +
+	"amr,tta,caf,w64,h264,hevc,m4v,mpegvideo,rm,dv,nut,ivf,mxf,wtv,dsf,tak,truehd,mlp,xwma,au,oma,png_pipe"
+
 func ffArgs(extra ...string) []string {
-	return append([]string{"-nostdin", "-hide_banner", "-v", "error", "-y", "-protocol_whitelist", "file,pipe"}, extra...)
+	return append([]string{"-nostdin", "-hide_banner", "-v", "error", "-y", "-protocol_whitelist", "file,pipe", "-format_whitelist", ffDemuxers}, extra...)
 }
 
 // ffRun runs bin with args, in, out as fds 3 and 4, stdin and stdout as
@@ -102,7 +109,7 @@ func (l *limitedBuf) Write(p []byte) (int, error) {
 // unknown.
 func (s *Service) mediaDuration(ctx context.Context, in *os.File) float64 {
 	var out bytes.Buffer
-	args := []string{"-v", "error", "-protocol_whitelist", "file,pipe", "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", ffIn}
+	args := []string{"-v", "error", "-protocol_whitelist", "file,pipe", "-format_whitelist", ffDemuxers, "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", ffIn}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.ffRun(ctx, s.cfg.FFprobe, args, in, nil, nil, &out); err != nil {

@@ -281,6 +281,12 @@ func TestMediaBadInput(t *testing.T) {
 	}
 	writeFile(t, dir, "truncated.mp4", clip[:len(clip)/3])
 	writeFile(t, dir, "garbage.mkv", bytes.Repeat([]byte("not a video "), 1000))
+	// A playlist posing as media must not make ffmpeg read another file
+	// of the server (here: a real audio file outside the volume).
+	outside := t.TempDir()
+	lavfi(t, filepath.Join(outside, "secret.flac"), "-f", "lavfi", "-i", "sine=d=5")
+	writeFile(t, dir, "hls.mp3", []byte("#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:5,\n"+filepath.Join(outside, "secret.flac")+"\n#EXT-X-ENDLIST\n"))
+	writeFile(t, dir, "concat.mkv", []byte("ffconcat version 1.0\nfile "+filepath.Join(outside, "secret.flac")+"\n"))
 	before := tree(t, dir)
 	s := start(t, "-v", dir+"::r")
 	for _, v := range []string{"w0", "w99999", "h0", "h5000", "w15", "x", "jj", "fj", "w100f", "opus1", "%00", "-i", "w-1"} {
@@ -297,6 +303,17 @@ func TestMediaBadInput(t *testing.T) {
 			if resp.Header.Get("Content-Type") != "image/svg+xml" || resp.Header.Get("X-Hoard-Thumb") != "icon" {
 				t.Errorf("%s: %s %s, want the icon", name, resp.Header.Get("Content-Type"), resp.Header.Get("X-Hoard-Thumb"))
 			}
+		}
+	}
+	for _, name := range []string{"hls.mp3", "concat.mkv"} {
+		for _, th := range []string{"mp3", "opus", "p"} {
+			resp, body := s.do(t, "GET", thURL(name, th), nil)
+			wantStatus(t, resp, body, 500)
+		}
+		resp, body := s.do(t, "GET", thURL(name, ""), nil)
+		wantStatus(t, resp, body, 200)
+		if resp.Header.Get("X-Hoard-Thumb") != "icon" {
+			t.Errorf("%s: spectrogram of another file (%s)", name, resp.Header.Get("X-Hoard-Thumb"))
 		}
 	}
 	// Transcoding a file FFmpeg cannot read: 500 with a message.
