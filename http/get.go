@@ -26,6 +26,9 @@ func (s *Server) get(q *req) error {
 		if _, ok := q.query["th"]; ok {
 			return s.folderThumb(q)
 		}
+		if wantsArchive(q) {
+			return s.archive(q, nil)
+		}
 		return s.folder(q)
 	}
 	if err != nil {
