@@ -65,6 +65,7 @@ func names(m map[string][]byte) string {
 
 // The archive modifiers replace entries by their derived forms.
 func TestMediaArchiveModifiers(t *testing.T) {
+	t.Parallel()
 	ffmpegPath(t)
 	dir := t.TempDir()
 	m := filepath.Join(dir, "music")

@@ -10,7 +10,6 @@ import (
 	_ "image/gif"
 	"image/jpeg"
 	"image/png"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,19 +90,6 @@ func twoTone(w, h int) image.Image {
 			}
 			m.SetRGBA(x, y, c)
 		}
-	}
-	return m
-}
-
-// noise is a w×h image of random pixels (it compresses badly).
-func noise(w, h int, seed uint64) image.Image {
-	r := rand.New(rand.NewPCG(seed, 1))
-	m := image.NewRGBA(image.Rect(0, 0, w, h))
-	for i := range m.Pix {
-		m.Pix[i] = uint8(r.Uint32())
-	}
-	for i := 3; i < len(m.Pix); i += 4 {
-		m.Pix[i] = 255
 	}
 	return m
 }

@@ -35,6 +35,7 @@ func (s *server) getCtx(ctx context.Context, path string) (int, http.Header, []b
 
 // Identical concurrent requests make one thumbnail.
 func TestMediaCoalescing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "a.jpg", jpegOf(t, twoTone(640, 480)))
 	wd := t.TempDir()
@@ -74,13 +75,14 @@ func TestMediaCoalescing(t *testing.T) {
 	}
 }
 
-// A burst of 200 concurrent thumbnail requests (50 files, 4 requests
+// A burst of 200 concurrent thumbnail requests (25 files, 8 requests
 // each): never more ffmpeg processes than --th-mt, one run per file,
 // every request answered.
 func TestMediaPoolLimitBurst(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	img := pngOf(t, twoTone(64, 48))
-	const n, files = 200, 50
+	const n, files = 200, 25
 	for i := range files {
 		writeFile(t, dir, "p"+strconv.Itoa(i)+".png", img)
 	}
@@ -119,6 +121,7 @@ func TestMediaPoolLimitBurst(t *testing.T) {
 
 // Past the queue deadline a request gets 503 with Retry-After.
 func TestMediaQueueDeadline(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "a.png", pngOf(t, twoTone(64, 48)))
 	writeFile(t, dir, "b.png", pngOf(t, twoTone(48, 64)))
@@ -173,6 +176,7 @@ func alive(dir string) []int {
 // A client that leaves stops its job (ffmpeg killed); a conversion over
 // --th-convt is killed too.
 func TestMediaCancelAndTimeout(t *testing.T) {
+	t.Parallel()
 	ffmpegPath(t)
 	dir := t.TempDir()
 	lavfi(t, filepath.Join(dir, "tone.flac"), "-f", "lavfi", "-i", "sine=d=3")

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -28,6 +29,7 @@ func mediaDir(t *testing.T) string {
 func thURL(name, v string) string { return "/" + url.PathEscape(name) + "?th=" + url.QueryEscape(v) }
 
 func TestMediaThumbForms(t *testing.T) {
+	t.Parallel()
 	ffmpegPath(t)
 	dir := mediaDir(t)
 	s := start(t, "-v", dir+"::r")
@@ -83,6 +85,7 @@ func TestMediaThumbForms(t *testing.T) {
 }
 
 func TestMediaEXIFOrientation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// 400×200 stored, red left; orientation 6 shows it 200×400 with the
 	// red half on top, 8 with the red half at the bottom.
@@ -118,6 +121,7 @@ func TestMediaEXIFOrientation(t *testing.T) {
 }
 
 func TestMediaTranscodes(t *testing.T) {
+	t.Parallel()
 	ffmpegPath(t)
 	dir := mediaDir(t)
 	// A name beginning with "-" must not become an ffmpeg option.
@@ -165,6 +169,7 @@ func TestMediaTranscodes(t *testing.T) {
 }
 
 func TestMediaCacheHit(t *testing.T) {
+	t.Parallel()
 	ffmpegPath(t)
 	dir := mediaDir(t)
 	wd := t.TempDir()
@@ -220,18 +225,24 @@ func TestMediaCacheHit(t *testing.T) {
 }
 
 func TestMediaCacheCap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
-	for i := range 12 {
-		writeFile(t, dir, "n"+strconv.Itoa(i)+".png", pngOf(t, noise(960, 768, uint64(i))))
-	}
+	// Noise compresses badly: each 960×768 thumbnail is a few hundred KiB,
+	// seven of them more than the 1 MiB cap.
+	lavfi(t, filepath.Join(dir, "n%d.png"), "-f", "lavfi", "-i", "nullsrc=s=960x768,geq=lum='random(1)*255':cb='random(2)*255':cr=128", "-start_number", "0", "-frames:v", "7")
 	s := start(t, "--th-cache-max", "1", "-v", dir+"::r")
-	for i := range 12 {
-		resp, body := s.do(t, "GET", thURL("n"+strconv.Itoa(i)+".png", "3"), nil)
-		wantStatus(t, resp, body, 200)
-		if len(body) < 150<<10 {
-			t.Fatalf("thumbnail of noise is only %d bytes; the test needs big ones", len(body))
-		}
+	var wg sync.WaitGroup
+	for i := range 7 {
+		wg.Go(func() {
+			code, _, body, err := s.getCtx(t.Context(), thURL("n"+strconv.Itoa(i)+".png", "3"))
+			if err != nil || code != 200 {
+				t.Errorf("n%d: %d %v", i, code, err)
+			} else if len(body) < 150<<10 {
+				t.Errorf("thumbnail of noise is only %d bytes; the test needs big ones", len(body))
+			}
+		})
 	}
+	wg.Wait()
 	// Eviction runs in the background; it keeps the cache under its cap.
 	var total int64
 	for range 50 {
@@ -261,6 +272,7 @@ func TestMediaCacheCap(t *testing.T) {
 }
 
 func TestMediaBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := jpegOf(t, twoTone(200, 100))
 	writeFile(t, dir, "good.jpg", good)
@@ -345,6 +357,7 @@ func TestMediaBadInput(t *testing.T) {
 }
 
 func TestMediaPermissions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "a.jpg", jpegOf(t, twoTone(100, 100)))
 	s := start(t, "-a", "r:pw-r", "-a", "w:pw-w", "-a", "g:pw-g", "-v", dir+"::r,r:w,w:g,g")
@@ -362,6 +375,7 @@ func TestMediaPermissions(t *testing.T) {
 }
 
 func TestMediaNoFFmpeg(t *testing.T) {
+	t.Parallel()
 	ffmpegPath(t)
 	dir := mediaDir(t)
 	s := start(t, "--ffmpeg", filepath.Join(t.TempDir(), "no-such-ffmpeg"), "-v", dir+"::r")
@@ -386,6 +400,7 @@ func TestMediaNoFFmpeg(t *testing.T) {
 }
 
 func TestMediaFolderThumb(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "album/cover.jpg", jpegOf(t, twoTone(600, 600)))
 	writeFile(t, dir, "album/x.txt", []byte("x"))
