@@ -39,6 +39,7 @@ require (
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	github.com/yuin/goldmark v1.8.7 // indirect
 	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df // indirect
+	golang.org/x/image v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.33.0 // indirect
 )
