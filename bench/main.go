@@ -161,7 +161,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := runBench(ctx, &c, specs, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
-		if errors.Is(err, context.Canceled) {
+		if ctx.Err() != nil {
 			return 130
 		}
 		return 1

@@ -129,6 +129,8 @@ func num(v float64) string {
 	switch a := abs(v); {
 	case a == 0:
 		return "0"
+	case v == float64(int64(v)):
+		return fmt.Sprintf("%d", int64(v))
 	case a >= 100:
 		return fmt.Sprintf("%.0f", v)
 	case a >= 10:

@@ -197,7 +197,7 @@ func (e *env) get(ctx context.Context, u string, hdr http.Header, want int, n in
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
-		return fmt.Errorf("GET %s: %s (want %d): %s", u, resp.Status, want, bytes.TrimSpace(b))
+		return fmt.Errorf("GET %s: %s (want %d): %s", u, resp.Status, want, clipBytes(b))
 	}
 	var got int64
 	for {
@@ -244,7 +244,7 @@ func (e *env) put(ctx context.Context, u string, body io.Reader, n int64) error 
 		if resp.StatusCode == 405 || resp.StatusCode == 501 {
 			return unsupportedf("PUT answered %s", resp.Status)
 		}
-		return fmt.Errorf("PUT %s: %s: %s", u, resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("PUT %s: %s: %s", u, resp.Status, clipBytes(b))
 	}
 	return nil
 }

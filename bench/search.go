@@ -35,7 +35,7 @@ func queries() []query {
 		{form: "path:", spec: "path:" + fixDir + "/srch/river", cp: "path like " + fixDir + "/srch/river*"},
 		{form: "ext:jpg,png", spec: "ext:jpg,png", cp: "name like *.jpg or name like *.png"},
 		{form: "combined", spec: "whale ext:txt size:>10K", cp: "name like *whale* and name like *.txt and size > 0.01"},
-		{form: "up2k hash", hash: true},
+		{form: "up2k hash (u2c -s)", hash: true},
 	}
 }
 
@@ -48,7 +48,14 @@ type searchReply struct {
 // doSearch posts one search and returns the number of hits; rateLimited
 // is set on 429.
 func (e *env) doSearch(ctx context.Context, body []byte) (hits int, status int, err error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", e.t.url+"/", bytes.NewReader(body))
+	// copyparty takes a JSON POST for a text search only with ?srch in
+	// the URL (else it is an up2k handshake); the interface and hoard
+	// accept that form too
+	u := e.t.url + "/?srch"
+	if bytes.Contains(body, []byte(`"srch":true`)) {
+		u = e.t.url + "/"
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", u, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -72,8 +79,9 @@ func (e *env) doSearch(ctx context.Context, body []byte) (hits int, status int, 
 	return len(r.Hits), 200, nil
 }
 
+// clipBytes is a server's answer fit for one line of a report.
 func clipBytes(b []byte) string {
-	s := strings.TrimSpace(string(b))
+	s := strings.Join(strings.Fields(string(b)), " ")
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}
@@ -93,15 +101,18 @@ func (e *env) dialect() (string, error) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		n, st, err := e.doSearch(e.ctx, qbody("whale"))
-		if err == nil && n > 0 {
-			e.state["dialect"] = "spec"
-			return "spec", nil
-		}
+		// copyparty's form first: in the interface's syntax it is three
+		// words that match nothing, while copyparty reads a bare word as
+		// a tag name and may answer anything
 		n2, st2, err2 := e.doSearch(e.ctx, qbody("name like *whale*"))
 		if err2 == nil && n2 > 0 {
 			e.state["dialect"] = "copyparty"
 			return "copyparty", nil
+		}
+		n, st, err := e.doSearch(e.ctx, qbody("whale"))
+		if err == nil && n > 0 {
+			e.state["dialect"] = "spec"
+			return "spec", nil
 		}
 		busy := st == 503 || st2 == 503 || st == 429 || st2 == 429 || (err == nil && n == 0) || (err2 == nil && n2 == 0)
 		if !busy || time.Now().After(deadline) || e.ctx.Err() != nil {
@@ -134,7 +145,9 @@ func search(e *env) ([]figure, error) {
 	if b, err := os.ReadFile(e.fx.dir + "/" + e.fx.smallPath(0)); err == nil {
 		small = b
 	}
-	hashBody, _ := json.Marshal(map[string]any{"srch": true, "hash": []string{up2k.ChunkHash(small)}})
+	// u2c -s: the file's chunk hashes and size (copyparty needs the size,
+	// it matches whole files by wark)
+	hashBody, _ := json.Marshal(map[string]any{"srch": true, "hash": []string{up2k.ChunkHash(small)}, "size": len(small), "name": "s00000.bin"})
 	qs := queries()
 	per := e.c.duration / time.Duration(len(qs))
 	var figs []figure

@@ -56,10 +56,10 @@ func (e *env) handshake(ctx context.Context, folder string, f *u2file) (*u2reply
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != 200 {
-		if resp.StatusCode == 405 || resp.StatusCode == 501 || resp.StatusCode == 404 {
+		if resp.StatusCode == 405 || resp.StatusCode == 501 || (resp.StatusCode/100 == 4 && bytes.Contains(b, []byte("<html"))) {
 			return nil, nil, unsupportedf("up2k handshake answered %s", resp.Status)
 		}
-		return nil, nil, fmt.Errorf("up2k handshake %s: %s: %s", f.name, resp.Status, bytes.TrimSpace(b))
+		return nil, nil, fmt.Errorf("up2k handshake %s: %s: %s", f.name, resp.Status, clipBytes(b))
 	}
 	var r u2reply
 	if err := json.Unmarshal(b, &r); err != nil || r.Wark == "" {
@@ -192,7 +192,7 @@ func (e *env) chunk(ctx context.Context, u, wark, hashes string, body io.Reader,
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode != 200 {
-		return fmt.Errorf("chunk POST: %s: %s", resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("chunk POST: %s: %s", resp.Status, clipBytes(b))
 	}
 	return nil
 }
