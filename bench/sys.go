@@ -326,7 +326,7 @@ type limit struct {
 func measureLimits(ctx context.Context, fx *fixtures, prog *progress) ([]limit, error) {
 	var out []limit
 	add := func(name, unit string, v float64) { out = append(out, limit{name, unit, v}) }
-	d := 2 * time.Second
+	d := min(2*time.Second, max(fx.cfg.duration, 250*time.Millisecond))
 
 	prog.begin("limit: loopback TCP")
 	v, err := loopback(ctx, d, nil)
