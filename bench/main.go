@@ -60,6 +60,7 @@ type config struct {
 	hoardBin  string
 	hoardArgs string
 	quiet     bool
+	stdClient bool
 }
 
 // byteSize is a flag value in bytes with an optional K, M, G suffix (KiB…).
@@ -130,6 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.hoardBin, "hoard-bin", "", "use this hoard binary for -spawn instead of building one")
 	fs.StringVar(&c.hoardArgs, "hoard-args", "", "extra flags for the spawned hoard (space-separated)")
 	fs.BoolVar(&c.quiet, "q", false, "no progress line")
+	fs.BoolVar(&c.stdClient, "stdclient", false, "get-small and range through net/http's client instead of the harness's lean HTTP/1.1 one")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

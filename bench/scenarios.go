@@ -262,10 +262,14 @@ func settle(abs string) {
 // for faulting that memory in again, and whichever target comes first
 // after a pause would be charged for it.
 func (e *env) prefault(n int64) {
-	if !e.c.prefault {
-		return
+	if e.c.prefault {
+		prefault(e.fx, n)
 	}
-	p := filepath.Join(e.fx.upRoot, "prefault-"+e.fx.nonce+".tmp")
+}
+
+func prefault(fx *fixtures, n int64) {
+	os.MkdirAll(fx.upRoot, 0o777)
+	p := filepath.Join(fx.upRoot, "prefault-"+fx.nonce+".tmp")
 	f, err := os.Create(p)
 	if err != nil {
 		return
@@ -298,9 +302,17 @@ func getLarge(e *env) ([]figure, error) {
 
 func getSmall(e *env) ([]figure, error) {
 	n, size := e.c.smallN, int64(e.c.smallSize)
+	rp, err := newRawPool(e.t.url)
+	if err != nil {
+		return nil, err
+	}
+	defer rp.close()
 	st, err := load(e, e.c.conns, false, func(ctx context.Context, w, i int, moved *atomic.Int64) error {
 		k := (w*7919 + i*104729) % n
-		return e.get(ctx, e.url(e.fx.smallPath(k)), nil, 200, size, moved, make([]byte, 32<<10))
+		if e.c.stdClient {
+			return e.get(ctx, e.url(e.fx.smallPath(k)), nil, 200, size, moved, make([]byte, 32<<10))
+		}
+		return rp.get(ctx, w, "/"+e.fx.smallPath(k), "", 200, size, moved)
 	})
 	if err != nil {
 		return nil, err
@@ -315,11 +327,20 @@ func getSmall(e *env) ([]figure, error) {
 func rangeGet(e *env) ([]figure, error) {
 	size, rs := e.c.big, e.c.rangeSize
 	u := e.url(e.fx.bigPath())
+	rp, err := newRawPool(e.t.url)
+	if err != nil {
+		return nil, err
+	}
+	defer rp.close()
+	path := "/" + e.fx.bigPath()
 	st, err := load(e, e.c.conns, false, func(ctx context.Context, w, i int, moved *atomic.Int64) error {
 		r := rand.New(rand.NewPCG(uint64(w), uint64(i)))
 		a := r.Int64N(size - rs + 1)
-		h := http.Header{"Range": {fmt.Sprintf("bytes=%d-%d", a, a+rs-1)}}
-		return e.get(ctx, u, h, 206, rs, moved, make([]byte, 64<<10))
+		if e.c.stdClient {
+			h := http.Header{"Range": {fmt.Sprintf("bytes=%d-%d", a, a+rs-1)}}
+			return e.get(ctx, u, h, 206, rs, moved, make([]byte, 64<<10))
+		}
+		return rp.get(ctx, w, path, fmt.Sprintf("Range: bytes=%d-%d\r\n", a, a+rs-1), 206, rs, moved)
 	})
 	if err != nil {
 		return nil, err

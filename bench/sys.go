@@ -347,6 +347,7 @@ func measureLimits(ctx context.Context, fx *fixtures, prog *progress) ([]limit, 
 	prog.begin("limit: disk write")
 	n := min(fx.cfg.big, 512<<20)
 	for _, sync := range []bool{false, true} {
+		prefault(fx, n)
 		v, err := diskWrite(fx, n, sync)
 		if err != nil {
 			return nil, err
