@@ -301,13 +301,15 @@ func runBench(ctx context.Context, c *config, specs []targetSpec, stdout, stderr
 	if !c.keep || c.dir == "" {
 		defer fx.remove()
 	}
-	defer os.RemoveAll(fx.upRoot)
-
 	var targets []*target
 	defer func() {
 		for _, t := range targets {
 			t.stop()
+			// every measurement removes its own upload folder; what is left
+			// is empty unless another harness process uploads there too
+			os.Remove(filepath.Join(fx.upRoot, t.name))
 		}
+		os.Remove(fx.upRoot)
 	}()
 	for _, s := range specs {
 		t := &target{name: s.name, url: s.url, pid: s.pid}
