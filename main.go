@@ -48,6 +48,7 @@ type options struct {
 	snapDrop, dbCache, thMT int
 	reMaxAge                int
 	maxRanges               int
+	archMT                  int
 	logLevel                string
 }
 
@@ -82,6 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
 	fs.IntVar(&o.reMaxAge, "re-maxage", 0, "rescan volumes every this many seconds (0: never)")
 	fs.IntVar(&o.maxRanges, "max-ranges", 16, "most byte ranges served in one request")
+	fs.IntVar(&o.archMT, "arch-mt", runtime.NumCPU(), "archives compressing at once with xz, bz2 or gz level 6+ (more get 503)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -138,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	srv := &http.Server{
-		Handler:           srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up}),
+		Handler:           srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

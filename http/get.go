@@ -23,6 +23,9 @@ func (s *Server) get(q *req) error {
 	}
 	f, fi, err := q.vol.Open(q.rel)
 	if errors.Is(err, store.ErrIsDir) {
+		if wantsArchive(q) {
+			return s.archive(q, nil)
+		}
 		return s.folder(q)
 	}
 	if err != nil {

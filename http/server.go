@@ -8,11 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"hoard/arch"
 	"hoard/store"
 	"hoard/up2k"
 )
@@ -26,6 +28,12 @@ type Config struct {
 	MaxRanges int
 	// Up2k runs resumable uploads; nil answers them with 501.
 	Up2k *up2k.Manager
+	// ArchMT caps the archives compressing at once with xz, bz2 or gz
+	// level 6+ (more get 503); 0 means the number of cores.
+	ArchMT int
+	// ArchTransform serves the archive modifiers (opus, mp3, j, w, p);
+	// nil answers them with 501.
+	ArchTransform arch.Transform
 }
 
 // Server is hoard's http.Handler.
@@ -38,6 +46,9 @@ type Server struct {
 	up        *up2k.Manager
 	idPrefix  string        // random per process, so request IDs differ across restarts
 	reqs      atomic.Uint64 // request counter for IDs
+
+	archSem chan struct{}  // slots for CPU-heavy archives
+	archFn  arch.Transform // archive modifiers; nil: 501
 }
 
 // New returns the handler for cfg.
@@ -53,6 +64,10 @@ func New(cfg Config) *Server {
 	if s.maxRanges <= 0 {
 		s.maxRanges = 16
 	}
+	if cfg.ArchMT <= 0 {
+		cfg.ArchMT = runtime.NumCPU()
+	}
+	s.archSem, s.archFn = make(chan struct{}, cfg.ArchMT), cfg.ArchTransform
 	return s
 }
 
@@ -118,6 +133,9 @@ func (s *Server) route(q *req) error {
 }
 
 func (s *Server) post(q *req) error {
+	if wantsArchive(q) {
+		return s.archivePost(q)
+	}
 	ct := strings.ToLower(q.r.Header.Get("Content-Type"))
 	switch {
 	case strings.HasPrefix(ct, "multipart/form-data"):

@@ -1,0 +1,426 @@
+package arch
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ulikunitz/xz"
+	"golang.org/x/text/encoding/charmap"
+
+	"hoard/store"
+)
+
+func openVol(t testing.TB, dir string) *store.Volume {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{{Src: dir, Perms: map[string]store.Perm{"*": store.PermRead | store.PermDot}}}, Logger: quiet, Hist: filepath.Join(t.TempDir(), store.HistName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st.Volumes()[0]
+}
+
+func put(t testing.TB, dir, rel string, data []byte) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// walk collects the whole volume under prefix.
+func walk(t testing.TB, v *store.Volume, prefix string) []File {
+	t.Helper()
+	w := &Walker{Vol: v, Dots: true}
+	if err := w.AddFolder(context.Background(), "", prefix); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Errs) > 0 {
+		t.Fatalf("walk errors: %v", w.Errs)
+	}
+	return w.Files
+}
+
+type member struct {
+	data  []byte
+	mode  int64
+	mtime time.Time
+}
+
+// readBack decodes an archive with Go's readers: name → content, mode, mtime.
+func readBack(t testing.TB, f Format, b []byte) map[string]member {
+	t.Helper()
+	out := map[string]member{}
+	if f.Zip {
+		zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatalf("zip.NewReader: %v", err)
+		}
+		for _, zf := range zr.File {
+			name := zf.Name
+			if zf.Flags&0x800 == 0 {
+				d, err := charmap.CodePage437.NewDecoder().String(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name = d
+			}
+			rc, err := zf.Open()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			data, err := io.ReadAll(rc) // checks the CRC at the end
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			out[name] = member{data: data, mode: int64(zf.Mode().Perm()), mtime: zf.Modified}
+		}
+		return out
+	}
+	var r io.Reader = bytes.NewReader(b)
+	var err error
+	switch f.Codec {
+	case Gzip:
+		r, err = gzip.NewReader(r)
+	case XZ:
+		r, err = xz.NewReader(r)
+	case Bzip2:
+		r = bzip2.NewReader(r)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("tar: %v", err)
+		}
+		if f.Pax && h.Format&tar.FormatPAX == 0 && h.Format != tar.FormatUSTAR {
+			t.Errorf("%s: format %v, want pax", h.Name, h.Format)
+		}
+		if !f.Pax && h.Format != tar.FormatGNU && h.Format != tar.FormatUSTAR {
+			t.Errorf("%s: format %v, want GNU", h.Name, h.Format)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatalf("%s: %v", h.Name, err)
+		}
+		out[h.Name] = member{data: data, mode: h.Mode, mtime: h.ModTime}
+	}
+	return out
+}
+
+var allFormats = []string{"tar", "tar=pax", "tar=gz:0", "tar=gz", "tar=gz:9", "tar=pax,gz:1", "tar=xz:0", "tar=xz", "tar=bz2:1", "tar=bz2", "zip", "zip=dos", "zip=crc"}
+
+func parse(t testing.TB, s string) Format {
+	t.Helper()
+	k, v, _ := strings.Cut(s, "=")
+	var f Format
+	var err error
+	if k == "tar" {
+		f, err = ParseTar(v)
+	} else {
+		f, err = ParseZip(v)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("long folder name ", 7) + "/" + strings.Repeat("é", 60) + ".txt" // > 100 bytes, non-ASCII
+	files := map[string][]byte{
+		"a.txt":                  []byte("hello\n"),
+		"empty":                  {},
+		"sub/ünï cødé ½.txt":     []byte("ü"),
+		"sub/日本語.txt":            []byte("nihongo"),
+		"sub/big.bin":            randBytes(300_000, 1),
+		"sub/exact":              randBytes(512, 2),
+		long:                     []byte("long"),
+		".dot/inside":            []byte("dot"),
+		"sub/deeper/x/y/z/w.dat": randBytes(70_000, 3),
+	}
+	for name, data := range files {
+		put(t, dir, name, data)
+	}
+	os.Chmod(filepath.Join(dir, "a.txt"), 0o755)
+	mt := time.Date(2021, 3, 4, 5, 6, 7, 890_000_000, time.UTC)
+	os.Chtimes(filepath.Join(dir, "sub/big.bin"), mt, mt)
+	v := openVol(t, dir)
+	for _, fs := range allFormats {
+		t.Run(fs, func(t *testing.T) {
+			f := parse(t, fs)
+			list := walk(t, v, "top/")
+			var buf bytes.Buffer
+			if err := Write(context.Background(), &buf, f, list, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			if f.Sized() {
+				if n, err := Size(f, list); err != nil || n != int64(buf.Len()) {
+					t.Errorf("Size = %d, %v; wrote %d", n, err, buf.Len())
+				}
+			}
+			if !f.Zip && f.Codec == "" && buf.Len()%10240 != 0 {
+				t.Errorf("tar of %d bytes is not whole 10240-byte records", buf.Len())
+			}
+			got := readBack(t, f, buf.Bytes())
+			if len(got) != len(files) {
+				t.Errorf("%d entries, want %d: %v", len(got), len(files), keys(got))
+			}
+			for name, data := range files {
+				m, ok := got["top/"+name]
+				if !ok {
+					t.Errorf("missing %q", name)
+					continue
+				}
+				if !bytes.Equal(m.data, data) {
+					t.Errorf("%s: %d bytes differ from the %d written", name, len(m.data), len(data))
+				}
+			}
+			if m := got["top/a.txt"]; m.mode != 0o755 {
+				t.Errorf("a.txt mode %o, want 755", m.mode)
+			}
+			m := got["top/sub/big.bin"]
+			want := mt.Truncate(time.Second)
+			if f.Pax {
+				want = mt
+			}
+			if !m.mtime.Equal(want) {
+				t.Errorf("big.bin mtime %v, want %v", m.mtime, want)
+			}
+		})
+	}
+}
+
+func keys(m map[string]member) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func randBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// sendfileRecorder stands for the HTTP response: it records what its
+// ReadFrom was handed.
+type sendfileRecorder struct {
+	bytes.Buffer
+	files int // ReadFrom calls whose source is (a limit on) an *os.File
+}
+
+func (s *sendfileRecorder) ReadFrom(r io.Reader) (int64, error) {
+	src := r
+	if lr, ok := r.(*io.LimitedReader); ok {
+		src = lr.R
+	}
+	if _, ok := src.(*os.File); ok {
+		s.files++
+	}
+	return s.Buffer.ReadFrom(r)
+}
+
+func TestTarBodiesReachReadFrom(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "big1", randBytes(200_000, 4))
+	put(t, dir, "big2", randBytes(1<<20, 5))
+	put(t, dir, "small", []byte("small files go through the buffer"))
+	v := openVol(t, dir)
+	for _, tc := range []struct {
+		format string
+		want   int
+	}{{"tar", 2}, {"tar=pax", 2}, {"tar=gz", 0}, {"zip", 0}} {
+		var rec sendfileRecorder
+		f := parse(t, tc.format)
+		if err := Write(context.Background(), &rec, f, walk(t, v, "x/"), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if rec.files != tc.want {
+			t.Errorf("%s: ReadFrom got an *os.File %d times, want %d", tc.format, rec.files, tc.want)
+		}
+		if got := readBack(t, f, rec.Bytes()); len(got) != 3 {
+			t.Errorf("%s: %d entries", tc.format, len(got))
+		}
+	}
+}
+
+func TestChangedSizeAborts(t *testing.T) {
+	for _, fs := range []string{"tar", "tar=gz", "zip", "zip=crc"} {
+		for _, change := range []string{"grow", "shrink"} {
+			dir := t.TempDir()
+			put(t, dir, "f", randBytes(100_000, 6))
+			v := openVol(t, dir)
+			list := walk(t, v, "")
+			data := randBytes(150_000, 7)
+			if change == "shrink" {
+				data = data[:50_000]
+			}
+			put(t, dir, "f", data)
+			err := Write(context.Background(), io.Discard, parse(t, fs), list, Options{})
+			if !errors.Is(err, ErrChanged) {
+				t.Errorf("%s, file %s: Write = %v, want ErrChanged", fs, change, err)
+			}
+		}
+	}
+}
+
+// growing grows a file while the tar body is being sent.
+type growing struct {
+	bytes.Buffer
+	path string
+	done bool
+}
+
+func (g *growing) Write(p []byte) (int, error) {
+	if !g.done && g.Len() > 1000 {
+		g.done = true
+		f, _ := os.OpenFile(g.path, os.O_APPEND|os.O_WRONLY, 0)
+		f.Write([]byte("more"))
+		f.Close()
+	}
+	return g.Buffer.Write(p)
+}
+
+func TestGrowingDuringBodyAborts(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "f", randBytes(500_000, 8))
+	v := openVol(t, dir)
+	g := &growing{path: filepath.Join(dir, "f")}
+	err := Write(context.Background(), g, Format{}, walk(t, v, ""), Options{SendfileMin: 1 << 40})
+	if !errors.Is(err, ErrChanged) {
+		t.Fatalf("Write = %v, want ErrChanged", err)
+	}
+}
+
+func TestCanceledStops(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "f", randBytes(100_000, 9))
+	v := openVol(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, fs := range []string{"tar", "tar=xz", "tar=bz2", "zip"} {
+		if err := Write(ctx, io.Discard, parse(t, fs), walk(t, v, ""), Options{}); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: Write = %v, want context.Canceled", fs, err)
+		}
+	}
+}
+
+func TestExclusionsAndLoops(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"keep", "up2k.db", "dir.txt", "x.PARTIAL", ".hoard-tmp", "sub/dir.txt", "sub/keep2", ".dot/k"} {
+		put(t, dir, n, []byte(n))
+	}
+	os.Symlink("..", filepath.Join(dir, "sub", "loop"))
+	os.Symlink("/etc", filepath.Join(dir, "out"))
+	os.Symlink("/etc/hostname", filepath.Join(dir, "outfile"))
+	os.Symlink("keep", filepath.Join(dir, "inlink"))
+	v := openVol(t, dir)
+	w := &Walker{Vol: v}
+	if err := w.AddFolder(context.Background(), "", ""); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range w.Files {
+		names = append(names, f.Name)
+	}
+	if got, want := strings.Join(names, ","), "inlink,keep,sub/keep2"; got != want {
+		t.Errorf("entries %s, want %s", got, want)
+	}
+	w = &Walker{Vol: v, Dots: true}
+	w.AddFolder(context.Background(), "", "")
+	names = nil
+	for _, f := range w.Files {
+		names = append(names, f.Name)
+	}
+	if got, want := strings.Join(names, ","), "inlink,keep,.dot/k,sub/keep2"; got != want {
+		t.Errorf("with dots: entries %s, want %s (a folder's files, then its folders)", got, want)
+	}
+}
+
+func TestCP437Names(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		utf8 bool
+	}{{"plain.txt", false}, {"café ÿ ½ Ä.txt", false}, {"日本.txt", true}, {"Ø.txt", true}} {
+		b, flags := zipName(tc.name, true)
+		if (flags&flagUTF8 != 0) != tc.utf8 {
+			t.Errorf("%q: flags %#x, want UTF-8 flag %v", tc.name, flags, tc.utf8)
+		}
+		if !tc.utf8 {
+			d, _ := charmap.CodePage437.NewDecoder().Bytes(b)
+			if string(d) != tc.name {
+				t.Errorf("%q: CP437 bytes %x decode to %q", tc.name, b, d)
+			}
+		}
+	}
+	b, _ := zipName("é", true)
+	if !bytes.Equal(b, []byte{0x82}) {
+		t.Errorf("é in CP437 = %x, want 82", b)
+	}
+}
+
+// TestHugeSizes checks the headers of entries past 8 GiB (tar's octal
+// limit) and 4 GiB (zip32) on sparse files, without moving their bytes:
+// the first header is read from a pipe, then the writer is stopped.
+func TestHugeSizes(t *testing.T) {
+	dir := t.TempDir()
+	const size = 8<<30 + 12345
+	f, err := os.Create(filepath.Join(dir, "huge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Skipf("no sparse files here: %v", err)
+	}
+	f.Close()
+	v := openVol(t, dir)
+	list := walk(t, v, "")
+	for _, fs := range []string{"tar", "tar=pax"} {
+		f := parse(t, fs)
+		n, err := Size(f, list)
+		if want := int64(512 + size + (512-size%512)%512 + 1024); err != nil || n < want || n%10240 != 0 {
+			t.Errorf("%s: Size = %d, %v; want ≥ %d in whole records", fs, n, err, want)
+		}
+		pr, pw := io.Pipe()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- Write(ctx, pw, f, list, Options{}); pw.Close() }()
+		h, err := tar.NewReader(pr).Next()
+		cancel()
+		pr.Close()
+		<-done
+		if err != nil || h.Size != size || h.Name != "huge" {
+			t.Errorf("%s: header %+v, %v", fs, h, err)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package arch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"hoard/store"
+)
+
+// File is one entry of an archive.
+type File struct {
+	Name  string // path inside the archive, slash-separated
+	Vol   *store.Volume
+	Rel   string // path inside Vol
+	Size  int64
+	Mtime time.Time
+	Mode  uint32 // permission bits with setuid, setgid, sticky (st_mode & 07777)
+
+	data []byte // content of a generated entry (Vol is nil)
+}
+
+// Excluded reports whether a file or folder name never enters an archive:
+// the state folder, copyparty's up2k.db and dir.txt, files being written
+// (*.PARTIAL) and hoard's own work files.
+func Excluded(name string) bool {
+	return strings.EqualFold(name, store.HistName) || name == "up2k.db" || name == "dir.txt" ||
+		strings.HasSuffix(name, store.PartialSuffix) || strings.HasPrefix(name, ".hoard-")
+}
+
+// Walker collects the files below folders of one volume. Symbolic links
+// are followed only inside the volume (the store's os.Root sees to that);
+// a folder that is its own ancestor (a link loop) is not entered again.
+type Walker struct {
+	Vol  *store.Volume
+	Dots bool // include names starting with a dot
+
+	Files []File
+	// Errs lists what could not be read, as "<path>: <reason>"; the
+	// archive carries them in a last entry (see ErrorsFile).
+	Errs []string
+}
+
+type devIno struct{ dev, ino uint64 }
+
+func idOf(fi fs.FileInfo) (devIno, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return devIno{}, false
+	}
+	return devIno{uint64(st.Dev), st.Ino}, true
+}
+
+// AddFolder adds every file below the folder rel, named prefix + its path
+// below rel, in copyparty's order: a folder's files sorted by name, then
+// each sub-folder in turn. An unreadable rel is an error; what cannot be
+// read below it is noted in Errs.
+func (w *Walker) AddFolder(ctx context.Context, rel, prefix string) error {
+	fi, err := w.Vol.Stat(rel)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return store.ErrNotDir
+	}
+	return w.folder(ctx, rel, prefix, nil, fi)
+}
+
+// AddFile adds the regular file rel as name.
+func (w *Walker) AddFile(rel, name string) error {
+	f, fi, err := w.Vol.Open(rel)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	w.Files = append(w.Files, fileOf(w.Vol, rel, name, fi))
+	return nil
+}
+
+func fileOf(v *store.Volume, rel, name string, fi fs.FileInfo) File {
+	mode := uint32(fi.Mode().Perm())
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		mode = st.Mode & 0o7777
+	}
+	return File{Name: name, Vol: v, Rel: rel, Size: fi.Size(), Mtime: fi.ModTime(), Mode: mode}
+}
+
+func (w *Walker) folder(ctx context.Context, rel, prefix string, up []devIno, dfi fs.FileInfo) error {
+	if id, ok := idOf(dfi); ok {
+		for _, a := range up {
+			if a == id {
+				return nil // a link back to an ancestor
+			}
+		}
+		up = append(up, id)
+	}
+	ents, err := w.Vol.List(ctx, rel, store.ListOptions{Dots: w.Dots})
+	if err != nil {
+		if ctx.Err() != nil || len(up) <= 1 {
+			return err // the folder asked for is unreadable: no archive
+		}
+		w.Errs = append(w.Errs, fmt.Sprintf("%s: %v", prefix, err))
+		return nil
+	}
+	var dirs []store.Entry
+	for _, e := range ents {
+		if Excluded(e.Name) {
+			continue
+		}
+		if e.Dir {
+			dirs = append(dirs, e)
+			continue
+		}
+		r := path.Join(rel, e.Name)
+		if err := w.AddFile(r, prefix+e.Name); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				continue // gone since the listing
+			}
+			w.Errs = append(w.Errs, fmt.Sprintf("%s: %v", prefix+e.Name, errText(err)))
+		}
+	}
+	for _, e := range dirs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r := path.Join(rel, e.Name)
+		fi, err := w.Vol.Stat(r)
+		if err != nil {
+			continue
+		}
+		if err := w.folder(ctx, r, prefix+e.Name+"/", up, fi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func errText(err error) string {
+	if errors.Is(err, fs.ErrPermission) {
+		return "permission denied"
+	}
+	return strings.TrimPrefix(err.Error(), "store: ")
+}
+
+// ErrorsFile returns the entry copyparty appends when files could not be
+// read: archive-errors-<UTC time>.txt, CRLF text, one " file:"/"error:"
+// pair per problem. ok is false when there was none.
+func (w *Walker) ErrorsFile(prefix string, now time.Time) (File, bool) {
+	if len(w.Errs) == 0 {
+		return File{}, false
+	}
+	var b strings.Builder
+	b.WriteString("hoard failed to add the following files to the archive:\r\n\r\n")
+	for _, e := range w.Errs {
+		p, reason, _ := strings.Cut(e, ": ")
+		fmt.Fprintf(&b, " file: %s\r\nerror: %s\r\n\r\n", p, reason)
+	}
+	data := []byte(b.String())
+	name := prefix + "archive-errors-" + now.UTC().Format("2006-0102-150405") + ".txt"
+	return File{Name: name, Size: int64(len(data)), Mtime: now, Mode: 0o644, data: data}, true
+}

@@ -1,0 +1,300 @@
+package arch
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+)
+
+// ErrChanged means a file's size changed while it was being archived. The
+// archive cannot be finished truthfully, so the caller must cut the
+// transfer rather than end it normally.
+var ErrChanged = errors.New("arch: a file changed size while it was being archived")
+
+// Transform replaces an entry by a derived form (a transcode, thumbnail or
+// waveform) for the archive modifiers opus, mp3, j, w and p. The media
+// package provides it; arch only calls it.
+//
+// It gets the entry's archive name, the open file and its FileInfo, and the
+// modifier. ok=false (with a nil error) keeps the original file, which is
+// also what a failed conversion should do (copyparty keeps the original).
+// Otherwise it returns the new archive name (the extension changed, e.g.
+// ".opus"), the content and its exact size; arch closes r.
+type Transform func(ctx context.Context, name string, f *os.File, fi fs.FileInfo, mod string) (newName string, r io.ReadCloser, size int64, ok bool, err error)
+
+// Options tune Write.
+type Options struct {
+	// Transform serves Format.Mod; Write fails if Mod is set and this is nil.
+	Transform Transform
+	// SendfileMin is the size from which an uncompressed tar hands a file
+	// body to w's ReadFrom (sendfile(2) on a TCP response) instead of
+	// copying it through the buffer. 0 means 64 KiB.
+	SendfileMin int64
+}
+
+// bufSize is the write buffer between the archive and its destination:
+// small files and headers gather into writes this large.
+const bufSize = 64 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// Size returns the exact length in bytes of the archive Write produces for
+// files, for formats that are Sized (uncompressed, no modifier).
+func Size(f Format, files []File) (int64, error) {
+	if !f.Sized() {
+		return 0, fmt.Errorf("arch: the length of a %s archive is not known beforehand", f.Ext())
+	}
+	return write(context.Background(), io.Discard, f, files, Options{}, true)
+}
+
+// Write writes the archive of files to w in format f. It stops at the first
+// error, leaving the archive unfinished: ErrChanged when a file changed
+// size, the context's error when ctx ends, or a read or write error.
+func Write(ctx context.Context, w io.Writer, f Format, files []File, opt Options) error {
+	if f.Mod != "" && opt.Transform == nil {
+		return fmt.Errorf("arch: modifier %q needs a Transform", f.Mod)
+	}
+	_, err := write(ctx, w, f, files, opt, false)
+	return err
+}
+
+// write writes the archive and returns its length. With dry set it opens
+// no file and writes headers only, counting bodies by their sizes.
+func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options, dry bool) (n int64, err error) {
+	var raw io.Writer = w // where file bodies may go by ReadFrom
+	var enc io.WriteCloser
+	if f.Codec != "" && !dry {
+		ectx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		enc, err = NewStreamEncoder(ectx, f.Codec, f.Level, w)
+		if err != nil {
+			return 0, err
+		}
+		defer func() {
+			if err != nil {
+				cancel() // an unfinished archive must not get a proper end
+			}
+			if cerr := enc.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		w, raw = enc, nil
+	}
+	bw := bufio.NewWriterSize(w, bufSize)
+	aw := &archiveWriter{ctx: ctx, bw: bw, raw: raw, f: f, opt: opt, dry: dry}
+	if aw.opt.SendfileMin <= 0 {
+		aw.opt.SendfileMin = 64 << 10
+	}
+	for i := range files {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if err := aw.add(&files[i]); err != nil {
+			return 0, err
+		}
+	}
+	if f.Zip {
+		err = aw.zipEnd()
+	} else {
+		err = aw.tarEnd()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return aw.off, bw.Flush()
+}
+
+type archiveWriter struct {
+	ctx context.Context
+	bw  *bufio.Writer
+	raw io.Writer // nil when compressing
+	f   Format
+	opt Options
+	dry bool      // count only: no file is opened
+	off int64     // bytes of archive written
+	cd  []cdEntry // zip: central directory, written at the end
+	hdr bytes.Buffer
+}
+
+func (a *archiveWriter) write(p []byte) error {
+	n, err := a.bw.Write(p)
+	a.off += int64(n)
+	return err
+}
+
+// entry is what gets written for one File: its name, size and content.
+type entry struct {
+	name string
+	size int64
+	file *os.File  // when the body is the file itself
+	r    io.Reader // otherwise
+}
+
+func (a *archiveWriter) add(fl *File) error {
+	e := entry{name: fl.Name, size: fl.Size}
+	if a.dry {
+		return a.addEntry(fl, &e)
+	}
+	if fl.data != nil || fl.Vol == nil {
+		e.r = bytes.NewReader(fl.data)
+		return a.addEntry(fl, &e)
+	}
+	file, fi, err := fl.Vol.Open(fl.Rel)
+	if err != nil {
+		return fmt.Errorf("arch: %s: %w", fl.Name, err)
+	}
+	defer file.Close()
+	if fi.Size() != fl.Size {
+		return fmt.Errorf("%w: %s was %d bytes, now %d", ErrChanged, fl.Name, fl.Size, fi.Size())
+	}
+	e.file = file
+	if a.f.Mod != "" {
+		name, r, size, ok, err := a.opt.Transform(a.ctx, fl.Name, file, fi, a.f.Mod)
+		if err != nil {
+			return err
+		}
+		if ok {
+			defer r.Close()
+			e.name, e.size, e.file, e.r = name, size, nil, r
+			return a.addEntry(fl, &e)
+		}
+	}
+	if err := a.addEntry(fl, &e); err != nil {
+		return err
+	}
+	// The body was read to its announced size; a file that grew (or was
+	// rewritten) meanwhile would make the archive a lie.
+	if e.file != nil {
+		if fi, err := e.file.Stat(); err != nil || fi.Size() != fl.Size {
+			return fmt.Errorf("%w: %s", ErrChanged, fl.Name)
+		}
+	}
+	return nil
+}
+
+func (a *archiveWriter) addEntry(fl *File, e *entry) error {
+	if a.f.Zip {
+		return a.zipEntry(fl, e)
+	}
+	return a.tarEntry(fl, e)
+}
+
+// body copies e's content: exactly e.size bytes, through crc when it is
+// not nil. Large file bodies of an uncompressed tar go to the destination's
+// ReadFrom with the *os.File (sendfile(2) when that is a TCP response).
+func (a *archiveWriter) body(e *entry, crc *uint32) error {
+	if a.dry {
+		a.off += e.size
+		return nil
+	}
+	if e.size == 0 {
+		return nil
+	}
+	if crc == nil && e.file != nil && a.raw != nil && e.size >= a.opt.SendfileMin {
+		if rf, ok := a.raw.(io.ReaderFrom); ok {
+			if err := a.bw.Flush(); err != nil {
+				return err
+			}
+			n, err := rf.ReadFrom(&io.LimitedReader{R: e.file, N: e.size})
+			a.off += n
+			if err != nil {
+				return err
+			}
+			if n != e.size {
+				return fmt.Errorf("%w: %s ended at %d of %d bytes", ErrChanged, e.name, n, e.size)
+			}
+			return nil
+		}
+	}
+	src := e.r
+	if e.file != nil {
+		src = e.file
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	left := e.size
+	for left > 0 {
+		if err := a.ctx.Err(); err != nil {
+			return err
+		}
+		p := buf
+		if int64(len(p)) > left {
+			p = p[:left]
+		}
+		n, err := io.ReadFull(src, p)
+		if n > 0 {
+			if crc != nil {
+				*crc = crc32.Update(*crc, crc32.IEEETable, p[:n])
+			}
+			if werr := a.write(p[:n]); werr != nil {
+				return werr
+			}
+			left -= int64(n)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("%w: %s ended at %d of %d bytes", ErrChanged, e.name, e.size-left, e.size)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// --- tar -------------------------------------------------------------------
+
+func (a *archiveWriter) tarEntry(fl *File, e *entry) error {
+	h := &tar.Header{
+		Typeflag: tar.TypeReg,
+		Name:     e.name,
+		Size:     e.size,
+		Mode:     int64(fl.Mode),
+		ModTime:  fl.Mtime,
+		Format:   tar.FormatGNU,
+	}
+	if a.f.Pax {
+		h.Format = tar.FormatPAX
+	} else {
+		h.ModTime = h.ModTime.Truncate(1e9) // GNU tar keeps whole seconds
+	}
+	// archive/tar writes the header blocks (with a GNU long-name entry or
+	// a pax record when needed) into a small buffer; the body is ours to
+	// send, so the writer is dropped before it expects one.
+	a.hdr.Reset()
+	if err := tar.NewWriter(&a.hdr).WriteHeader(h); err != nil {
+		return fmt.Errorf("arch: %s: %w", e.name, err)
+	}
+	if err := a.write(a.hdr.Bytes()); err != nil {
+		return err
+	}
+	if err := a.body(e, nil); err != nil {
+		return err
+	}
+	if pad := (512 - e.size%512) % 512; pad > 0 {
+		return a.write(zeros[:pad])
+	}
+	return nil
+}
+
+var zeros [10240]byte
+
+// tarEnd writes two zero blocks and pads the archive to a whole 10240-byte
+// record, as tar(1) does.
+func (a *archiveWriter) tarEnd() error {
+	if err := a.write(zeros[:1024]); err != nil {
+		return err
+	}
+	if pad := (10240 - a.off%10240) % 10240; pad > 0 {
+		return a.write(zeros[:pad])
+	}
+	return nil
+}

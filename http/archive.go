@@ -1,0 +1,311 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"hoard/arch"
+	"hoard/store"
+)
+
+// wantsArchive reports whether the query asks for an archive (?tar, ?zip).
+func wantsArchive(q *req) bool { return has(q.query, "tar") || has(q.query, "zip") }
+
+// archive answers GET /<folder>/?tar[=fmt] and ?zip[=fmt] (sel == nil:
+// the whole folder, wrapped in a folder of its name) and POST selections
+// (sel: names relative to the folder, no wrapper). Everything is resolved
+// and checked before the first byte goes out; after that, a failure cuts
+// the transfer (fail panics with http.ErrAbortHandler once headers are
+// sent), so a client never takes an incomplete archive for a whole one.
+func (s *Server) archive(q *req, sel []string) error {
+	if q.vol == nil {
+		return errorf(http.StatusNotFound, "archives are made of folders inside a volume; /%s is none", strings.Join(q.parts, "/"))
+	}
+	if err := q.need(store.PermRead, "download archives"); err != nil {
+		return err
+	}
+	f, err := archiveFormat(q)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "arch: "))
+	}
+	if f.Mod != "" && s.archFn == nil {
+		return errorf(http.StatusNotImplemented, "archive modifier %s needs the media support, not built yet", f.Mod)
+	}
+	fi, err := q.vol.Stat(q.rel)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return errorf(http.StatusBadRequest, "?tar and ?zip apply to folders; /%s is a file", strings.Join(q.parts, "/"))
+	}
+	if f.Heavy() {
+		select {
+		case s.archSem <- struct{}{}:
+			defer func() { <-s.archSem }()
+		default:
+			q.w.Header().Set("Retry-After", "5")
+			return errorf(http.StatusServiceUnavailable, "every core is compressing an archive already (--arch-mt %d); retry shortly", cap(s.archSem))
+		}
+	}
+
+	ctx := q.r.Context()
+	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot")}
+	base, prefix := s.archiveBase(q), ""
+	if sel == nil {
+		prefix = strings.TrimLeft(base, ".")
+		if prefix == "" || len(q.parts) == 0 {
+			prefix = "top"
+		}
+		prefix += "/"
+		if err := wk.AddFolder(ctx, q.rel, prefix); err != nil {
+			return err
+		}
+	} else {
+		base = "sel-" + base
+		if err := selectEntries(q, wk, sel); err != nil {
+			return err
+		}
+	}
+	if ef, ok := wk.ErrorsFile(prefix, time.Now()); ok {
+		wk.Files = append(wk.Files, ef)
+		s.log.Warn("archive: some files could not be read", "id", q.id, "path", q.r.URL.Path, "problems", len(wk.Errs))
+	}
+
+	h := q.w.Header()
+	h.Set("Content-Type", f.ContentType())
+	h.Set("Content-Disposition", contentDisposition("attachment", base+"."+f.Ext()))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	if f.Sized() {
+		n, err := arch.Size(f, wk.Files)
+		if err != nil {
+			return err
+		}
+		h.Set("Content-Length", strconv.FormatInt(n, 10))
+	}
+	q.w.WriteHeader(http.StatusOK)
+	if q.r.Method == http.MethodHead {
+		return nil
+	}
+	// Headers go out now: net/http's ReadFrom then skips its sniffing copy
+	// and the first large body goes by sendfile(2) from its start.
+	http.NewResponseController(q.w).Flush()
+	start := time.Now()
+	if err := arch.Write(ctx, q.w, f, wk.Files, arch.Options{Transform: s.archFn}); err != nil {
+		return err
+	}
+	s.log.Debug("archive sent", "id", q.id, "path", q.r.URL.Path, "format", f.Ext(), "files", len(wk.Files), "bytes", q.w.n, "dur", time.Since(start))
+	return nil
+}
+
+// archiveFormat reads ?tar= or ?zip= and the modifier keys; of several
+// modifiers the last in copyparty's order (opus, mp3, w, j, p) wins.
+func archiveFormat(q *req) (arch.Format, error) {
+	var f arch.Format
+	var err error
+	if v, ok := q.query["tar"]; ok {
+		f, err = arch.ParseTar(v[0])
+	} else {
+		f, err = arch.ParseZip(q.query.Get("zip"))
+	}
+	if err != nil {
+		return f, err
+	}
+	for _, m := range []string{"opus", "mp3", "w", "j", "p"} {
+		if has(q.query, m) {
+			f.Mod = m
+		}
+	}
+	return f, nil
+}
+
+// archiveBase is the archive's file name without extension: the folder's
+// name, or the host's at the top of the server (copyparty's rule).
+func (s *Server) archiveBase(q *req) string {
+	if len(q.parts) > 0 {
+		return q.parts[len(q.parts)-1]
+	}
+	host := q.r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "" {
+		return "top"
+	}
+	return host
+}
+
+// maxSelection bounds a selection body (copyparty's limit on its files
+// field): a larger one is 413 and no archive.
+const maxSelection = 1 << 20
+
+// archivePost reads a selection, as the spec's JSON array of names or as
+// copyparty's multipart form (act=zip, then files: one URL-quoted name a
+// line), and answers with the archive of those entries.
+func (s *Server) archivePost(q *req) error {
+	if q.vol == nil {
+		return errorf(http.StatusNotFound, "archives are made of folders inside a volume; /%s is none", strings.Join(q.parts, "/"))
+	}
+	if err := q.need(store.PermRead, "download archives"); err != nil {
+		return err
+	}
+	var names []string
+	var err error
+	ct := strings.ToLower(q.r.Header.Get("Content-Type"))
+	if strings.HasPrefix(ct, "multipart/form-data") {
+		names, err = selectionForm(q)
+	} else {
+		names, err = selectionJSON(q)
+	}
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return errorf(http.StatusBadRequest, "the selection is empty")
+	}
+	return s.archive(q, names)
+}
+
+func readLimited(q *req, r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxSelection+1))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, errorf(http.StatusRequestEntityTooLarge, "the selection may be at most %d bytes", maxSelection)
+		}
+		return nil, errorf(http.StatusBadRequest, "reading the selection: %v", err)
+	}
+	if len(b) > maxSelection {
+		return nil, errorf(http.StatusRequestEntityTooLarge, "the selection may be at most %d bytes", maxSelection)
+	}
+	return b, nil
+}
+
+func selectionJSON(q *req) ([]string, error) {
+	body, err := readLimited(q, http.MaxBytesReader(q.w, q.r.Body, maxSelection+64<<10))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if err := json.Unmarshal(body, &names); err != nil || names == nil {
+		return nil, errorf(http.StatusBadRequest, "the selection must be a JSON array of strings (names relative to the folder)")
+	}
+	return names, nil
+}
+
+func selectionForm(q *req) ([]string, error) {
+	mr, err := q.r.MultipartReader()
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "bad multipart body: %v", err)
+	}
+	var names []string
+	first, seen := true, false
+	for {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "bad multipart body: %v", err)
+		}
+		v, err := readLimited(q, p)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case first && (p.FormName() != "act" || string(v) != "zip"):
+			return nil, errorf(http.StatusBadRequest, `a selection form starts with the field act=zip`)
+		case p.FormName() == "files":
+			seen = true
+			for _, line := range strings.Split(string(v), "\n") {
+				line = strings.TrimSuffix(line, "\r")
+				if line == "" {
+					continue
+				}
+				name, err := url.PathUnescape(line)
+				if err != nil {
+					return nil, errorf(http.StatusBadRequest, "bad URL quoting in the selection: %q", line)
+				}
+				names = append(names, name)
+			}
+		}
+		first = false
+	}
+	if !seen {
+		return nil, errorf(http.StatusBadRequest, `the selection form has no "files" field`)
+	}
+	return names, nil
+}
+
+// selectEntries resolves every selected name inside the folder and checks
+// it before anything is sent: a name that escapes, is excluded, hidden from
+// this user, missing or unreadable refuses the whole request. A name below
+// another selected folder is left to that folder.
+func selectEntries(q *req, wk *arch.Walker, names []string) error {
+	seen := map[string]bool{}
+	var clean []string
+	for _, name := range names {
+		name = strings.TrimSuffix(name, "/")
+		if name == "" {
+			return errorf(http.StatusBadRequest, "an empty name in the selection")
+		}
+		for _, c := range strings.Split(name, "/") {
+			if err := store.CheckName(c); err != nil {
+				return errorf(http.StatusBadRequest, "bad name in the selection: %q (names are relative to the folder, without . or ..)", name)
+			}
+			if arch.Excluded(c) {
+				return errorf(http.StatusForbidden, "%q is never archived", name)
+			}
+			if strings.HasPrefix(c, ".") && !wk.Dots {
+				return errorf(http.StatusForbidden, "%q is a dotfile; that needs the . permission (and no nodot)", name)
+			}
+		}
+		if !seen[name] {
+			seen[name] = true
+			clean = append(clean, name)
+		}
+	}
+	for _, name := range clean {
+		if under(name, seen) {
+			continue
+		}
+		rel := name
+		if q.rel != "" {
+			rel = q.rel + "/" + name
+		}
+		fi, err := q.vol.Stat(rel)
+		if err == nil && fi.IsDir() {
+			err = wk.AddFolder(q.r.Context(), rel, name+"/")
+		} else if err == nil {
+			err = wk.AddFile(rel, name)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, fs.ErrPermission):
+			return errorf(http.StatusForbidden, "%q is not readable", name)
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrNotDir):
+			return errorf(http.StatusBadRequest, "%q is not in this folder", name)
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// under reports whether a parent folder of name is selected too.
+func under(name string, sel map[string]bool) bool {
+	for i := strings.LastIndexByte(name, '/'); i > 0; i = strings.LastIndexByte(name[:i], '/') {
+		if sel[name[:i]] {
+			return true
+		}
+	}
+	return false
+}
