@@ -26,15 +26,17 @@ type query struct {
 
 func queries() []query {
 	return []query{
-		{form: "word", spec: "whale", cp: "name like *whale*"},
-		{form: "two words (AND)", spec: "blue whale", cp: "name like *blue* and name like *whale*"},
+		// the interface matches words against the whole path: in
+		// copyparty's language, file name or folder path
+		{form: "word", spec: "whale", cp: "( name like *whale* or path like *whale* )"},
+		{form: "two words (AND)", spec: "blue whale", cp: "( name like *blue* or path like *blue* ) and ( name like *whale* or path like *whale* )"},
 		{form: "quoted phrase", spec: `"blue whale"`, cp: `name like "*blue whale*"`},
 		{form: "wildcard *.log", spec: "*.log", cp: "name like *.log"},
 		{form: "size:>1M", spec: "size:>1M", cp: "size > 1"},
 		{form: "date:<2020-06-01", spec: "date:<2020-06-01", cp: "date < 2020-06-01"},
 		{form: "path:", spec: "path:" + fixDir + "/srch/river", cp: "path like " + fixDir + "/srch/river*"},
 		{form: "ext:jpg,png", spec: "ext:jpg,png", cp: "name like *.jpg or name like *.png"},
-		{form: "combined", spec: "whale ext:txt size:>10K", cp: "name like *whale* and name like *.txt and size > 0.01"},
+		{form: "combined", spec: "whale ext:txt size:>10K", cp: "( name like *whale* or path like *whale* ) and name like *.txt and size > 0.01"},
 		{form: "up2k hash (u2c -s)", hash: true},
 	}
 }

@@ -489,3 +489,22 @@ func diskWrite(fx *fixtures, n int64, sync bool) (float64, error) {
 	}
 	return float64(n) / time.Since(t0).Seconds() / 1e6, nil
 }
+
+// waitQuiet waits until the process tree uses less than 5 % of a core over
+// a second, or max has passed.
+func waitQuiet(ctx context.Context, pid int, max time.Duration) error {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		pids := procTree(pid)
+		c0 := cpuSeconds(pids)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if cpuSeconds(pids)-c0 < 0.05 {
+			return nil
+		}
+	}
+	return nil
+}
