@@ -132,10 +132,11 @@ func (a *archiveWriter) write(p []byte) error {
 
 // entry is what gets written for one File: its name, size and content.
 type entry struct {
-	name string
-	size int64
-	file *os.File  // when the body is the file itself
-	r    io.Reader // otherwise
+	name    string
+	size    int64
+	file    *os.File  // when the body is the file itself
+	r       io.Reader // otherwise
+	checked bool      // the body's last read proved the file no longer
 }
 
 func (a *archiveWriter) add(fl *File) error {
@@ -172,7 +173,7 @@ func (a *archiveWriter) add(fl *File) error {
 	}
 	// The body was read to its announced size; a file that grew (or was
 	// rewritten) meanwhile would make the archive a lie.
-	if e.file != nil {
+	if e.file != nil && !e.checked {
 		if fi, err := e.file.Stat(); err != nil || fi.Size() != fl.Size {
 			return fmt.Errorf("%w: %s", ErrChanged, fl.Name)
 		}
@@ -230,8 +231,21 @@ func (a *archiveWriter) body(e *entry, crc *uint32) error {
 		if int64(len(p)) > left {
 			p = p[:left]
 		}
-		n, err := io.ReadFull(src, p)
+		var n int
+		var err error
+		if e.file != nil && int64(len(buf)) > left {
+			// The last read asks for one byte more than is left: a
+			// file that grew says so here, without a stat.
+			n, err = io.ReadAtLeast(e.file, buf[:left+1], int(left))
+			if int64(n) > left {
+				return fmt.Errorf("%w: %s grew past %d bytes", ErrChanged, e.name, e.size)
+			}
+			e.checked = true
+		} else {
+			n, err = io.ReadFull(src, p)
+		}
 		if n > 0 {
+			p = buf[:n]
 			if crc != nil {
 				*crc = crc32.Update(*crc, crc32.IEEETable, p[:n])
 			}
