@@ -93,6 +93,16 @@ func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 	if aw.opt.SendfileMin <= 0 {
 		aw.opt.SendfileMin = 64 << 10
 	}
+	if !dry && f.Mod == "" {
+		pctx, stop := context.WithCancel(ctx)
+		aw.ahead = prefetch(pctx, files, aw.opt.SendfileMin)
+		defer func() {
+			stop()
+			for r := range aw.ahead { // wait until no file is open
+				r.free()
+			}
+		}()
+	}
 	for i := range files {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -121,7 +131,10 @@ type archiveWriter struct {
 	dry bool      // count only: no file is opened
 	off int64     // bytes of archive written
 	cd  []cdEntry // zip: central directory, written at the end
-	hdr bytes.Buffer
+	// ahead delivers small files read in advance, one result per file
+	// in order (nil when not prefetching).
+	ahead <-chan ahead
+	hdr   bytes.Buffer
 }
 
 func (a *archiveWriter) write(p []byte) error {
@@ -136,6 +149,7 @@ type entry struct {
 	size    int64
 	file    *os.File  // when the body is the file itself
 	r       io.Reader // otherwise
+	data    []byte    // or this, whole
 	checked bool      // the body's last read proved the file no longer
 }
 
@@ -145,8 +159,22 @@ func (a *archiveWriter) add(fl *File) error {
 		return a.addEntry(fl, &e)
 	}
 	if fl.data != nil || fl.Vol == nil {
-		e.r = bytes.NewReader(fl.data)
+		e.data = fl.data
 		return a.addEntry(fl, &e)
+	}
+	if a.ahead != nil {
+		r, ok := <-a.ahead
+		if !ok {
+			return a.ctx.Err()
+		}
+		defer r.free()
+		if r.err != nil {
+			return r.err
+		}
+		if r.buf != nil {
+			e.data = (*r.buf)[:fl.Size]
+			return a.addEntry(fl, &e)
+		}
 	}
 	file, fi, err := fl.Vol.Open(fl.Rel)
 	if err != nil {
@@ -198,6 +226,12 @@ func (a *archiveWriter) body(e *entry, crc *uint32) error {
 	}
 	if e.size == 0 {
 		return nil
+	}
+	if e.data != nil {
+		if crc != nil {
+			*crc = crc32.Update(*crc, crc32.IEEETable, e.data)
+		}
+		return a.write(e.data)
 	}
 	if crc == nil && e.file != nil && a.raw != nil && e.size >= a.opt.SendfileMin {
 		if rf, ok := a.raw.(io.ReaderFrom); ok {
@@ -311,4 +345,76 @@ func (a *archiveWriter) tarEnd() error {
 		return a.write(zeros[:pad])
 	}
 	return nil
+}
+
+// Small files cost more in system calls (open, stat, read, close) than in
+// bytes, so one goroutine opens and reads them ahead while the archive is
+// being written: the two overlap, on two cores.
+
+const aheadFiles = 64 // files read ahead at most (64 × 64 KiB of memory)
+
+type ahead struct {
+	buf *[]byte // the file's bytes (and one spare); nil: open it in turn
+	err error
+}
+
+func (r ahead) free() {
+	if r.buf != nil {
+		smallBufs.Put(r.buf)
+	}
+}
+
+var smallBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10+1); return &b }}
+
+// prefetch reads every file smaller than max (and not generated) in
+// order; for the others it sends an empty result, so results line up with
+// files. The channel closes when all are sent or ctx ends.
+func prefetch(ctx context.Context, files []File, limit int64) chan ahead {
+	out := make(chan ahead, aheadFiles)
+	limit = min(limit, 64<<10)
+	go func() {
+		defer close(out)
+		for i := range files {
+			fl := &files[i]
+			if fl.Vol == nil || fl.data != nil {
+				continue // generated: add does not ask for it
+			}
+			var r ahead
+			if fl.Size < limit {
+				r = readSmall(fl)
+			}
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				r.free()
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// readSmall reads a whole small file, asking one byte more than its
+// listed size so that a file that grew is caught.
+func readSmall(fl *File) ahead {
+	f, fi, err := fl.Vol.Open(fl.Rel)
+	if err != nil {
+		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}
+	}
+	defer f.Close()
+	if fi.Size() != fl.Size {
+		return ahead{err: fmt.Errorf("%w: %s was %d bytes, now %d", ErrChanged, fl.Name, fl.Size, fi.Size())}
+	}
+	bp := smallBufs.Get().(*[]byte)
+	b := (*bp)[:fl.Size+1]
+	n, err := io.ReadAtLeast(f, b, max(int(fl.Size), 1))
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		smallBufs.Put(bp)
+		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}
+	}
+	if n != int(fl.Size) {
+		smallBufs.Put(bp)
+		return ahead{err: fmt.Errorf("%w: %s read %d bytes of %d", ErrChanged, fl.Name, n, fl.Size)}
+	}
+	return ahead{buf: bp}
 }
