@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"sync"
 )
 
@@ -98,9 +99,7 @@ func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 		aw.ahead = prefetch(pctx, files, aw.opt.SendfileMin)
 		defer func() {
 			stop()
-			for r := range aw.ahead { // wait until no file is open
-				r.free()
-			}
+			aw.ahead.drain()
 		}()
 	}
 	for i := range files {
@@ -132,8 +131,8 @@ type archiveWriter struct {
 	off int64     // bytes of archive written
 	cd  []cdEntry // zip: central directory, written at the end
 	// ahead delivers small files read in advance, one result per file
-	// in order (nil when not prefetching).
-	ahead <-chan ahead
+	// on disk, in order (nil when not prefetching).
+	ahead *prefetcher
 	hdr   bytes.Buffer
 }
 
@@ -163,7 +162,7 @@ func (a *archiveWriter) add(fl *File) error {
 		return a.addEntry(fl, &e)
 	}
 	if a.ahead != nil {
-		r, ok := <-a.ahead
+		r, ok := a.ahead.next()
 		if !ok {
 			return a.ctx.Err()
 		}
@@ -348,10 +347,17 @@ func (a *archiveWriter) tarEnd() error {
 }
 
 // Small files cost more in system calls (open, stat, read, close) than in
-// bytes, so one goroutine opens and reads them ahead while the archive is
-// being written: the two overlap, on two cores.
+// bytes, so a few goroutines open and read them ahead while the archive is
+// being written. File k (counting files on disk only) goes to reader
+// k % aheadReaders, whose results come in order on its own channel; add
+// takes them round-robin, so the order of the archive is kept.
 
-const aheadFiles = 64 // files read ahead at most (64 × 64 KiB of memory)
+// aheadFiles is how many files are read ahead at most (64 × 64 KiB of
+// memory); aheadReaders how many goroutines read them: one per core, at
+// most 4.
+const aheadFiles = 64
+
+var aheadReaders = min(4, runtime.GOMAXPROCS(0))
 
 type ahead struct {
 	buf *[]byte // the file's bytes (and one spare); nil: open it in turn
@@ -366,32 +372,62 @@ func (r ahead) free() {
 
 var smallBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10+1); return &b }}
 
-// prefetch reads every file smaller than max (and not generated) in
-// order; for the others it sends an empty result, so results line up with
-// files. The channel closes when all are sent or ctx ends.
-func prefetch(ctx context.Context, files []File, limit int64) chan ahead {
-	out := make(chan ahead, aheadFiles)
-	limit = min(limit, 64<<10)
-	go func() {
-		defer close(out)
-		for i := range files {
-			fl := &files[i]
-			if fl.Vol == nil || fl.data != nil {
-				continue // generated: add does not ask for it
-			}
-			var r ahead
-			if fl.Size < limit {
-				r = readSmall(fl)
-			}
-			select {
-			case out <- r:
-			case <-ctx.Done():
-				r.free()
-				return
-			}
+type prefetcher struct {
+	chans []chan ahead
+	k     int // files taken so far
+}
+
+// next returns the result for the next file on disk; ok is false when
+// the readers stopped (the context ended).
+func (p *prefetcher) next() (ahead, bool) {
+	r, ok := <-p.chans[p.k%len(p.chans)]
+	p.k++
+	return r, ok
+}
+
+// drain waits until every reader has stopped and no file is open.
+func (p *prefetcher) drain() {
+	for _, c := range p.chans {
+		for r := range c {
+			r.free()
 		}
-	}()
-	return out
+	}
+}
+
+// prefetch starts the readers: every file smaller than limit is read
+// whole; for the others an empty result keeps the turns in step.
+func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
+	limit = min(limit, 64<<10)
+	p := &prefetcher{}
+	for w := range aheadReaders {
+		c := make(chan ahead, aheadFiles/aheadReaders)
+		p.chans = append(p.chans, c)
+		go func() {
+			defer close(c)
+			k := 0
+			for i := range files {
+				fl := &files[i]
+				if fl.Vol == nil || fl.data != nil {
+					continue // generated: add does not ask for it
+				}
+				k++
+				if (k-1)%aheadReaders != w {
+					continue
+				}
+				var r ahead
+				if fl.Size < limit {
+					r = readSmall(fl)
+				}
+				select {
+				case c <- r:
+				case <-ctx.Done():
+					r.free()
+					return
+				}
+			}
+		}()
+	}
+	return p
 }
 
 // readSmall reads a whole small file, asking one byte more than its
