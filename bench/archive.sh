@@ -11,10 +11,13 @@
 #   d. strace -c of hoard during one ?tar of (a): sendfile vs write calls
 #
 # Each round runs hoard and copyparty alternately (the order flips every
-# round); the medians and the hoard/copyparty ratio are printed.  curl reads
-# the whole body (-o /dev/null); time is curl's time_total.
+# round), and in (c) the tool right after them; the medians and the
+# hoard/copyparty ratio are printed.  curl reads the whole body
+# (-o /dev/null); time is curl's time_total.  Beside wall time, the server's
+# CPU time per request (utime+stime+children from /proc/PID/stat) is shown:
+# it holds up better than wall time on a machine shared with other work.
 #
-# Environment: ROUNDS (3), BIG_MB (1024), SMALL_N (5000), CORPUS_MB (128),
+# Environment: ROUNDS (3), BIG_MB (1024), SMALL_N (5000), CORPUS_MB (64),
 # COPYPARTY_SRC (/work/peers/copyparty; copyparty skipped if missing),
 # PY (/usr/bin/python3), HOARD_BIN (default: go build), BENCH_TMP (/tmp),
 # KEEP=1 keeps the temp dir.  Binds 127.0.0.1 only; stops what it started.
@@ -24,7 +27,7 @@ REPO=$(cd "$SCRIPT_DIR/.." && pwd)
 ROUNDS=${ROUNDS:-3}
 BIG_MB=${BIG_MB:-1024}
 SMALL_N=${SMALL_N:-5000}
-CORPUS_MB=${CORPUS_MB:-128}
+CORPUS_MB=${CORPUS_MB:-64}
 COPYPARTY_SRC=${COPYPARTY_SRC:-/work/peers/copyparty}
 PY=${PY:-/usr/bin/python3}
 
@@ -68,36 +71,47 @@ if [[ -f $COPYPARTY_SRC/copyparty/__main__.py ]]; then
     PORT[copyparty]=$(free_port)
     (cd "$COPYPARTY_SRC" && exec "$PY" -m copyparty -i 127.0.0.1 -p "${PORT[copyparty]}" -v "$DATA::r" \
         --http-only --no-crt --no-thumb --hist "$TMP/state/cpp" -q) > "$TMP/copyparty.log" 2>&1 &
-    PIDS+=($!)
+    PIDS+=($!); CPP_PID=$!
     SERVERS="hoard copyparty"
 else
     log "no copyparty source at $COPYPARTY_SRC: hoard only"
 fi
 for s in $SERVERS; do wait_port "${PORT[$s]}"; done
 
-# fetch SERVER PATH -> "seconds bytes"
-fetch() { curl -sS -o /dev/null -w '%{time_total} %{size_download}\n' "http://127.0.0.1:${PORT[$1]}$2"; }
+declare -A SPID=([hoard]=$HOARD_PID [copyparty]=${CPP_PID:-})
+ticks() { awk '{print $14+$15+$16+$17}' "/proc/$1/stat"; }
+TCK=$(getconf CLK_TCK)
+# fetch SERVER PATH -> "seconds bytes cpu-seconds"
+fetch() {
+    local c0 c1 out
+    c0=$(ticks "${SPID[$1]}")
+    out=$(curl -sS -o /dev/null -w '%{time_total} %{size_download}' "http://127.0.0.1:${PORT[$1]}$2")
+    c1=$(ticks "${SPID[$1]}")
+    echo "$out $(awk -v a="$c0" -v b="$c1" -v t="$TCK" 'BEGIN{printf "%.3f", (b-a)/t}')"
+}
 
 declare -A RES
 measure() { # name path
-    local name=$1 path=$2 r s order
+    local name=$1 path=$2 r s order t n c
     for r in $(seq "$ROUNDS"); do
         order=$SERVERS; (( r % 2 == 0 )) && order=$(echo "$SERVERS" | tr ' ' '\n' | tac | tr '\n' ' ')
         for s in $order; do
-            read -r t n < <(fetch "$s" "$path")
+            read -r t n c < <(fetch "$s" "$path")
             RES[$name.$s]+="$(awk -v n="$n" -v t="$t" 'BEGIN{printf "%.1f", n/t/1e6}') "
             RES[$name.$s.t]+="$t "
+            RES[$name.$s.c]+="$c "
             RES[$name.$s.n]=$n
         done
     done
 }
 report() { # name files
-    local name=$1 files=${2:-0} s mb t line base=""
+    local name=$1 files=${2:-0} s mb t c line base=""
     line=$(printf '%-14s' "$name")
     for s in $SERVERS; do
         mb=$(echo "${RES[$name.$s]}" | tr ' ' '\n' | grep . | median)
         t=$(echo "${RES[$name.$s.t]}" | tr ' ' '\n' | grep . | median)
-        line+=$(printf ' | %-9s %8.1f MB/s %7.3f s' "$s" "$mb" "$t")
+        c=$(echo "${RES[$name.$s.c]}" | tr ' ' '\n' | grep . | median)
+        line+=$(printf ' | %-9s %8.1f MB/s %7.3f s %6.3f cpu-s' "$s" "$mb" "$t" "$c")
         (( files > 0 )) && line+=$(awk -v f="$files" -v t="$t" 'BEGIN{printf " %7.0f files/s", f/t}')
         [[ -z $base ]] && base=$mb || line+=$(awk -v a="$base" -v b="$mb" 'BEGIN{printf " | hoard/copyparty %.2fx", a/b}')
     done
@@ -109,37 +123,39 @@ measure big-tar "/big/?tar"
 measure small-tar "/small/?tar"
 measure small-zip "/small/?zip"
 measure small-zipcrc "/small/?zip=crc"
-for c in gz xz bz2; do measure "corpus-$c" "/corpus/?tar=$c"; done
 
-echo "== archives: median of $ROUNDS rounds, MB/s of archive bytes =="
+# compressed: per round, each server and then the tool at the same level
+TARBYTES=$(tar cf - -C "$DATA" corpus | wc -c)
+declare -A TOOL=([gz]="gzip -3" [pigz]="pigz -3" [xz]="xz -1" [xzmt]="xz -T0 -1" [bz2]="bzip2 -2")
+command -v pigz > /dev/null || unset 'TOOL[pigz]'
+for r in $(seq "$ROUNDS"); do
+    for c in gz xz bz2; do
+        ROUNDS_SAVE=$ROUNDS; ROUNDS=1; measure "corpus-$c" "/corpus/?tar=$c"; ROUNDS=$ROUNDS_SAVE
+        for k in "${!TOOL[@]}"; do
+            [[ $k == "$c" || ($c == gz && $k == pigz) || ($c == xz && $k == xzmt) ]] || continue
+            s0=$(date +%s%N); tar cf - -C "$DATA" corpus | ${TOOL[$k]} -c > /dev/null; e0=$(date +%s%N)
+            RES[tool-$k]+="$(awk -v n="$TARBYTES" -v d=$((e0 - s0)) 'BEGIN{printf "%.1f", n/(d/1e9)/1e6}') "
+        done
+    done
+done
+
+echo "== archives: median of $ROUNDS rounds, MB/s of archive bytes, server CPU seconds per request =="
 report big-tar
 report small-tar "$SMALL_N"
 report small-zip "$SMALL_N"
 report small-zipcrc "$SMALL_N"
 for c in gz xz bz2; do report "corpus-$c"; done
-
-# ---------------------------------------------------------------- tools
-echo "== compressed variants vs the command-line tools (MB/s of tar input) =="
-TARBYTES=$(tar cf - -C "$DATA" corpus | wc -c)
-tool() { # label cmd...
-    local label=$1 ts=() r s e; shift
-    for r in $(seq "$ROUNDS"); do
-        s=$(date +%s%N); tar cf - -C "$DATA" corpus | "$@" > /dev/null; e=$(date +%s%N)
-        ts+=("$(awk -v n="$TARBYTES" -v d=$((e - s)) 'BEGIN{printf "%.1f", n/(d/1e9)/1e6}')")
-    done
-    printf '%-14s %8.1f MB/s\n' "$label" "$(printf '%s\n' "${ts[@]}" | median)"
-}
+echo "== compressed variants vs the command-line tools, MB/s of tar input ($TARBYTES bytes) =="
 for c in gz xz bz2; do
     for s in $SERVERS; do
         t=$(echo "${RES[corpus-$c.$s.t]}" | tr ' ' '\n' | grep . | median)
-        printf '%-14s %8.1f MB/s  (%s ?tar=%s, %d bytes out)\n' "$s-$c" "$(awk -v n="$TARBYTES" -v t="$t" 'BEGIN{printf "%.1f", n/t/1e6}')" "$s" "$c" "${RES[corpus-$c.$s.n]}"
+        printf '%-16s %8.1f MB/s  (%d bytes out)\n' "$s ?tar=$c" "$(awk -v n="$TARBYTES" -v t="$t" 'BEGIN{printf "%.1f", n/t/1e6}')" "${RES[corpus-$c.$s.n]}"
     done
 done
-tool "gzip -3" gzip -3 -c
-command -v pigz > /dev/null && tool "pigz -3" pigz -3 -c
-tool "xz -1" xz -1 -c
-tool "xz -T0 -1" xz -T0 -1 -c
-tool "bzip2 -2" bzip2 -2 -c
+for k in gz pigz xz xzmt bz2; do
+    [[ -n ${TOOL[$k]:-} ]] || continue
+    printf '%-16s %8.1f MB/s\n' "${TOOL[$k]}" "$(echo "${RES[tool-$k]}" | tr ' ' '\n' | grep . | median)"
+done
 
 # ---------------------------------------------------------------- strace
 if command -v strace > /dev/null; then
