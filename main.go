@@ -26,6 +26,7 @@ import (
 
 	srvhttp "hoard/http"
 	"hoard/idx"
+	"hoard/media"
 	"hoard/store"
 	"hoard/up2k"
 )
@@ -47,6 +48,7 @@ type options struct {
 	hist, warksalt, df      string
 	snapDrop, dbCache, thMT int
 	reMaxAge                int
+	srchSlowMS              int
 	maxRanges               int
 	archMT                  int
 	logLevel                string
@@ -85,6 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
 	fs.IntVar(&o.reMaxAge, "re-maxage", 0, "rescan volumes every this many seconds (0: never)")
+	fs.IntVar(&o.srchSlowMS, "srch-slow-ms", 700, "a search slower than this many milliseconds earns its client the 0.7 s rate-limit penalty (0: every search; for tests)")
 	fs.IntVar(&o.maxRanges, "max-ranges", 16, "most byte ranges served in one request")
 	fs.IntVar(&o.archMT, "arch-mt", runtime.NumCPU(), "archives compressing at once with xz, bz2 or gz level 6+ (more get 503)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -126,9 +129,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	if o.e2d || o.e2s || o.e2a || o.e2t {
-		log.Warn("indexing and search are not built yet; the -e2* flags are accepted and ignored")
-	}
 	dbs, err := openDBs(st, int64(o.dbCache)<<20, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
@@ -146,12 +146,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	ix := startIndex(st, dbs, o, log)
+	defer ix.Close() // before the databases close
+
 	extra, err := o.extraConfig(st, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
 	}
-	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Extra: extra})
+	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Extra: extra})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -197,6 +200,40 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Deferred, in this order: up2k stops, the databases close, the store
 	// closes.
 	return code
+}
+
+// startIndex starts the file index of the volumes with e2d, hashing with
+// up2k's chunk hashes and reading tags with ffprobe (when installed).
+func startIndex(st *store.Store, dbs map[*store.Volume]up2k.SessionStore, o options, log *slog.Logger) *idx.Indexer {
+	cfg := idx.Config{
+		Store:     st,
+		DBs:       map[*store.Volume]*idx.DB{},
+		Rescan:    time.Duration(o.reMaxAge) * time.Second,
+		SlowQuery: max(time.Nanosecond, time.Duration(o.srchSlowMS)*time.Millisecond),
+		Logger:    log,
+		Hasher: func(ctx context.Context, f *os.File, size, lmod int64, folder, name string) (string, []string, error) {
+			return up2k.HashFile(ctx, f, size, o.warksalt, lmod, folder, name)
+		},
+	}
+	tags := false
+	for _, v := range st.Volumes() {
+		if db, ok := dbs[v].(*idx.DB); ok && v.Flags.E2D {
+			cfg.DBs[v] = db
+		} else if v.Flags.E2D {
+			log.Warn("the volume has no writable state folder; it is not indexed", "volume", "/"+v.VPath)
+		}
+		tags = tags || v.Flags.E2T
+	}
+	if tags {
+		if media.HaveFFprobe() {
+			cfg.Prober = func(ctx context.Context, f *os.File) (map[string]string, error) { return media.ProbeFile(ctx, f) }
+		} else {
+			log.Warn("tag indexing (-e2t/-e2ts) needs ffprobe, which is not installed: tags are not indexed and tag searches answer with an error")
+		}
+	}
+	ix := idx.New(cfg)
+	ix.Start()
+	return ix
 }
 
 // openDBs opens the database of every volume's state folder (volumes that
@@ -294,6 +331,8 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		return cfg, fmt.Errorf("--th-mt %d: want at least 1 worker", o.thMT)
 	case o.reMaxAge < 0:
 		return cfg, fmt.Errorf("--re-maxage %d: want 0 or more seconds", o.reMaxAge)
+	case o.srchSlowMS < 0:
+		return cfg, fmt.Errorf("--srch-slow-ms %d: want 0 or more", o.srchSlowMS)
 	case o.maxRanges < 1:
 		return cfg, fmt.Errorf("--max-ranges %d: want at least 1", o.maxRanges)
 	case o.tailTmax < 0:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"hoard/arch"
+	"hoard/idx"
 	"hoard/store"
 	"hoard/up2k"
 )
@@ -28,6 +29,12 @@ type Config struct {
 	MaxRanges int
 	// Up2k runs resumable uploads; nil answers them with 501.
 	Up2k *up2k.Manager
+	// Index answers searches; nil (or no indexed volume) answers them
+	// with 500 saying how to enable indexing.
+	Index *idx.Indexer
+	// SrchHits is the default number of search hits (200); SrchMax caps
+	// what a client may ask for (10000).
+	SrchHits, SrchMax int
 	// ArchMT caps the archives compressing at once with xz, bz2 or gz
 	// level 6+ (more get 503); 0 means the number of cores.
 	ArchMT int
@@ -47,6 +54,9 @@ type Server struct {
 	fails     *failTracker
 	cop       *http.CrossOriginProtection
 	up        *up2k.Manager
+	idx       *idx.Indexer
+	srchHits  int
+	srchMax   int
 	idPrefix  string        // random per process, so request IDs differ across restarts
 	reqs      atomic.Uint64 // request counter for IDs
 	extra                   // ?tail, ?dls, ?ups, ?ru, shares (extra.go)
@@ -57,7 +67,7 @@ type Server struct {
 
 // New returns the handler for cfg.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k, idx: cfg.Index, srchHits: cfg.SrchHits, srchMax: cfg.SrchMax}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -67,6 +77,12 @@ func New(cfg Config) *Server {
 	s.idPrefix = base64.RawURLEncoding.EncodeToString(b[:]) + "-"
 	if s.maxRanges <= 0 {
 		s.maxRanges = 16
+	}
+	if s.srchHits <= 0 {
+		s.srchHits = 200
+	}
+	if s.srchMax < s.srchHits {
+		s.srchMax = max(s.srchHits, 10000)
 	}
 	if cfg.ArchMT <= 0 {
 		cfg.ArchMT = runtime.NumCPU()
