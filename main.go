@@ -55,6 +55,9 @@ type options struct {
 	tailTmax, tailCmax      int
 	upsRing                 int
 	shr                     string
+	thConvt, thQueue        int
+	thCacheMax, thMaxMpx    int
+	ffmpeg, ffprobe         string
 }
 
 func main() {
@@ -86,6 +89,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
+	fs.IntVar(&o.thConvt, "th-convt", 60, "seconds a thumbnail or transcode may take before ffmpeg is killed")
+	fs.IntVar(&o.thQueue, "th-queue", 30, "seconds a thumbnail or transcode may wait for a worker before the request gets 503")
+	fs.IntVar(&o.thCacheMax, "th-cache-max", 1024, "MiB of thumbnails and transcodes kept per state folder (.hist/th) before the least recently used go")
+	fs.IntVar(&o.thMaxMpx, "th-max-mpx", 64, "largest image (megapixels) decoded for a thumbnail")
+	fs.StringVar(&o.ffmpeg, "ffmpeg", "ffmpeg", "FFmpeg program for video, audio and WebP thumbnails, waveforms and transcodes")
+	fs.StringVar(&o.ffprobe, "ffprobe", "ffprobe", "ffprobe program (media durations and tags)")
 	fs.IntVar(&o.reMaxAge, "re-maxage", 0, "rescan volumes every this many seconds (0: never)")
 	fs.IntVar(&o.srchSlowMS, "srch-slow-ms", 700, "a search slower than this many milliseconds earns its client the 0.7 s rate-limit penalty (0: every search; for tests)")
 	fs.IntVar(&o.maxRanges, "max-ranges", 16, "most byte ranges served in one request")
@@ -149,12 +158,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ix := startIndex(st, dbs, o, log)
 	defer ix.Close() // before the databases close
 
+	med := media.New(media.Config{
+		Workers: o.thMT, Timeout: time.Duration(o.thConvt) * time.Second, QueueWait: time.Duration(o.thQueue) * time.Second,
+		CacheMax: int64(o.thCacheMax) << 20, MaxPixels: int64(o.thMaxMpx) * 1000 * 1000, FFmpeg: o.ffmpeg, FFprobe: o.ffprobe, Logger: log,
+	})
+	defer med.Close()
+
 	extra, err := o.extraConfig(st, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
 	}
-	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Extra: extra})
+	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, ArchTransform: med.Transform, Extra: extra})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -329,6 +344,8 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		return cfg, fmt.Errorf("--db-cache %d: want at least 1 MiB", o.dbCache)
 	case o.thMT < 1:
 		return cfg, fmt.Errorf("--th-mt %d: want at least 1 worker", o.thMT)
+	case o.thConvt < 1, o.thQueue < 1, o.thCacheMax < 1, o.thMaxMpx < 1:
+		return cfg, fmt.Errorf("--th-convt, --th-queue, --th-cache-max and --th-max-mpx want at least 1 (got %d, %d, %d, %d)", o.thConvt, o.thQueue, o.thCacheMax, o.thMaxMpx)
 	case o.reMaxAge < 0:
 		return cfg, fmt.Errorf("--re-maxage %d: want 0 or more seconds", o.reMaxAge)
 	case o.srchSlowMS < 0:

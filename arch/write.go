@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime"
 	"sync"
 )
 
@@ -93,6 +94,14 @@ func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 	if aw.opt.SendfileMin <= 0 {
 		aw.opt.SendfileMin = 64 << 10
 	}
+	if !dry && f.Mod == "" {
+		pctx, stop := context.WithCancel(ctx)
+		aw.ahead = prefetch(pctx, files, aw.opt.SendfileMin)
+		defer func() {
+			stop()
+			aw.ahead.drain()
+		}()
+	}
 	for i := range files {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -121,7 +130,10 @@ type archiveWriter struct {
 	dry bool      // count only: no file is opened
 	off int64     // bytes of archive written
 	cd  []cdEntry // zip: central directory, written at the end
-	hdr bytes.Buffer
+	// ahead delivers small files read in advance, one result per file
+	// on disk, in order (nil when not prefetching).
+	ahead *prefetcher
+	hdr   bytes.Buffer
 }
 
 func (a *archiveWriter) write(p []byte) error {
@@ -132,10 +144,12 @@ func (a *archiveWriter) write(p []byte) error {
 
 // entry is what gets written for one File: its name, size and content.
 type entry struct {
-	name string
-	size int64
-	file *os.File  // when the body is the file itself
-	r    io.Reader // otherwise
+	name    string
+	size    int64
+	file    *os.File  // when the body is the file itself
+	r       io.Reader // otherwise
+	data    []byte    // or this, whole
+	checked bool      // the body's last read proved the file no longer
 }
 
 func (a *archiveWriter) add(fl *File) error {
@@ -144,8 +158,22 @@ func (a *archiveWriter) add(fl *File) error {
 		return a.addEntry(fl, &e)
 	}
 	if fl.data != nil || fl.Vol == nil {
-		e.r = bytes.NewReader(fl.data)
+		e.data = fl.data
 		return a.addEntry(fl, &e)
+	}
+	if a.ahead != nil {
+		r, ok := a.ahead.next()
+		if !ok {
+			return a.ctx.Err()
+		}
+		defer r.free()
+		if r.err != nil {
+			return r.err
+		}
+		if r.buf != nil {
+			e.data = (*r.buf)[:fl.Size]
+			return a.addEntry(fl, &e)
+		}
 	}
 	file, fi, err := fl.Vol.Open(fl.Rel)
 	if err != nil {
@@ -172,7 +200,7 @@ func (a *archiveWriter) add(fl *File) error {
 	}
 	// The body was read to its announced size; a file that grew (or was
 	// rewritten) meanwhile would make the archive a lie.
-	if e.file != nil {
+	if e.file != nil && !e.checked {
 		if fi, err := e.file.Stat(); err != nil || fi.Size() != fl.Size {
 			return fmt.Errorf("%w: %s", ErrChanged, fl.Name)
 		}
@@ -197,6 +225,12 @@ func (a *archiveWriter) body(e *entry, crc *uint32) error {
 	}
 	if e.size == 0 {
 		return nil
+	}
+	if e.data != nil {
+		if crc != nil {
+			*crc = crc32.Update(*crc, crc32.IEEETable, e.data)
+		}
+		return a.write(e.data)
 	}
 	if crc == nil && e.file != nil && a.raw != nil && e.size >= a.opt.SendfileMin {
 		if rf, ok := a.raw.(io.ReaderFrom); ok {
@@ -230,8 +264,21 @@ func (a *archiveWriter) body(e *entry, crc *uint32) error {
 		if int64(len(p)) > left {
 			p = p[:left]
 		}
-		n, err := io.ReadFull(src, p)
+		var n int
+		var err error
+		if e.file != nil && int64(len(buf)) > left {
+			// The last read asks for one byte more than is left: a
+			// file that grew says so here, without a stat.
+			n, err = io.ReadAtLeast(e.file, buf[:left+1], int(left))
+			if int64(n) > left {
+				return fmt.Errorf("%w: %s grew past %d bytes", ErrChanged, e.name, e.size)
+			}
+			e.checked = true
+		} else {
+			n, err = io.ReadFull(src, p)
+		}
 		if n > 0 {
+			p = buf[:n]
 			if crc != nil {
 				*crc = crc32.Update(*crc, crc32.IEEETable, p[:n])
 			}
@@ -297,4 +344,113 @@ func (a *archiveWriter) tarEnd() error {
 		return a.write(zeros[:pad])
 	}
 	return nil
+}
+
+// Small files cost more in system calls (open, stat, read, close) than in
+// bytes, so a few goroutines open and read them ahead while the archive is
+// being written. File k (counting files on disk only) goes to reader
+// k % aheadReaders, whose results come in order on its own channel; add
+// takes them round-robin, so the order of the archive is kept.
+
+// aheadFiles is how many files are read ahead at most (64 × 64 KiB of
+// memory); aheadReaders how many goroutines read them: one per core, at
+// most 4.
+const aheadFiles = 64
+
+var aheadReaders = min(4, runtime.GOMAXPROCS(0))
+
+type ahead struct {
+	buf *[]byte // the file's bytes (and one spare); nil: open it in turn
+	err error
+}
+
+func (r ahead) free() {
+	if r.buf != nil {
+		smallBufs.Put(r.buf)
+	}
+}
+
+var smallBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10+1); return &b }}
+
+type prefetcher struct {
+	chans []chan ahead
+	k     int // files taken so far
+}
+
+// next returns the result for the next file on disk; ok is false when
+// the readers stopped (the context ended).
+func (p *prefetcher) next() (ahead, bool) {
+	r, ok := <-p.chans[p.k%len(p.chans)]
+	p.k++
+	return r, ok
+}
+
+// drain waits until every reader has stopped and no file is open.
+func (p *prefetcher) drain() {
+	for _, c := range p.chans {
+		for r := range c {
+			r.free()
+		}
+	}
+}
+
+// prefetch starts the readers: every file smaller than limit is read
+// whole; for the others an empty result keeps the turns in step.
+func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
+	limit = min(limit, 64<<10)
+	p := &prefetcher{}
+	for w := range aheadReaders {
+		c := make(chan ahead, aheadFiles/aheadReaders)
+		p.chans = append(p.chans, c)
+		go func() {
+			defer close(c)
+			k := 0
+			for i := range files {
+				fl := &files[i]
+				if fl.Vol == nil || fl.data != nil {
+					continue // generated: add does not ask for it
+				}
+				k++
+				if (k-1)%aheadReaders != w {
+					continue
+				}
+				var r ahead
+				if fl.Size < limit {
+					r = readSmall(fl)
+				}
+				select {
+				case c <- r:
+				case <-ctx.Done():
+					r.free()
+					return
+				}
+			}
+		}()
+	}
+	return p
+}
+
+// readSmall reads a whole small file, asking one byte more than its
+// listed size so that a file that grew is caught.
+func readSmall(fl *File) ahead {
+	f, fi, err := fl.Vol.Open(fl.Rel)
+	if err != nil {
+		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}
+	}
+	defer f.Close()
+	if fi.Size() != fl.Size {
+		return ahead{err: fmt.Errorf("%w: %s was %d bytes, now %d", ErrChanged, fl.Name, fl.Size, fi.Size())}
+	}
+	bp := smallBufs.Get().(*[]byte)
+	b := (*bp)[:fl.Size+1]
+	n, err := io.ReadAtLeast(f, b, max(int(fl.Size), 1))
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		smallBufs.Put(bp)
+		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}
+	}
+	if n != int(fl.Size) {
+		smallBufs.Put(bp)
+		return ahead{err: fmt.Errorf("%w: %s read %d bytes of %d", ErrChanged, fl.Name, n, fl.Size)}
+	}
+	return ahead{buf: bp}
 }

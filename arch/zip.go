@@ -169,6 +169,8 @@ func (a *archiveWriter) zipEntry(fl *File, e *entry) error {
 func (a *archiveWriter) crcOf(e *entry) (uint32, error) {
 	var rs io.ReadSeeker
 	switch {
+	case e.data != nil || e.size == 0:
+		return crc32.ChecksumIEEE(e.data), nil
 	case e.file != nil:
 		rs = e.file
 	default:

@@ -23,6 +23,9 @@ func (s *Server) get(q *req) error {
 	}
 	f, fi, err := q.vol.Open(q.rel)
 	if errors.Is(err, store.ErrIsDir) {
+		if _, ok := q.query["th"]; ok {
+			return s.folderThumb(q)
+		}
 		if wantsArchive(q) {
 			return s.archive(q, nil)
 		}
@@ -48,6 +51,9 @@ func (s *Server) get(q *req) error {
 		return err
 	}
 	defer f.Close()
+	if _, ok := q.query["th"]; ok {
+		return s.thumb(q, fi)
+	}
 	return s.serveFile(q, f, fi)
 }
 

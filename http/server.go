@@ -16,6 +16,7 @@ import (
 
 	"hoard/arch"
 	"hoard/idx"
+	"hoard/media"
 	"hoard/store"
 	"hoard/up2k"
 )
@@ -35,6 +36,8 @@ type Config struct {
 	// SrchHits is the default number of search hits (200); SrchMax caps
 	// what a client may ask for (10000).
 	SrchHits, SrchMax int
+	// Media makes ?th thumbnails and transcodes; nil answers them with 500.
+	Media *media.Service
 	// ArchMT caps the archives compressing at once with xz, bz2 or gz
 	// level 6+ (more get 503); 0 means the number of cores.
 	ArchMT int
@@ -57,6 +60,7 @@ type Server struct {
 	idx       *idx.Indexer
 	srchHits  int
 	srchMax   int
+	media     *media.Service
 	idPrefix  string        // random per process, so request IDs differ across restarts
 	reqs      atomic.Uint64 // request counter for IDs
 	extra                   // ?tail, ?dls, ?ups, ?ru, shares (extra.go)
@@ -67,7 +71,7 @@ type Server struct {
 
 // New returns the handler for cfg.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k, idx: cfg.Index, srchHits: cfg.SrchHits, srchMax: cfg.SrchMax}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k, idx: cfg.Index, srchHits: cfg.SrchHits, srchMax: cfg.SrchMax, media: cfg.Media}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -104,7 +104,8 @@ type Entry struct {
 	Dir   bool
 	Size  int64 // of the target for symbolic links
 	Mtime time.Time
-	Link  bool // a symbolic link (inside the volume)
+	Link  bool        // a symbolic link (inside the volume)
+	Mode  fs.FileMode // of the target for symbolic links
 }
 
 // ListOptions select what List shows.
@@ -183,13 +184,13 @@ func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool
 	if err != nil {
 		return Entry{}, false
 	}
-	e := Entry{Name: name, Dir: li.IsDir(), Size: li.Size(), Mtime: li.ModTime()}
+	e := Entry{Name: name, Dir: li.IsDir(), Size: li.Size(), Mtime: li.ModTime(), Mode: li.Mode()}
 	if li.Mode()&fs.ModeSymlink != 0 {
 		ti, err := v.root.Stat(path.Join(dir, name))
 		if err != nil {
 			return Entry{}, false // broken, or leads outside the volume
 		}
-		e.Link, e.Dir, e.Size = true, ti.IsDir(), ti.Size()
+		e.Link, e.Dir, e.Size, e.Mode = true, ti.IsDir(), ti.Size(), ti.Mode()
 		if !opt.Lstat {
 			e.Mtime = ti.ModTime()
 		}
