@@ -52,6 +52,9 @@ func (s *Server) initExtra(cfg Config) {
 			n = 4096
 		}
 		s.recent = NewRecentRing(cfg.Store, n)
+		if s.idx != nil && s.idx.Enabled() {
+			s.recent = &indexRecent{ix: s.idx, st: cfg.Store, ring: s.recent}
+		}
 	}
 	s.shares = e.Shares
 	s.shrName = strings.Trim(e.ShrPrefix, "/")

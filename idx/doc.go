@@ -40,7 +40,7 @@
 // big-endian with the sign bit flipped, so byte order is numeric order.
 //
 //	0x00 "fschema"                  → "1"
-//	'r' id                          → record: rel, size, mtime, upload time, uploader, wark, chunk hashes, tags (record.go)
+//	'r' id                          → record: rel, size, mtime, upload time, uploader, wark, chunk hashes, tags, uploader's address (record.go)
 //	'n' rel                         → id
 //	'p' lower(rel) 0x00 id          → ""   path prefix (path:) and full scans read the path from the key
 //	't' field tri id                → ""   trigrams of lower(rel) (field 'p') and of the artist/album/title/genre tags ('a' 'b' 't' 'g')
@@ -50,6 +50,7 @@
 //	'h' chunk-hash id               → ""   each distinct up2k chunk hash (hash search)
 //	'w' wark id                     → ""   whole-file identity
 //	'v' field value id              → ""   numeric tags: 'y' year, 'r' bitrate kbps, 'd' duration ms
+//	'U' upload-time id              → ""   uploads (upload time and address known), read newest first for ?ups and ?ru
 //
 // Example: the file "music/Daft Punk - One.mp3" of 4,000,000 bytes, id 7,
 // tags artist=Daft Punk, year=2001:

@@ -119,6 +119,9 @@ func postings(id uint64, rec *Record) [][]byte {
 	}
 	out = append(out, idKey(famSize, id, s64(rec.Size)))
 	out = append(out, idKey(famMtime, id, s64(mtimeSec(rec.Mtime))))
+	if rec.At > 0 && rec.IP != "" {
+		out = append(out, idKey(famUp, id, s64(rec.At)))
+	}
 	if rec.Wark != "" {
 		out = append(out, idKey(famWark, id, []byte(rec.Wark)))
 	}
@@ -279,4 +282,33 @@ func (d *DB) Rels(fn func(rel string) error) error {
 // compactFiles compacts the file index families (after a bulk scan).
 func (d *DB) compactFiles(ctx context.Context) error {
 	return d.db.Compact(ctx, []byte{famName}, []byte{famWark + 1}, true)
+}
+
+// Uploads calls fn with the records of uploaded files (those with an
+// upload time and a client address), newest first, until fn returns
+// false.
+func (d *DB) Uploads(fn func(*Record) bool) error {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famUp}, UpperBound: []byte{famUp + 1}})
+	if err != nil {
+		return err
+	}
+	for it.Last(); it.Valid(); it.Prev() {
+		k := it.Key()
+		if len(k) != 17 {
+			continue
+		}
+		rec, err := recordByID(d.db, idOf(k))
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if rec != nil && !fn(rec) {
+			break
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
 }

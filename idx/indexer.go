@@ -224,9 +224,9 @@ func (x *Indexer) indexFile(ctx context.Context, vi *volIdx, rel string, old *Re
 	}
 	rec := &Record{Rel: rel, Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
 	if e != nil {
-		rec.At, rec.Uploader = e.At.Unix(), e.Uploader
+		rec.At, rec.Uploader, rec.IP = e.At.Unix(), e.Uploader, e.ClientIP
 	} else if old != nil {
-		rec.At, rec.Uploader = old.At, old.Uploader
+		rec.At, rec.Uploader, rec.IP = old.At, old.Uploader, old.IP
 	}
 	if old != nil && old.Size == rec.Size && old.Mtime == rec.Mtime && old.Wark != "" {
 		rec.Wark, rec.Chunks, rec.Tags = old.Wark, old.Chunks, old.Tags
@@ -540,4 +540,17 @@ func (x *Indexer) HashSearch(ctx context.Context, vols []*store.Volume, hashes [
 		}
 	}
 	return finish(res, n), nil
+}
+
+// Indexed reports whether the files of v are indexed.
+func (x *Indexer) Indexed(v *store.Volume) bool { return x != nil && x.vols[v] != nil }
+
+// Uploads calls fn with the records of files uploaded into v (upload time
+// and client address known), newest first, until fn returns false.
+func (x *Indexer) Uploads(v *store.Volume, fn func(*Record) bool) error {
+	vi := x.vols[v]
+	if vi == nil {
+		return nil
+	}
+	return vi.db.Uploads(fn)
 }

@@ -75,10 +75,11 @@ const (
 	famWark  = 'w' // 'w' wark(44) id                → ""
 	famNum   = 'v' // 'v' field value(8) id          → "" (numeric tags)
 	famName  = 'N' // 'N' lower(name) 0x00 id        → "" (anchored wildcards)
+	famUp    = 'U' // 'U' upload-time(8) id          → "" (uploads, for ?ups and ?ru)
 )
 
 // fileFams are the families a file-index rebuild drops.
-var fileFams = []byte{famRec, famRel, famPath, famTri, famExt, famSize, famMtime, famHash, famWark, famNum, famName}
+var fileFams = []byte{famRec, famRel, famPath, famTri, famExt, famSize, famMtime, famHash, famWark, famNum, famName, famUp}
 
 // fileSchemaVersion is the layout of the file index families.
 const fileSchemaVersion = "2"

@@ -18,6 +18,7 @@ type Record struct {
 	Wark     string            // up2k content identifier (44 characters)
 	Chunks   []string          // up2k chunk hashes, in file order; none for empty files
 	Tags     map[string]string // artist, album, title, track, year, genre, rate (kbps), dur (s)
+	IP       string            // uploader's address; "" when scanned
 }
 
 // Name is the file name (the last path element).
@@ -61,6 +62,7 @@ func (r *Record) encode() []byte {
 		str(k)
 		str(r.Tags[k])
 	}
+	str(r.IP) // last, so records written before it existed still decode
 	return b
 }
 
@@ -120,6 +122,9 @@ func decodeRecord(b []byte) (*Record, error) {
 			k := str()
 			r.Tags[k] = str()
 		}
+	}
+	if len(b) > 0 && !bad {
+		r.IP = str()
 	}
 	if bad {
 		return nil, errCorrupt

@@ -273,3 +273,45 @@ func TestActiveDownloads(t *testing.T) {
 	}
 	io.Copy(io.Discard, ar.Body)
 }
+
+// TestRecentUploadsIndexed: with -e2d, ?ups and ?ru read the index, so
+// uploads are still listed after a restart (the in-memory ring starts
+// empty) and the ring's size no longer bounds them. (Removals leave the
+// index with the file's record: TestSearchFollows.)
+func TestRecentUploadsIndexed(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-a", "boss:bpw", "-a", "u1:p1", "-v", dir + "::w:rwd,u1:A,boss", "-e2d", "--ups-ring", "1"}
+	s := start(t, args...)
+	for _, f := range []struct{ path, body, pw string }{
+		{"/a/one.txt", "1", "PW: p1"}, {"/a/two.txt", "22", ""}, {"/three.txt", "333", "PW: p1"},
+	} {
+		var hdr []string
+		if f.pw != "" {
+			hdr = append(hdr, f.pw)
+		}
+		resp, b := s.do(t, "PUT", f.path, []byte(f.body), hdr...)
+		wantStatus(t, resp, b, 201)
+		time.Sleep(1100 * time.Millisecond) // distinct upload seconds: a stable newest-first order
+	}
+	// Indexing is asynchronous: wait until the index holds the uploads.
+	waitHits(t, s, "txt", []string{"/a/one.txt", "/a/two.txt", "/three.txt"}, "PW: bpw")
+	if err := s.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	s = start(t, args...)
+	got, ru := ruPaths(t, s, "", "PW: bpw")
+	if !slices.Equal(got, []string{"/three.txt", "/a/two.txt", "/a/one.txt"}) {
+		t.Fatalf("?ru after a restart: %v, want the three uploads newest first", got)
+	}
+	for _, u := range ru.Ups {
+		if u.IP == "" || u.At == 0 {
+			t.Errorf("?ru row without address or time: %+v", u)
+		}
+		if want := map[bool]string{true: "*", false: "u1"}[u.Vp == "/a/two.txt"]; u.Un != want {
+			t.Errorf("?ru row %s: uploader %q", u.Vp, u.Un)
+		}
+	}
+	if got := upsPaths(t, s, "", "PW: p1"); !slices.Equal(got, []string{"/three.txt", "/a/one.txt"}) {
+		t.Fatalf("u1's ?ups after a restart: %v", got)
+	}
+}
