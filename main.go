@@ -26,6 +26,7 @@ import (
 
 	srvhttp "hoard/http"
 	"hoard/idx"
+	"hoard/media"
 	"hoard/store"
 	"hoard/up2k"
 )
@@ -47,9 +48,16 @@ type options struct {
 	hist, warksalt, df      string
 	snapDrop, dbCache, thMT int
 	reMaxAge                int
+	srchSlowMS              int
 	maxRanges               int
 	archMT                  int
 	logLevel                string
+	tailTmax, tailCmax      int
+	upsRing                 int
+	shr                     string
+	thConvt, thQueue        int
+	thCacheMax, thMaxMpx    int
+	ffmpeg, ffprobe         string
 }
 
 func main() {
@@ -81,10 +89,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
+	fs.IntVar(&o.thConvt, "th-convt", 60, "seconds a thumbnail or transcode may take before ffmpeg is killed")
+	fs.IntVar(&o.thQueue, "th-queue", 30, "seconds a thumbnail or transcode may wait for a worker before the request gets 503")
+	fs.IntVar(&o.thCacheMax, "th-cache-max", 1024, "MiB of thumbnails and transcodes kept per state folder (.hist/th) before the least recently used go")
+	fs.IntVar(&o.thMaxMpx, "th-max-mpx", 64, "largest image (megapixels) decoded for a thumbnail")
+	fs.StringVar(&o.ffmpeg, "ffmpeg", "ffmpeg", "FFmpeg program for video, audio and WebP thumbnails, waveforms and transcodes")
+	fs.StringVar(&o.ffprobe, "ffprobe", "ffprobe", "ffprobe program (media durations and tags)")
 	fs.IntVar(&o.reMaxAge, "re-maxage", 0, "rescan volumes every this many seconds (0: never)")
+	fs.IntVar(&o.srchSlowMS, "srch-slow-ms", 700, "a search slower than this many milliseconds earns its client the 0.7 s rate-limit penalty (0: every search; for tests)")
 	fs.IntVar(&o.maxRanges, "max-ranges", 16, "most byte ranges served in one request")
 	fs.IntVar(&o.archMT, "arch-mt", runtime.NumCPU(), "archives compressing at once with xz, bz2 or gz level 6+ (more get 503)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.IntVar(&o.tailTmax, "tail-tmax", 0, "end a ?tail stream after this many seconds (0: never)")
+	fs.IntVar(&o.tailCmax, "tail-cmax", 16, "most ?tail streams at once (503 beyond)")
+	fs.IntVar(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
+	fs.StringVar(&o.shr, "shr", "/shr/", "URL folder where share links are served (empty: sharing off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -119,9 +138,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	if o.e2d || o.e2s || o.e2a || o.e2t {
-		log.Warn("indexing and search are not built yet; the -e2* flags are accepted and ignored")
-	}
 	dbs, err := openDBs(st, int64(o.dbCache)<<20, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
@@ -139,13 +155,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	ix := startIndex(st, dbs, o, log)
+	defer ix.Close() // before the databases close
+
+	med := media.New(media.Config{
+		Workers: o.thMT, Timeout: time.Duration(o.thConvt) * time.Second, QueueWait: time.Duration(o.thQueue) * time.Second,
+		CacheMax: int64(o.thCacheMax) << 20, MaxPixels: int64(o.thMaxMpx) * 1000 * 1000, FFmpeg: o.ffmpeg, FFprobe: o.ffprobe, Logger: log,
+	})
+	defer med.Close()
+
+	extra, err := o.extraConfig(st, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		return 1
+	}
+	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, ArchTransform: med.Transform, Extra: extra})
 	srv := &http.Server{
-		Handler:           srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT}),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(handler.StopStreams)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	var wg sync.WaitGroup
@@ -183,6 +215,40 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// Deferred, in this order: up2k stops, the databases close, the store
 	// closes.
 	return code
+}
+
+// startIndex starts the file index of the volumes with e2d, hashing with
+// up2k's chunk hashes and reading tags with ffprobe (when installed).
+func startIndex(st *store.Store, dbs map[*store.Volume]up2k.SessionStore, o options, log *slog.Logger) *idx.Indexer {
+	cfg := idx.Config{
+		Store:     st,
+		DBs:       map[*store.Volume]*idx.DB{},
+		Rescan:    time.Duration(o.reMaxAge) * time.Second,
+		SlowQuery: max(time.Nanosecond, time.Duration(o.srchSlowMS)*time.Millisecond),
+		Logger:    log,
+		Hasher: func(ctx context.Context, f *os.File, size, lmod int64, folder, name string) (string, []string, error) {
+			return up2k.HashFile(ctx, f, size, o.warksalt, lmod, folder, name)
+		},
+	}
+	tags := false
+	for _, v := range st.Volumes() {
+		if db, ok := dbs[v].(*idx.DB); ok && v.Flags.E2D {
+			cfg.DBs[v] = db
+		} else if v.Flags.E2D {
+			log.Warn("the volume has no writable state folder; it is not indexed", "volume", "/"+v.VPath)
+		}
+		tags = tags || v.Flags.E2T
+	}
+	if tags {
+		if media.HaveFFprobe() {
+			cfg.Prober = func(ctx context.Context, f *os.File) (map[string]string, error) { return media.ProbeFile(ctx, f) }
+		} else {
+			log.Warn("tag indexing (-e2t/-e2ts) needs ffprobe, which is not installed: tags are not indexed and tag searches answer with an error")
+		}
+	}
+	ix := idx.New(cfg)
+	ix.Start()
+	return ix
 }
 
 // openDBs opens the database of every volume's state folder (volumes that
@@ -278,14 +344,59 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		return cfg, fmt.Errorf("--db-cache %d: want at least 1 MiB", o.dbCache)
 	case o.thMT < 1:
 		return cfg, fmt.Errorf("--th-mt %d: want at least 1 worker", o.thMT)
+	case o.thConvt < 1, o.thQueue < 1, o.thCacheMax < 1, o.thMaxMpx < 1:
+		return cfg, fmt.Errorf("--th-convt, --th-queue, --th-cache-max and --th-max-mpx want at least 1 (got %d, %d, %d, %d)", o.thConvt, o.thQueue, o.thCacheMax, o.thMaxMpx)
 	case o.reMaxAge < 0:
 		return cfg, fmt.Errorf("--re-maxage %d: want 0 or more seconds", o.reMaxAge)
+	case o.srchSlowMS < 0:
+		return cfg, fmt.Errorf("--srch-slow-ms %d: want 0 or more", o.srchSlowMS)
 	case o.maxRanges < 1:
 		return cfg, fmt.Errorf("--max-ranges %d: want at least 1", o.maxRanges)
+	case o.tailTmax < 0:
+		return cfg, fmt.Errorf("--tail-tmax %d: want 0 or more seconds", o.tailTmax)
+	case o.tailCmax < 1:
+		return cfg, fmt.Errorf("--tail-cmax %d: want at least 1", o.tailCmax)
+	case o.upsRing < 1:
+		return cfg, fmt.Errorf("--ups-ring %d: want at least 1", o.upsRing)
+	case strings.ContainsAny(strings.Trim(o.shr, "/"), "/\\?#%"):
+		return cfg, fmt.Errorf("--shr %q: want one folder name, like /shr/", o.shr)
 	case o.warksalt == "":
 		return cfg, errors.New("--warksalt: must not be empty")
 	}
 	return cfg, cfg.Validate()
+}
+
+// extraConfig is the configuration of ?tail, ?ups/?ru and shares. Shares
+// are kept in shares.json in --hist, or else in the state folder of the
+// volume mounted nearest the root.
+func (o *options) extraConfig(st *store.Store, log *slog.Logger) (srvhttp.ExtraConfig, error) {
+	e := srvhttp.ExtraConfig{TailMax: o.tailCmax, TailTime: time.Duration(o.tailTmax) * time.Second, RecentMax: o.upsRing, ShrPrefix: o.shr}
+	name := strings.Trim(o.shr, "/")
+	if name == "" {
+		return e, nil
+	}
+	for _, v := range st.Volumes() {
+		if v.VPath == name || strings.HasPrefix(v.VPath, name+"/") {
+			log.Warn("shares are served at this path, so the volume there is out of reach; choose another --shr", "shr", "/"+name+"/", "volume", "/"+v.VPath)
+		}
+	}
+	dir := o.hist
+	if dir == "" {
+		vols := st.Volumes()
+		for i := len(vols) - 1; i >= 0 && dir == ""; i-- {
+			dir = vols[i].HistPath()
+		}
+	}
+	if dir == "" {
+		log.Warn("no state folder to keep shares in; sharing is off")
+		return e, nil
+	}
+	sh, err := store.OpenShares(filepath.Join(dir, "shares.json"), nil)
+	if err != nil {
+		return e, err
+	}
+	e.Shares = sh
+	return e, nil
 }
 
 // listen opens one listener per address and port.

@@ -23,6 +23,9 @@ func (s *Server) get(q *req) error {
 	}
 	f, fi, err := q.vol.Open(q.rel)
 	if errors.Is(err, store.ErrIsDir) {
+		if _, ok := q.query["th"]; ok {
+			return s.folderThumb(q)
+		}
 		if wantsArchive(q) {
 			return s.archive(q, nil)
 		}
@@ -48,6 +51,9 @@ func (s *Server) get(q *req) error {
 		return err
 	}
 	defer f.Close()
+	if _, ok := q.query["th"]; ok {
+		return s.thumb(q, fi)
+	}
 	return s.serveFile(q, f, fi)
 }
 
@@ -73,14 +79,24 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 		}
 	}
 	query := q.query
+	if view := fileView(query); view != nil {
+		return view(s, q, f, fi)
+	}
 	name := path.Base("/" + q.rel)
 	h := q.w.Header()
-	ct := contentType(name)
-	if m, ok := query["mime"]; ok {
-		if mt, _, err := mime.ParseMediaType(m[0]); err != nil || !strings.Contains(mt, "/") || strings.ContainsAny(m[0], "\r\n") {
-			return errorf(http.StatusBadRequest, "bad mime= value %q", m[0])
+	ct, err := q.fileType(name)
+	if err != nil {
+		return err
+	}
+	if t, ok := query["txt"]; ok {
+		tct, enc, err := txtType(t[0], f, fi.Size())
+		if err != nil {
+			return err
 		}
-		ct = m[0]
+		if enc != nil {
+			return s.txtTranscode(q, f, tct, enc)
+		}
+		ct = tct
 	}
 	h.Set("Content-Type", ct)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -106,9 +122,25 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	var w http.ResponseWriter = q.w
 	if q.r.Method == http.MethodGet {
 		w = headerFlusher{q.w}
+		if fi.Size() >= dlsMin {
+			q.w.dl = s.dls.start(q, fi.Size())
+			defer s.dls.done(q.w.dl)
+		}
 	}
 	http.ServeContent(w, q.r, "", fi.ModTime(), &sizedFile{File: f, size: fi.Size()})
 	return nil
+}
+
+// fileType is the Content-Type of the file name, or the one ?mime= asks for.
+func (q *req) fileType(name string) (string, error) {
+	ct := contentType(name)
+	if m, ok := q.query["mime"]; ok {
+		if mt, _, err := mime.ParseMediaType(m[0]); err != nil || !strings.Contains(mt, "/") || strings.ContainsAny(m[0], "\r\n") {
+			return "", errorf(http.StatusBadRequest, "bad mime= value %q", m[0])
+		}
+		ct = m[0]
+	}
+	return ct, nil
 }
 
 // sizedFile answers http.ServeContent's size probe (seek to the end and

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"hoard/arch"
+	"hoard/idx"
+	"hoard/media"
 	"hoard/store"
 	"hoard/up2k"
 )
@@ -28,12 +30,23 @@ type Config struct {
 	MaxRanges int
 	// Up2k runs resumable uploads; nil answers them with 501.
 	Up2k *up2k.Manager
+	// Index answers searches; nil (or no indexed volume) answers them
+	// with 500 saying how to enable indexing.
+	Index *idx.Indexer
+	// SrchHits is the default number of search hits (200); SrchMax caps
+	// what a client may ask for (10000).
+	SrchHits, SrchMax int
+	// Media makes ?th thumbnails and transcodes; nil answers them with 500.
+	Media *media.Service
 	// ArchMT caps the archives compressing at once with xz, bz2 or gz
 	// level 6+ (more get 503); 0 means the number of cores.
 	ArchMT int
 	// ArchTransform serves the archive modifiers (opus, mp3, j, w, p);
 	// nil answers them with 501.
 	ArchTransform arch.Transform
+	// Text, tail, recent uploads and shares (text.go, tail.go, recent.go,
+	// share.go): see ExtraConfig.
+	Extra ExtraConfig
 }
 
 // Server is hoard's http.Handler.
@@ -44,8 +57,13 @@ type Server struct {
 	fails     *failTracker
 	cop       *http.CrossOriginProtection
 	up        *up2k.Manager
+	idx       *idx.Indexer
+	srchHits  int
+	srchMax   int
+	media     *media.Service
 	idPrefix  string        // random per process, so request IDs differ across restarts
 	reqs      atomic.Uint64 // request counter for IDs
+	extra                   // ?tail, ?dls, ?ups, ?ru, shares (extra.go)
 
 	archSem chan struct{}  // slots for CPU-heavy archives
 	archFn  arch.Transform // archive modifiers; nil: 501
@@ -53,7 +71,7 @@ type Server struct {
 
 // New returns the handler for cfg.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k, idx: cfg.Index, srchHits: cfg.SrchHits, srchMax: cfg.SrchMax, media: cfg.Media}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -64,10 +82,17 @@ func New(cfg Config) *Server {
 	if s.maxRanges <= 0 {
 		s.maxRanges = 16
 	}
+	if s.srchHits <= 0 {
+		s.srchHits = 200
+	}
+	if s.srchMax < s.srchHits {
+		s.srchMax = max(s.srchHits, 10000)
+	}
 	if cfg.ArchMT <= 0 {
 		cfg.ArchMT = runtime.NumCPU()
 	}
 	s.archSem, s.archFn = make(chan struct{}, cfg.ArchMT), cfg.ArchTransform
+	s.initExtra(cfg)
 	return s
 }
 
@@ -109,6 +134,9 @@ func (s *Server) route(q *req) error {
 		return err
 	}
 	q.parts, q.slash = parts, slash
+	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
+		return s.shareRoute(q)
+	}
 	if err := s.authenticate(q); err != nil {
 		return err
 	}
@@ -118,6 +146,9 @@ func (s *Server) route(q *req) error {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
+		if view := globalView(q.query); view != nil {
+			return view(s, q)
+		}
 		return s.get(q)
 	case http.MethodPut:
 		return s.put(q)
@@ -133,6 +164,9 @@ func (s *Server) route(q *req) error {
 }
 
 func (s *Server) post(q *req) error {
+	if has(q.query, "share") {
+		return s.postShare(q) // whatever the type: curl -d sends a form type
+	}
 	if wantsArchive(q) {
 		return s.archivePost(q)
 	}
@@ -227,6 +261,7 @@ type respWriter struct {
 	status int
 	n      int64
 	wrote  bool
+	dl     *download // counts the bytes of a download ?dls shows
 }
 
 func (w *respWriter) WriteHeader(code int) {
@@ -253,7 +288,9 @@ func (w *respWriter) ReadFrom(src io.Reader) (int64, error) {
 	}
 	var n int64
 	var err error
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok && w.dl != nil {
+		n, err = countedReadFrom(rf, src, w.dl)
+	} else if ok {
 		n, err = rf.ReadFrom(src)
 	} else {
 		n, err = io.Copy(writerOnly{w.ResponseWriter}, src)

@@ -35,7 +35,7 @@ func (s *Server) postJSON(q *req) error {
 	_, hasQ := fields["q"]
 	_, hasSrch := fields["srch"]
 	if has(query, "srch") || hasQ || hasSrch {
-		return writeJSON(q, http.StatusNotImplemented, map[string]string{"error": "search is not available in this version of hoard yet"})
+		return s.search(q, fields, jerr)
 	}
 	for _, k := range []string{"delete", "share"} {
 		if has(query, k) {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -37,6 +39,9 @@ type Options struct {
 type DB struct {
 	db  *pebble.DB
 	log *slog.Logger
+
+	wmu    sync.Mutex    // serializes file-index writes (read old record, replace)
+	nextID atomic.Uint64 // last file id handed out
 }
 
 // Open opens (creating when needed) the database in dir with production
@@ -76,6 +81,10 @@ func Open(dir string, opt Options) (*DB, error) {
 	}
 	d := &DB{db: db, log: log}
 	if err := d.checkSchema(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := d.initFiles(); err != nil {
 		db.Close()
 		return nil, err
 	}

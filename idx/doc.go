@@ -1,7 +1,11 @@
 // Package idx is hoard's Pebble database: one per volume, in the volume's
 // state folder (<volume>/.hist/idx, or below --hist). It implements
 // up2k.SessionStore, so unfinished uploads and the warks of finished ones
-// survive restarts; the search issue will add the file index here.
+// survive restarts, and it holds the file index that search runs on
+// (files.go, record.go), kept current by the Indexer (indexer.go) from
+// store events and scans, and queried through a hand-written compiler:
+// lexer.go → parse.go (AST in ast.go) → plan.go → exec.go, with the exact
+// meaning of every term in match.go.
 //
 // Only idx imports Pebble. Every logical change is one batch; what cannot
 // be rebuilt from the file system (upload sessions and their chunk
@@ -27,6 +31,44 @@
 //	    → ""
 //	f XMbpLRqVdtGmgggqjUI6uSoNMTqZVX4K6zr74XA1BRKc up/f1
 //	    → {"sz":3,"mt":1234567890000000000,"at":1700000000}
+//
+// The file index (its own version, 0x00 "fschema"; a mismatch drops only
+// the families below and a scan rebuilds them). id is a uint64 given to a
+// path when it is first indexed, 8 bytes big-endian; every posting key ends
+// in it, so one posting list is ordered by id and lists can be intersected
+// by leapfrogging (SeekGE to the largest id seen). Numbers are 8 bytes
+// big-endian with the sign bit flipped, so byte order is numeric order.
+//
+//	0x00 "fschema"                  → "1"
+//	'r' id                          → record: rel, size, mtime, upload time, uploader, wark, chunk hashes, tags (record.go)
+//	'n' rel                         → id
+//	'p' lower(rel) 0x00 id          → ""   path prefix (path:) and full scans read the path from the key
+//	't' field tri id                → ""   trigrams of lower(rel) (field 'p') and of the artist/album/title/genre tags ('a' 'b' 't' 'g')
+//	'e' lower(ext) 0x00 id          → ""   extension (ext:)
+//	's' size id                     → ""   size (size:)
+//	'm' mtime-seconds id            → ""   modification time (date:)
+//	'h' chunk-hash id               → ""   each distinct up2k chunk hash (hash search)
+//	'w' wark id                     → ""   whole-file identity
+//	'v' field value id              → ""   numeric tags: 'y' year, 'r' bitrate kbps, 'd' duration ms
+//
+// Example: the file "music/Daft Punk - One.mp3" of 4,000,000 bytes, id 7,
+// tags artist=Daft Punk, year=2001:
+//
+//	n music/Daft Punk - One.mp3            → 00 00 00 00 00 00 00 07
+//	r 00…07                                → 01 "music/Daft Punk - One.mp3" 4000000 …
+//	p music/daft punk - one.mp3 00 00…07   → ""
+//	t p "mus" 00…07, t p "usi" 00…07, …    → ""   (one per distinct trigram)
+//	e mp3 00 00…07                         → ""
+//	s 80 00 00 00 00 3d 09 00 00…07        → ""
+//	t a "daf" 00…07, t a "aft" 00…07, …    → ""
+//	v y 80 00 00 00 00 00 07 d1 00…07      → ""
+//
+// A query such as `punk ext:mp3 size:>1M` is planned by counting (up to
+// 1000) the candidates of each indexed term: the trigram lists of "punk",
+// the 'e' list of mp3, the 's' range above 1 MiB. Posting lists are
+// intersected by leapfrog when one of them is the cheapest; otherwise the
+// cheapest range is scanned. Every candidate then goes through the exact
+// filter of all terms, negated ones included, until n+1 hits are found.
 //
 // A session's receipts are the range ['c' wark, 'c' wark+1); all files
 // with one content are the range ['f' wark, 'f' wark+1). Finishing an

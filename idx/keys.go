@@ -1,6 +1,9 @@
 package idx
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Key families. Each key is built in a fresh, right-sized buffer.
 const (
@@ -56,3 +59,71 @@ func prefixEnd(p []byte) []byte {
 	}
 	return nil
 }
+
+// File index families (files.go). They are a cache of the volume and can
+// be rebuilt by a scan, so they carry their own schema version: a mismatch
+// drops only these families (sessions and up2k's 'f' records stay).
+const (
+	famRec   = 'r' // 'r' id                         → record (record.go)
+	famRel   = 'n' // 'n' rel                        → id
+	famPath  = 'p' // 'p' lower(rel) 0x00 id         → ""
+	famTri   = 't' // 't' field tri(3) id            → "" (trigram postings)
+	famExt   = 'e' // 'e' lower(ext) 0x00 id         → ""
+	famSize  = 's' // 's' size(8) id                 → ""
+	famMtime = 'm' // 'm' mtime-seconds(8) id        → ""
+	famHash  = 'h' // 'h' chunk-hash(44) id          → ""
+	famWark  = 'w' // 'w' wark(44) id                → ""
+	famNum   = 'v' // 'v' field value(8) id          → "" (numeric tags)
+	famName  = 'N' // 'N' lower(name) 0x00 id        → "" (anchored wildcards)
+)
+
+// fileFams are the families a file-index rebuild drops.
+var fileFams = []byte{famRec, famRel, famPath, famTri, famExt, famSize, famMtime, famHash, famWark, famNum, famName}
+
+// fileSchemaVersion is the layout of the file index families.
+const fileSchemaVersion = "2"
+
+var fileSchemaKey = []byte("\x00fschema")
+
+// Trigram fields: which text a 't' posting comes from.
+const (
+	fieldPath   = 'p'
+	fieldArtist = 'a'
+	fieldAlbum  = 'b'
+	fieldTitle  = 't'
+	fieldGenre  = 'g'
+)
+
+// Numeric tag fields of 'v' keys.
+const (
+	fieldYear = 'y'
+	fieldRate = 'r' // kbps
+	fieldDur  = 'd' // milliseconds
+)
+
+// u64 encodes n big-endian, so byte order is numeric order.
+func u64(n uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return b[:]
+}
+
+// s64 encodes a signed number so that byte order is numeric order.
+func s64(n int64) []byte { return u64(uint64(n) ^ 1<<63) }
+
+// idKey builds fam, the parts, then the 8-byte id.
+func idKey(fam byte, id uint64, parts ...[]byte) []byte {
+	n := 9
+	for _, p := range parts {
+		n += len(p)
+	}
+	k := make([]byte, 1, n)
+	k[0] = fam
+	for _, p := range parts {
+		k = append(k, p...)
+	}
+	return append(k, u64(id)...)
+}
+
+// idOf is the id at the end of a posting key.
+func idOf(k []byte) uint64 { return binary.BigEndian.Uint64(k[len(k)-8:]) }

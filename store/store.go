@@ -47,6 +47,8 @@ type Volume struct {
 	hist   string // absolute state folder; "" when it could not be made
 	secret []byte // per-volume key for file keys and collision suffixes
 	store  *Store
+
+	dirs dirSyncs // group-committed folder fsyncs
 }
 
 // HistName is the state folder's name inside a volume. Requests can never

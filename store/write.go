@@ -247,18 +247,6 @@ func (v *Volume) collisionName(name, ip string, attempt int) string {
 	return s
 }
 
-func (v *Volume) syncDir(dir string) error {
-	d, err := v.root.Open(dir)
-	if err != nil {
-		return mapErr(err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return v.writeErr(err, 0)
-	}
-	return nil
-}
-
 // writeErr turns ENOSPC into a DiskFullError naming the free space.
 func (v *Volume) writeErr(err error, need int64) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {

@@ -1,8 +1,10 @@
 package up2k
 
 import (
+	"context"
 	"crypto/sha512"
 	"encoding/base64"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -94,4 +96,36 @@ func validWark(s string) bool {
 		return hashAlphabet(s[1:])
 	}
 	return hashAlphabet(s)
+}
+
+// HashFile computes copyparty's chunk hashes and the wark of the first
+// size bytes of f, reading it chunk by chunk (for the indexer's scan of
+// files that were not uploaded through up2k). An empty file has no chunks
+// and the metadata wark of folder/name.
+func HashFile(ctx context.Context, f io.ReaderAt, size int64, salt string, lmod int64, folder, name string) (wark string, chunks []string, err error) {
+	if size <= 0 {
+		return MetaWark(salt, lmod, 0, folder, name), nil, nil
+	}
+	cs := ChunkSize(size)
+	n := NumChunks(size, cs)
+	chunks = make([]string, 0, n)
+	buf := make([]byte, 256<<10)
+	h := sha512.New()
+	for i := range int(n) {
+		if err := ctx.Err(); err != nil {
+			return "", nil, err
+		}
+		off := int64(i) * cs
+		h.Reset()
+		want := chunkLen(size, cs, i)
+		got, err := io.CopyBuffer(h, io.NewSectionReader(f, off, want), buf)
+		if err != nil {
+			return "", nil, err
+		}
+		if got != want {
+			return "", nil, io.ErrUnexpectedEOF // the file shrank while being read
+		}
+		chunks = append(chunks, b64.EncodeToString(h.Sum(nil)[:33]))
+	}
+	return Wark(salt, size, chunks), chunks, nil
 }

@@ -28,7 +28,8 @@ type rule struct {
 var xlibs = []string{"golang.org/x/sys/", "golang.org/x/crypto/", "golang.org/x/text/", "golang.org/x/image/"}
 
 var rules = map[string]rule{
-	"http":  {hoard: []string{"store", "up2k", "idx", "arch", "media"}, thirdPty: xlibs, forbidStd: []string{"crypto/sha512", "crypto/sha256", "crypto/sha1", "crypto/md5", "hash/"}},
+	// goldmark: CommonMark rendering for ?v, safe by default (raw HTML and dangerous URLs dropped).
+	"http":  {hoard: []string{"store", "up2k", "idx", "arch", "media"}, thirdPty: append([]string{"github.com/yuin/goldmark"}, xlibs...), forbidStd: []string{"crypto/sha512", "crypto/sha256", "crypto/sha1", "crypto/md5", "hash/"}},
 	"store": {thirdPty: xlibs, forbidStd: []string{"net/http"}},
 	"up2k":  {hoard: []string{"store"}, thirdPty: xlibs, forbidStd: []string{"net/http"}},
 	"idx":   {hoard: []string{"store"}, thirdPty: append([]string{"github.com/cockroachdb/pebble", "github.com/cespare/xxhash"}, xlibs...), forbidStd: []string{"net/http"}},

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# compare.sh -- hoard against nginx and copyparty with the Go harness.
+#
+# Makes the fixtures in a temporary folder (go run ./bench -prepare), starts
+# nginx (sendfile, dav_methods PUT) and copyparty (from source, -e2dsa, so it
+# indexes the fixtures for search) on free 127.0.0.1 ports, all serving that
+# folder, then runs
+#     go run ./bench -dir DATA -compare 'hoard=spawn,nginx=URL,copyparty=URL' -pid ...
+# with the arguments given to this script (e.g. -rounds 3 -limits -json), and
+# stops everything and removes the folder at the end. See bench/peers.md.
+#
+#   COPYPARTY_SRC=/work/peers/copyparty bash bench/compare.sh -rounds 3 -limits
+#
+# Environment: COPYPARTY_SRC (required for copyparty; skipped when unset),
+# PY (python with jinja2, default /usr/bin/python3), BENCH_TMP (parent of
+# the data folder; a real disk, default ${TMPDIR:-/tmp}), PEERS (default
+# "nginx copyparty"). Sizes: pass -big, -small-n, -search-n ... both to the
+# prepare step and the run: this script passes all its arguments to both.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PY=${PY:-/usr/bin/python3}
+PEERS=${PEERS:-"nginx copyparty"}
+log() { printf '[compare] %s\n' "$*" >&2; }
+
+TMP=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/hoard-compare.XXXXXX")
+chmod 755 "$TMP"
+DATA=$TMP/data
+mkdir -p "$DATA" "$TMP/log"
+chmod 1777 "$DATA"
+declare -A PID=()
+cleanup() {
+    local rc=$? s
+    trap - EXIT INT TERM
+    for s in "${!PID[@]}"; do
+        if [[ $s == nginx ]]; then kill -QUIT "${PID[$s]}" 2>/dev/null || true
+        else kill -TERM "${PID[$s]}" 2>/dev/null || true; fi
+    done
+    for s in "${!PID[@]}"; do
+        for _ in $(seq 50); do kill -0 "${PID[$s]}" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "${PID[$s]}" 2>/dev/null || true
+        wait "${PID[$s]}" 2>/dev/null || true
+    done
+    rm -rf "$TMP"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_up() { # name port
+    for _ in $(seq 600); do
+        kill -0 "${PID[$1]}" 2>/dev/null || { tail -n 30 "$TMP/log/$1.log" >&2; log "$1 exited"; exit 1; }
+        curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$2/hb-fix/manifest.txt" && return 0
+        sleep 0.1
+    done
+    log "$1 did not come up"; exit 1
+}
+
+cd "$REPO"
+go build -o "$TMP/bench" ./bench
+log "fixtures in $DATA"
+"$TMP/bench" -prepare -dir "$DATA" "$@"
+chmod -R a+rX "$DATA"
+
+TARGETS="hoard=spawn"
+PIDS=""
+if [[ " $PEERS " == *" nginx "* ]]; then
+    P=$TMP/nginx; mkdir -p "$P/body"; PORT=$(free_port)
+    cat > "$P/nginx.conf" <<EOF
+worker_processes 2;
+daemon off;
+pid $P/nginx.pid;
+error_log $P/error.log warn;
+events { worker_connections 1024; }
+http {
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on;
+    tcp_nopush off;   # on: 40 ms stalls on keep-alive range replies (sendfile + TCP_CORK), measured
+    tcp_nodelay on;
+    keepalive_timeout 65;
+    keepalive_requests 1000000;
+    client_body_temp_path $P/body;
+    proxy_temp_path $P/proxy;
+    fastcgi_temp_path $P/fastcgi;
+    uwsgi_temp_path $P/uwsgi;
+    scgi_temp_path $P/scgi;
+    server {
+        listen 127.0.0.1:$PORT;
+        root $DATA;
+        location / {
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+            dav_access user:rw group:r all:r;
+            client_max_body_size 0;
+        }
+    }
+}
+EOF
+    nginx -e "$P/error.log" -p "$P/" -c "$P/nginx.conf" > "$TMP/log/nginx.log" 2>&1 &
+    PID[nginx]=$!
+    wait_up nginx "$PORT"
+    TARGETS+=",nginx=http://127.0.0.1:$PORT"; PIDS+="nginx=${PID[nginx]},"
+    log "nginx $(nginx -v 2>&1 | sed 's/.*\///') on $PORT, pid ${PID[nginx]}"
+fi
+if [[ " $PEERS " == *" copyparty "* ]]; then
+    if [[ -z ${COPYPARTY_SRC:-} ]]; then
+        log "COPYPARTY_SRC unset: no copyparty"
+    else
+        PORT=$(free_port); mkdir -p "$TMP/cpp/cfg" "$TMP/cpp/hist"
+        (cd "$COPYPARTY_SRC" && exec env HOME="$TMP/cpp" XDG_CONFIG_HOME="$TMP/cpp/cfg" LC_ALL=C.UTF-8 \
+            "$PY" -m copyparty -i 127.0.0.1 -p "$PORT" -v "$DATA::rwd" -e2dsa \
+            --http-only --no-crt --no-thumb --hist "$TMP/cpp/hist" -q) > "$TMP/log/copyparty.log" 2>&1 &
+        PID[copyparty]=$!
+        wait_up copyparty "$PORT"
+        TARGETS+=",copyparty=http://127.0.0.1:$PORT"; PIDS+="copyparty=${PID[copyparty]},"
+        log "copyparty $(cd "$COPYPARTY_SRC" && "$PY" -c 'from copyparty.__version__ import S_VERSION as v; print(v)') on $PORT, pid ${PID[copyparty]}"
+    fi
+fi
+log "running: bench -dir DATA -compare '$TARGETS' -pid '${PIDS%,}' $*"
+"$TMP/bench" -dir "$DATA" -compare "$TARGETS" ${PIDS:+-pid "${PIDS%,}"} "$@"

@@ -1,0 +1,216 @@
+package http
+
+import (
+	"html/template"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"hoard/store"
+)
+
+// Upload is one finished upload, as ?ups and ?ru show it.
+type Upload struct {
+	Vol  *store.Volume
+	Rel  string
+	Size int64
+	At   time.Time
+	User string // "" is anonymous
+	IP   string
+}
+
+// RecentUploads is where ?ups and ?ru read finished uploads from, newest
+// first, keeping those keep accepts, at most n. The default is an
+// in-memory ring fed by the store's events (NewRecentRing); an index that
+// records uploads can stand in for it (Config.Recent).
+type RecentUploads interface {
+	Recent(n int, keep func(*Upload) bool) []Upload
+}
+
+// RecentRing is a bounded in-memory record of the latest uploads.
+type RecentRing struct {
+	mu   sync.Mutex
+	ring []Upload
+	next int // where the next record goes
+	full bool
+}
+
+// NewRecentRing returns a ring of size records, subscribed to st's events.
+func NewRecentRing(st *store.Store, size int) *RecentRing {
+	r := &RecentRing{ring: make([]Upload, max(size, 1))}
+	st.Subscribe(r.event)
+	return r
+}
+
+func (r *RecentRing) event(e store.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Kind {
+	case store.Created:
+		if e.ClientIP == "" {
+			return // made by the server itself, not an upload
+		}
+		r.ring[r.next] = Upload{Vol: e.Vol, Rel: e.Rel, Size: e.Size, At: e.At, User: e.Uploader, IP: e.ClientIP}
+		r.next++
+		if r.next == len(r.ring) {
+			r.next, r.full = 0, true
+		}
+	case store.Removed:
+		for i := range r.ring {
+			if u := &r.ring[i]; u.Vol == e.Vol && u.Rel == e.Rel {
+				u.Vol = nil // gone; skipped from now on
+			}
+		}
+	}
+}
+
+// Recent implements RecentUploads.
+func (r *RecentRing) Recent(n int, keep func(*Upload) bool) []Upload {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Upload
+	count := r.next
+	if r.full {
+		count = len(r.ring)
+	}
+	for i := 0; i < count && len(out) < n; i++ {
+		u := &r.ring[(r.next-1-i+len(r.ring))%len(r.ring)]
+		if u.Vol != nil && keep(u) {
+			out = append(out, *u)
+		}
+	}
+	return out
+}
+
+// uploadFilter is ?filter= of ?ups and ?ru: a case-insensitive substring
+// of the path; a leading ^ anchors it at the start, a trailing $ at the
+// end. Nothing else is special (no regular expressions).
+func uploadFilter(f string) func(vp string) bool {
+	f = strings.ToLower(f)
+	pre := strings.HasPrefix(f, "^")
+	suf := strings.HasSuffix(f, "$") && len(f) > 1
+	f = strings.TrimPrefix(f, "^")
+	if suf {
+		f = strings.TrimSuffix(f, "$")
+	}
+	return func(vp string) bool {
+		vp = strings.ToLower(vp)
+		switch {
+		case pre && suf:
+			return vp == f
+		case pre:
+			return strings.HasPrefix(vp, f)
+		case suf:
+			return strings.HasSuffix(vp, f)
+		}
+		return strings.Contains(vp, f)
+	}
+}
+
+// uploadPath is the URL path of an upload.
+func uploadPath(u *Upload) string {
+	if u.Vol.VPath == "" {
+		return "/" + u.Rel
+	}
+	return "/" + u.Vol.VPath + "/" + u.Rel
+}
+
+const recentMax = 1000 // records one ?ups or ?ru answer holds
+
+// upsRow is one record of ?ups.
+type upsRow struct {
+	At int64  `json:"at"`
+	Vp string `json:"vp"`
+	Sz int64  `json:"sz"`
+}
+
+// ups lists the requester's own recent uploads: same address and same
+// account (copyparty's default), in volumes where the requester may still
+// read or write. The body carries copyparty's newer shape (f, nu, nc) and
+// its older one (u, c); hoard has no unfinished entries here.
+func (s *Server) ups(q *req) error {
+	match := uploadFilter(q.query.Get("filter"))
+	recs := s.recent.Recent(recentMax, func(u *Upload) bool {
+		return u.IP == q.ip && u.User == q.user && u.Vol.Perms(q.user).Any(store.PermRead|store.PermWrite) && match(uploadPath(u))
+	})
+	rows := make([]upsRow, 0, len(recs))
+	for i := range recs {
+		rows = append(rows, upsRow{At: recs[i].At.Unix(), Vp: escapePath(strings.TrimPrefix(uploadPath(&recs[i]), "/")), Sz: recs[i].Size})
+	}
+	for i := range rows {
+		rows[i].Vp = "/" + rows[i].Vp
+	}
+	return sendJSON(q, map[string]any{"f": rows, "nu": 0, "nc": len(rows), "u": []upsRow{}, "c": rows})
+}
+
+// ruRow is one record of ?ru.
+type ruRow struct {
+	Vp string `json:"vp"`
+	Sz int64  `json:"sz"`
+	IP string `json:"ip"`
+	At int64  `json:"at"`
+	Un string `json:"un"`
+}
+
+// ru lists everyone's recent uploads in the volumes the requester is admin
+// of: JSON with ?j, an HTML table otherwise.
+func (s *Server) ru(q *req) error {
+	if err := s.needAdmin(q); err != nil {
+		return err
+	}
+	filter := q.query.Get("filter")
+	match := uploadFilter(filter)
+	recs := s.recent.Recent(recentMax, func(u *Upload) bool {
+		return u.Vol.Perms(q.user).Has(store.PermAdmin) && match(uploadPath(u))
+	})
+	rows := make([]ruRow, 0, len(recs))
+	for i := range recs {
+		u := &recs[i]
+		un := u.User
+		if un == "" {
+			un = "*"
+		}
+		rows = append(rows, ruRow{Vp: "/" + escapePath(strings.TrimPrefix(uploadPath(u), "/")), Sz: u.Size, IP: u.IP, At: u.At.Unix(), Un: un})
+	}
+	body := map[string]any{"now": time.Now().Unix(), "filter": filter, "ups": rows}
+	if has(q.query, "j") {
+		return sendJSON(q, body)
+	}
+	return writePage(q, ruPage, struct {
+		Filter string
+		Rows   []ruRow
+	}{filter, rows})
+}
+
+var ruPage = template.Must(template.New("ru").Funcs(template.FuncMap{
+	"time": func(t int64) string { return time.Unix(t, 0).UTC().Format("2006-01-02 15:04:05") },
+}).Parse(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>recent uploads</title></head><body>
+<h1>recent uploads</h1>
+<form><input type="hidden" name="ru"><input name="filter" value="{{.Filter}}"> <button>filter</button></form>
+<table><tr><th>time (UTC)</th><th>size</th><th>path</th><th>ip</th><th>user</th></tr>
+{{range .Rows}}<tr><td>{{time .At}}</td><td>{{.Sz}}</td><td><a href="{{.Vp}}">{{.Vp}}</a></td><td>{{.IP}}</td><td>{{.Un}}</td></tr>
+{{end}}</table></body></html>
+`))
+
+// pageCSP is the policy of hoard's own HTML pages: no script at all.
+const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; media-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'self'"
+
+// writePage renders an HTML page under pageCSP.
+func writePage(q *req, t *template.Template, data any) error {
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return err
+	}
+	h := q.w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-cache")
+	q.w.WriteHeader(http.StatusOK)
+	if q.r.Method != http.MethodHead {
+		q.w.Write([]byte(b.String()))
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"hoard/idx"
+	"hoard/store"
+)
+
+// searchTimeout bounds one search.
+const searchTimeout = 30 * time.Second
+
+// tagOrder is the display order of tags (tag_order lists those present).
+var tagOrder = []string{"artist", "album", "title", "track", "year", "genre", "rate", "dur"}
+
+// searchHit is one hit: the interface description's rp/fn/sz/mt/tags,
+// copyparty's ts, and href, the URL path to fetch the file.
+type searchHit struct {
+	RP   string            `json:"rp"`
+	FN   string            `json:"fn"`
+	SZ   int64             `json:"sz"`
+	MT   int64             `json:"mt"`
+	TS   int64             `json:"ts"`
+	Tags map[string]string `json:"tags"`
+	Href string            `json:"href"`
+}
+
+type searchReply struct {
+	Hits     []searchHit `json:"hits"`
+	TagOrder []string    `json:"tag_order"`
+	Trunc    bool        `json:"trunc"`
+}
+
+// searchErr answers a search with a JSON error body.
+func searchErr(q *req, code int, msg string) error {
+	if code == http.StatusUnauthorized {
+		q.w.Header().Set("WWW-Authenticate", `Basic realm="hoard", charset="UTF-8"`)
+	}
+	return writeJSON(q, code, map[string]string{"error": msg})
+}
+
+// search answers a JSON POST that is a search: text ({"q", "n"}) or hash
+// ({"srch": true, "hash": [...]}) over every volume the user may read.
+func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) error {
+	if jerr != nil || fields == nil {
+		return searchErr(q, http.StatusBadRequest, "the search body must be a JSON object like {\"q\": \"word\", \"n\": 50}")
+	}
+	if s.idx == nil || !s.idx.Enabled() {
+		return searchErr(q, http.StatusInternalServerError, idx.ErrOff.Error())
+	}
+	n := s.srchHits
+	if raw, ok := fields["n"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &n); err != nil || n < 1 {
+			return searchErr(q, http.StatusBadRequest, "n must be a whole number of hits, at least 1")
+		}
+	}
+	n = min(n, s.srchMax)
+	var text *string
+	if raw, ok := fields["q"]; ok {
+		text = new(string)
+		if err := json.Unmarshal(raw, text); err != nil {
+			return searchErr(q, http.StatusBadRequest, "q must be a string")
+		}
+	}
+	var hashes []string
+	_, hashMode := fields["srch"]
+	if hashMode && text == nil {
+		if err := json.Unmarshal(fields["hash"], &hashes); err != nil || len(hashes) == 0 {
+			return searchErr(q, http.StatusBadRequest, "hash search needs \"hash\": a list of up2k chunk hashes")
+		}
+		if len(hashes) > 4096 {
+			return searchErr(q, http.StatusBadRequest, "hash search: at most 4096 hashes")
+		}
+	} else if text == nil {
+		return searchErr(q, http.StatusBadRequest, "a search needs \"q\" (text search) or \"srch\" and \"hash\" (hash search)")
+	}
+	var vols []*store.Volume
+	for _, v := range s.st.Volumes() {
+		if v.Perms(q.user).Has(store.PermRead) {
+			vols = append(vols, v)
+		}
+	}
+	if len(vols) == 0 {
+		if q.user == "" {
+			return searchErr(q, http.StatusUnauthorized, "this needs a password (PW header, ?pw=, or basic auth)")
+		}
+		return searchErr(q, http.StatusForbidden, "user "+q.user+" may not read any volume")
+	}
+	now := time.Now()
+	if err := s.idx.Limit.Allow(q.ip, now); err != nil {
+		return searchErr(q, http.StatusTooManyRequests, err.Error())
+	}
+	ctx, cancel := context.WithTimeout(q.r.Context(), searchTimeout)
+	defer cancel()
+	var res *idx.Result
+	var err error
+	if text != nil {
+		res, err = s.idx.Search(ctx, vols, *text, n)
+	} else {
+		res, err = s.idx.HashSearch(ctx, vols, hashes, n)
+	}
+	end := time.Now()
+	s.idx.Limit.Done(q.ip, end.Sub(now), end)
+	if err != nil {
+		var se *idx.SyntaxError
+		var be *idx.BusyError
+		switch {
+		case errors.As(err, &se):
+			return searchErr(q, http.StatusBadRequest, se.Error())
+		case errors.As(err, &be):
+			q.w.Header().Set("Retry-After", strconv.Itoa(int(be.RetryAfter.Seconds())))
+			return searchErr(q, http.StatusServiceUnavailable, be.Error())
+		case errors.Is(err, idx.ErrBadHash):
+			return searchErr(q, http.StatusBadRequest, err.Error())
+		case errors.Is(err, idx.ErrOff), errors.Is(err, idx.ErrNoTags):
+			return searchErr(q, http.StatusInternalServerError, err.Error())
+		case errors.Is(err, context.DeadlineExceeded):
+			return searchErr(q, http.StatusInternalServerError, "the search took too long and was stopped; narrow it down")
+		case errors.Is(err, context.Canceled):
+			return err
+		}
+		s.log.Error("search failed", "id", q.id, "err", err)
+		return searchErr(q, http.StatusInternalServerError, "search failed: the index could not be read")
+	}
+	s.log.Debug("search", "id", q.id, "q", text, "hashes", len(hashes), "hits", len(res.Hits), "plans", res.Plans, "dur", end.Sub(now))
+	out := searchReply{Hits: make([]searchHit, 0, len(res.Hits)), TagOrder: []string{}, Trunc: res.Trunc}
+	seen := map[string]bool{}
+	for _, h := range res.Hits {
+		tags := h.Tags
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		for k := range tags {
+			seen[k] = true
+		}
+		mt := h.Mtime / 1e9
+		out.Hits = append(out.Hits, searchHit{RP: h.Rel, FN: h.Name(), SZ: h.Size, MT: mt, TS: mt, Tags: tags, Href: hrefOf(h.Vol, h.Rel)})
+	}
+	for _, k := range tagOrder {
+		if seen[k] {
+			out.TagOrder = append(out.TagOrder, k)
+		}
+	}
+	return writeJSON(q, http.StatusOK, out)
+}
+
+// hrefOf is the URL path of rel in v, each element escaped.
+func hrefOf(v *store.Volume, rel string) string {
+	p := path.Join(v.VPath, rel)
+	parts := strings.Split(p, "/")
+	for i, e := range parts {
+		parts[i] = url.PathEscape(e)
+	}
+	return "/" + strings.Join(parts, "/")
+}

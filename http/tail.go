@@ -1,0 +1,235 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Tail settings and their defaults.
+const (
+	defTailMax  = 16                     // concurrent ?tail streams
+	tailPoll    = 200 * time.Millisecond // wait between reads without inotify
+	tailRestat  = time.Second            // how often the path is checked for a replacement
+	tailBufSize = 64 << 10
+)
+
+// tail streams a growing file: everything from the start offset, then new
+// bytes as they are written, with chunked encoding. It ends when the
+// client leaves, the file is deleted, replaced (another inode at the path)
+// or truncated, after Config.TailTime, or when the server shuts down.
+func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
+	start, err := tailStart(q.query.Get("tail"), fi.Size())
+	if err != nil {
+		return err
+	}
+	if n := s.tails.Add(1); n > int64(s.tailMax) {
+		s.tails.Add(-1)
+		q.w.Header().Set("Retry-After", "5")
+		return errorf(http.StatusServiceUnavailable, "too many ?tail streams (%d); retry later", s.tailMax)
+	}
+	defer s.tails.Add(-1)
+	ct, err := q.fileType(path.Base("/" + q.rel))
+	if err != nil {
+		return err
+	}
+	if t, ok := q.query["txt"]; ok {
+		_, name, err := txtEncoding(t[0])
+		if err != nil {
+			return err
+		}
+		ct = "text/plain; charset=" + name
+	}
+	h := q.w.Header()
+	h.Set("Content-Type", ct)
+	h.Set("X-Content-Type-Options", "nosniff")
+	if activeType(ct) {
+		h.Set("Content-Security-Policy", "sandbox")
+	}
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	if q.r.Method == http.MethodHead {
+		q.w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	ctx, cancel := context.WithCancel(q.r.Context())
+	defer cancel()
+	if s.tailTime > 0 {
+		ctx, cancel = context.WithTimeout(ctx, s.tailTime)
+		defer cancel()
+	}
+	stop := context.AfterFunc(s.closing, cancel)
+	defer stop()
+
+	dl := s.dls.start(q, 0)
+	defer s.dls.done(dl)
+	w := &tailWriter{rw: q.w, rc: http.NewResponseController(q.w), dl: dl}
+	w.rw.WriteHeader(http.StatusOK)
+	w.rc.Flush()
+
+	wait := newTailWaiter(f)
+	defer wait.close()
+	buf := make([]byte, tailBufSize)
+	pos := start
+	ino := inode(fi)
+	nextStat := time.Now().Add(tailRestat)
+	for {
+		// Send everything there is.
+		for ctx.Err() == nil {
+			n, err := f.ReadAt(buf, pos)
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					return nil // the client left
+				}
+				pos += int64(n)
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					return nil
+				}
+				break
+			}
+		}
+		w.rc.Flush()
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Is the file still the one at the path, and still growing?
+		if ev := wait.changed; ev || time.Now().After(nextStat) {
+			nextStat = time.Now().Add(tailRestat)
+			cur, err := f.Stat()
+			if err != nil || nlink(cur) == 0 || cur.Size() < pos {
+				return nil // deleted or truncated
+			}
+			pi, err := q.vol.Stat(q.rel)
+			if err != nil || inode(pi) != ino {
+				return nil // deleted or replaced
+			}
+		}
+		if !wait.wait(ctx) {
+			return nil
+		}
+	}
+}
+
+// tailStart turns the value of ?tail into a byte offset: empty is the
+// start, N ≥ 0 is byte N (at most the current size), -N is N bytes before
+// the end (clamped to the start).
+func tailStart(v string, size int64) (int64, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, errorf(http.StatusBadRequest, "tail=%q: want an integer byte offset", v)
+	}
+	if strings.HasPrefix(v, "-") {
+		if n == -1<<63 {
+			return 0, errorf(http.StatusBadRequest, "tail=%q: offset out of range", v)
+		}
+		return max(0, size+n), nil
+	}
+	if n > size {
+		return 0, errorf(http.StatusRequestedRangeNotSatisfiable, "tail=%d is past the end of the file (%d bytes)", n, size)
+	}
+	return n, nil
+}
+
+func nlink(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
+// tailWriter counts what a tail sent, for ?dls.
+type tailWriter struct {
+	rw http.ResponseWriter
+	rc *http.ResponseController
+	dl *download
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	n, err := w.rw.Write(p)
+	w.dl.sent.Add(int64(n))
+	return n, err
+}
+
+// tailWaiter waits for the file to change: inotify on the open file (by
+// its /proc/self/fd path, so the watch is on the inode the volume's root
+// opened), or a short sleep when inotify is not available.
+type tailWaiter struct {
+	fd      int // inotify descriptor; -1 polls
+	changed bool
+	buf     []byte
+}
+
+func newTailWaiter(f *os.File) *tailWaiter {
+	w := &tailWaiter{fd: -1}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return w
+	}
+	const mask = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+	if _, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), mask); err != nil {
+		unix.Close(fd)
+		return w
+	}
+	w.fd, w.buf = fd, make([]byte, 4096)
+	return w
+}
+
+// wait returns when the file may have changed (true) or ctx ended (false).
+// It wakes at least every tailPoll, so a departed client is noticed soon.
+func (w *tailWaiter) wait(ctx context.Context) bool {
+	w.changed = false
+	if w.fd < 0 {
+		t := time.NewTimer(tailPoll)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for {
+		if ctx.Err() != nil {
+			return false
+		}
+		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(tailPoll/time.Millisecond))
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return ctx.Err() == nil
+		}
+		if n > 0 {
+			for {
+				if _, err := unix.Read(w.fd, w.buf); err != nil {
+					break // EAGAIN: drained
+				}
+			}
+			w.changed = true
+			return ctx.Err() == nil
+		}
+		if n == 0 {
+			return ctx.Err() == nil // periodic wake: re-read and re-check
+		}
+	}
+}
+
+func (w *tailWaiter) close() {
+	if w.fd >= 0 {
+		unix.Close(w.fd)
+	}
+}

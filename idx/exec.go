@@ -1,0 +1,183 @@
+package idx
+
+import (
+	"context"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// run streams the plan's candidates through the residual filter and calls
+// emit for each hit until emit returns false.
+func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term, emit func(*cand) bool) error {
+	if p.none {
+		return nil
+	}
+	var pathTerms, otherTerms []*Term
+	for i := range terms {
+		if terms[i].pathOnly() {
+			pathTerms = append(pathTerms, &terms[i])
+		} else {
+			otherTerms = append(otherTerms, &terms[i])
+		}
+	}
+	n := 0
+	// check decides one candidate; full is known for 'p' keys.
+	check := func(id uint64, full string) (bool, error) {
+		if n++; n&255 == 0 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		c := &cand{full: full}
+		if full != "" {
+			c.name = full[bytesLastSlash(full)+1:]
+			for _, t := range pathTerms {
+				if !t.matchPath(c.full, c.name) {
+					return true, nil
+				}
+			}
+		}
+		rec, err := recordByID(r, id)
+		if err != nil || rec == nil {
+			return err == nil, err // nil: deleted since the posting was read
+		}
+		c.rec = rec
+		if full == "" {
+			c.full = pre + lower(rec.Rel)
+			c.name = c.full[bytesLastSlash(c.full)+1:]
+			for _, t := range pathTerms {
+				if !t.matchPath(c.full, c.name) {
+					return true, nil
+				}
+			}
+		}
+		for _, t := range otherTerms {
+			if !t.match(c) {
+				return true, nil
+			}
+		}
+		return emit(c), nil
+	}
+	if len(p.src.lists) > 0 {
+		return leapfrog(r, p.src.lists, func(id uint64) (bool, error) { return check(id, "") })
+	}
+	var seen map[uint64]bool // ranges of one source can overlap
+	if len(p.src.ranges) > 1 {
+		seen = map[uint64]bool{}
+	}
+	for _, kr := range p.src.ranges {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: kr.lo, UpperBound: kr.hi})
+		if err != nil {
+			return err
+		}
+		more := true
+		for ok := it.First(); ok && more; ok = it.Next() {
+			k := it.Key()
+			id := idOf(k)
+			if kr.name != "" && !glob(kr.name, string(k[1:len(k)-9])) {
+				continue
+			}
+			if seen != nil {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+			}
+			full := ""
+			if kr.paths {
+				full = pre + string(k[1:len(k)-9])
+			}
+			more, err = check(id, full)
+			if err != nil {
+				it.Close()
+				return err
+			}
+		}
+		if err := it.Error(); err != nil {
+			it.Close()
+			return err
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+	return nil
+}
+
+func bytesLastSlash(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			return i
+		}
+	}
+	return -1
+}
+
+// leapfrog calls fn with every id present in all posting lists, in
+// ascending order, seeking each list to the largest id seen so far.
+func leapfrog(r pebble.Reader, lists [][]byte, fn func(id uint64) (bool, error)) error {
+	its := make([]*pebble.Iterator, len(lists))
+	defer func() {
+		for _, it := range its {
+			if it != nil {
+				it.Close()
+			}
+		}
+	}()
+	for i, l := range lists {
+		it, err := r.NewIter(&pebble.IterOptions{LowerBound: l, UpperBound: prefixEnd(l)})
+		if err != nil {
+			return err
+		}
+		its[i] = it
+	}
+	seek := make([]byte, 0, 64)
+	started := make([]bool, len(its))
+	// advance moves list i to its first id ≥ target: a few Next steps
+	// first (cheap when the list is dense around the target), then a seek.
+	advance := func(i int, target uint64) bool {
+		it := its[i]
+		if started[i] {
+			for range 4 {
+				if idOf(it.Key()) >= target {
+					return true
+				}
+				if !it.Next() {
+					return false
+				}
+			}
+			if idOf(it.Key()) >= target {
+				return true
+			}
+		}
+		started[i] = true
+		seek = append(append(seek[:0], lists[i]...), u64(target)...)
+		return it.SeekGE(seek)
+	}
+	target := uint64(0)
+	for {
+		agreed := 0
+		for i := 0; agreed < len(its); i = (i + 1) % len(its) {
+			if !advance(i, target) {
+				return its[i].Error()
+			}
+			id := idOf(its[i].Key())
+			if id == target {
+				agreed++
+				continue
+			}
+			target, agreed = id, 1
+		}
+		more, err := fn(target)
+		if err != nil || !more {
+			return err
+		}
+		if target == ^uint64(0) {
+			return nil
+		}
+		target++
+	}
+}

@@ -1,0 +1,282 @@
+package idx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// This file is the file index: one record per file and its postings.
+
+// initFiles checks the file index's schema version (dropping the file
+// families on a mismatch, so a scan rebuilds them) and finds the next id.
+func (d *DB) initFiles() error {
+	v, closer, err := d.db.Get(fileSchemaKey)
+	got := ""
+	switch {
+	case err == nil:
+		got = string(v)
+		closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("idx: reading the file index version: %w", err)
+	}
+	if got != fileSchemaVersion {
+		if got != "" {
+			d.log.Warn("the file index has an older layout; dropping it (a scan rebuilds it)", "have", got, "want", fileSchemaVersion)
+		}
+		b := d.db.NewBatch()
+		defer b.Close()
+		for _, f := range fileFams {
+			if err := b.DeleteRange([]byte{f}, []byte{f + 1}, nil); err != nil {
+				return err
+			}
+		}
+		if err := b.Set(fileSchemaKey, []byte(fileSchemaVersion), nil); err != nil {
+			return err
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			return fmt.Errorf("idx: dropping the old file index: %w", err)
+		}
+	}
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famRec}, UpperBound: []byte{famRec + 1}})
+	if err != nil {
+		return err
+	}
+	if it.Last() && len(it.Key()) == 9 {
+		d.nextID.Store(idOf(it.Key()))
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+// lower is the case folding of every text match.
+func lower(s string) string { return strings.ToLower(s) }
+
+// trigrams returns the distinct 3-byte windows of s, sorted.
+func trigrams(s string) []string {
+	if len(s) < 3 {
+		return nil
+	}
+	out := make([]string, 0, len(s)-2)
+	for i := 0; i+3 <= len(s); i++ {
+		out = append(out, s[i:i+3])
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// textTags are the tags searched as text, with their trigram fields.
+var textTags = []struct {
+	name  string
+	field byte
+}{{"artist", fieldArtist}, {"album", fieldAlbum}, {"title", fieldTitle}, {"genre", fieldGenre}}
+
+// numTag returns the indexed number of a numeric tag (year; rate in kbps;
+// dur in milliseconds), ok false when the tag is absent or not a number.
+func numTag(tags map[string]string, field byte) (int64, bool) {
+	switch field {
+	case fieldYear:
+		v := tags["year"]
+		if len(v) < 4 {
+			return 0, false
+		}
+		n, err := strconv.Atoi(v[:4])
+		return int64(n), err == nil
+	case fieldRate:
+		n, err := strconv.ParseInt(tags["rate"], 10, 64)
+		return n, err == nil
+	case fieldDur:
+		f, err := strconv.ParseFloat(tags["dur"], 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e12 {
+			return 0, false
+		}
+		return int64(math.Round(f * 1000)), true
+	}
+	return 0, false
+}
+
+// postings returns every key of rec other than its 'r' and 'n' keys.
+func postings(id uint64, rec *Record) [][]byte {
+	lr := lower(rec.Rel)
+	tris := trigrams(lr)
+	out := make([][]byte, 0, len(tris)+8+len(rec.Chunks))
+	out = append(out, idKey(famPath, id, []byte(lr), []byte{0}))
+	out = append(out, idKey(famName, id, []byte(lr[strings.LastIndexByte(lr, '/')+1:]), []byte{0}))
+	for _, t := range tris {
+		out = append(out, idKey(famTri, id, []byte{fieldPath}, []byte(t)))
+	}
+	if e := ext(rec.Name()); e != "" {
+		out = append(out, idKey(famExt, id, []byte(e), []byte{0}))
+	}
+	out = append(out, idKey(famSize, id, s64(rec.Size)))
+	out = append(out, idKey(famMtime, id, s64(mtimeSec(rec.Mtime))))
+	if rec.Wark != "" {
+		out = append(out, idKey(famWark, id, []byte(rec.Wark)))
+	}
+	chunks := slices.Clone(rec.Chunks)
+	slices.Sort(chunks)
+	for _, c := range slices.Compact(chunks) {
+		out = append(out, idKey(famHash, id, []byte(c)))
+	}
+	for _, tt := range textTags {
+		for _, t := range trigrams(lower(rec.Tags[tt.name])) {
+			out = append(out, idKey(famTri, id, []byte{tt.field}, []byte(t)))
+		}
+	}
+	for _, f := range []byte{fieldYear, fieldRate, fieldDur} {
+		if n, ok := numTag(rec.Tags, f); ok {
+			out = append(out, idKey(famNum, id, []byte{f}, s64(n)))
+		}
+	}
+	return out
+}
+
+// mtimeSec is the whole second of a Unix-nanosecond time (floor).
+func mtimeSec(ns int64) int64 {
+	s := ns / 1e9
+	if ns%1e9 < 0 {
+		s--
+	}
+	return s
+}
+
+// PutRecord adds or replaces the record of rec.Rel and all its postings,
+// in one batch. The file index can be rebuilt by a scan, so it is not
+// synced (the write-ahead log still has it after a clean exit).
+func (d *DB) PutRecord(rec *Record) error {
+	if rec.Rel == "" || strings.IndexByte(rec.Rel, 0) >= 0 {
+		return fmt.Errorf("idx: bad path %q", rec.Rel)
+	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	b := d.db.NewBatch()
+	defer b.Close()
+	id, err := d.dropRecord(b, rec.Rel)
+	if err != nil {
+		return err
+	}
+	if id == 0 {
+		id = d.nextID.Add(1)
+	}
+	if err := b.Set(key(famRel, rec.Rel), u64(id), nil); err != nil {
+		return err
+	}
+	if err := b.Set(idKey(famRec, id), rec.encode(), nil); err != nil {
+		return err
+	}
+	for _, k := range postings(id, rec) {
+		if err := b.Set(k, nil, nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.NoSync)
+}
+
+// DeleteRecord forgets the file rel and its postings (no error when it
+// was not indexed).
+func (d *DB) DeleteRecord(rel string) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	b := d.db.NewBatch()
+	defer b.Close()
+	id, err := d.dropRecord(b, rel)
+	if err != nil || id == 0 {
+		return err
+	}
+	if err := b.Delete(key(famRel, rel), nil); err != nil {
+		return err
+	}
+	if err := b.Delete(idKey(famRec, id), nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.NoSync)
+}
+
+// dropRecord adds the deletion of rel's postings to b and returns its id
+// (0 when rel is not indexed). The caller holds wmu.
+func (d *DB) dropRecord(b *pebble.Batch, rel string) (uint64, error) {
+	id, old, err := d.lookup(d.db, rel)
+	if err != nil || old == nil {
+		return 0, err
+	}
+	for _, k := range postings(id, old) {
+		if err := b.Delete(k, nil); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
+}
+
+// lookup returns the id and record of rel (0, nil when absent).
+func (d *DB) lookup(r pebble.Reader, rel string) (uint64, *Record, error) {
+	v, closer, err := r.Get(key(famRel, rel))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(v) != 8 {
+		closer.Close()
+		return 0, nil, errCorrupt
+	}
+	id := idOf(v)
+	closer.Close()
+	rec, err := recordByID(r, id)
+	if rec == nil && err == nil {
+		return 0, nil, errCorrupt
+	}
+	return id, rec, err
+}
+
+// Record returns the indexed record of rel, nil when there is none.
+func (d *DB) Record(rel string) (*Record, error) {
+	_, rec, err := d.lookup(d.db, rel)
+	return rec, err
+}
+
+// recordByID reads the record with id (nil, nil when absent).
+func recordByID(r pebble.Reader, id uint64) (*Record, error) {
+	v, closer, err := r.Get(idKey(famRec, id))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeRecord(v)
+}
+
+// Rels calls fn with every indexed path, in byte order.
+func (d *DB) Rels(fn func(rel string) error) error {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famRel}, UpperBound: []byte{famRel + 1}})
+	if err != nil {
+		return err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(string(it.Key()[1:])); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+// compactFiles compacts the file index families (after a bulk scan).
+func (d *DB) compactFiles(ctx context.Context) error {
+	return d.db.Compact(ctx, []byte{famName}, []byte{famWark + 1}, true)
+}

@@ -1,0 +1,104 @@
+package idx
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	for _, r := range genRecords(200, 11) {
+		got, err := decodeRecord(r.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, r) {
+			t.Fatalf("decode(encode(%+v)) = %+v", r, got)
+		}
+	}
+	for _, bad := range [][]byte{nil, {9}, {recVersion, 200}, {recVersion, 5, 'a'}} {
+		if _, err := decodeRecord(bad); err == nil {
+			t.Errorf("decodeRecord(%v) accepted", bad)
+		}
+	}
+}
+
+// A file index of another layout is dropped at open (a scan rebuilds it);
+// upload sessions and up2k's file records are kept.
+func TestFileSchemaRebuild(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	d := testDB(t, fs)
+	if err := d.PutSession(ctx, w('a'), []byte(`{"s":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutFile(ctx, w('b'), "x/y", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PutRecord(&Record{Rel: "x/y", Size: 3, Wark: w('b'), Chunks: []string{w('c')}}); err != nil {
+		t.Fatal(err)
+	}
+	// Reopening with the same layout keeps the index.
+	d.Close()
+	d = testDB(t, fs)
+	if r, err := d.Record("x/y"); err != nil || r == nil || r.Size != 3 {
+		t.Fatalf("Record after reopen = %+v, %v", r, err)
+	}
+	if err := d.db.Set(fileSchemaKey, []byte("0"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	d = testDB(t, fs)
+	defer d.Close()
+	if r, err := d.Record("x/y"); err != nil || r != nil {
+		t.Fatalf("Record after a layout change = %+v, %v; want it dropped", r, err)
+	}
+	for _, f := range fileFams {
+		if n, _ := count(d.db, krange{[]byte{f}, []byte{f + 1}, false, ""}); n != 0 {
+			t.Errorf("family %c has %d keys after the rebuild", f, n)
+		}
+	}
+	n := 0
+	if err := d.Sessions(ctx, func(string, []byte, []string) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("sessions after the rebuild: %d, %v", n, err)
+	}
+	if fs, err := d.Files(ctx, w('b')); err != nil || len(fs) != 1 {
+		t.Fatalf("up2k file records after the rebuild: %v, %v", fs, err)
+	}
+	// New ids do not collide with dropped ones' postings.
+	if err := d.PutRecord(&Record{Rel: "z", Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLimiter(t *testing.T) {
+	l := NewLimiter(0)
+	now := mustTime(t)
+	if err := l.Allow("a", now); err != nil {
+		t.Fatal(err)
+	}
+	l.Done("a", 100e6, now) // fast: no penalty
+	if err := l.Allow("a", now); err != nil {
+		t.Fatal(err)
+	}
+	l.Done("a", 900e6, now)
+	err := l.Allow("a", now.Add(200e6))
+	if err == nil || err.Error() != "rate-limit 0.7 sec, cost 0.90, idle 0.20" {
+		t.Fatalf("Allow inside the penalty = %v", err)
+	}
+	if err := l.Allow("b", now); err != nil {
+		t.Fatalf("another address was limited: %v", err)
+	}
+	if err := l.Allow("a", now.Add(800e6)); err != nil {
+		t.Fatalf("Allow after the penalty = %v", err)
+	}
+}
+
+func mustTime(t *testing.T) time.Time {
+	t.Helper()
+	return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+}

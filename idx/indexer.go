@@ -1,0 +1,540 @@
+package idx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"hoard/store"
+)
+
+// Hasher computes a file's up2k identity: its wark and chunk hashes (an
+// empty file gets the metadata wark of lmod, folder and name). main wires
+// up2k's hashing in; idx does not import up2k.
+type Hasher func(ctx context.Context, f *os.File, size, lmod int64, folder, name string) (wark string, chunks []string, err error)
+
+// Prober reads an audio or video file's tags (ffprobe; see media.Probe).
+type Prober func(ctx context.Context, f *os.File) (map[string]string, error)
+
+// Config configures an Indexer.
+type Config struct {
+	Store  *store.Store
+	DBs    map[*store.Volume]*DB // each indexed volume's database
+	Hasher Hasher
+	Prober Prober        // nil: no tag indexing possible (no ffprobe)
+	Rescan time.Duration // --re-maxage: rescan volumes this often; 0 never
+	// Workers hash files during scans; 0 means every core.
+	Workers int
+	// SlowQuery is the rate limit's threshold (0.7 s when zero).
+	SlowQuery time.Duration
+	Logger    *slog.Logger
+}
+
+// Errors of Search and HashSearch.
+var (
+	ErrOff     = errors.New("search is disabled: no volume you may read is indexed; start hoard with -e2d (or -e2dsa to also index files already there)")
+	ErrNoTags  = errors.New("tag search needs tag indexing: start hoard with -e2ts, and install ffprobe (FFmpeg) on the server")
+	ErrBadHash = errors.New("hash search: each hash must be 44 or more characters of URL-safe base64 (A-Z a-z 0-9 - _)")
+)
+
+// BusyError is a search while a volume's first scan runs.
+type BusyError struct{ RetryAfter time.Duration }
+
+func (e *BusyError) Error() string {
+	return "indexing in progress; the files are being scanned, please retry shortly"
+}
+
+// volIdx is one indexed volume.
+type volIdx struct {
+	v     *store.Volume
+	db    *DB
+	pre   string // lower-cased mount point with a trailing slash; "" at /
+	scan  bool   // scan at start (-e2ds / -e2dsa)
+	tags  bool   // index tags (-e2t…)
+	retag bool   // -e2tsr: probe every file again in the first scan
+	ready atomic.Bool
+}
+
+// Indexer keeps the file index of every indexed volume current and
+// answers searches over them. It is safe for concurrent use.
+type Indexer struct {
+	cfg   Config
+	log   *slog.Logger
+	vols  map[*store.Volume]*volIdx
+	order []*volIdx
+	Limit *Limiter
+
+	mu    sync.Mutex
+	cond  *sync.Cond
+	queue []store.Event
+	stop  bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	seed   maphash.Seed
+}
+
+// New prepares the indexer for every volume with a database and the e2d
+// flag. Start begins indexing.
+func New(cfg Config) *Indexer {
+	x := &Indexer{cfg: cfg, log: cfg.Logger, vols: map[*store.Volume]*volIdx{}, seed: maphash.MakeSeed()}
+	if x.log == nil {
+		x.log = slog.Default()
+	}
+	x.log = x.log.With("pkg", "idx")
+	if x.cfg.Workers <= 0 {
+		x.cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	x.Limit = NewLimiter(cfg.SlowQuery)
+	x.cond = sync.NewCond(&x.mu)
+	x.ctx, x.cancel = context.WithCancel(context.Background())
+	for _, v := range cfg.Store.Volumes() {
+		db := cfg.DBs[v]
+		if db == nil || !v.Flags.E2D {
+			continue
+		}
+		vi := &volIdx{v: v, db: db, scan: v.Flags.E2DS || v.Flags.E2DSA, tags: v.Flags.E2T && cfg.Prober != nil, retag: v.Flags.E2TSR}
+		if v.VPath != "" {
+			vi.pre = lower(v.VPath) + "/"
+		}
+		vi.ready.Store(!vi.scan)
+		x.vols[v] = vi
+		x.order = append(x.order, vi)
+	}
+	slices.SortFunc(x.order, func(a, b *volIdx) int { return strings.Compare(a.v.VPath, b.v.VPath) })
+	return x
+}
+
+// Enabled reports whether any volume is indexed.
+func (x *Indexer) Enabled() bool { return len(x.order) > 0 }
+
+// Start subscribes to the store's changes and starts the scans.
+func (x *Indexer) Start() {
+	if len(x.order) == 0 {
+		return
+	}
+	x.cfg.Store.Subscribe(x.enqueue)
+	x.wg.Add(1)
+	go x.events()
+	x.wg.Add(1)
+	go x.scans()
+}
+
+// Close stops indexing and waits for it; call it before closing the
+// databases.
+func (x *Indexer) Close() {
+	x.cancel()
+	x.mu.Lock()
+	x.stop = true
+	x.cond.Broadcast()
+	x.mu.Unlock()
+	x.wg.Wait()
+}
+
+// Wait blocks until every volume's first scan is done (tests, benchmarks).
+func (x *Indexer) Wait(ctx context.Context) error {
+	for {
+		done := true
+		for _, vi := range x.order {
+			done = done && vi.ready.Load()
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (x *Indexer) enqueue(e store.Event) {
+	if x.vols[e.Vol] == nil || strings.HasPrefix(e.Rel, ".") || strings.Contains(e.Rel, "/.") {
+		return // dotfiles are not indexed (nor found by scans)
+	}
+	x.mu.Lock()
+	x.queue = append(x.queue, e)
+	x.cond.Signal()
+	x.mu.Unlock()
+}
+
+// events applies store events in order, one batch per change.
+func (x *Indexer) events() {
+	defer x.wg.Done()
+	for {
+		x.mu.Lock()
+		for len(x.queue) == 0 && !x.stop {
+			x.cond.Wait()
+		}
+		if x.stop {
+			x.mu.Unlock()
+			return
+		}
+		e := x.queue[0]
+		x.queue = x.queue[1:]
+		x.mu.Unlock()
+		vi := x.vols[e.Vol]
+		var err error
+		switch e.Kind {
+		case store.Removed:
+			err = vi.db.DeleteRecord(e.Rel)
+		case store.Created:
+			err = x.indexFile(x.ctx, vi, e.Rel, nil, &e)
+		}
+		if err != nil && x.ctx.Err() == nil {
+			x.log.Warn("could not index a change", "volume", "/"+vi.v.VPath, "path", e.Rel, "err", err)
+		}
+	}
+}
+
+// compactAfter is how many files a scan must have indexed before the
+// index is compacted at its end.
+const compactAfter = 10000
+
+// mediaExts are the extensions whose tags are probed.
+var mediaExts = map[string]bool{"mp3": true, "flac": true, "ogg": true, "opus": true, "m4a": true, "aac": true, "wav": true, "wma": true, "mp4": true, "mkv": true, "webm": true, "avi": true, "mov": true, "m4v": true, "aiff": true, "aif": true, "ape": true, "wv": true, "mka": true, "alac": true, "mpc": true}
+
+// indexFile (re)indexes rel: hashes it (unless old describes the same
+// size and mtime), probes its tags, and writes its record. e carries the
+// uploader of an upload.
+func (x *Indexer) indexFile(ctx context.Context, vi *volIdx, rel string, old *Record, e *store.Event) error {
+	f, fi, err := vi.v.Open(rel)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return vi.db.DeleteRecord(rel)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	rec := &Record{Rel: rel, Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+	if e != nil {
+		rec.At, rec.Uploader = e.At.Unix(), e.Uploader
+	} else if old != nil {
+		rec.At, rec.Uploader = old.At, old.Uploader
+	}
+	if old != nil && old.Size == rec.Size && old.Mtime == rec.Mtime && old.Wark != "" {
+		rec.Wark, rec.Chunks, rec.Tags = old.Wark, old.Chunks, old.Tags
+	} else if x.cfg.Hasher != nil {
+		dir := path.Dir(rel)
+		if dir == "." {
+			dir = ""
+		}
+		rec.Wark, rec.Chunks, err = x.cfg.Hasher(ctx, f, rec.Size, fi.ModTime().Unix(), dir, path.Base(rel))
+		if err != nil {
+			return fmt.Errorf("hashing: %w", err)
+		}
+	}
+	if vi.tags && rec.Tags == nil && mediaExts[ext(path.Base(rel))] {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		tags, err := x.cfg.Prober(pctx, f)
+		cancel()
+		if err != nil {
+			x.log.Debug("no tags", "path", rel, "err", err)
+		}
+		rec.Tags = tags
+	}
+	return vi.db.PutRecord(rec)
+}
+
+// scans runs the first scan of every scanning volume, then the periodic
+// rescans.
+func (x *Indexer) scans() {
+	defer x.wg.Done()
+	for _, vi := range x.order {
+		if !vi.scan {
+			continue
+		}
+		x.scanVol(vi, true)
+	}
+	if x.cfg.Rescan <= 0 {
+		return
+	}
+	t := time.NewTicker(x.cfg.Rescan)
+	defer t.Stop()
+	for {
+		select {
+		case <-x.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, vi := range x.order {
+			x.scanVol(vi, false)
+		}
+	}
+}
+
+// scanVol walks the volume, indexes new and changed files on all cores and
+// forgets files that are gone. It marks the volume ready when done.
+func (x *Indexer) scanVol(vi *volIdx, first bool) {
+	ctx := x.ctx
+	start := time.Now()
+	log := x.log.With("volume", "/"+vi.v.VPath)
+	log.Info("scanning the volume")
+	seen := map[uint64]struct{}{}
+	jobs := make(chan string, 256)
+	var wg sync.WaitGroup
+	var hashed, failed atomic.Int64
+	for range x.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rel := range jobs {
+				old, _ := vi.db.Record(rel)
+				if first && vi.retag && old != nil {
+					old.Tags = nil
+					old.Wark = "" // re-hash too: -e2tsr is a full re-index
+				}
+				if err := x.indexFile(ctx, vi, rel, old, nil); err != nil {
+					if ctx.Err() == nil {
+						failed.Add(1)
+						log.Warn("could not index a file", "path", rel, "err", err)
+					}
+					continue
+				}
+				hashed.Add(1)
+			}
+		}()
+	}
+	files := 0
+	dirs := []string{"."}
+	var walkErr error
+	for len(dirs) > 0 && ctx.Err() == nil {
+		dir := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		ents, err := vi.v.List(ctx, dir, store.ListOptions{})
+		if err != nil {
+			if dir == "." {
+				walkErr = err
+			}
+			log.Debug("cannot list a folder", "path", dir, "err", err)
+			continue
+		}
+		for i := len(ents) - 1; i >= 0; i-- {
+			en := ents[i]
+			rel := en.Name
+			if dir != "." {
+				rel = dir + "/" + en.Name
+			}
+			if en.Dir {
+				if !en.Link { // linked folders could loop
+					dirs = append(dirs, rel)
+				}
+				continue
+			}
+			files++
+			seen[maphash.String(x.seed, rel)] = struct{}{}
+			old, err := vi.db.Record(rel)
+			if err == nil && old != nil && old.Size == en.Size && old.Mtime == en.Mtime.UnixNano() && !(first && vi.retag) &&
+				!(vi.tags && old.Tags == nil && mediaExts[ext(en.Name)] && first) {
+				continue
+			}
+			select {
+			case jobs <- rel:
+			case <-ctx.Done():
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return
+	}
+	// Forget what is gone (a record written during the scan for a file
+	// that exists is kept: the file is looked at before it is dropped).
+	var gone []string
+	if walkErr == nil {
+		vi.db.Rels(func(rel string) error {
+			if _, ok := seen[maphash.String(x.seed, rel)]; !ok {
+				gone = append(gone, rel)
+			}
+			return nil
+		})
+	}
+	for _, rel := range gone {
+		if fi, err := vi.v.Stat(rel); err == nil && fi.Mode().IsRegular() {
+			continue
+		}
+		if err := vi.db.DeleteRecord(rel); err != nil {
+			log.Warn("could not forget a file", "path", rel, "err", err)
+		}
+	}
+	vi.ready.Store(true)
+	if n := hashed.Load(); n >= compactAfter {
+		// A bulk load leaves many level-0 tables that every lookup
+		// visits; compact the file index now rather than over the next
+		// minutes of searches.
+		if err := vi.db.compactFiles(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("compacting the index after the scan failed", "err", err)
+		}
+	}
+	log.Info("scan done", "files", files, "indexed", hashed.Load(), "failed", failed.Load(), "forgotten", len(gone), "took", time.Since(start).Round(time.Millisecond))
+}
+
+// Hit is one search result.
+type Hit struct {
+	Vol *store.Volume
+	*Record
+}
+
+// Result is a search's answer.
+type Result struct {
+	Hits  []Hit
+	Trunc bool     // more hits existed than were asked for
+	Plans []string // each searched volume's plan, "/vpath:name"
+}
+
+// usable returns the indexed volumes among vols, or ErrOff / *BusyError.
+func (x *Indexer) usable(vols []*store.Volume) ([]*volIdx, error) {
+	var out []*volIdx
+	for _, v := range vols {
+		if vi := x.vols[v]; vi != nil {
+			if !vi.ready.Load() {
+				return nil, &BusyError{RetryAfter: 5 * time.Second}
+			}
+			out = append(out, vi)
+		}
+	}
+	if len(out) == 0 {
+		return nil, ErrOff
+	}
+	slices.SortFunc(out, func(a, b *volIdx) int { return strings.Compare(a.v.VPath, b.v.VPath) })
+	return out, nil
+}
+
+// Search runs the query q over the given volumes (those the user may
+// read) and returns at most n hits, sorted by path.
+func (x *Indexer) Search(ctx context.Context, vols []*store.Volume, q string, n int) (*Result, error) {
+	query, err := Parse(q)
+	if err != nil {
+		return nil, err
+	}
+	return x.SearchQuery(ctx, vols, query, n)
+}
+
+// SearchQuery is Search with a parsed query.
+func (x *Indexer) SearchQuery(ctx context.Context, vols []*store.Volume, query *Query, n int) (*Result, error) {
+	vis, err := x.usable(vols)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range query.Terms {
+		if t.isTag() {
+			tagged := false
+			for _, vi := range vis {
+				tagged = tagged || vi.tags
+			}
+			if !tagged {
+				return nil, ErrNoTags
+			}
+		}
+	}
+	res := &Result{Hits: []Hit{}}
+	for _, vi := range vis {
+		if len(res.Hits) > n {
+			break
+		}
+		snap := vi.db.db.NewSnapshot()
+		p, err := makePlan(snap, vi.db.db, vi.pre, query.Terms)
+		if err == nil {
+			res.Plans = append(res.Plans, "/"+vi.v.VPath+":"+p.Name())
+			err = p.run(ctx, snap, vi.pre, query.Terms, func(c *cand) bool {
+				res.Hits = append(res.Hits, Hit{Vol: vi.v, Record: c.rec})
+				return len(res.Hits) <= n
+			})
+		}
+		snap.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return finish(res, n), nil
+}
+
+func finish(res *Result, n int) *Result {
+	if len(res.Hits) > n {
+		res.Hits, res.Trunc = res.Hits[:n], true
+	}
+	slices.SortFunc(res.Hits, func(a, b Hit) int {
+		if c := strings.Compare(a.Vol.VPath, b.Vol.VPath); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Rel, b.Rel)
+	})
+	return res
+}
+
+// HashSearch returns files having any of the given chunk hashes (or whose
+// wark is one of them), at most n.
+func (x *Indexer) HashSearch(ctx context.Context, vols []*store.Volume, hashes []string, n int) (*Result, error) {
+	keys := make([]string, 0, len(hashes))
+	for _, h := range hashes {
+		h = strings.TrimRight(h, "=")
+		if len(h) < warkLen || len(h) > 86 || strings.Trim(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			return nil, ErrBadHash
+		}
+		keys = append(keys, h[:warkLen])
+	}
+	vis, err := x.usable(vols)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Hits: []Hit{}}
+	for _, vi := range vis {
+		snap := vi.db.db.NewSnapshot()
+		seen := map[uint64]bool{}
+		err := func() error {
+			for _, k := range keys {
+				for _, fam := range []byte{famHash, famWark} {
+					opts := prefixOpts(key(fam, k))
+					it, err := snap.NewIter(&opts)
+					if err != nil {
+						return err
+					}
+					for ok := it.First(); ok && len(res.Hits) <= n; ok = it.Next() {
+						id := idOf(it.Key())
+						if seen[id] {
+							continue
+						}
+						seen[id] = true
+						rec, err := recordByID(snap, id)
+						if err != nil {
+							it.Close()
+							return err
+						}
+						if rec != nil {
+							res.Hits = append(res.Hits, Hit{Vol: vi.v, Record: rec})
+						}
+					}
+					if err := it.Close(); err != nil {
+						return err
+					}
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}()
+		snap.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return finish(res, n), nil
+}

@@ -1,0 +1,304 @@
+package idx
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// A plan lists a volume's candidates from the cheapest index range, or
+// from the leapfrog intersection of several posting lists, and leaves the
+// exact decision to the residual filter (match.go).
+
+// krange is a key range [lo, hi) whose keys end in a file id. The keys
+// of a paths range are 'p' keys, which carry the lower-cased path.
+type krange struct {
+	lo, hi []byte
+	paths  bool
+	name   string // 'N' keys: the wildcard the name must match ("" none)
+}
+
+// source is one way to list candidates.
+type source struct {
+	name   string   // "tri", "ext", "size", "date", "path", "num", "scan"
+	lists  [][]byte // posting prefixes, each ordered by id: intersected
+	ranges []krange // scanned one after another
+	est    int      // estimated candidates (counted up to estCap)
+}
+
+// estCap bounds the counting of a posting list or range while planning.
+const estCap = 1000
+
+// maxLists bounds the posting lists one leapfrog intersects, and
+// perTermLists those taken from one term.
+const (
+	maxLists     = 8
+	perTermLists = 2
+)
+
+// plan is the chosen way to run a query on one volume.
+type plan struct {
+	src  source
+	none bool // no file of the volume can match
+}
+
+// Name is the plan's source, for tests and logs (e.g. "tri", "size",
+// "scan", "none").
+func (p plan) Name() string {
+	if p.none {
+		return "none"
+	}
+	return p.src.name
+}
+
+// straddles reports whether some match of the lower-cased literal s in
+// pre+rel could begin inside pre (the volume's mount prefix), where the
+// rel-only postings cannot see it.
+func straddles(pre, s string) bool {
+	if strings.Contains(pre, s) {
+		return true
+	}
+	for k := 1; k < len(s); k++ {
+		if strings.HasSuffix(pre, s[:k]) {
+			return true
+		}
+	}
+	return false
+}
+
+func triLists(field byte, s string) [][]byte {
+	var out [][]byte
+	for _, t := range trigrams(s) {
+		out = append(out, []byte{famTri, field, t[0], t[1], t[2]})
+	}
+	return out
+}
+
+func numBounds(fam byte, field []byte, lo, hi int64) krange {
+	l := append(append([]byte{fam}, field...), s64(lo)...)
+	h := append(append([]byte{fam}, field...), s64(hi)...)
+	return krange{l, h, false, ""}
+}
+
+// anchored is the source of a wildcard that does not start with *: names
+// starting with its first literal, and paths starting with it.
+func anchored(pre, g string) (source, bool) {
+	first, _, _ := strings.Cut(g, "*")
+	if first == "" || strings.HasPrefix(pre, first) {
+		return source{}, false // the whole volume's paths could match
+	}
+	s := source{name: "glob"}
+	if !strings.Contains(first, "/") {
+		lo := append([]byte{famName}, first...)
+		// A name that does not match is skipped here: if its path
+		// matches, the path range below lists it.
+		s.ranges = append(s.ranges, krange{lo, prefixEnd(lo), false, g})
+	}
+	if strings.HasPrefix(first, pre) {
+		lo := append([]byte{famPath}, first[len(pre):]...)
+		s.ranges = append(s.ranges, krange{lo, prefixEnd(lo), true, ""})
+	}
+	return s, true
+}
+
+// makePlan picks the source for terms on the volume mounted at pre.
+func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, error) {
+	estimate := func(s *source) error { return estimateSrc(r, db, s) }
+	var cands []source
+	var lists []source // single posting lists, for the intersection
+	spans := map[Kind][2]int64{}
+	var kinds []Kind
+	for i := range terms {
+		t := &terms[i]
+		if t.Not {
+			continue
+		}
+		var s source
+		switch t.Kind {
+		case KText, KArtist, KAlbum, KTitle, KGenre:
+			tl := lower(t.Text)
+			f := textField(t.Kind)
+			if len(tl) < 3 || (f == fieldPath && straddles(pre, tl)) {
+				continue
+			}
+			s = source{name: "tri", lists: triLists(f, tl)}
+		case KGlob:
+			// Anchored at the start: the name or the whole path begins
+			// with the first literal.
+			if a, ok := anchored(pre, lower(t.Text)); ok {
+				if err := estimate(&a); err != nil {
+					return plan{}, err
+				}
+				// Its candidates are tested on the key alone (no record
+				// read), about ten times cheaper each.
+				a.est = max(1, a.est/10)
+				cands = append(cands, a)
+			}
+			s = source{name: "tri"}
+			for _, seg := range strings.Split(lower(t.Text), "*") {
+				if len(seg) >= 3 && !straddles(pre, seg) {
+					s.lists = append(s.lists, triLists(fieldPath, seg)...)
+				}
+			}
+			if len(s.lists) == 0 {
+				continue
+			}
+		case KPath:
+			p := lower(t.Text)
+			switch {
+			case strings.HasPrefix(pre, p):
+				continue // the whole volume is below the prefix
+			case strings.HasPrefix(p, pre):
+				lo := append([]byte{famPath}, p[len(pre):]...)
+				s = source{name: "path", ranges: []krange{{lo, prefixEnd(lo), true, ""}}}
+			default:
+				return plan{none: true}, nil
+			}
+		case KExt:
+			if len(t.List) == 1 && !strings.Contains(t.List[0], ".") {
+				s = source{name: "ext", lists: [][]byte{append(append([]byte{famExt}, t.List[0]...), 0)}}
+				break
+			}
+			s = source{name: "ext"}
+			for _, e := range t.List {
+				e = e[strings.LastIndexByte(e, '.')+1:]
+				lo := append(append([]byte{famExt}, e...), 0)
+				s.ranges = append(s.ranges, krange{lo, prefixEnd(lo), false, ""})
+			}
+		case KSize, KDate, KYear, KRate, KDur:
+			// Ranges on one field are intersected into one source below.
+			var lo, hi int64
+			if t.Kind == KDate {
+				lo, hi = dateRange(t)
+			} else {
+				lo, hi = numRange(t.Op, t.Num)
+			}
+			if r, ok := spans[t.Kind]; ok {
+				lo, hi = max(lo, r[0]), min(hi, r[1])
+			} else {
+				kinds = append(kinds, t.Kind)
+			}
+			spans[t.Kind] = [2]int64{lo, hi}
+			continue
+		default:
+			continue
+		}
+		if err := estimate(&s); err != nil {
+			return plan{}, err
+		}
+		cands = append(cands, s)
+		if len(s.lists) > 0 {
+			lists = append(lists, s)
+		}
+	}
+	for _, k := range kinds {
+		lo, hi := spans[k][0], spans[k][1]
+		if lo >= hi {
+			return plan{none: true}, nil
+		}
+		var s source
+		switch k {
+		case KSize:
+			s = source{name: "size", ranges: []krange{numBounds(famSize, nil, max(lo, 0), max(hi, 0))}}
+		case KDate:
+			s = source{name: "date", ranges: []krange{numBounds(famMtime, nil, lo, hi)}}
+		default:
+			s = source{name: "num", ranges: []krange{numBounds(famNum, []byte{numField(k)}, lo, hi)}}
+		}
+		if err := estimate(&s); err != nil {
+			return plan{}, err
+		}
+		cands = append(cands, s)
+	}
+	if len(cands) == 0 {
+		return plan{src: source{name: "scan", ranges: []krange{{[]byte{famPath}, []byte{famPath + 1}, true, ""}}, est: 1 << 62}}, nil
+	}
+	best := slices.MinFunc(cands, func(a, b source) int {
+		if c := cmp.Compare(a.est, b.est); c != 0 {
+			return c
+		}
+		return cmp.Compare(len(b.lists), len(a.lists)) // prefer postings on a tie
+	})
+	if best.est == 0 {
+		return plan{none: true}, nil
+	}
+	if len(best.lists) > 0 {
+		// Intersect the rarest posting lists of every term, smallest
+		// first: each further list costs a seek per candidate of the
+		// driving list, and the residual filter checks the rest anyway.
+		var all []source
+		for _, s := range lists {
+			var mine []source
+			for _, l := range s.lists {
+				one := source{lists: [][]byte{l}}
+				if err := estimate(&one); err != nil {
+					return plan{}, err
+				}
+				if one.est == 0 {
+					return plan{none: true}, nil
+				}
+				mine = append(mine, one)
+			}
+			slices.SortStableFunc(mine, func(a, b source) int { return cmp.Compare(a.est, b.est) })
+			all = append(all, mine[:min(len(mine), perTermLists)]...)
+		}
+		slices.SortStableFunc(all, func(a, b source) int { return cmp.Compare(a.est, b.est) })
+		best = source{name: best.name, est: best.est}
+		for _, s := range all[:min(len(all), maxLists)] {
+			best.lists = append(best.lists, s.lists[0])
+		}
+	}
+	return plan{src: best}, nil
+}
+
+// estimate counts the candidates of s up to estCap: the smallest posting
+// list, or the sum over its ranges. Past the cap, the range's estimated
+// size on disk (db, when given) tells big from bigger.
+func estimateSrc(r pebble.Reader, db *pebble.DB, s *source) error {
+	size := func(kr krange) (int, error) {
+		n, err := count(r, kr)
+		if err != nil || n < estCap || db == nil {
+			return n, err
+		}
+		b, err := db.EstimateDiskUsage(kr.lo, kr.hi)
+		return n + int(min(b, 1<<40)), err
+	}
+	if len(s.lists) > 0 {
+		s.est = 1 << 62
+		for _, l := range s.lists {
+			n, err := size(krange{l, prefixEnd(l), false, ""})
+			if err != nil {
+				return err
+			}
+			s.est = min(s.est, n)
+		}
+		return nil
+	}
+	s.est = 0
+	for _, kr := range s.ranges {
+		n, err := size(kr)
+		if err != nil {
+			return err
+		}
+		s.est += n
+	}
+	return nil
+}
+
+func count(r pebble.Reader, kr krange) (int, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: kr.lo, UpperBound: kr.hi})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for ok := it.First(); ok && n < estCap; ok = it.Next() {
+		n++
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return 0, err
+	}
+	return n, it.Close()
+}

@@ -1,0 +1,421 @@
+package e2e
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// mediaDir fills a folder with small generated media.
+func mediaDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir, "photo.jpg", jpegOf(t, twoTone(800, 600)))
+	writeFile(t, dir, "notes.txt", []byte("not media\n"))
+	lavfi(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=640x360:r=10", "-f", "lavfi", "-i", "sine=f=440:d=2", "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac")
+	lavfi(t, filepath.Join(dir, "tone.flac"), "-f", "lavfi", "-i", "sine=f=330:d=6")
+	return dir
+}
+
+func thURL(name, v string) string { return "/" + url.PathEscape(name) + "?th=" + url.QueryEscape(v) }
+
+func TestMediaThumbForms(t *testing.T) {
+	t.Parallel()
+	ffmpegPath(t)
+	dir := mediaDir(t)
+	s := start(t, "-v", dir+"::r")
+	for _, tc := range []struct {
+		file, th, ctype, kind string
+		w, h                  int
+	}{
+		{"photo.jpg", "", "image/jpeg", "jpeg", 320, 256},      // default box, cropped
+		{"photo.jpg", "j", "image/jpeg", "jpeg", 320, 256},     // same as empty
+		{"photo.jpg", "jf", "image/jpeg", "jpeg", 320, 240},    // fit, no crop
+		{"photo.jpg", "w100", "image/jpeg", "jpeg", 100, 75},   // width 100
+		{"photo.jpg", "h100", "image/jpeg", "jpeg", 133, 100},  // height 100
+		{"photo.jpg", "w2000", "image/jpeg", "jpeg", 800, 600}, // never enlarged
+		{"photo.jpg", "3", "image/jpeg", "jpeg", 800, 600},     // 3× box is bigger than the photo
+		{"photo.jpg", "w", "image/webp", "webp", 320, 256},
+		{"photo.jpg", "wf", "image/webp", "webp", 320, 240},
+		{"photo.jpg", "w3", "image/webp", "webp", 800, 600},
+		{"clip.mp4", "", "image/jpeg", "jpeg", 320, 256},
+		{"clip.mp4", "f", "image/jpeg", "jpeg", 320, 180},
+		{"clip.mp4", "w", "image/webp", "webp", 320, 256},
+		{"clip.mp4", "w160", "image/jpeg", "jpeg", 160, 90},
+		{"tone.flac", "", "image/jpeg", "jpeg", 320, 256}, // spectrogram
+		{"clip.mp4", "p", "image/png", "png", 2048, 64},   // waveform
+		{"tone.flac", "p", "image/png", "png", 2048, 64},
+	} {
+		resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+		wantStatus(t, resp, body, 200)
+		if ct := resp.Header.Get("Content-Type"); ct != tc.ctype {
+			t.Errorf("%s ?th=%s: Content-Type %q, want %q", tc.file, tc.th, ct, tc.ctype)
+		}
+		w, h, kind := imageDims(t, body)
+		if w != tc.w || h != tc.h || kind != tc.kind {
+			t.Errorf("%s ?th=%s: %s %d×%d, want %s %d×%d", tc.file, tc.th, kind, w, h, tc.kind, tc.w, tc.h)
+		}
+	}
+	// A text file: the generic icon, 200.
+	resp, body := s.do(t, "GET", thURL("notes.txt", ""), nil)
+	wantStatus(t, resp, body, 200)
+	if resp.Header.Get("Content-Type") != "image/svg+xml" || !bytes.Contains(body, []byte("<svg")) || !bytes.Contains(body, []byte(">txt<")) {
+		t.Errorf("icon for notes.txt: %s %q", resp.Header.Get("Content-Type"), body)
+	}
+	// No waveform of a picture; no transcode of a text file.
+	resp, body = s.do(t, "GET", thURL("photo.jpg", "p"), nil)
+	wantStatus(t, resp, body, 404)
+	resp, body = s.do(t, "GET", thURL("notes.txt", "opus"), nil)
+	wantStatus(t, resp, body, 415)
+	// HEAD gets the headers only.
+	resp, body = s.do(t, "HEAD", thURL("photo.jpg", ""), nil)
+	wantStatus(t, resp, body, 200)
+	if len(body) != 0 || resp.Header.Get("Content-Type") != "image/jpeg" {
+		t.Errorf("HEAD: %d bytes, %s", len(body), resp.Header.Get("Content-Type"))
+	}
+}
+
+func TestMediaEXIFOrientation(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// 400×200 stored, red left; orientation 6 shows it 200×400 with the
+	// red half on top, 8 with the red half at the bottom.
+	writeFile(t, dir, "six.jpg", exifJPEG(t, twoTone(400, 200), 6))
+	writeFile(t, dir, "eight.jpg", exifJPEG(t, twoTone(400, 200), 8))
+	writeFile(t, dir, "three.jpg", exifJPEG(t, twoTone(400, 200), 3))
+	s := start(t, "-v", dir+"::r")
+	red := func(c color.Color) bool { r, g, b, _ := c.RGBA(); return r > 0xC000 && g < 0x5000 && b < 0x5000 }
+	blue := func(c color.Color) bool { r, g, b, _ := c.RGBA(); return b > 0xC000 && g < 0x5000 && r < 0x5000 }
+	for _, tc := range []struct {
+		file       string
+		w, h       int
+		redX, redY int
+		bluX, bluY int
+	}{
+		{"six.jpg", 100, 200, 50, 20, 50, 180},
+		{"eight.jpg", 100, 200, 50, 180, 50, 20},
+		{"three.jpg", 100, 50, 90, 25, 10, 25},
+	} {
+		resp, body := s.do(t, "GET", thURL(tc.file, "w100"), nil)
+		wantStatus(t, resp, body, 200)
+		img, _, err := image.Decode(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := img.Bounds(); b.Dx() != tc.w || b.Dy() != tc.h {
+			t.Fatalf("%s: %v, want %d×%d", tc.file, b, tc.w, tc.h)
+		}
+		if !red(img.At(tc.redX, tc.redY)) || !blue(img.At(tc.bluX, tc.bluY)) {
+			t.Errorf("%s: not turned upright: (%d,%d)=%v (%d,%d)=%v", tc.file, tc.redX, tc.redY, img.At(tc.redX, tc.redY), tc.bluX, tc.bluY, img.At(tc.bluX, tc.bluY))
+		}
+	}
+}
+
+func TestMediaTranscodes(t *testing.T) {
+	t.Parallel()
+	ffmpegPath(t)
+	dir := mediaDir(t)
+	// A name beginning with "-" must not become an ffmpeg option.
+	lavfi(t, filepath.Join(dir, "-i.flac"), "-f", "lavfi", "-i", "sine=f=500:d=5")
+	s := start(t, "-v", dir+"::r")
+	for _, tc := range []struct {
+		file, th, ctype, format, codec string
+		dur                            float64
+	}{
+		{"tone.flac", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 6},
+		{"tone.flac", "caf", "audio/x-caf", "caf", "opus", 6},
+		{"tone.flac", "mp3", "audio/mpeg", "mp3", "mp3", 6},
+		{"clip.mp4", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 2},
+		{"-i.flac", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 5},
+		{"-i.flac", "mp3", "audio/mpeg", "mp3", "mp3", 5},
+	} {
+		for round := range 2 { // made, then cached
+			resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+			wantStatus(t, resp, body, 200)
+			if ct := resp.Header.Get("Content-Type"); ct != tc.ctype {
+				t.Errorf("%s ?th=%s: Content-Type %q, want %q", tc.file, tc.th, ct, tc.ctype)
+			}
+			if how := resp.Header.Get("X-Hoard-Thumb"); round == 1 && how != "cached" {
+				t.Errorf("%s ?th=%s second request: %q, want cached", tc.file, tc.th, how)
+			}
+			p := ffprobe(t, body)
+			if p.Format.FormatName != tc.format || len(p.Streams) != 1 || p.Streams[0].CodecName != tc.codec || p.Streams[0].CodecType != "audio" {
+				t.Fatalf("%s ?th=%s: ffprobe says %+v", tc.file, tc.th, p)
+			}
+			if d := p.duration(); d < tc.dur-0.3 || d > tc.dur+0.3 {
+				t.Errorf("%s ?th=%s: duration %v, want %v", tc.file, tc.th, d, tc.dur)
+			}
+			// Opus is asked for at 128 kbit/s (VBR); MP3 at LAME's -q:a 2
+			// (about 190 kbit/s, less for a sine). Measured from the size.
+			kbps := float64(len(body)) * 8 / tc.dur / 1000
+			lo, hi := 100.0, 170.0
+			if tc.codec == "mp3" {
+				lo, hi = 40, 260
+			}
+			if kbps < lo || kbps > hi {
+				t.Errorf("%s ?th=%s: %.0f kbit/s, want %v–%v", tc.file, tc.th, kbps, lo, hi)
+			}
+		}
+	}
+}
+
+func TestMediaCacheHit(t *testing.T) {
+	t.Parallel()
+	ffmpegPath(t)
+	dir := mediaDir(t)
+	wd := t.TempDir()
+	s := start(t, "--ffmpeg", ffWrapper(t, wd, "0"), "-v", dir+"::r")
+	for _, tc := range []struct{ file, th string }{{"photo.jpg", ""}, {"photo.jpg", "w"}, {"clip.mp4", "w200"}, {"tone.flac", "p"}} {
+		resp, first := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+		wantStatus(t, resp, first, 200)
+		if how := resp.Header.Get("X-Hoard-Thumb"); how != "made" {
+			t.Errorf("%s ?th=%s first: %q, want made", tc.file, tc.th, how)
+		}
+		runs, _ := wrapperStats(t, wd)
+		resp, second := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+		wantStatus(t, resp, second, 200)
+		if how := resp.Header.Get("X-Hoard-Thumb"); how != "cached" {
+			t.Errorf("%s ?th=%s second: %q, want cached", tc.file, tc.th, how)
+		}
+		if again, _ := wrapperStats(t, wd); again != runs {
+			t.Errorf("%s ?th=%s: the cached request ran ffmpeg (%d → %d runs)", tc.file, tc.th, runs, again)
+		}
+		if !bytes.Equal(first, second) {
+			t.Errorf("%s ?th=%s: cached bytes differ", tc.file, tc.th)
+		}
+		// A range of the cached output.
+		resp, part := s.do(t, "GET", thURL(tc.file, tc.th), nil, "Range: bytes=0-9")
+		wantStatus(t, resp, part, 206)
+		if !bytes.Equal(part, first[:10]) {
+			t.Errorf("range of cached thumbnail differs")
+		}
+	}
+	// The cache lives under the volume's .hist/th and is never listed.
+	n := 0
+	filepath.WalkDir(filepath.Join(dir, ".hist", "th"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.Contains(p, string(filepath.Separator)+"w"+string(filepath.Separator)) {
+			n++
+		}
+		return nil
+	})
+	if n != 4 {
+		t.Errorf("%d files in .hist/th, want 4", n)
+	}
+	resp, body := s.do(t, "GET", "/?ls", nil)
+	wantStatus(t, resp, body, 200)
+	if bytes.Contains(body, []byte(".hist")) {
+		t.Errorf("listing shows .hist: %s", body)
+	}
+	// A changed file gets a new thumbnail.
+	writeFile(t, dir, "photo.jpg", jpegOf(t, twoTone(600, 600)))
+	resp, body = s.do(t, "GET", thURL("photo.jpg", "f"), nil)
+	wantStatus(t, resp, body, 200)
+	if w, h, _ := imageDims(t, body); w != 256 || h != 256 || resp.Header.Get("X-Hoard-Thumb") != "made" {
+		t.Errorf("after a change: %d×%d %s", w, h, resp.Header.Get("X-Hoard-Thumb"))
+	}
+}
+
+func TestMediaCacheCap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// Noise compresses badly: each 960×768 thumbnail is a few hundred KiB,
+	// seven of them more than the 1 MiB cap.
+	lavfi(t, filepath.Join(dir, "n%d.png"), "-f", "lavfi", "-i", "nullsrc=s=960x768,geq=lum='random(1)*255':cb='random(2)*255':cr=128", "-start_number", "0", "-frames:v", "7")
+	s := start(t, "--th-cache-max", "1", "-v", dir+"::r")
+	var wg sync.WaitGroup
+	for i := range 7 {
+		wg.Go(func() {
+			code, _, body, err := s.getCtx(t.Context(), thURL("n"+strconv.Itoa(i)+".png", "3"))
+			if err != nil || code != 200 {
+				t.Errorf("n%d: %d %v", i, code, err)
+			} else if len(body) < 150<<10 {
+				t.Errorf("thumbnail of noise is only %d bytes; the test needs big ones", len(body))
+			}
+		})
+	}
+	wg.Wait()
+	// Eviction runs in the background; it keeps the cache under its cap.
+	var total int64
+	for range 50 {
+		total = 0
+		filepath.WalkDir(filepath.Join(dir, ".hist", "th"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if fi, err := d.Info(); err == nil {
+					total += fi.Size()
+				}
+			}
+			return nil
+		})
+		if total <= 1<<20 {
+			break
+		}
+		sleep(100)
+	}
+	if total > 1<<20 || total == 0 {
+		t.Errorf("cache holds %d bytes, want 0 < size ≤ 1 MiB", total)
+	}
+	// Evicted thumbnails are made again.
+	resp, body := s.do(t, "GET", thURL("n0.png", "3"), nil)
+	wantStatus(t, resp, body, 200)
+	if resp.Header.Get("X-Hoard-Thumb") != "made" {
+		t.Errorf("n0 after eviction: %q, want made", resp.Header.Get("X-Hoard-Thumb"))
+	}
+}
+
+func TestMediaBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := jpegOf(t, twoTone(200, 100))
+	writeFile(t, dir, "good.jpg", good)
+	writeFile(t, dir, "bomb.png", pngHeader(50000, 50000))
+	writeFile(t, dir, "truncated.jpg", good[:len(good)/2])
+	corrupt := bytes.Clone(good)
+	for i := 200; i < len(corrupt)-2; i += 3 {
+		corrupt[i] = 0xFF
+	}
+	writeFile(t, dir, "corrupt.jpg", corrupt)
+	writeFile(t, dir, "empty.png", nil)
+	writeFile(t, dir, "-vf.jpg", good)
+	ffmpegPath(t)
+	lavfi(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=320x240:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
+	clip, err := os.ReadFile(filepath.Join(dir, "clip.mp4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "truncated.mp4", clip[:len(clip)/3])
+	writeFile(t, dir, "garbage.mkv", bytes.Repeat([]byte("not a video "), 1000))
+	// A playlist posing as media must not make ffmpeg read another file
+	// of the server (here: a real audio file outside the volume).
+	outside := t.TempDir()
+	lavfi(t, filepath.Join(outside, "secret.flac"), "-f", "lavfi", "-i", "sine=d=5")
+	writeFile(t, dir, "hls.mp3", []byte("#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:5,\n"+filepath.Join(outside, "secret.flac")+"\n#EXT-X-ENDLIST\n"))
+	writeFile(t, dir, "concat.mkv", []byte("ffconcat version 1.0\nfile "+filepath.Join(outside, "secret.flac")+"\n"))
+	before := tree(t, dir)
+	s := start(t, "-v", dir+"::r")
+	for _, v := range []string{"w0", "w99999", "h0", "h5000", "w15", "x", "jj", "fj", "w100f", "opus1", "%00", "-i", "w-1"} {
+		resp, body := s.do(t, "GET", "/good.jpg?th="+v, nil)
+		wantStatus(t, resp, body, 400)
+		if !strings.Contains(string(body), "?th") {
+			t.Errorf("?th=%s: message %q does not say what was wrong", v, body)
+		}
+	}
+	for _, name := range []string{"bomb.png", "truncated.jpg", "corrupt.jpg", "empty.png", "truncated.mp4", "garbage.mkv"} {
+		for range 2 { // the second answer comes from the remembered failure
+			resp, body := s.do(t, "GET", thURL(name, ""), nil)
+			wantStatus(t, resp, body, 200)
+			if resp.Header.Get("Content-Type") != "image/svg+xml" || resp.Header.Get("X-Hoard-Thumb") != "icon" {
+				t.Errorf("%s: %s %s, want the icon", name, resp.Header.Get("Content-Type"), resp.Header.Get("X-Hoard-Thumb"))
+			}
+		}
+	}
+	for _, name := range []string{"hls.mp3", "concat.mkv"} {
+		for _, th := range []string{"mp3", "opus", "p"} {
+			resp, body := s.do(t, "GET", thURL(name, th), nil)
+			wantStatus(t, resp, body, 500)
+		}
+		resp, body := s.do(t, "GET", thURL(name, ""), nil)
+		wantStatus(t, resp, body, 200)
+		if resp.Header.Get("X-Hoard-Thumb") != "icon" {
+			t.Errorf("%s: spectrogram of another file (%s)", name, resp.Header.Get("X-Hoard-Thumb"))
+		}
+	}
+	// Transcoding a file FFmpeg cannot read: 500 with a message.
+	resp, body := s.do(t, "GET", thURL("garbage.mkv", "opus"), nil)
+	wantStatus(t, resp, body, 500)
+	if !strings.Contains(string(body), "transcoding garbage.mkv failed") {
+		t.Errorf("garbage.mkv opus: %q", body)
+	}
+	resp, body = s.do(t, "GET", thURL("-vf.jpg", "w50"), nil)
+	wantStatus(t, resp, body, 200)
+	if w, h, _ := imageDims(t, body); w != 50 || h != 25 {
+		t.Errorf("-vf.jpg: %d×%d", w, h)
+	}
+	// Missing file, and nothing in the volume changed (the cache is in .hist).
+	resp, body = s.do(t, "GET", thURL("nope.jpg", ""), nil)
+	wantStatus(t, resp, body, 404)
+	after := []string{}
+	for _, p := range tree(t, dir) {
+		if p != ".hist" && !strings.HasPrefix(p, ".hist/") {
+			after = append(after, p)
+		}
+	}
+	if strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("volume changed: %v → %v", before, after)
+	}
+	if lg := s.logs.String(); strings.Contains(lg, "panic") {
+		t.Errorf("server log has a panic:\n%s", lg)
+	}
+}
+
+func TestMediaPermissions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "a.jpg", jpegOf(t, twoTone(100, 100)))
+	s := start(t, "-a", "r:pw-r", "-a", "w:pw-w", "-a", "g:pw-g", "-v", dir+"::r,r:w,w:g,g")
+	resp, body := s.do(t, "GET", thURL("a.jpg", ""), nil)
+	wantStatus(t, resp, body, 401)
+	resp, body = s.do(t, "GET", thURL("a.jpg", ""), nil, "PW: pw-w")
+	wantStatus(t, resp, body, 403)
+	for _, pw := range []string{"pw-r", "pw-g"} {
+		resp, body = s.do(t, "GET", thURL("a.jpg", ""), nil, "PW: "+pw)
+		wantStatus(t, resp, body, 200)
+		if resp.Header.Get("Content-Type") != "image/jpeg" {
+			t.Errorf("%s: %s", pw, resp.Header.Get("Content-Type"))
+		}
+	}
+}
+
+func TestMediaNoFFmpeg(t *testing.T) {
+	t.Parallel()
+	ffmpegPath(t)
+	dir := mediaDir(t)
+	s := start(t, "--ffmpeg", filepath.Join(t.TempDir(), "no-such-ffmpeg"), "-v", dir+"::r")
+	for _, tc := range []struct{ file, th string }{{"tone.flac", "opus"}, {"tone.flac", "mp3"}, {"tone.flac", "caf"}, {"tone.flac", "p"}, {"clip.mp4", ""}, {"photo.jpg", "w"}} {
+		resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+		wantStatus(t, resp, body, 500)
+		if !strings.Contains(string(body), "FFmpeg is not installed") {
+			t.Errorf("%s ?th=%s: %q", tc.file, tc.th, body)
+		}
+	}
+	// Pure-Go thumbnails still work.
+	resp, body := s.do(t, "GET", thURL("photo.jpg", ""), nil)
+	wantStatus(t, resp, body, 200)
+	if w, h, _ := imageDims(t, body); w != 320 || h != 256 {
+		t.Errorf("photo without ffmpeg: %d×%d", w, h)
+	}
+	if !strings.Contains(s.logs.String(), "FFmpeg not found") {
+		t.Errorf("no startup warning about FFmpeg")
+	}
+	_ = http.StatusOK
+	_ = os.Getpid
+}
+
+func TestMediaFolderThumb(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "album/cover.jpg", jpegOf(t, twoTone(600, 600)))
+	writeFile(t, dir, "album/x.txt", []byte("x"))
+	writeFile(t, dir, "empty/x.txt", []byte("x"))
+	s := start(t, "-v", dir+"::r")
+	resp, body := s.do(t, "GET", "/album/?th", nil)
+	wantStatus(t, resp, body, 200)
+	if w, h, k := imageDims(t, body); w != 320 || h != 256 || k != "jpeg" {
+		t.Errorf("album cover: %s %d×%d", k, w, h)
+	}
+	resp, body = s.do(t, "GET", "/empty/?th=w", nil)
+	wantStatus(t, resp, body, 200)
+	if resp.Header.Get("Content-Type") != "image/svg+xml" || !bytes.Contains(body, []byte(">folder<")) {
+		t.Errorf("folder without cover: %s %q", resp.Header.Get("Content-Type"), body)
+	}
+	resp, body = s.do(t, "GET", "/empty/?th=w0", nil)
+	wantStatus(t, resp, body, 400)
+}

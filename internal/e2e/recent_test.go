@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+type upsBody struct {
+	F []struct {
+		At int64  `json:"at"`
+		Vp string `json:"vp"`
+		Sz int64  `json:"sz"`
+	} `json:"f"`
+	Nc int `json:"nc"`
+}
+
+type ruBody struct {
+	Now    int64  `json:"now"`
+	Filter string `json:"filter"`
+	Ups    []struct {
+		Vp string `json:"vp"`
+		Sz int64  `json:"sz"`
+		IP string `json:"ip"`
+		At int64  `json:"at"`
+		Un string `json:"un"`
+	} `json:"ups"`
+}
+
+func upsPaths(t *testing.T, s *server, q string, hdr ...string) []string {
+	t.Helper()
+	resp, body := s.do(t, "GET", "/?ups"+q, nil, hdr...)
+	wantStatus(t, resp, body, 200)
+	var b upsBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	out := []string{}
+	for _, f := range b.F {
+		out = append(out, f.Vp)
+	}
+	if b.Nc != len(out) {
+		t.Fatalf("nc %d, %d rows", b.Nc, len(out))
+	}
+	return out
+}
+
+func ruPaths(t *testing.T, s *server, q string, hdr ...string) ([]string, ruBody) {
+	t.Helper()
+	resp, body := s.do(t, "GET", "/?ru&j"+q, nil, hdr...)
+	wantStatus(t, resp, body, 200)
+	var b ruBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	out := []string{}
+	for _, u := range b.Ups {
+		out = append(out, u.Vp)
+	}
+	return out, b
+}
+
+func TestRecentUploads(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "pub"), 0o755)
+	s := start(t, "-a", "boss:bpw", "-a", "u1:p1", "-v", dir+"::A,boss:rw,u1", "-v", filepath.Join(dir, "pub")+":pub:rw:A,boss")
+	put := func(path, body string, hdr ...string) {
+		t.Helper()
+		resp, b := s.do(t, "PUT", path, []byte(body), hdr...)
+		wantStatus(t, resp, b, 201)
+	}
+	put("/pub/anon.txt", "a")
+	put("/pub/u1.txt", "bb", "PW: p1")
+	put("/pub/boss.txt", "ccc", "PW: bpw")
+	put("/pub/x.(y)*[z]+.txt", "dddd")
+	put("/u1-home.txt", "e", "PW: p1")
+
+	if got := upsPaths(t, s, ""); !slices.Equal(got, []string{"/pub/x.(y)*%5Bz%5D+.txt", "/pub/anon.txt"}) {
+		t.Fatalf("anonymous ?ups: %v", got)
+	}
+	if got := upsPaths(t, s, "", "PW: p1"); !slices.Equal(got, []string{"/u1-home.txt", "/pub/u1.txt"}) {
+		t.Fatalf("u1 ?ups: %v", got)
+	}
+	if got := upsPaths(t, s, "&filter=HOME", "PW: p1"); !slices.Equal(got, []string{"/u1-home.txt"}) {
+		t.Fatalf("u1 ?ups filter: %v", got)
+	}
+
+	// ?ru: admins only.
+	resp, body := s.do(t, "GET", "/?ru", nil)
+	wantStatus(t, resp, body, 401)
+	resp, body = s.do(t, "GET", "/?ru&j", nil, "PW: p1")
+	wantStatus(t, resp, body, 403)
+	got, b := ruPaths(t, s, "", "PW: bpw")
+	if len(got) != 5 || got[0] != "/u1-home.txt" || got[4] != "/pub/anon.txt" {
+		t.Fatalf("?ru: %v", got)
+	}
+	for _, u := range b.Ups {
+		if u.IP != "127.0.0.1" || u.At < time.Now().Unix()-60 || u.Sz < 1 {
+			t.Fatalf("row %+v", u)
+		}
+	}
+	if b.Ups[1].Un != "*" || b.Ups[2].Un != "boss" || b.Ups[0].Un != "u1" {
+		t.Fatalf("users: %+v", b.Ups)
+	}
+	// filter= is literal text (regex metacharacters mean themselves),
+	// case-insensitive, with ^ and $ anchors.
+	for _, tc := range []struct {
+		f    string
+		want []string
+	}{
+		{"u1", []string{"/u1-home.txt", "/pub/u1.txt"}},
+		{"U1.TXT", []string{"/pub/u1.txt"}},
+		{".(y)*[z]+", []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
+		{".*", []string{}},
+		{"[", []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
+		{"^/pub/a", []string{"/pub/anon.txt"}},
+		{"boss.txt$", []string{"/pub/boss.txt"}},
+		{"^/pub/boss.txt$", []string{"/pub/boss.txt"}},
+		{"^/pub$", []string{}},
+		{"\\", []string{}},
+	} {
+		got, b := ruPaths(t, s, "&filter="+url.QueryEscape(tc.f), "PW: bpw")
+		if !slices.Equal(got, tc.want) || b.Filter != tc.f {
+			t.Errorf("filter %q: %v (echo %q), want %v", tc.f, got, b.Filter, tc.want)
+		}
+	}
+	// The HTML form escapes what it shows and runs no script.
+	resp, body = s.do(t, "GET", "/?ru&filter="+url.QueryEscape(`"><script>x</script>`), nil, "PW: bpw")
+	wantStatus(t, resp, body, 200)
+	if strings.Contains(string(body), "<script>") || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("HTML ?ru: %s", body)
+	}
+	resp, body = s.do(t, "GET", "/?ru", nil, "PW: bpw")
+	if !strings.Contains(string(body), "boss.txt") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("HTML ?ru: %s", body)
+	}
+}
+
+func TestRecentUploadsRingBound(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-a", "boss:bpw", "-v", dir+"::rw:A,boss", "--ups-ring", "3")
+	for _, n := range []string{"1", "2", "3", "4", "5"} {
+		resp, b := s.do(t, "PUT", "/f"+n, []byte(n))
+		wantStatus(t, resp, b, 201)
+	}
+	got, _ := ruPaths(t, s, "", "PW: bpw")
+	if !slices.Equal(got, []string{"/f5", "/f4", "/f3"}) {
+		t.Fatalf("ring of 3: %v", got)
+	}
+}
+
+type dlsRow struct {
+	Sent  int64   `json:"sent"`
+	Size  int64   `json:"size"`
+	Path  string  `json:"path"`
+	Conn  string  `json:"conn"`
+	Uname string  `json:"uname"`
+	Rate  float64 `json:"rate"`
+	Dur   float64 `json:"dur"`
+}
+
+func dlsGet(t *testing.T, s *server, hdr ...string) []dlsRow {
+	t.Helper()
+	resp, body := s.do(t, "GET", "/?dls", nil, hdr...)
+	wantStatus(t, resp, body, 200)
+	var rows []dlsRow
+	if err := json.Unmarshal(body, &rows); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	return rows
+}
+
+func TestActiveDownloads(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-a", "boss:bpw", "-a", "u1:p1", "-v", dir+"::r:A,boss")
+	const size = 64 << 20
+	f, _ := os.Create(filepath.Join(dir, "big.bin"))
+	f.Truncate(size)
+	f.Close()
+	writeFile(t, dir, "small.txt", []byte("small"))
+
+	resp, body := s.do(t, "GET", "/?dls", nil)
+	wantStatus(t, resp, body, 401)
+	resp, body = s.do(t, "GET", "/?dls", nil, "PW: p1")
+	wantStatus(t, resp, body, 403)
+	if rows := dlsGet(t, s, "PW: bpw"); len(rows) != 0 {
+		t.Fatalf("idle server lists %v", rows)
+	}
+	// A download the client reads slowly stays listed while it runs.
+	req, _ := http.NewRequest("GET", s.URL+"/big.bin", nil)
+	req.Header.Set("PW", "p1")
+	dl, err := (&http.Client{}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dl.Body.Close()
+	rows := dlsGet(t, s, "PW: bpw")
+	if len(rows) != 1 || rows[0].Path != "/big.bin" || rows[0].Size != size || rows[0].Uname != "u1" || !strings.HasPrefix(rows[0].Conn, "127.0.0.1:") || rows[0].Sent > size {
+		t.Fatalf("rows %+v", rows)
+	}
+	// Progress shows as the client reads.
+	if _, err := io.CopyN(io.Discard, dl.Body, 40<<20); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rows = dlsGet(t, s, "PW: bpw")
+		if len(rows) == 1 && rows[0].Sent >= 24<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress: %+v", rows)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rows[0].Rate <= 0 || rows[0].Dur <= 0 {
+		t.Fatalf("rate/duration: %+v", rows[0])
+	}
+	// Finished downloads leave the list.
+	n, err := io.Copy(io.Discard, dl.Body)
+	if err != nil || n != size-40<<20 {
+		t.Fatalf("rest of the body: %d %v", n, err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for len(dlsGet(t, s, "PW: bpw")) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the finished download is still listed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Small files are not tracked at all; tails are, with size 0.
+	resp, body = s.do(t, "GET", "/small.txt", nil)
+	wantStatus(t, resp, body, 200)
+	if rows := dlsGet(t, s, "PW: bpw"); len(rows) != 0 {
+		t.Fatalf("small download listed: %+v", rows)
+	}
+	tr := startTail(t, s, "/small.txt?tail&pw=p1")
+	tr.waitLen(t, 5, 5*time.Second)
+	rows = dlsGet(t, s, "PW: bpw")
+	if len(rows) != 1 || rows[0].Path != "/small.txt" || rows[0].Size != 0 || rows[0].Sent != 5 || rows[0].Uname != "u1" {
+		t.Fatalf("tail in ?dls: %+v", rows)
+	}
+	tr.resp.Body.Close()
+}

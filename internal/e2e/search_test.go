@@ -1,0 +1,558 @@
+package e2e
+
+// Search over HTTP: every query form, permissions, hash search, trunc,
+// the rate limit, 503 during the first scan, 500 without indexing, and the
+// index following uploads, expiries and restarts.
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+type srchHit struct {
+	RP   string            `json:"rp"`
+	FN   string            `json:"fn"`
+	SZ   int64             `json:"sz"`
+	MT   int64             `json:"mt"`
+	TS   int64             `json:"ts"`
+	Tags map[string]string `json:"tags"`
+	Href string            `json:"href"`
+}
+
+type srchReply struct {
+	Hits     []srchHit `json:"hits"`
+	TagOrder []string  `json:"tag_order"`
+	Trunc    bool      `json:"trunc"`
+	Error    string    `json:"error"`
+}
+
+// srch posts a search body and decodes the JSON answer (errors included).
+func srch(t *testing.T, s *server, body any, hdr ...string) (int, srchReply) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, rb := s.do(t, "POST", "/", b, append([]string{"Content-Type: application/json"}, hdr...)...)
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("search answered %d with Content-Type %q: %s", resp.StatusCode, ct, rb)
+	}
+	var r srchReply
+	if err := json.Unmarshal(rb, &r); err != nil {
+		t.Fatalf("search answer is not JSON: %v: %s", err, rb)
+	}
+	return resp.StatusCode, r
+}
+
+// rps are the hits' hrefs, sorted.
+func (r srchReply) hrefs() []string {
+	var out []string
+	for _, h := range r.Hits {
+		out = append(out, h.Href)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitReady polls until searches stop answering 503 (the first scan).
+func waitReady(t *testing.T, s *server, hdr ...string) {
+	t.Helper()
+	deadline := time.Now().Add(180 * time.Second)
+	for time.Now().Before(deadline) {
+		code, r := srch(t, s, map[string]any{"q": "zzzznothing"}, hdr...)
+		if code == 200 {
+			return
+		}
+		if code != 503 {
+			t.Fatalf("search = %d %q while waiting for the scan", code, r.Error)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the first scan did not finish in 180 s")
+}
+
+// waitHits polls a query until its hits are want (the index follows
+// changes asynchronously).
+func waitHits(t *testing.T, s *server, q string, want []string, hdr ...string) {
+	t.Helper()
+	var got []string
+	for range 200 {
+		code, r := srch(t, s, map[string]any{"q": q}, hdr...)
+		if code != 200 {
+			t.Fatalf("search %q = %d %s", q, code, r.Error)
+		}
+		got = r.hrefs()
+		if slices.Equal(got, want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("search %q = %q, want %q", q, got, want)
+}
+
+func setMtime(t *testing.T, p string, tm time.Time) {
+	t.Helper()
+	if err := os.Chtimes(p, tm, tm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sparse(t *testing.T, dir, rel string, size int64) string {
+	t.Helper()
+	p := writeFile(t, dir, rel, []byte("x"))
+	if err := os.Truncate(p, size); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func day(s string) time.Time {
+	tm, err := time.Parse(time.DateTime, s)
+	if err != nil {
+		panic(err)
+	}
+	return tm
+}
+
+// TestSearchForms: each form of the query table, alone and combined, on a
+// volume mounted below the root next to one at the root.
+func TestSearchForms(t *testing.T) {
+	root, music := t.TempDir(), t.TempDir()
+	files := []struct {
+		dir, rel string
+		size     int64
+		mt       string
+	}{
+		{root, "docs/Report Final.txt", 100, "2019-05-01 10:00:00"},
+		{root, "docs/report-draft.TXT", 2000, "2020-02-02 12:00:00"},
+		{root, "docs/notes.md", 50, "2021-06-30 12:34:56"},
+		{root, "logs/app.log", 300 << 10, "2022-01-01 00:00:00"},
+		{root, "logs/old/app.log.1", 1 << 20, "2018-01-01 00:00:00"},
+		{root, "backup.tar.gz", 5 << 20, "2023-03-03 03:03:03"},
+		{music, "Rock/Queen - Bohemian Rhapsody.flac", 30 << 10, "2020-01-01 00:00:00"},
+		{music, "Jazz/Miles Davis - So What.mp3", 8 << 10, "2021-01-01 00:00:00"},
+		{music, "Jazz/live/Take Five.mp3", 6 << 10, "2021-01-02 00:00:00"},
+	}
+	for _, f := range files {
+		setMtime(t, sparse(t, f.dir, f.rel, f.size), day(f.mt))
+	}
+	s := start(t, "-v", root+"::rw", "-v", music+":music:rw", "-e2dsa")
+	waitReady(t, s)
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"report", []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
+		{"REPORT final", []string{"/docs/Report%20Final.txt"}},
+		{`"miles davis - so"`, []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{"music jazz", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
+		{"*.log", []string{"/logs/app.log"}},
+		{"app.log*", []string{"/logs/app.log", "/logs/old/app.log.1"}},
+		{"*five*", []string{"/music/Jazz/live/Take%20Five.mp3"}},
+		{"size:>1M", []string{"/backup.tar.gz"}},
+		{"size:<0.01G size:>1M", []string{"/backup.tar.gz"}},
+		{"size:>=1M", []string{"/backup.tar.gz", "/logs/old/app.log.1"}},
+		{"size:<1K", []string{"/docs/Report%20Final.txt", "/docs/notes.md"}},
+		{"size:=2000", []string{"/docs/report-draft.TXT"}},
+		{"size:>7K size:<10K", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{"date:<2019-01-01", []string{"/logs/old/app.log.1"}},
+		{"date:2021-01-02", []string{"/music/Jazz/live/Take%20Five.mp3"}},
+		{`date:>="2021-06-30 12:34:56" date:<2022-01-01`, []string{"/docs/notes.md"}},
+		{"date:>2021-06-30 12:34:55 date:<2021-07-01", []string{"/docs/notes.md"}},
+		{"path:music/jazz", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
+		{"path:/logs", []string{"/logs/app.log", "/logs/old/app.log.1"}},
+		{"ext:mp3,flac", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3", "/music/Rock/Queen%20-%20Bohemian%20Rhapsody.flac"}},
+		{"ext:txt", []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
+		{"ext:tar.gz", []string{"/backup.tar.gz"}},
+		{"jazz -live", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{"ext:mp3 size:>7K date:<2022-01-01 path:music", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{"nothing-like-this", nil},
+	} {
+		code, r := srch(t, s, map[string]any{"q": c.q})
+		if code != 200 {
+			t.Errorf("q %q: status %d %s", c.q, code, r.Error)
+			continue
+		}
+		if got := r.hrefs(); !slices.Equal(got, c.want) {
+			t.Errorf("q %q = %q, want %q", c.q, got, c.want)
+		}
+	}
+	// The hit's fields.
+	_, r := srch(t, s, map[string]any{"q": "take five"})
+	if len(r.Hits) != 1 {
+		t.Fatalf("take five: %+v", r)
+	}
+	h := r.Hits[0]
+	if h.RP != "Jazz/live/Take Five.mp3" || h.FN != "Take Five.mp3" || h.SZ != 6<<10 || h.MT != day("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
+		t.Errorf("hit = %+v", h)
+	}
+	resp, body := s.do(t, "GET", h.Href, nil, "Range: bytes=0-0")
+	wantStatus(t, resp, body, http.StatusPartialContent)
+}
+
+// TestSearchBadInput: syntax errors name the position; bad bodies are 400
+// JSON; nothing changes.
+func TestSearchBadInput(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.txt", []byte("a"))
+	s := start(t, "-v", dir+"::rw", "-e2dsa")
+	waitReady(t, s)
+	before := tree(t, dir)
+	for _, c := range []struct {
+		body any
+		code int
+		want string
+	}{
+		{map[string]any{"q": "size:>5X"}, 400, "position 5"},
+		{map[string]any{"q": `a "open`}, 400, "position 2"},
+		{map[string]any{"q": "date:2020-13-45"}, 400, "YYYY-MM-DD"},
+		{map[string]any{"q": "ext:,"}, 400, "ext"},
+		{map[string]any{"q": 5}, 400, "q must be a string"},
+		{map[string]any{"q": "a", "n": 0}, 400, "n must be"},
+		{map[string]any{"q": "a", "n": "x"}, 400, "n must be"},
+		{map[string]any{"q": strings.Repeat("a", 5000)}, 400, "longer than"},
+		{map[string]any{"srch": true}, 400, "hash"},
+		{map[string]any{"srch": true, "hash": []string{"short"}}, 400, "44"},
+		{map[string]any{"srch": true, "hash": []string{strings.Repeat("!", 44)}}, 400, "base64"},
+		{map[string]any{"q": "artist:x"}, 500, "-e2ts"},
+	} {
+		code, r := srch(t, s, c.body)
+		if code != c.code || !strings.Contains(r.Error, c.want) {
+			t.Errorf("%v: %d %q, want %d containing %q", c.body, code, r.Error, c.code, c.want)
+		}
+	}
+	resp, body := s.do(t, "POST", "/?srch", []byte("{not json"), "Content-Type: application/json")
+	wantStatus(t, resp, body, 400)
+	if !strings.Contains(string(body), `"error"`) {
+		t.Errorf("bad JSON answer: %s", body)
+	}
+	if got := tree(t, dir); !slices.Equal(got, before) {
+		t.Errorf("files changed: %q → %q", before, got)
+	}
+}
+
+// TestSearchOff: without -e2d a search is 500 naming the flag.
+func TestSearchOff(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.txt", []byte("a"))
+	s := start(t, "-v", dir+"::rw")
+	for _, body := range []any{map[string]any{"q": "a"}, map[string]any{"srch": true, "hash": []string{strings.Repeat("A", 44)}}} {
+		code, r := srch(t, s, body)
+		if code != 500 || !strings.Contains(r.Error, "-e2d") {
+			t.Errorf("%v: %d %q, want 500 naming -e2d", body, code, r.Error)
+		}
+	}
+}
+
+// TestSearchPermissions: a volume the user cannot read is never searched,
+// not by text and not by hash; one they can read is.
+func TestSearchPermissions(t *testing.T) {
+	pub, priv, wonly := t.TempDir(), t.TempDir(), t.TempDir()
+	data := u2Rand(1500 << 10)
+	f := u2Make(data)
+	for _, d := range []string{pub, priv, wonly} {
+		writeFile(t, d, "same secret.bin", data)
+	}
+	s := start(t, "-a", "ann:pw1", "-a", "bob:pw2", "-v", pub+":pub:r", "-v", priv+":priv:r,ann", "-v", wonly+":drop:w:g,bob", "-e2dsa")
+	waitReady(t, s)
+	want := map[string][]string{
+		"":        {"/pub/same%20secret.bin"},
+		"PW: pw1": {"/priv/same%20secret.bin", "/pub/same%20secret.bin"},
+		"PW: pw2": {"/pub/same%20secret.bin"},
+	}
+	for hdr, w := range want {
+		var h []string
+		if hdr != "" {
+			h = []string{hdr}
+		}
+		code, r := srch(t, s, map[string]any{"q": "secret"}, h...)
+		if code != 200 || !slices.Equal(r.hrefs(), w) {
+			t.Errorf("text search as %q: %d %q, want %q", hdr, code, r.hrefs(), w)
+		}
+		code, r = srch(t, s, map[string]any{"srch": 1, "hash": f.hashes}, h...)
+		if code != 200 || !slices.Equal(r.hrefs(), w) {
+			t.Errorf("hash search as %q: %d %q, want %q", hdr, code, r.hrefs(), w)
+		}
+	}
+}
+
+// TestSearchHash: whole-file and single-chunk matches; hashes that match
+// nothing; copyparty's handshake-shaped body with "srch".
+func TestSearchHash(t *testing.T) {
+	dir := t.TempDir()
+	a, b := u2Rand(3<<20+5), u2Rand(100)
+	writeFile(t, dir, "big/a.bin", a)
+	writeFile(t, dir, "b.bin", b)
+	writeFile(t, dir, "empty", nil)
+	s := start(t, "-v", dir+"::rw", "-e2dsa")
+	waitReady(t, s)
+	fa, fb := u2Make(a), u2Make(b)
+	for _, c := range []struct {
+		name   string
+		hashes []string
+		want   []string
+	}{
+		{"whole file", fa.hashes, []string{"/big/a.bin"}},
+		{"second chunk", fa.hashes[1:2], []string{"/big/a.bin"}},
+		{"full 86-character hash", []string{fa.hashes[2] + strings.Repeat("A", 42)}, []string{"/big/a.bin"}},
+		{"either file", []string{fb.hashes[0], fa.hashes[3]}, []string{"/b.bin", "/big/a.bin"}},
+		{"unknown", []string{u2Hash([]byte("nope"))}, nil},
+	} {
+		code, r := srch(t, s, map[string]any{"srch": true, "hash": c.hashes})
+		if code != 200 || !slices.Equal(r.hrefs(), c.want) {
+			t.Errorf("%s: %d %q %q, want %q", c.name, code, r.Error, r.hrefs(), c.want)
+		}
+	}
+	// u2c -s / up2k.js search: the handshake body plus "srch": 1.
+	code, r := srch(t, s, map[string]any{"name": "x.bin", "size": len(a), "lmod": 1, "hash": fa.hashes, "srch": 1})
+	if code != 200 || !slices.Equal(r.hrefs(), []string{"/big/a.bin"}) {
+		t.Errorf("handshake-shaped hash search: %d %q", code, r.hrefs())
+	}
+}
+
+// TestSearchTrunc: n, --srch-hits, --srch-max and trunc.
+func TestSearchTrunc(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 7 {
+		writeFile(t, dir, "f"+strconv.Itoa(i)+".dat", []byte{byte(i)})
+	}
+	s := start(t, "-v", dir+"::rw", "-e2dsa", "--srch-hits", "4", "--srch-max", "6")
+	waitReady(t, s)
+	for _, c := range []struct {
+		body  map[string]any
+		hits  int
+		trunc bool
+	}{
+		{map[string]any{"q": "dat"}, 4, true},             // --srch-hits
+		{map[string]any{"q": "dat", "n": 2}, 2, true},     // n
+		{map[string]any{"q": "dat", "n": 100}, 6, true},   // capped by --srch-max
+		{map[string]any{"q": "f1 dat", "n": 1}, 1, false}, // exactly n matches
+		{map[string]any{"q": "ext:dat -f0 -f1", "n": 5}, 5, false},
+	} {
+		code, r := srch(t, s, c.body)
+		if code != 200 || len(r.Hits) != c.hits || r.Trunc != c.trunc {
+			t.Errorf("%v: %d, %d hits, trunc %v; want %d hits, trunc %v", c.body, code, len(r.Hits), r.Trunc, c.hits, c.trunc)
+		}
+	}
+}
+
+// TestSearchRateLimit: after a slow query (every query is slow with
+// --srch-slow-ms 0) the same address gets 429 with copyparty's message
+// until the 0.7 s penalty passes; another address does not.
+func TestSearchRateLimit(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.txt", []byte("a"))
+	s := start(t, "-v", dir+"::rw", "-e2dsa", "--srch-slow-ms", "0")
+	time.Sleep(100 * time.Millisecond)
+	waitReadySlow(t, s)
+	code, r := srch(t, s, map[string]any{"q": "a"})
+	if code != 200 {
+		t.Fatalf("first search: %d %s", code, r.Error)
+	}
+	code, r = srch(t, s, map[string]any{"q": "a"})
+	if code != 429 || !regexp.MustCompile(`^rate-limit 0\.7 sec, cost [0-9]+\.[0-9]{2}, idle [0-9]+\.[0-9]{2}$`).MatchString(r.Error) {
+		t.Fatalf("second search: %d %q, want 429 rate-limit", code, r.Error)
+	}
+	// Another client address (127.0.0.2) is not limited.
+	other := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	req, _ := http.NewRequestWithContext(context.Background(), "POST", s.URL+"/", strings.NewReader(`{"q":"a"}`))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := other.Do(req); err != nil {
+		t.Logf("cannot dial from 127.0.0.2 here: %v", err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("another address: %d, want 200", resp.StatusCode)
+		}
+	}
+	time.Sleep(800 * time.Millisecond)
+	if code, r := srch(t, s, map[string]any{"q": "a"}); code != 200 {
+		t.Fatalf("after the penalty: %d %s", code, r.Error)
+	}
+}
+
+// waitReadySlow waits for the first scan under a rate limit that refuses
+// every second query.
+func waitReadySlow(t *testing.T, s *server) {
+	t.Helper()
+	for range 200 {
+		code, _ := srch(t, s, map[string]any{"q": "a"})
+		if code == 200 {
+			time.Sleep(800 * time.Millisecond)
+			return
+		}
+		time.Sleep(800 * time.Millisecond)
+	}
+	t.Fatal("no 200 from search")
+}
+
+// TestSearchFirstScan: while the first scan hashes a large file, searches
+// get 503 with Retry-After and uploads still work; afterwards the file is
+// found, by name and by hash.
+func TestSearchFirstScan(t *testing.T) {
+	dir := t.TempDir()
+	sparse(t, dir, "huge.img", 1<<30) // about 2 s of SHA-512
+	s := start(t, "-v", dir+"::rw", "-e2dsa")
+	resp, body := s.do(t, "POST", "/", []byte(`{"q":"huge"}`), "Content-Type: application/json")
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "indexing") {
+		t.Fatalf("search during the first scan: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	resp, body = s.do(t, "PUT", "/during.txt", []byte("uploaded while scanning"))
+	wantStatus(t, resp, body, http.StatusCreated)
+	waitReady(t, s)
+	waitHits(t, s, "huge", []string{"/huge.img"})
+	waitHits(t, s, "during", []string{"/during.txt"})
+	zero := u2Hash(make([]byte, 4<<20)) // the sparse file's chunks are zeros
+	code, r := srch(t, s, map[string]any{"srch": true, "hash": []string{zero}})
+	if code != 200 || !slices.Equal(r.hrefs(), []string{"/huge.img"}) {
+		t.Errorf("hash search for a zero chunk: %d %q", code, r.hrefs())
+	}
+}
+
+// TestSearchFollows: with -e2d only (no scan) the index follows PUT and
+// up2k uploads, replacements and lifetime expiries, and survives a
+// restart.
+func TestSearchFollows(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-a", "ann:pw1", "-v", dir + "::rwd:c,lifetime=60", "-e2d"}
+	s := start(t, args...)
+	resp, body := s.do(t, "PUT", "/keep/first.txt", []byte("one"), "PW: pw1")
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "PUT", "/short-lived.txt?life=1", []byte("bye"))
+	wantStatus(t, resp, body, http.StatusCreated)
+	data := u2Rand(2<<20 + 1)
+	u2Upload(t, s, "/up/", "via up2k.bin", u2Make(data), time.Now().Unix(), 2)
+	waitHits(t, s, "txt", []string{"/keep/first.txt", "/short-lived.txt"})
+	waitHits(t, s, "up2k", []string{"/up/via%20up2k.bin"})
+	// The up2k upload is found by its chunk hash too.
+	code, r := srch(t, s, map[string]any{"srch": true, "hash": u2Make(data).hashes[1:2]})
+	if code != 200 || !slices.Equal(r.hrefs(), []string{"/up/via%20up2k.bin"}) {
+		t.Errorf("hash search for an up2k upload: %d %q", code, r.hrefs())
+	}
+	// Replacement updates size.
+	resp, body = s.do(t, "PUT", "/keep/first.txt?replace", []byte("one, longer"), "PW: pw1")
+	wantStatus(t, resp, body, http.StatusCreated)
+	for range 100 {
+		_, r = srch(t, s, map[string]any{"q": "first size:=11"})
+		if len(r.Hits) == 1 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(r.Hits) != 1 {
+		t.Fatalf("replaced file not re-indexed: %+v", r)
+	}
+	// Expiry removes it from the index.
+	waitHits(t, s, "short-lived", nil)
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// A file added while hoard was down is not seen without a scan, but
+	// what was indexed is still there after the restart.
+	writeFile(t, dir, "offline.txt", []byte("x"))
+	s = start(t, args...)
+	waitHits(t, s, "txt", []string{"/keep/first.txt"})
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// -e2dsa picks up the outside change, and forgets a file deleted
+	// outside.
+	os.Remove(filepath.Join(dir, "keep", "first.txt"))
+	s = start(t, append(args, "-e2dsa")...)
+	waitReady(t, s)
+	waitHits(t, s, "txt", []string{"/offline.txt"})
+}
+
+// TestSearchRescan: --re-maxage picks up changes made outside hoard.
+func TestSearchRescan(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::rw", "-e2dsa", "--re-maxage", "1")
+	waitReady(t, s)
+	writeFile(t, dir, "later/outside.txt", []byte("x"))
+	waitHits(t, s, "outside", []string{"/later/outside.txt"})
+}
+
+// TestSearchTags: -e2ts reads tags with ffprobe; every tag form.
+func TestSearchTags(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg is not installed")
+	}
+	dir := t.TempDir()
+	mk := func(name, artist, album, title, genre, date string, secs, kbps int) {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration="+strconv.Itoa(secs),
+			"-b:a", strconv.Itoa(kbps)+"k", "-metadata", "artist="+artist, "-metadata", "album="+album, "-metadata", "title="+title,
+			"-metadata", "genre="+genre, "-metadata", "date="+date, "-metadata", "track=3/9", out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("ffmpeg: %v: %s", err, b)
+		}
+	}
+	mk("a.mp3", "Daft Punk", "Discovery", "One More Time", "Electronic", "2001", 3, 128)
+	mk("b.mp3", "Nina Simone", "Pastel Blues", "Sinnerman", "Jazz", "1965-10-01", 1, 320)
+	mk("c.ogg", "Daft Punk", "Homework", "Da Funk", "House", "1997", 2, 96)
+	s := start(t, "-v", dir+"::rw", "-e2dsa", "-e2ts")
+	waitReady(t, s)
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"artist:daft", []string{"/a.mp3", "/c.ogg"}},
+		{`artist:"nina simone"`, []string{"/b.mp3"}},
+		{"album:discovery", []string{"/a.mp3"}},
+		{`title:"more time"`, []string{"/a.mp3"}},
+		{"genre:jazz", []string{"/b.mp3"}},
+		{"year:1965", []string{"/b.mp3"}},
+		{"year:>=1997", []string{"/a.mp3", "/c.ogg"}},
+		{"artist:punk year:<2000", []string{"/c.ogg"}},
+		{"rate:>200", []string{"/b.mp3"}},
+		{"rate:<200 dur:>2.5", []string{"/a.mp3"}},
+		{"dur:<1.5", []string{"/b.mp3"}},
+		{"-artist:daft", []string{"/b.mp3"}},
+	} {
+		code, r := srch(t, s, map[string]any{"q": c.q})
+		if code != 200 || !slices.Equal(r.hrefs(), c.want) {
+			t.Errorf("q %q: %d %q %q, want %q", c.q, code, r.Error, r.hrefs(), c.want)
+		}
+	}
+	_, r := srch(t, s, map[string]any{"q": "title:sinnerman"})
+	if len(r.Hits) != 1 {
+		t.Fatalf("sinnerman: %+v", r)
+	}
+	tags := r.Hits[0].Tags
+	if tags["artist"] != "Nina Simone" || tags["album"] != "Pastel Blues" || tags["year"] != "1965" || tags["track"] != "3" || tags["genre"] != "Jazz" || tags["dur"] == "" || tags["rate"] == "" {
+		t.Errorf("tags = %v", tags)
+	}
+	if !slices.Equal(r.TagOrder, []string{"artist", "album", "title", "track", "year", "genre", "rate", "dur"}) {
+		t.Errorf("tag_order = %q", r.TagOrder)
+	}
+}
+
+// TestSearchTagsWithoutFFprobe: -e2ts without ffprobe warns at start, the
+// rest of search works, and a tag search answers with a clear error.
+func TestSearchTagsWithoutFFprobe(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no ffprobe anywhere
+	dir := t.TempDir()
+	writeFile(t, dir, "song.mp3", []byte("not really"))
+	s := start(t, "-v", dir+"::rw", "-e2dsa", "-e2ts")
+	waitReady(t, s)
+	if !strings.Contains(s.logs.String(), "needs ffprobe") {
+		t.Errorf("no warning about ffprobe at start:\n%s", s.logs)
+	}
+	waitHits(t, s, "song", []string{"/song.mp3"})
+	code, r := srch(t, s, map[string]any{"q": "artist:x"})
+	if code != 500 || !strings.Contains(r.Error, "ffprobe") {
+		t.Errorf("tag search without ffprobe: %d %q", code, r.Error)
+	}
+}

@@ -1,0 +1,94 @@
+package store
+
+import (
+	"errors"
+	"sync"
+	"syscall"
+)
+
+// Folder fsyncs are group-committed. Publishing a file ends with an fsync
+// of its folder so that the new name survives a crash; when many uploads
+// land in one folder at once (parallel PUTs, u2c's small files), each
+// would wait for its own flush. Instead, callers that arrive while a
+// folder's fsync is under way share the next one: it starts after they
+// arrived, so it covers their names, and one flush answers all of them.
+// An fsync error goes to every caller it covered; none is retried.
+
+// dirSyncs coordinates the folder fsyncs of one volume.
+type dirSyncs struct {
+	mu    sync.Mutex
+	m     map[string]*dirSyncState
+	flush func(dir string) error // tests replace it; nil means Volume.fsyncDir
+}
+
+type dirSyncState struct {
+	cur  *dirFlight // the fsync under way; it may have started before a caller's change
+	next *dirFlight // the fsync that starts when cur ends; every waiter on it is covered
+}
+
+type dirFlight struct {
+	done    chan struct{}
+	err     error
+	waiters int // callers it answers, the leader included
+}
+
+// syncDir fsyncs the folder dir (a cleaned path inside the volume), or
+// waits for an fsync of it that starts after the call.
+func (v *Volume) syncDir(dir string) error {
+	g := &v.dirs
+	g.mu.Lock()
+	if g.m == nil {
+		g.m = map[string]*dirSyncState{}
+	}
+	st := g.m[dir]
+	if st == nil {
+		st = &dirSyncState{}
+		g.m[dir] = st
+	}
+	if f := st.next; f != nil {
+		f.waiters++
+		g.mu.Unlock()
+		<-f.done
+		return f.err
+	}
+	// This caller leads the next flight: it waits for the one under way,
+	// then flushes for itself and everyone who joined meanwhile.
+	f := &dirFlight{done: make(chan struct{}), waiters: 1}
+	st.next = f
+	for st.cur != nil {
+		c := st.cur
+		g.mu.Unlock()
+		<-c.done
+		g.mu.Lock()
+	}
+	st.cur, st.next = f, nil
+	flush := g.flush
+	g.mu.Unlock()
+
+	if flush == nil {
+		flush = v.fsyncDir
+	}
+	f.err = flush(dir)
+
+	g.mu.Lock()
+	st.cur = nil
+	if st.next == nil {
+		delete(g.m, dir)
+	}
+	g.mu.Unlock()
+	close(f.done)
+	return f.err
+}
+
+// fsyncDir flushes the folder dir's entries to the disk.
+func (v *Volume) fsyncDir(dir string) error {
+	d, err := v.root.Open(dir)
+	if err != nil {
+		return mapErr(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return v.writeErr(err, 0)
+	}
+	return nil
+}

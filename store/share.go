@@ -1,0 +1,227 @@
+package store
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Share is a temporary link to one file or folder (or to some files of one
+// folder), made by a user and reachable under the share prefix by its key.
+type Share struct {
+	Key     string   `json:"k"`
+	VPath   string   `json:"vp"`              // URL path of the shared folder (or of the folder holding Files), no slashes at the ends
+	Files   []string `json:"files,omitempty"` // shared file names inside VPath; empty shares the whole folder
+	Perms   string   `json:"perms"`           // letters of rwmd the share grants
+	PWSalt  string   `json:"pw_salt,omitempty"`
+	PWHash  string   `json:"pw_hash,omitempty"` // hex SHA-256 of salt+password; empty: no password
+	Creator string   `json:"un"`
+	Created int64    `json:"t0"` // Unix seconds
+	Expires int64    `json:"t1"` // Unix seconds; 0 never
+}
+
+// Shares is the durable set of shares: one JSON file, rewritten whole
+// (temp file, fsync, rename, folder fsync) on every change.
+type Shares struct {
+	mu   sync.Mutex
+	file string
+	m    map[string]*Share
+	now  func() time.Time
+}
+
+// MaxShares caps how many shares exist at once.
+const MaxShares = 10000
+
+var shareKeyRE = regexp.MustCompile(`^[0-9A-Za-z_-]{1,64}$`)
+
+// ErrShareKey is a share key hoard does not accept.
+var ErrShareKey = errors.New("store: a share key is 1 to 64 of the characters 0-9 A-Z a-z _ -")
+
+// CheckShareKey validates a share key.
+func CheckShareKey(k string) error {
+	if !shareKeyRE.MatchString(k) {
+		return ErrShareKey
+	}
+	return nil
+}
+
+// OpenShares loads the shares kept in file (none when it does not exist).
+func OpenShares(file string, now func() time.Time) (*Shares, error) {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Shares{file: file, m: map[string]*Share{}, now: now}
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: shares: %w", err)
+	}
+	var list []*Share
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("store: shares file %s is corrupt: %w", file, err)
+	}
+	for _, sh := range list {
+		if CheckShareKey(sh.Key) == nil {
+			s.m[sh.Key] = sh
+		}
+	}
+	return s, nil
+}
+
+func (sh *Share) expired(now time.Time) bool {
+	return sh.Expires != 0 && now.Unix() >= sh.Expires
+}
+
+// SetPassword stores a salted hash of pw; "" removes the password.
+func (sh *Share) SetPassword(pw string) error {
+	if pw == "" {
+		sh.PWSalt, sh.PWHash = "", ""
+		return nil
+	}
+	salt := make([]byte, 16)
+	if _, err := rand.Read(salt); err != nil {
+		return err
+	}
+	sh.PWSalt = hex.EncodeToString(salt)
+	sum := sha256.Sum256([]byte(sh.PWSalt + pw))
+	sh.PWHash = hex.EncodeToString(sum[:])
+	return nil
+}
+
+// HasPassword reports whether the share needs a password.
+func (sh *Share) HasPassword() bool { return sh.PWHash != "" }
+
+// CheckPassword reports whether pw is the share's password.
+func (sh *Share) CheckPassword(pw string) bool {
+	if sh.PWHash == "" {
+		return true
+	}
+	sum := sha256.Sum256([]byte(sh.PWSalt + pw))
+	return subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(sh.PWHash)) == 1
+}
+
+// Get returns the live share with this key.
+func (s *Shares) Get(key string) (Share, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh, ok := s.m[key]
+	if !ok || sh.expired(s.now()) {
+		return Share{}, false
+	}
+	return *sh, true
+}
+
+// Add stores a new share durably. A key in use by a live share gives
+// ErrExists; an expired one is replaced.
+func (s *Shares) Add(sh Share) error {
+	if err := CheckShareKey(sh.Key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.purge()
+	if old, ok := s.m[sh.Key]; ok && !old.expired(s.now()) {
+		return fmt.Errorf("store: share key %q: %w", sh.Key, ErrExists)
+	}
+	if len(s.m) >= MaxShares {
+		return fmt.Errorf("store: there are already %d shares", MaxShares)
+	}
+	sh.Files = slices.Clone(sh.Files)
+	s.m[sh.Key] = &sh
+	if err := s.save(); err != nil {
+		delete(s.m, sh.Key)
+		return err
+	}
+	return nil
+}
+
+// Delete removes a share durably.
+func (s *Shares) Delete(key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh, ok := s.m[key]
+	if !ok {
+		return ErrNotFound
+	}
+	delete(s.m, key)
+	if err := s.save(); err != nil {
+		s.m[key] = sh
+		return err
+	}
+	return nil
+}
+
+// SetExpiry changes when a live share expires (Unix seconds, 0 never).
+func (s *Shares) SetExpiry(key string, t1 int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sh, ok := s.m[key]
+	if !ok || sh.expired(s.now()) {
+		return ErrNotFound
+	}
+	old := sh.Expires
+	sh.Expires = t1
+	if err := s.save(); err != nil {
+		sh.Expires = old
+		return err
+	}
+	return nil
+}
+
+// List returns the live shares, by creation time.
+func (s *Shares) List() []Share {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []Share
+	for _, sh := range s.m {
+		if !sh.expired(now) {
+			out = append(out, *sh)
+		}
+	}
+	slices.SortFunc(out, func(a, b Share) int {
+		if a.Created != b.Created {
+			return int(a.Created - b.Created)
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out
+}
+
+// purge forgets expired shares (saved with the next change).
+func (s *Shares) purge() {
+	now := s.now()
+	for k, sh := range s.m {
+		if sh.expired(now) {
+			delete(s.m, k)
+		}
+	}
+}
+
+func (s *Shares) save() error {
+	list := make([]*Share, 0, len(s.m))
+	for _, sh := range s.m {
+		list = append(list, sh)
+	}
+	slices.SortFunc(list, func(a, b *Share) int { return strings.Compare(a.Key, b.Key) })
+	b, err := json.MarshalIndent(list, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(s.file, b); err != nil {
+		return fmt.Errorf("store: saving shares: %w", err)
+	}
+	return nil
+}
