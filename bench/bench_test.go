@@ -60,7 +60,7 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("%s: no figures", r.Scenario)
 			}
 			for _, f := range r.Figures {
-				if f.Value <= 0 && f.Unit != "count" {
+				if f.Value <= 0 && f.Unit != "count" && f.Unit != "hits" { // a tiny corpus may lack a phrase
 					t.Errorf("%s: %s = %v %s", r.Scenario, f.Name, f.Value, f.Unit)
 				}
 			}

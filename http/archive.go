@@ -98,6 +98,8 @@ func (s *Server) archive(q *req, sel []string) error {
 	// Headers go out now: net/http's ReadFrom then skips its sniffing copy
 	// and the first large body goes by sendfile(2) from its start.
 	http.NewResponseController(q.w).Flush()
+	q.w.dl = s.dls.start(q, 0, " :"+f.Ext()) // listed by ?dls
+	defer s.dls.done(q.w.dl)
 	start := time.Now()
 	if err := arch.Write(ctx, q.w, f, wk.Files, arch.Options{Transform: s.archFn}); err != nil {
 		return err

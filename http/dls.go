@@ -38,8 +38,10 @@ type dlRegistry struct {
 	all map[*download]struct{}
 }
 
-func (r *dlRegistry) start(q *req, size int64) *download {
-	d := &download{vol: q.vol, path: "/" + strings.Join(q.parts, "/"), conn: q.r.RemoteAddr, user: q.user, start: time.Now(), size: size}
+// start registers a transfer of the request's path; label (e.g. " :tar")
+// is appended to the path shown.
+func (r *dlRegistry) start(q *req, size int64, label string) *download {
+	d := &download{vol: q.vol, path: "/" + strings.Join(q.parts, "/") + label, conn: q.r.RemoteAddr, user: q.user, start: time.Now(), size: size}
 	r.mu.Lock()
 	if r.all == nil {
 		r.all = map[*download]struct{}{}

@@ -123,7 +123,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	if q.r.Method == http.MethodGet {
 		w = headerFlusher{q.w}
 		if fi.Size() >= dlsMin {
-			q.w.dl = s.dls.start(q, fi.Size())
+			q.w.dl = s.dls.start(q, fi.Size(), "")
 			defer s.dls.done(q.w.dl)
 		}
 	}

@@ -277,6 +277,9 @@ func (w *respWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.n += int64(n)
+	if w.dl != nil {
+		w.dl.sent.Add(int64(n))
+	}
 	return n, err
 }
 

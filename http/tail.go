@@ -71,7 +71,7 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 	stop := context.AfterFunc(s.closing, cancel)
 	defer stop()
 
-	dl := s.dls.start(q, 0)
+	dl := s.dls.start(q, 0, "")
 	defer s.dls.done(dl)
 	w := &tailWriter{rw: q.w, rc: http.NewResponseController(q.w), dl: dl}
 	w.rw.WriteHeader(http.StatusOK)

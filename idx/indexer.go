@@ -230,6 +230,9 @@ func (x *Indexer) indexFile(ctx context.Context, vi *volIdx, rel string, old *Re
 	}
 	if old != nil && old.Size == rec.Size && old.Mtime == rec.Mtime && old.Wark != "" {
 		rec.Wark, rec.Chunks, rec.Tags = old.Wark, old.Chunks, old.Tags
+	} else if e != nil && e.Wark != "" && e.Size == rec.Size && e.Mtime.UnixNano() == rec.Mtime {
+		// An up2k upload: its chunks were verified on the way in.
+		rec.Wark, rec.Chunks = e.Wark, e.Chunks
 	} else if x.cfg.Hasher != nil {
 		dir := path.Dir(rel)
 		if dir == "." {

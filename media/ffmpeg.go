@@ -41,6 +41,10 @@ const (
 const ffDemuxers = "mov,matroska,avi,mpegts,mpeg,flv,asf,ogg,flac,mp3,wav,aac,aiff,ape,wv,mpc,mpc8,ac3,eac3,dts," +
 	"amr,tta,caf,w64,h264,hevc,m4v,mpegvideo,rm,dv,nut,ivf,mxf,wtv,dsf,tak,truehd,mlp,xwma,au,oma,png_pipe"
 
+// InputFormats is the demuxer list for ffmpeg's and ffprobe's
+// -format_whitelist, for any other caller that hands them a volume's file.
+const InputFormats = ffDemuxers
+
 func ffArgs(extra ...string) []string {
 	return append([]string{"-nostdin", "-hide_banner", "-v", "error", "-y", "-protocol_whitelist", "file,pipe", "-format_whitelist", ffDemuxers}, extra...)
 }

@@ -50,7 +50,11 @@ func ProbeFile(ctx context.Context, f *os.File) (Tags, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, bin, "-v", "error", "-hide_banner", "-print_format", "json",
-		"-show_format", "-show_streams", "-i", "/dev/stdin")
+		"-show_format", "-show_streams",
+		// Media demuxers and local reads only: a playlist posing as an mp3
+		// must not make ffprobe open other files or URLs.
+		"-protocol_whitelist", "file,pipe", "-format_whitelist", InputFormats,
+		"-i", "file:/dev/stdin")
 	cmd.Stdin = f
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -2,6 +2,7 @@ package media
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -60,5 +61,37 @@ func TestProbeReal(t *testing.T) {
 	exec.Command("sh", "-c", "echo hello > "+p).Run()
 	if _, err := Probe(context.Background(), p); err == nil {
 		t.Error("Probe of a text file succeeded")
+	}
+}
+
+// TestProbeRefusesPlaylists: an HLS playlist or ffconcat list saved as an
+// mp3 must not make ffprobe read another file of the server (whose tags
+// would then land in the index).
+func TestProbeRefusesPlaylists(t *testing.T) {
+	if !HaveFFprobe() {
+		t.Skip("ffprobe is not installed")
+	}
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg is not installed")
+	}
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.mp3")
+	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=duration=1",
+		"-metadata", "artist=Leaked Artist", secret).CombinedOutput(); err != nil {
+		t.Fatalf("ffmpeg: %v %s", err, out)
+	}
+	lists := map[string]string{
+		"hls.mp3":    "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nfile:" + secret + "\n#EXT-X-ENDLIST\n",
+		"concat.mp3": "ffconcat version 1.0\nfile '" + secret + "'\n",
+	}
+	for name, body := range lists {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tags, _ := Probe(context.Background(), p)
+		if tags["artist"] != "" {
+			t.Errorf("%s: ffprobe followed the playlist to another file: tags %v", name, tags)
+		}
 	}
 }

@@ -20,6 +20,10 @@ type Event struct {
 	At       time.Time // when the change happened (upload time)
 	Uploader string    // account name; "" for anonymous or the server itself
 	ClientIP string
+	// Wark and Chunks are the new content's up2k identity when the writer
+	// knew it (up2k uploads), for a file of exactly Size and Mtime.
+	Wark   string
+	Chunks []string
 }
 
 // Subscribe registers fn to be called after every change, on the goroutine

@@ -100,6 +100,11 @@ type PublishOptions struct {
 	Life     time.Duration
 	Uploader string
 	ClientIP string
+	// Wark and Chunks are the content's up2k identity (wark and 44-character
+	// chunk hashes) when the caller already knows it; they ride on the
+	// Created event so the index need not hash the file again.
+	Wark   string
+	Chunks []string
 }
 
 // Publish makes the work file durable and visible under name in its folder:
@@ -154,7 +159,7 @@ func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, er
 			return "", nil, err
 		}
 	}
-	t.v.store.emit(Event{Kind: Created, Vol: t.v, Rel: relOf(final), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP})
+	t.v.store.emit(Event{Kind: Created, Vol: t.v, Rel: relOf(final), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Wark: opt.Wark, Chunks: opt.Chunks})
 	return relOf(final), fi, nil
 }
 

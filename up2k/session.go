@@ -143,3 +143,13 @@ func (s *session) missing() int64 {
 	}
 	return n
 }
+
+// keys returns the session's chunk hashes in order, each cut to the
+// 44-character key copyparty's index and clients use.
+func (s *session) keys() []string {
+	out := make([]string, len(s.rec.Hashes))
+	for i, h := range s.rec.Hashes {
+		out[i] = h[:min(len(h), KeyLen)]
+	}
+	return out
+}

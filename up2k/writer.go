@@ -529,7 +529,7 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 	if err == nil {
 		rel, fi, err = t.Publish(s.rec.Name, store.PublishOptions{
 			Replace: s.rec.Replace, Mtime: time.Unix(s.rec.Lmod, 0), Life: time.Duration(s.rec.Life) * time.Second,
-			Uploader: s.rec.User, ClientIP: s.rec.IP,
+			Uploader: s.rec.User, ClientIP: s.rec.IP, Wark: s.rec.Wark, Chunks: s.keys(),
 		})
 	}
 	<-recorded

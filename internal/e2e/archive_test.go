@@ -399,7 +399,9 @@ func TestArchiveZip64(t *testing.T) {
 	f.Close()
 	writeFile(t, dir, "small.txt", []byte("after the big one"))
 	s := start(t, "-v", dir+"::r")
-	resp, err := client.Get(s.URL + "/?zip")
+	// 4 GiB through loopback and onto disk: allow for a loaded machine.
+	slow := &http.Client{Timeout: 10 * time.Minute}
+	resp, err := slow.Get(s.URL + "/?zip")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -263,11 +263,18 @@ func TestMediaCacheCap(t *testing.T) {
 	if total > 1<<20 || total == 0 {
 		t.Errorf("cache holds %d bytes, want 0 < size ≤ 1 MiB", total)
 	}
-	// Evicted thumbnails are made again.
-	resp, body := s.do(t, "GET", thURL("n0.png", "3"), nil)
-	wantStatus(t, resp, body, 200)
-	if resp.Header.Get("X-Hoard-Thumb") != "made" {
-		t.Errorf("n0 after eviction: %q, want made", resp.Header.Get("X-Hoard-Thumb"))
+	// Evicted thumbnails are made again (which ones went depends on the
+	// order the concurrent requests finished in).
+	made := 0
+	for i := range 7 {
+		resp, body := s.do(t, "GET", thURL("n"+strconv.Itoa(i)+".png", "3"), nil)
+		wantStatus(t, resp, body, 200)
+		if resp.Header.Get("X-Hoard-Thumb") == "made" {
+			made++
+		}
+	}
+	if made == 0 {
+		t.Errorf("every thumbnail came from the cache although it was over its cap")
 	}
 }
 

@@ -248,4 +248,28 @@ func TestActiveDownloads(t *testing.T) {
 		t.Fatalf("tail in ?dls: %+v", rows)
 	}
 	tr.resp.Body.Close()
+
+	// Archives are listed too, with their format and no size.
+	req, _ = http.NewRequest("GET", s.URL+"/?tar", nil)
+	req.Header.Set("PW", "p1")
+	ar, err := (&http.Client{}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Body.Close()
+	if _, err := io.CopyN(io.Discard, ar.Body, 20<<20); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		rows = dlsGet(t, s, "PW: bpw")
+		if len(rows) == 1 && rows[0].Path == "/ :tar" && rows[0].Size == 0 && rows[0].Sent >= 16<<20 && rows[0].Uname == "u1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("archive in ?dls: %+v", rows)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	io.Copy(io.Discard, ar.Body)
 }

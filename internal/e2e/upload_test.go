@@ -870,11 +870,13 @@ func TestUploadPutRand(t *testing.T) {
 func TestUploadPutLife(t *testing.T) {
 	t.Parallel()
 	dir60 := t.TempDir()
-	s60 := start(t, "-v", dir60+"::rwd:c,lifetime=60")
+	// An hour, not a minute: parallel subtests may wait for a free slot
+	// long after stays.txt was uploaded, and it must not expire meanwhile.
+	s60 := start(t, "-v", dir60+"::rwd:c,lifetime=3600")
 	dir2 := t.TempDir()
 	s2 := start(t, "-v", dir2+"::rwd:c,lifetime=2")
 
-	// A file without life on the 60 s volume must outlive this test.
+	// A file without life on the long-lifetime volume must outlive this test.
 	resp, body := s60.do(t, "PUT", "/stays.txt", []byte("stays"))
 	wantStatus(t, resp, body, http.StatusCreated)
 
@@ -929,7 +931,7 @@ func TestUploadPutLife(t *testing.T) {
 	})
 	t.Cleanup(func() {
 		if !upExists(dir60, "stays.txt") {
-			t.Errorf("stays.txt (60 s lifetime): got deleted, want present")
+			t.Errorf("stays.txt (1 h lifetime): got deleted, want present")
 		}
 	})
 }
