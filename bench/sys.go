@@ -364,59 +364,42 @@ func measureLimits(ctx context.Context, fx *fixtures, prog *progress) ([]limit, 
 // loopback sends for d over one 127.0.0.1 connection, from memory or from
 // the file by sendfile, and returns what the reader got per second.
 func loopback(ctx context.Context, d time.Duration, f *os.File) (float64, error) {
-	if f != nil {
-		return loopbackSendfile(ctx, d, f)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	send := func(c net.Conn) {
 		buf := make([]byte, 1<<20)
 		for {
 			if _, err := c.Write(buf); err != nil {
 				return
 			}
 		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		return 0, err
 	}
-	defer c.Close()
-	return readFor(ctx, c, d), nil
-}
-
-func loopbackSendfile(ctx context.Context, d time.Duration, f *os.File) (float64, error) {
+	if f != nil {
+		path := f.Name()
+		send = func(c net.Conn) {
+			for {
+				g, err := os.Open(path)
+				if err != nil {
+					return
+				}
+				_, err = io.Copy(c, g) // *net.TCPConn.ReadFrom(*os.File): sendfile
+				g.Close()
+				if err != nil {
+					return
+				}
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer ln.Close()
-	path := f.Name()
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
 		defer c.Close()
-		for {
-			g, err := os.Open(path)
-			if err != nil {
-				return
-			}
-			_, err = io.Copy(c, g) // *net.TCPConn.ReadFrom(*os.File): sendfile
-			g.Close()
-			if err != nil {
-				return
-			}
-		}
+		send(c)
 	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {

@@ -69,14 +69,7 @@ func (s *Server) authenticate(q *req) error {
 		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: "/", Expires: time.Unix(0, 0), HttpOnly: true, SameSite: http.SameSiteStrictMode})
 		return nil
 	}
-	if d := s.fails.add(q.ip); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-q.r.Context().Done():
-			t.Stop()
-		}
-	}
+	s.slowGuess(q)
 	return &httpError{code: http.StatusUnauthorized, msg: "wrong password"}
 }
 
@@ -127,4 +120,18 @@ func (f *failTracker) add(ip string) time.Duration {
 		return 0
 	}
 	return min(time.Duration(rec.n-failFree)*failStep, failMax)
+}
+
+// slowGuess records a wrong password from q's address and waits the
+// penalty it has earned (or until the client leaves), so guessing slows
+// down with every failure.
+func (s *Server) slowGuess(q *req) {
+	if d := s.fails.add(q.ip); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-q.r.Context().Done():
+			t.Stop()
+		}
+	}
 }

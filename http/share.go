@@ -310,15 +310,7 @@ func (s *Server) shareRoute(q *req) error {
 		}
 		if !ok {
 			if len(pws) > 0 {
-				// Guessing gets slower, as for account passwords.
-				if d := s.fails.add(q.ip); d > 0 {
-					t := time.NewTimer(d)
-					select {
-					case <-t.C:
-					case <-q.r.Context().Done():
-						t.Stop()
-					}
-				}
+				s.slowGuess(q) // guessing gets slower, as for account passwords
 			}
 			return errUnauthorized
 		}
