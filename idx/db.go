@@ -56,6 +56,7 @@ func Open(dir string, opt Options) (*DB, error) {
 	o := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       32 << 20,
+		Merger:             merger, // block postings (postings.go)
 		Logger:             logger{log},
 		CompactionConcurrencyRange: func() (int, int) {
 			return 1, max(1, runtime.GOMAXPROCS(0)/2)

@@ -58,8 +58,12 @@ func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term
 		}
 		return emit(c), nil
 	}
-	if len(p.src.lists) > 0 {
-		return leapfrog(r, p.src.lists, func(id uint64) (bool, error) { return check(id, "") })
+	if len(p.src.conj) > 0 {
+		conj := make([][][]byte, len(p.src.conj))
+		for i, c := range p.src.conj {
+			conj[i] = c.lists
+		}
+		return blockJoin(r, conj, func(id uint64) (bool, error) { return check(id, "") })
 	}
 	var seen map[uint64]bool // ranges of one source can overlap
 	if len(p.src.ranges) > 1 {
@@ -114,70 +118,4 @@ func bytesLastSlash(s string) int {
 		}
 	}
 	return -1
-}
-
-// leapfrog calls fn with every id present in all posting lists, in
-// ascending order, seeking each list to the largest id seen so far.
-func leapfrog(r pebble.Reader, lists [][]byte, fn func(id uint64) (bool, error)) error {
-	its := make([]*pebble.Iterator, len(lists))
-	defer func() {
-		for _, it := range its {
-			if it != nil {
-				it.Close()
-			}
-		}
-	}()
-	for i, l := range lists {
-		it, err := r.NewIter(&pebble.IterOptions{LowerBound: l, UpperBound: prefixEnd(l)})
-		if err != nil {
-			return err
-		}
-		its[i] = it
-	}
-	seek := make([]byte, 0, 64)
-	started := make([]bool, len(its))
-	// advance moves list i to its first id ≥ target: a few Next steps
-	// first (cheap when the list is dense around the target), then a seek.
-	advance := func(i int, target uint64) bool {
-		it := its[i]
-		if started[i] {
-			for range 4 {
-				if idOf(it.Key()) >= target {
-					return true
-				}
-				if !it.Next() {
-					return false
-				}
-			}
-			if idOf(it.Key()) >= target {
-				return true
-			}
-		}
-		started[i] = true
-		seek = append(append(seek[:0], lists[i]...), u64(target)...)
-		return it.SeekGE(seek)
-	}
-	target := uint64(0)
-	for {
-		agreed := 0
-		for i := 0; agreed < len(its); i = (i + 1) % len(its) {
-			if !advance(i, target) {
-				return its[i].Error()
-			}
-			id := idOf(its[i].Key())
-			if id == target {
-				agreed++
-				continue
-			}
-			target, agreed = id, 1
-		}
-		more, err := fn(target)
-		if err != nil || !more {
-			return err
-		}
-		if target == ^uint64(0) {
-			return nil
-		}
-		target++
-	}
 }

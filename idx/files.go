@@ -104,19 +104,13 @@ func numTag(tags map[string]string, field byte) (int64, bool) {
 	return 0, false
 }
 
-// postings returns every key of rec other than its 'r' and 'n' keys.
+// postings returns every key of rec other than its 'r' and 'n' keys and
+// its block postings (lists).
 func postings(id uint64, rec *Record) [][]byte {
 	lr := lower(rec.Rel)
-	tris := trigrams(lr)
-	out := make([][]byte, 0, len(tris)+8+len(rec.Chunks))
+	out := make([][]byte, 0, 8+len(rec.Chunks))
 	out = append(out, idKey(famPath, id, []byte(lr), []byte{0}))
 	out = append(out, idKey(famName, id, []byte(lr[strings.LastIndexByte(lr, '/')+1:]), []byte{0}))
-	for _, t := range tris {
-		out = append(out, idKey(famTri, id, []byte{fieldPath}, []byte(t)))
-	}
-	if e := ext(rec.Name()); e != "" {
-		out = append(out, idKey(famExt, id, []byte(e), []byte{0}))
-	}
 	out = append(out, idKey(famSize, id, s64(rec.Size)))
 	out = append(out, idKey(famMtime, id, s64(mtimeSec(rec.Mtime))))
 	if rec.At > 0 && rec.IP != "" {
@@ -130,11 +124,6 @@ func postings(id uint64, rec *Record) [][]byte {
 	for _, c := range slices.Compact(chunks) {
 		out = append(out, idKey(famHash, id, []byte(c)))
 	}
-	for _, tt := range textTags {
-		for _, t := range trigrams(lower(rec.Tags[tt.name])) {
-			out = append(out, idKey(famTri, id, []byte{tt.field}, []byte(t)))
-		}
-	}
 	for _, f := range []byte{fieldYear, fieldRate, fieldDur} {
 		if n, ok := numTag(rec.Tags, f); ok {
 			out = append(out, idKey(famNum, id, []byte{f}, s64(n)))
@@ -142,6 +131,30 @@ func postings(id uint64, rec *Record) [][]byte {
 	}
 	return out
 }
+
+// lists returns the block posting lists (postings.go) rec belongs to: the
+// trigrams of its lower-cased path followed by an end mark (0x00, so a
+// literal the path must end with is a trigram too), of its text tags, and
+// its extension.
+func lists(rec *Record) [][]byte {
+	tris := trigrams(lower(rec.Rel) + pathEnd)
+	out := make([][]byte, 0, len(tris)+2)
+	for _, t := range tris {
+		out = append(out, []byte{famTri, fieldPath, t[0], t[1], t[2]})
+	}
+	for _, tt := range textTags {
+		for _, t := range trigrams(lower(rec.Tags[tt.name])) {
+			out = append(out, []byte{famTri, tt.field, t[0], t[1], t[2]})
+		}
+	}
+	if e := ext(rec.Name()); e != "" {
+		out = append(out, append(append([]byte{famExt}, e...), 0))
+	}
+	return out
+}
+
+// pathEnd marks the end of a path in its trigrams.
+const pathEnd = "\x00"
 
 // mtimeSec is the whole second of a Unix-nanosecond time (floor).
 func mtimeSec(ns int64) int64 {
@@ -181,6 +194,12 @@ func (d *DB) PutRecord(rec *Record) error {
 			return err
 		}
 	}
+	op := blockOp(id, true)
+	for _, l := range lists(rec) {
+		if err := b.Merge(blockKey(l, id), op, nil); err != nil {
+			return err
+		}
+	}
 	return b.Commit(pebble.NoSync)
 }
 
@@ -213,6 +232,12 @@ func (d *DB) dropRecord(b *pebble.Batch, rel string) (uint64, error) {
 	}
 	for _, k := range postings(id, old) {
 		if err := b.Delete(k, nil); err != nil {
+			return 0, err
+		}
+	}
+	op := blockOp(id, false)
+	for _, l := range lists(old) {
+		if err := b.Merge(blockKey(l, id), op, nil); err != nil {
 			return 0, err
 		}
 	}

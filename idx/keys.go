@@ -67,8 +67,8 @@ const (
 	famRec   = 'r' // 'r' id                         → record (record.go)
 	famRel   = 'n' // 'n' rel                        → id
 	famPath  = 'p' // 'p' lower(rel) 0x00 id         → ""
-	famTri   = 't' // 't' field tri(3) id            → "" (trigram postings)
-	famExt   = 'e' // 'e' lower(ext) 0x00 id         → ""
+	famTri   = 't' // 't' field tri(3) block(4)      → id set (trigram postings, postings.go)
+	famExt   = 'e' // 'e' lower(ext) 0x00 block(4)   → id set (postings.go)
 	famSize  = 's' // 's' size(8) id                 → ""
 	famMtime = 'm' // 'm' mtime-seconds(8) id        → ""
 	famHash  = 'h' // 'h' chunk-hash(44) id          → ""
@@ -82,7 +82,7 @@ const (
 var fileFams = []byte{famRec, famRel, famPath, famTri, famExt, famSize, famMtime, famHash, famWark, famNum, famName, famUp}
 
 // fileSchemaVersion is the layout of the file index families.
-const fileSchemaVersion = "2"
+const fileSchemaVersion = "3"
 
 var fileSchemaKey = []byte("\x00fschema")
 

@@ -23,20 +23,23 @@ type krange struct {
 // source is one way to list candidates.
 type source struct {
 	name   string   // "tri", "ext", "size", "date", "path", "num", "scan"
-	lists  [][]byte // posting prefixes, each ordered by id: intersected
+	conj   []conj   // block posting lists (postings.go): intersected
 	ranges []krange // scanned one after another
-	est    int      // estimated candidates (counted up to estCap)
+	est    int      // estimated candidates (ranges counted up to estCap)
 }
 
-// estCap bounds the counting of a posting list or range while planning.
+// conj is a union of block posting lists, one conjunct of a join.
+type conj struct {
+	lists [][]byte // list prefixes
+	n     int      // ids in all of them (counted exactly)
+}
+
+// estCap bounds the counting of a range while planning.
 const estCap = 1000
 
-// maxLists bounds the posting lists one leapfrog intersects, and
-// perTermLists those taken from one term.
-const (
-	maxLists     = 8
-	perTermLists = 2
-)
+// maxConj bounds the conjuncts one join intersects (the rarest are kept;
+// the residual filter checks the rest anyway).
+const maxConj = 32
 
 // plan is the chosen way to run a query on one volume.
 type plan struct {
@@ -68,10 +71,11 @@ func straddles(pre, s string) bool {
 	return false
 }
 
-func triLists(field byte, s string) [][]byte {
-	var out [][]byte
+// triConj is one conjunct per trigram of s.
+func triConj(field byte, s string) []conj {
+	var out []conj
 	for _, t := range trigrams(s) {
-		out = append(out, []byte{famTri, field, t[0], t[1], t[2]})
+		out = append(out, conj{lists: [][]byte{{famTri, field, t[0], t[1], t[2]}}})
 	}
 	return out
 }
@@ -105,9 +109,10 @@ func anchored(pre, g string) (source, bool) {
 
 // makePlan picks the source for terms on the volume mounted at pre.
 func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, error) {
-	estimate := func(s *source) error { return estimateSrc(r, db, s) }
+	counted := map[string]int{} // list prefix → ids, for lists shared by terms
+	estimate := func(s *source) error { return estimateSrc(r, db, s, counted) }
 	var cands []source
-	var lists []source // single posting lists, for the intersection
+	var lists []source // sources of block posting lists, for the join
 	spans := map[Kind][2]int64{}
 	var kinds []Kind
 	for i := range terms {
@@ -123,7 +128,7 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 			if len(tl) < 3 || (f == fieldPath && straddles(pre, tl)) {
 				continue
 			}
-			s = source{name: "tri", lists: triLists(f, tl)}
+			s = source{name: "tri", conj: triConj(f, tl)}
 		case KGlob:
 			// Anchored at the start: the name or the whole path begins
 			// with the first literal.
@@ -136,13 +141,19 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 				a.est = max(1, a.est/10)
 				cands = append(cands, a)
 			}
+			// Every literal is in the path; the last one, unless the
+			// wildcard ends with *, ends it (and the name).
 			s = source{name: "tri"}
-			for _, seg := range strings.Split(lower(t.Text), "*") {
+			segs := strings.Split(lower(t.Text), "*")
+			for i, seg := range segs {
+				if i == len(segs)-1 && seg != "" {
+					seg += pathEnd
+				}
 				if len(seg) >= 3 && !straddles(pre, seg) {
-					s.lists = append(s.lists, triLists(fieldPath, seg)...)
+					s.conj = append(s.conj, triConj(fieldPath, seg)...)
 				}
 			}
-			if len(s.lists) == 0 {
+			if len(s.conj) == 0 {
 				continue
 			}
 		case KPath:
@@ -157,16 +168,17 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 				return plan{none: true}, nil
 			}
 		case KExt:
-			if len(t.List) == 1 && !strings.Contains(t.List[0], ".") {
-				s = source{name: "ext", lists: [][]byte{append(append([]byte{famExt}, t.List[0]...), 0)}}
-				break
-			}
-			s = source{name: "ext"}
+			// One conjunct: the union of the extensions' lists (of
+			// "gz" for tar.gz; the filter checks the rest).
+			var c conj
 			for _, e := range t.List {
 				e = e[strings.LastIndexByte(e, '.')+1:]
-				lo := append(append([]byte{famExt}, e...), 0)
-				s.ranges = append(s.ranges, krange{lo, prefixEnd(lo), false, ""})
+				l := append(append([]byte{famExt}, e...), 0)
+				if !slices.ContainsFunc(c.lists, func(o []byte) bool { return string(o) == string(l) }) {
+					c.lists = append(c.lists, l)
+				}
 			}
+			s = source{name: "ext", conj: []conj{c}}
 		case KSize, KDate, KYear, KRate, KDur:
 			// Ranges on one field are intersected into one source below.
 			var lo, hi int64
@@ -189,7 +201,7 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 			return plan{}, err
 		}
 		cands = append(cands, s)
-		if len(s.lists) > 0 {
+		if len(s.conj) > 0 {
 			lists = append(lists, s)
 		}
 	}
@@ -219,44 +231,44 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 		if c := cmp.Compare(a.est, b.est); c != 0 {
 			return c
 		}
-		return cmp.Compare(len(b.lists), len(a.lists)) // prefer postings on a tie
+		return cmp.Compare(len(b.conj), len(a.conj)) // prefer postings on a tie
 	})
 	if best.est == 0 {
 		return plan{none: true}, nil
 	}
-	if len(best.lists) > 0 {
-		// Intersect the rarest posting lists of every term, smallest
-		// first: each further list costs a seek per candidate of the
-		// driving list, and the residual filter checks the rest anyway.
-		var all []source
+	if len(best.conj) > 0 {
+		// Join the posting lists of every term, rarest first: a block
+		// of a list costs little next to a record read per candidate.
+		var all []conj
+		seen := map[string]bool{}
 		for _, s := range lists {
-			var mine []source
-			for _, l := range s.lists {
-				one := source{lists: [][]byte{l}}
-				if err := estimate(&one); err != nil {
-					return plan{}, err
+			for _, c := range s.conj {
+				k := string(bytesJoin(c.lists))
+				if !seen[k] {
+					seen[k] = true
+					all = append(all, c)
 				}
-				if one.est == 0 {
-					return plan{none: true}, nil
-				}
-				mine = append(mine, one)
 			}
-			slices.SortStableFunc(mine, func(a, b source) int { return cmp.Compare(a.est, b.est) })
-			all = append(all, mine[:min(len(mine), perTermLists)]...)
 		}
-		slices.SortStableFunc(all, func(a, b source) int { return cmp.Compare(a.est, b.est) })
-		best = source{name: best.name, est: best.est}
-		for _, s := range all[:min(len(all), maxLists)] {
-			best.lists = append(best.lists, s.lists[0])
-		}
+		slices.SortStableFunc(all, func(a, b conj) int { return cmp.Compare(a.n, b.n) })
+		best.conj = all[:min(len(all), maxConj)]
 	}
 	return plan{src: best}, nil
 }
 
-// estimate counts the candidates of s up to estCap: the smallest posting
-// list, or the sum over its ranges. Past the cap, the range's estimated
+func bytesJoin(ls [][]byte) []byte {
+	var k []byte
+	for _, l := range ls {
+		k = append(append(k, l...), 0xff)
+	}
+	return k
+}
+
+// estimateSrc sets s.est: for posting lists, the size of the smallest
+// conjunct (each counted exactly, and cached in counted); for ranges, the
+// sum of their keys counted up to estCap, past which the range's estimated
 // size on disk (db, when given) tells big from bigger.
-func estimateSrc(r pebble.Reader, db *pebble.DB, s *source) error {
+func estimateSrc(r pebble.Reader, db *pebble.DB, s *source, counted map[string]int) error {
 	size := func(kr krange) (int, error) {
 		n, err := count(r, kr)
 		if err != nil || n < estCap || db == nil {
@@ -265,14 +277,23 @@ func estimateSrc(r pebble.Reader, db *pebble.DB, s *source) error {
 		b, err := db.EstimateDiskUsage(kr.lo, kr.hi)
 		return n + int(min(b, 1<<40)), err
 	}
-	if len(s.lists) > 0 {
+	if len(s.conj) > 0 {
 		s.est = 1 << 62
-		for _, l := range s.lists {
-			n, err := size(krange{l, prefixEnd(l), false, ""})
-			if err != nil {
-				return err
+		for i := range s.conj {
+			c := &s.conj[i]
+			c.n = 0
+			for _, l := range c.lists {
+				n, ok := counted[string(l)]
+				if !ok {
+					var err error
+					if n, err = listCount(r, l); err != nil {
+						return err
+					}
+					counted[string(l)] = n
+				}
+				c.n += n
 			}
-			s.est = min(s.est, n)
+			s.est = min(s.est, c.n)
 		}
 		return nil
 	}
