@@ -89,6 +89,7 @@ func benchIndex(b *testing.B) *DB {
 	}
 	b.Cleanup(func() { d.Close() })
 	if d.nextID.Load() >= uint64(n) {
+		logFamilies(b, d)
 		return d
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -116,7 +117,21 @@ func benchIndex(b *testing.B) *DB {
 		return nil
 	})
 	b.Logf("on disk after flush: %.1f MiB (%.0f bytes/file)", float64(size)/(1<<20), float64(size)/float64(n))
+	logFamilies(b, d)
 	return d
+}
+
+// logFamilies logs the estimated size on disk of each file index family.
+func logFamilies(b *testing.B, d *DB) {
+	var parts []string
+	for _, f := range fileFams {
+		n, err := d.db.EstimateDiskUsage([]byte{f}, []byte{f + 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		parts = append(parts, fmt.Sprintf("%c %.1f", f, float64(n)/(1<<20)))
+	}
+	b.Logf("MiB by family: %s", strings.Join(parts, ", "))
 }
 
 // benchForms are the query forms; %w is replaced by a vocabulary word,
