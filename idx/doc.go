@@ -34,19 +34,28 @@
 //
 // The file index (its own version, 0x00 "fschema"; a mismatch drops only
 // the families below and a scan rebuilds them). id is a uint64 given to a
-// path when it is first indexed, 8 bytes big-endian; every posting key ends
-// in it, so one posting list is ordered by id and lists can be intersected
-// by leapfrogging (SeekGE to the largest id seen). Numbers are 8 bytes
+// path when it is first indexed, 8 bytes big-endian; most posting keys end
+// in it, so one posting list is ordered by id. Numbers are 8 bytes
 // big-endian with the sign bit flipped, so byte order is numeric order.
 //
-//	0x00 "fschema"                  → "1"
+// The trigram and extension lists, the big ones, are block lists
+// (postings.go): one key per list and block of 65,536 ids (block = id>>16,
+// 4 bytes big-endian), whose value is the set of the block's ids in the
+// list: 'A' uvarint(n) then n 16-bit offsets, or 'B' and an 8 KiB bitmap
+// when denser, followed by a second set of removed ids that only matters
+// while merge operands are not yet folded. Indexing writes blind Pebble
+// merge operands ("add id 7", "remove id 7"); flushes and compactions fold
+// them, and a bottom-level compaction leaves a plain value.
+//
+//	0x00 "fschema"                  → "3"
 //	'r' id                          → record: rel, size, mtime, upload time, uploader, wark, chunk hashes, tags, uploader's address (record.go)
 //	'n' rel                         → id
 //	'p' lower(rel) 0x00 id          → ""   path prefix (path:) and full scans read the path from the key
-//	't' field tri id                → ""   trigrams of lower(rel) (field 'p') and of the artist/album/title/genre tags ('a' 'b' 't' 'g')
-//	'e' lower(ext) 0x00 id          → ""   extension (ext:)
+//	't' field tri block             → ids  trigrams of lower(rel)+0x00 (field 'p') and of the artist/album/title/genre tags ('a' 'b' 't' 'g')
+//	'e' lower(ext) 0x00 block       → ids  extension (ext:)
 //	's' size id                     → ""   size (size:)
 //	'm' mtime-seconds id            → ""   modification time (date:)
+//	'N' lower(name) 0x00 id         → ""   file names (wildcards anchored at the start)
 //	'h' chunk-hash id               → ""   each distinct up2k chunk hash (hash search)
 //	'w' wark id                     → ""   whole-file identity
 //	'v' field value id              → ""   numeric tags: 'y' year, 'r' bitrate kbps, 'd' duration ms
@@ -58,18 +67,24 @@
 //	n music/Daft Punk - One.mp3            → 00 00 00 00 00 00 00 07
 //	r 00…07                                → 01 "music/Daft Punk - One.mp3" 4000000 …
 //	p music/daft punk - one.mp3 00 00…07   → ""
-//	t p "mus" 00…07, t p "usi" 00…07, …    → ""   (one per distinct trigram)
-//	e mp3 00 00…07                         → ""
+//	t p "mus" 00 00 00 00                  → 'A' 01 07 00 'A' 00   (as merge operand: add offset 7 of block 0)
+//	t p "p3" 00 00 00 00 00                → …   (one per distinct trigram; "p3" 00 is the path's end)
+//	e mp3 00 00 00 00 00                   → …
 //	s 80 00 00 00 00 3d 09 00 00…07        → ""
-//	t a "daf" 00…07, t a "aft" 00…07, …    → ""
+//	t a "daf" 00 00 00 00, …               → …
 //	v y 80 00 00 00 00 00 07 d1 00…07      → ""
 //
-// A query such as `punk ext:mp3 size:>1M` is planned by counting (up to
-// 1000) the candidates of each indexed term: the trigram lists of "punk",
-// the 'e' list of mp3, the 's' range above 1 MiB. Posting lists are
-// intersected by leapfrog when one of them is the cheapest; otherwise the
-// cheapest range is scanned. Every candidate then goes through the exact
-// filter of all terms, negated ones included, until n+1 hits are found.
+// A query such as `punk ext:mp3 size:>1M` is planned by counting the
+// candidates of each indexed term: the trigram lists of "punk" and the 'e'
+// list of mp3 exactly (a few values per list), the 's' range above 1 MiB
+// up to 1000 keys, then by its size on disk. When a block list is the
+// cheapest, the lists of every term (up to 32, rarest first; ext:a,b is
+// one union) are joined block by block: a block missing from one list is
+// skipped in all, the others are ANDed as bitmaps. Otherwise the cheapest
+// range is scanned. A wildcard's literals are trigrams, and its last one,
+// unless it ends with *, is followed by the path's end mark (so *.mp3
+// needs the trigram "p3" 00 too). Every candidate then goes through the exact filter of
+// all terms, negated ones included, until n+1 hits are found.
 //
 // A session's receipts are the range ['c' wark, 'c' wark+1); all files
 // with one content are the range ['f' wark, 'f' wark+1). Finishing an
