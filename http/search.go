@@ -130,7 +130,11 @@ func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) e
 		s.log.Error("search failed", "id", q.id, "err", err)
 		return searchErr(q, http.StatusInternalServerError, "search failed: the index could not be read")
 	}
-	s.log.Debug("search", "id", q.id, "q", text, "hashes", len(hashes), "hits", len(res.Hits), "plans", res.Plans, "dur", end.Sub(now))
+	qs := ""
+	if text != nil {
+		qs = *text
+	}
+	s.log.Debug("search", "id", q.id, "q", qs, "hashes", len(hashes), "hits", len(res.Hits), "plans", res.Plans, "dur", end.Sub(now))
 	out := searchReply{Hits: make([]searchHit, 0, len(res.Hits)), TagOrder: []string{}, Trunc: res.Trunc}
 	seen := map[string]bool{}
 	for _, h := range res.Hits {

@@ -19,10 +19,24 @@ import (
 var ErrLocked = errors.New("idx: the database is in use by another process (is another hoard serving this volume?)")
 
 // Cache is a block cache shared by every database of the process.
-type Cache struct{ c *pebble.Cache }
+type Cache struct {
+	c    *pebble.Cache
+	size int64
+}
 
 // NewCache makes a block cache of the given size (--db-cache).
-func NewCache(bytes int64) *Cache { return &Cache{c: pebble.NewCache(bytes)} }
+func NewCache(bytes int64) *Cache { return &Cache{c: pebble.NewCache(bytes), size: bytes} }
+
+// memTableSize is the memtable size of a database using a block cache of
+// cache bytes. Pebble reserves each memtable's full size in the block
+// cache; after a bulk load the memtables have grown to this size, and with
+// 32 MiB memtables (one live, one flushing) the default 64 MiB cache had
+// no room left for blocks: every search read its blocks from disk, several
+// times slower, until a restart. An eighth of the cache per memtable
+// leaves at least three quarters of it to blocks.
+func memTableSize(cache int64) uint64 {
+	return uint64(min(max(cache/8, 1<<20), 32<<20))
+}
 
 // Release drops the caller's reference; databases opened with the cache
 // keep theirs until they close.
@@ -46,7 +60,8 @@ type DB struct {
 
 // Open opens (creating when needed) the database in dir with production
 // settings: the shared block cache, bloom filters on every level, the
-// newest on-disk format, memtables and compactions sized for bulk ingest.
+// newest on-disk format, memtables sized to the cache (memTableSize) and
+// compactions sized for bulk ingest.
 func Open(dir string, opt Options) (*DB, error) {
 	log := opt.Logger
 	if log == nil {
@@ -55,7 +70,7 @@ func Open(dir string, opt Options) (*DB, error) {
 	log = log.With("pkg", "idx", "db", dir)
 	o := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
-		MemTableSize:       32 << 20,
+		MemTableSize:       memTableSize(8 << 20),
 		Merger:             merger, // block postings (postings.go)
 		Logger:             logger{log},
 		CompactionConcurrencyRange: func() (int, int) {
@@ -64,6 +79,7 @@ func Open(dir string, opt Options) (*DB, error) {
 	}
 	if opt.Cache != nil {
 		o.Cache = opt.Cache.c
+		o.MemTableSize = memTableSize(opt.Cache.size)
 	}
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)

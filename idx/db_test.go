@@ -131,3 +131,34 @@ func TestPrefixEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheAfterBulkLoad: after a bulk load the block cache still holds
+// blocks (memtables once reserved all of it, so every read went to disk).
+func TestCacheAfterBulkLoad(t *testing.T) {
+	c := NewCache(16 << 20)
+	d, err := Open("db", Options{Cache: c, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), fs: vfs.NewMem()})
+	c.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	recs := genRecords(30000, 11)
+	for _, r := range recs {
+		if err := d.PutRecord(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs[:2000] {
+		if _, err := d.Record(r.Rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := d.db.Metrics().BlockCache
+	if m.Size == 0 || m.Hits == 0 {
+		t.Fatalf("block cache after a bulk load: %d bytes, %d hits, %d misses", m.Size, m.Hits, m.Misses)
+	}
+	t.Logf("block cache: %d bytes, %d hits, %d misses", m.Size, m.Hits, m.Misses)
+}
