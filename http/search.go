@@ -159,9 +159,15 @@ func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) e
 // hrefOf is the URL path of rel in v, each element escaped.
 func hrefOf(v *store.Volume, rel string) string {
 	p := path.Join(v.VPath, rel)
-	parts := strings.Split(p, "/")
-	for i, e := range parts {
-		parts[i] = url.PathEscape(e)
+	var b strings.Builder
+	b.Grow(len(p) + len(p)/4 + 1)
+	for {
+		b.WriteByte('/')
+		e, rest, more := strings.Cut(p, "/")
+		b.WriteString(url.PathEscape(e)) // no copy when nothing needs escaping
+		if !more {
+			return b.String()
+		}
+		p = rest
 	}
-	return "/" + strings.Join(parts, "/")
 }

@@ -104,3 +104,17 @@ func TestSearchHandler(t *testing.T) {
 		}
 	}
 }
+
+// TestHrefOf: each path element escaped on its own, slashes kept.
+func TestHrefOf(t *testing.T) {
+	for _, c := range []struct{ vpath, rel, want string }{
+		{"", "a.txt", "/a.txt"},
+		{"music", "Daft Punk/One #1?.mp3", "/music/Daft%20Punk/One%20%231%3F.mp3"},
+		{"a/b", "c%d/ü e", "/a/b/c%25d/%C3%BC%20e"},
+		{"", "", "/"},
+	} {
+		if got := hrefOf(&store.Volume{VPath: c.vpath}, c.rel); got != c.want {
+			t.Errorf("hrefOf(%q, %q) = %q, want %q", c.vpath, c.rel, got, c.want)
+		}
+	}
+}
