@@ -18,7 +18,7 @@ var _ up2k.SessionStore = (*DB)(nil)
 
 func testDB(t *testing.T, fs vfs.FS) *DB {
 	t.Helper()
-	c := NewCache(1 << 20)
+	c := NewCache(16 << 20)
 	defer c.Release()
 	d, err := Open("db", Options{Cache: c, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), fs: fs})
 	if err != nil {
@@ -135,14 +135,14 @@ func TestPrefixEnd(t *testing.T) {
 // TestCacheAfterBulkLoad: after a bulk load the block cache still holds
 // blocks (memtables once reserved all of it, so every read went to disk).
 func TestCacheAfterBulkLoad(t *testing.T) {
-	c := NewCache(16 << 20)
+	c := NewCache(4 << 20)
 	d, err := Open("db", Options{Cache: c, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), fs: vfs.NewMem()})
 	c.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	recs := genRecords(30000, 11)
+	recs := genRecords(12000, 11)
 	for _, r := range recs {
 		if err := d.PutRecord(r); err != nil {
 			t.Fatal(err)
