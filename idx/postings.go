@@ -91,6 +91,11 @@ func splitSet(v []byte) (pset, []byte, error) {
 			return pset{}, nil, errPosting
 		}
 		s := v[1+w:]
+		for i := 2; i < int(2*n); i += 2 {
+			if binary.LittleEndian.Uint16(s[i:]) <= binary.LittleEndian.Uint16(s[i-2:]) {
+				return pset{}, nil, errPosting // not strictly ascending
+			}
+		}
 		return pset{arr: s[:2*n]}, s[2*n:], nil
 	case 'B':
 		if len(v) < 1+blockIDs/8 {
