@@ -65,7 +65,7 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 		var b [9]byte
 		rand.Read(b[:])
 		name := tempPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + PartialSuffix
-		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
