@@ -126,7 +126,7 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 	if err != nil {
 		return nil, err
 	}
-	d, err := v.root.Open(r)
+	d, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0) // see Open
 	if err != nil {
 		return nil, mapErr(err)
 	}
