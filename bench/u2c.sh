@@ -13,7 +13,8 @@
 # hoard runs with its defaults (every chunk fdatasynced, files and folders
 # fsynced, sessions synced); copyparty with its defaults (no fsync).
 # Environment: COPYPARTY_SRC (required), PY (default /usr/bin/python3),
-# BENCH_TMP (a real disk; default ${TMPDIR:-/tmp}).
+# BENCH_TMP (a real disk; default ${TMPDIR:-/tmp}), U2C_ARGS (extra u2c
+# options for every run, e.g. "-j 8" for eight connections).
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PY:-/usr/bin/python3}
@@ -52,7 +53,7 @@ one() { # server mode round
     SPID=$!
     for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
     t0=$(cpu "$SPID")
-    out=$( { /usr/bin/time -f "u2ccpu %U %S" "$PY" "$CP/bin/u2c.py" -ns "http://127.0.0.1:$PORT/" "$TMP/src/$mode"; } 2>&1 | tr '\r' '\n')
+    out=$( { /usr/bin/time -f "u2ccpu %U %S" "$PY" "$CP/bin/u2c.py" -ns ${U2C_ARGS:-} "http://127.0.0.1:$PORT/" "$TMP/src/$mode"; } 2>&1 | tr '\r' '\n')
     local up ucpu scpu
     up=$(grep -o 'upload: [0-9.]* sec' <<<"$out" | awk '{print $2}')
     ucpu=$(awk '/^u2ccpu/ {print $2+$3}' <<<"$out")
