@@ -9,7 +9,7 @@ import (
 )
 
 // A plan lists a volume's candidates from the cheapest index range, or
-// from the leapfrog intersection of several posting lists, and leaves the
+// from the block-by-block join of posting lists (postings.go), and leaves the
 // exact decision to the residual filter (match.go).
 
 // krange is a key range [lo, hi) whose keys end in a file id. The keys
