@@ -430,3 +430,65 @@ func TestHugeSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestFolderHandles: files are opened through a handle on their folder;
+// links to other folders of the volume still work (by their full path),
+// and a folder swapped for a link out of the volume after the walk is
+// never entered: the archive fails instead of carrying outside bytes.
+func TestFolderHandles(t *testing.T) {
+	for _, size := range []int{10, 100_000} { // read ahead, read in turn
+		for _, fs := range []string{"tar", "zip", "zip=crc", "tar=gz"} {
+			dir := t.TempDir()
+			put(t, dir, "a/f", randBytes(size, 10))
+			put(t, dir, "b/g", randBytes(size, 11))
+			if err := os.Symlink("../b/g", filepath.Join(dir, "a", "up")); err != nil {
+				t.Fatal(err)
+			}
+			v := openVol(t, dir)
+			list := walk(t, v, "")
+			var buf bytes.Buffer
+			if err := Write(context.Background(), &buf, parse(t, fs), list, Options{}); err != nil {
+				t.Fatalf("%s: %v", fs, err)
+			}
+			got := readBack(t, parse(t, fs), buf.Bytes())
+			if !bytes.Equal(got["a/up"].data, randBytes(size, 11)) || !bytes.Equal(got["a/f"].data, randBytes(size, 10)) {
+				t.Errorf("%s, %d bytes: the link to ../b/g or a/f came out wrong (%v)", fs, size, keys(got))
+			}
+
+			// a/f becomes a link to ../b/g after the walk: the folder's
+			// handle refuses it, the volume's root follows it.
+			if err := os.Remove(filepath.Join(dir, "a", "f")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../b/g", filepath.Join(dir, "a", "f")); err != nil {
+				t.Fatal(err)
+			}
+			buf.Reset()
+			if err := Write(context.Background(), &buf, parse(t, fs), list, Options{}); err != nil {
+				t.Fatalf("%s: after a/f became a link: %v", fs, err)
+			}
+			if got := readBack(t, parse(t, fs), buf.Bytes()); !bytes.Equal(got["a/f"].data, randBytes(size, 11)) {
+				t.Errorf("%s, %d bytes: a/f, now a link to ../b/g, came out wrong", fs, size)
+			}
+
+			// Now a/ becomes a link to a folder outside with the same names.
+			outside := t.TempDir()
+			put(t, outside, "f", bytes.Repeat([]byte("S"), size))
+			put(t, outside, "up", bytes.Repeat([]byte("S"), size))
+			if err := os.RemoveAll(filepath.Join(dir, "a")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(dir, "a")); err != nil {
+				t.Fatal(err)
+			}
+			buf.Reset()
+			err := Write(context.Background(), &buf, parse(t, fs), list, Options{})
+			if !errors.Is(err, store.ErrOutside) {
+				t.Errorf("%s, %d bytes: Write after the swap = %v, want ErrOutside", fs, size, err)
+			}
+			if bytes.Contains(buf.Bytes(), []byte("SSSSSSSSSS")) {
+				t.Errorf("%s, %d bytes: outside bytes in the archive", fs, size)
+			}
+		}
+	}
+}

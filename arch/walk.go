@@ -24,6 +24,7 @@ type File struct {
 	Mode  uint32 // permission bits with setuid, setgid, sticky (st_mode & 07777)
 
 	data []byte // content of a generated entry (Vol is nil)
+	link bool   // a symbolic link: opened by its full path, not in its folder
 }
 
 // Excluded reports whether a file or folder name never enters an archive:
@@ -140,7 +141,7 @@ func (w *Walker) folder(ctx context.Context, rel, prefix string, up []devIno, df
 		if e.Mode&0o004 != 0 || euid == 0 {
 			// Readable for sure: take the listing's facts and save an
 			// open (the walk then costs no syscall per file).
-			w.Files = append(w.Files, File{Name: prefix + e.Name, Vol: w.Vol, Rel: r, Size: e.Size, Mtime: e.Mtime, Mode: modeBits(e.Mode)})
+			w.Files = append(w.Files, File{Name: prefix + e.Name, Vol: w.Vol, Rel: r, Size: e.Size, Mtime: e.Mtime, Mode: modeBits(e.Mode), link: e.Link})
 			continue
 		}
 		if err := w.AddFile(r, prefix+e.Name); err != nil {

@@ -91,6 +91,7 @@ func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 	}
 	bw := bufio.NewWriterSize(w, bufSize)
 	aw := &archiveWriter{ctx: ctx, bw: bw, raw: raw, f: f, opt: opt, dry: dry}
+	defer aw.open.close()
 	if aw.opt.SendfileMin <= 0 {
 		aw.opt.SendfileMin = 64 << 10
 	}
@@ -133,6 +134,7 @@ type archiveWriter struct {
 	// ahead delivers small files read in advance, one result per file
 	// on disk, in order (nil when not prefetching).
 	ahead *prefetcher
+	open  opener // for the files not read ahead
 	hdr   bytes.Buffer
 }
 
@@ -175,7 +177,7 @@ func (a *archiveWriter) add(fl *File) error {
 			return a.addEntry(fl, &e)
 		}
 	}
-	file, fi, err := fl.Vol.Open(fl.Rel)
+	file, fi, err := a.open.open(fl)
 	if err != nil {
 		return fmt.Errorf("arch: %s: %w", fl.Name, err)
 	}
@@ -404,6 +406,8 @@ func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
 		p.chans = append(p.chans, c)
 		go func() {
 			defer close(c)
+			var o opener
+			defer o.close()
 			k := 0
 			for i := range files {
 				fl := &files[i]
@@ -416,7 +420,7 @@ func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
 				}
 				var r ahead
 				if fl.Size < limit {
-					r = readSmall(fl)
+					r = readSmall(&o, fl)
 				}
 				select {
 				case c <- r:
@@ -432,8 +436,8 @@ func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
 
 // readSmall reads a whole small file, asking one byte more than its
 // listed size so that a file that grew is caught.
-func readSmall(fl *File) ahead {
-	f, fi, err := fl.Vol.Open(fl.Rel)
+func readSmall(o *opener, fl *File) ahead {
+	f, fi, err := o.open(fl)
 	if err != nil {
 		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}
 	}
