@@ -492,3 +492,41 @@ func TestFolderHandles(t *testing.T) {
 		}
 	}
 }
+
+// TestGNUHeaderFastPath: the hand-made header is archive/tar's, byte for
+// byte, whenever it claims to be able to make it.
+func TestGNUHeaderFastPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	names := []string{"", "a", "x/y/z.txt", "日本/ünï cødé ½.txt", strings.Repeat("n", 99), strings.Repeat("n", 100), strings.Repeat("n", 101), strings.Repeat("é", 50), "a\x00b"}
+	sizes := []int64{0, 1, 511, 512, 1<<33 - 1, 1 << 33, -1}
+	mtimes := []int64{0, 1, 1700000000, 1<<33 - 1, 1 << 33, -1}
+	modes := []uint32{0, 0o644, 0o7777, 1<<21 - 1, 1 << 21}
+	for range 2000 {
+		name := names[r.IntN(len(names))]
+		if r.IntN(3) == 0 {
+			b := make([]byte, r.IntN(110))
+			for i := range b {
+				b[i] = byte(1 + r.IntN(255))
+			}
+			name = string(b)
+		}
+		size, mtime, mode := sizes[r.IntN(len(sizes))], mtimes[r.IntN(len(mtimes))], modes[r.IntN(len(modes))]
+		if r.IntN(2) == 0 {
+			size, mtime, mode = r.Int64N(1<<34), r.Int64N(1<<34), uint32(r.IntN(1<<22))
+		}
+		var blk [512]byte
+		ok := gnuHeader(&blk, name, size, mode, mtime)
+		var buf bytes.Buffer
+		err := tar.NewWriter(&buf).WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: int64(mode), ModTime: time.Unix(mtime, 0), Format: tar.FormatGNU})
+		switch {
+		case !ok:
+			if len(name) <= 100 && !strings.Contains(name, "\x00") && size >= 0 && size < 1<<33 && mode < 1<<21 && mtime >= 0 && mtime < 1<<33 {
+				t.Errorf("no fast header for %q %d %o %d", name, size, mode, mtime)
+			}
+		case err != nil:
+			t.Errorf("fast header for %q %d %o %d, which archive/tar refuses: %v", name, size, mode, mtime, err)
+		case !bytes.Equal(blk[:], buf.Bytes()):
+			t.Errorf("%q %d %o %d: fast header differs from archive/tar's", name, size, mode, mtime)
+		}
+	}
+}

@@ -136,6 +136,7 @@ type archiveWriter struct {
 	ahead *prefetcher
 	open  opener // for the files not read ahead
 	hdr   bytes.Buffer
+	blk   [512]byte // a header made without archive/tar
 }
 
 func (a *archiveWriter) write(p []byte) error {
@@ -302,6 +303,11 @@ func (a *archiveWriter) body(e *entry, crc *uint32) error {
 // --- tar -------------------------------------------------------------------
 
 func (a *archiveWriter) tarEntry(fl *File, e *entry) error {
+	if !a.f.Pax {
+		if gnuHeader(&a.blk, e.name, e.size, fl.Mode, fl.Mtime.Unix()) {
+			return a.tarFinish(e, a.blk[:])
+		}
+	}
 	h := &tar.Header{
 		Typeflag: tar.TypeReg,
 		Name:     e.name,
@@ -322,7 +328,12 @@ func (a *archiveWriter) tarEntry(fl *File, e *entry) error {
 	if err := tar.NewWriter(&a.hdr).WriteHeader(h); err != nil {
 		return fmt.Errorf("arch: %s: %w", e.name, err)
 	}
-	if err := a.write(a.hdr.Bytes()); err != nil {
+	return a.tarFinish(e, a.hdr.Bytes())
+}
+
+// tarFinish writes an entry's header blocks, its body and the padding.
+func (a *archiveWriter) tarFinish(e *entry, hdr []byte) error {
+	if err := a.write(hdr); err != nil {
 		return err
 	}
 	if err := a.body(e, nil); err != nil {
