@@ -2,6 +2,7 @@ package arch
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -25,25 +26,49 @@ type opener struct {
 // opened by their full path through the volume's root, which keeps every
 // other rule.
 func (o *opener) open(fl *File) (*os.File, fs.FileInfo, error) {
-	dir, name := "", fl.Rel
-	if i := strings.LastIndexByte(fl.Rel, '/'); i >= 0 {
-		dir, name = fl.Rel[:i], fl.Rel[i+1:]
-	}
-	if fl.link {
-		return fl.Vol.Open(fl.Rel)
-	}
-	if o.vol != fl.Vol || o.rel != dir {
-		o.close()
-		o.vol, o.rel = fl.Vol, dir
-		o.dir, _ = fl.Vol.OpenDir(dir) // on failure, Vol.Open tells why
-	}
-	if o.dir != nil {
-		f, fi, err := o.dir.Open(name)
+	if d, name := o.dirOf(fl); d != nil {
+		f, fi, err := d.Open(name)
 		if !errors.Is(err, store.ErrOutside) {
 			return f, fi, err
 		}
 	}
 	return fl.Vol.Open(fl.Rel)
+}
+
+// read reads fl into b as io.ReadAtLeast(file, b, min) does, with the
+// file's folder handle when it can (store.Dir.ReadSmall: no fstat(2); the
+// caller checks the size by what it reads).
+func (o *opener) read(fl *File, b []byte, min int) (int, error) {
+	if d, name := o.dirOf(fl); d != nil {
+		n, err := d.ReadSmall(name, b, min)
+		if !errors.Is(err, store.ErrOutside) {
+			return n, err
+		}
+	}
+	f, _, err := fl.Vol.Open(fl.Rel)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return io.ReadAtLeast(f, b, min)
+}
+
+// dirOf returns the handle on fl's folder and fl's name in it, or nil
+// for a link or a folder that cannot be opened (Vol.Open then tells why).
+func (o *opener) dirOf(fl *File) (*store.Dir, string) {
+	if fl.link {
+		return nil, ""
+	}
+	dir, name := "", fl.Rel
+	if i := strings.LastIndexByte(fl.Rel, '/'); i >= 0 {
+		dir, name = fl.Rel[:i], fl.Rel[i+1:]
+	}
+	if o.vol != fl.Vol || o.rel != dir {
+		o.close()
+		o.vol, o.rel = fl.Vol, dir
+		o.dir, _ = fl.Vol.OpenDir(dir)
+	}
+	return o.dir, name
 }
 
 func (o *opener) close() {

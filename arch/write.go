@@ -448,17 +448,9 @@ func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
 // readSmall reads a whole small file, asking one byte more than its
 // listed size so that a file that grew is caught.
 func readSmall(o *opener, fl *File) ahead {
-	f, fi, err := o.open(fl)
-	if err != nil {
-		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}
-	}
-	defer f.Close()
-	if fi.Size() != fl.Size {
-		return ahead{err: fmt.Errorf("%w: %s was %d bytes, now %d", ErrChanged, fl.Name, fl.Size, fi.Size())}
-	}
 	bp := smallBufs.Get().(*[]byte)
 	b := (*bp)[:fl.Size+1]
-	n, err := io.ReadAtLeast(f, b, max(int(fl.Size), 1))
+	n, err := o.read(fl, b, max(int(fl.Size), 1))
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		smallBufs.Put(bp)
 		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -44,24 +46,54 @@ func (d *Dir) Close() error { return d.root.Close() }
 // link is followed only if it stays inside the folder; one that leads
 // elsewhere gives ErrOutside even when its target is inside the volume.
 func (d *Dir) Open(name string) (*os.File, fs.FileInfo, error) {
-	if err := checkName(name); err != nil {
+	f, err := d.open(name)
+	if err != nil {
 		return nil, nil, err
 	}
+	return checkRegular(f)
+}
+
+func (d *Dir) open(name string) (*os.File, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
 	if strings.EqualFold(name, HistName) {
-		return nil, nil, ErrReserved
+		return nil, ErrReserved
 	}
 	if strings.HasSuffix(name, PartialSuffix) {
-		return nil, nil, ErrNotFound
+		return nil, ErrNotFound
 	}
 	// O_NONBLOCK does nothing to a regular file's reads, but it spares
 	// os.newFile two fcntl(2) pairs per file (it would set the flag for
 	// the poller, fail to register the file, and clear it again), and a
 	// fifo put in place of a file cannot block the open.
 	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return f, mapErr(err)
+}
+
+// ReadSmall reads the file name into buf, as io.ReadAtLeast(f, buf, min)
+// would, and closes it: for a small file a listing has just described,
+// whose size the caller checks by what it reads (ask one byte more than
+// the size to catch a file that grew). Unlike Open it does not fstat the
+// file to see that it is still a regular file: what else a name can have
+// become since the listing either fails to open (a socket, a link out of
+// the folder), fails to read (a folder: ErrIsDir; a fifo with a writer),
+// or reads short (a fifo without one); only a device node, which only root
+// can make, would be read.
+func (d *Dir) ReadSmall(name string, buf []byte, min int) (int, error) {
+	f, err := d.open(name)
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return 0, err
 	}
-	return checkRegular(f)
+	defer f.Close()
+	n, err := io.ReadAtLeast(f, buf, min)
+	switch {
+	case errors.Is(err, syscall.EISDIR):
+		return n, ErrIsDir
+	case errors.Is(err, syscall.EAGAIN):
+		return n, io.ErrUnexpectedEOF // a fifo, no regular file
+	}
+	return n, err
 }
 
 // checkRegular keeps f when it is a regular file, with its FileInfo.

@@ -84,5 +84,31 @@ func TestDirConfined(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%s: Open(fifo) blocks", rel)
 		}
+
+		// ReadSmall: the same confinement, without the fstat.
+		buf := make([]byte, 10)
+		if n, err := d.ReadSmall("f", buf, 4); err != nil || string(buf[:n]) != "in a" {
+			t.Errorf("%s: ReadSmall(f) = %q, %v", rel, buf[:n], err)
+		}
+		if n, err := d.ReadSmall("same", buf[:3], 3); err != nil || string(buf[:n]) != "in " {
+			t.Errorf("%s: ReadSmall(same, 3 bytes) = %q, %v", rel, buf[:n], err)
+		}
+		for name, want := range map[string]error{
+			"up": ErrOutside, "abs": ErrOutside, "sub": ErrIsDir, "missing": ErrNotFound,
+			"x.PARTIAL": ErrNotFound, ".hist": ErrReserved, "sub/g": ErrBadName, "..": ErrBadName,
+		} {
+			if _, err := d.ReadSmall(name, buf, 1); !errors.Is(err, want) {
+				t.Errorf("%s: ReadSmall(%q) = %v, want %v", rel, name, err, want)
+			}
+		}
+		go func() { _, err := d.ReadSmall("fifo", buf, 1); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("%s: ReadSmall(fifo) = %v, want it to read nothing", rel, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: ReadSmall(fifo) blocks", rel)
+		}
 	}
 }
