@@ -530,3 +530,40 @@ func TestGNUHeaderFastPath(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkOrder: with sub-folders listed ahead concurrently, the walk still
+// yields copyparty's order (a folder's files by name, then each sub-folder
+// in turn), the same every time.
+func TestWalkOrder(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for i := range 9 {
+		for j := range 3 {
+			for k := range 2 {
+				put(t, dir, filepath.Join(string(rune('a'+i)), string(rune('a'+j)), string(rune('x'+k))), []byte{byte(k)})
+			}
+		}
+		put(t, dir, filepath.Join(string(rune('a'+i)), "zz"), []byte("f"))
+	}
+	put(t, dir, "top", []byte("t"))
+	want = append(want, "top")
+	for i := range 9 {
+		d := string(rune('a' + i))
+		want = append(want, d+"/zz")
+		for j := range 3 {
+			for k := range 2 {
+				want = append(want, d+"/"+string(rune('a'+j))+"/"+string(rune('x'+k)))
+			}
+		}
+	}
+	v := openVol(t, dir)
+	for range 20 {
+		var got []string
+		for _, f := range walk(t, v, "") {
+			got = append(got, f.Name)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("walk order\n%v\nwant\n%v", got, want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,8 @@ type Walker struct {
 	// Errs lists what could not be read, as "<path>: <reason>"; the
 	// archive carries them in a last entry (see ErrorsFile).
 	Errs []string
+
+	lists chan struct{} // bounds the folders being listed at once
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -109,6 +112,49 @@ func modeBits(m fs.FileMode) uint32 {
 var euid = os.Geteuid()
 
 func (w *Walker) folder(ctx context.Context, rel, prefix string, up []devIno, dfi fs.FileInfo) error {
+	return w.walk(ctx, rel, prefix, up, dfi, w.list(ctx, rel, false))
+}
+
+// listing is a folder's entries (and, for a sub-folder, its FileInfo),
+// read by a goroutine while the walk is busy elsewhere: a folder of small
+// files costs one lstat(2) per file to list, so the listings of the next
+// few sub-folders are made meanwhile, on the other cores.
+type listing struct {
+	done chan struct{}
+	fi   fs.FileInfo
+	ents []store.Entry
+	err  error
+}
+
+// listAhead is how many sibling folders are listed ahead of the walk.
+const listAhead = 4
+
+// list starts reading the folder rel (stat first when stat is set).
+func (w *Walker) list(ctx context.Context, rel string, stat bool) *listing {
+	l := &listing{done: make(chan struct{})}
+	if w.lists == nil {
+		w.lists = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	}
+	go func() {
+		defer close(l.done)
+		select {
+		case w.lists <- struct{}{}:
+			defer func() { <-w.lists }()
+		case <-ctx.Done():
+			l.err = ctx.Err()
+			return
+		}
+		if stat {
+			if l.fi, l.err = w.Vol.Stat(rel); l.err != nil {
+				return
+			}
+		}
+		l.ents, l.err = w.Vol.List(ctx, rel, store.ListOptions{Dots: w.Dots})
+	}()
+	return l
+}
+
+func (w *Walker) walk(ctx context.Context, rel, prefix string, up []devIno, dfi fs.FileInfo, l *listing) error {
 	if id, ok := idOf(dfi); ok {
 		for _, a := range up {
 			if a == id {
@@ -117,7 +163,8 @@ func (w *Walker) folder(ctx context.Context, rel, prefix string, up []devIno, df
 		}
 		up = append(up, id)
 	}
-	ents, err := w.Vol.List(ctx, rel, store.ListOptions{Dots: w.Dots})
+	<-l.done
+	ents, err := l.ents, l.err
 	if err != nil {
 		if ctx.Err() != nil || len(up) <= 1 {
 			return err // the folder asked for is unreadable: no archive
@@ -151,16 +198,23 @@ func (w *Walker) folder(ctx context.Context, rel, prefix string, up []devIno, df
 			w.Errs = append(w.Errs, fmt.Sprintf("%s: %v", prefix+e.Name, errText(err)))
 		}
 	}
-	for _, e := range dirs {
+	ahead := make([]*listing, len(dirs))
+	for i, e := range dirs {
+		for j := i; j < min(i+listAhead, len(dirs)); j++ {
+			if ahead[j] == nil {
+				ahead[j] = w.list(ctx, path.Join(rel, dirs[j].Name), true)
+			}
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r := path.Join(rel, e.Name)
-		fi, err := w.Vol.Stat(r)
-		if err != nil {
-			continue
+		l := ahead[i]
+		ahead[i] = nil
+		<-l.done
+		if l.fi == nil {
+			continue // gone, or not readable: left out as before
 		}
-		if err := w.folder(ctx, r, prefix+e.Name+"/", up, fi); err != nil {
+		if err := w.walk(ctx, path.Join(rel, e.Name), prefix+e.Name+"/", up, l.fi, l); err != nil {
 			return err
 		}
 	}
