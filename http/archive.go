@@ -3,11 +3,13 @@ package http
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +59,7 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 
 	ctx := q.r.Context()
-	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot")}
+	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: s.archiveMounts(q)}
 	base, prefix := s.archiveBase(q), ""
 	if sel == nil {
 		prefix = strings.TrimLeft(base, ".")
@@ -70,7 +72,7 @@ func (s *Server) archive(q *req, sel []string) error {
 		}
 	} else {
 		base = "sel-" + base
-		if err := selectEntries(q, wk, sel); err != nil {
+		if err := s.selectEntries(q, wk, sel); err != nil {
 			return err
 		}
 	}
@@ -106,6 +108,32 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 	s.log.Debug("archive sent", "id", q.id, "path", q.r.URL.Path, "format", f.Ext(), "files", len(wk.Files), "bytes", q.w.n, "dur", time.Since(start))
 	return nil
+}
+
+// archiveMounts tells the walk which volumes are mounted below a URL path
+// and what the user may do in them: a folder's archive holds the volumes
+// mounted below it that the user may read (copyparty's rule), each with its
+// own dotfile permission, in place of any real folder they hide.
+func (s *Server) archiveMounts(q *req) func(url string) []arch.Mount {
+	nodot := has(q.query, "nodot")
+	return func(url string) []arch.Mount {
+		var parts []string
+		if url != "" {
+			parts = strings.Split(url, "/")
+		}
+		var out []arch.Mount
+		for name, vols := range s.st.MountsBelow(parts) {
+			m := arch.Mount{Name: name}
+			for _, v := range vols {
+				if v.VPath == path.Join(url, name) {
+					p := v.Perms(q.user)
+					m.Vol, m.Read, m.Dots = v, p.Has(store.PermRead), p.Has(store.PermDot) && !nodot
+				}
+			}
+			out = append(out, m)
+		}
+		return out
+	}
 }
 
 // archiveFormat reads ?tar= or ?zip= and the modifier keys; of several
@@ -251,7 +279,7 @@ func selectionForm(q *req) ([]string, error) {
 // it before anything is sent: a name that escapes, is excluded, hidden from
 // this user, missing or unreadable refuses the whole request. A name below
 // another selected folder is left to that folder.
-func selectEntries(q *req, wk *arch.Walker, names []string) error {
+func (s *Server) selectEntries(q *req, wk *arch.Walker, names []string) error {
 	seen := map[string]bool{}
 	var clean []string
 	for _, name := range names {
@@ -279,16 +307,7 @@ func selectEntries(q *req, wk *arch.Walker, names []string) error {
 		if under(name, seen) {
 			continue
 		}
-		rel := name
-		if q.rel != "" {
-			rel = q.rel + "/" + name
-		}
-		fi, err := q.vol.Stat(rel)
-		if err == nil && fi.IsDir() {
-			err = wk.AddFolder(q.r.Context(), rel, name+"/")
-		} else if err == nil {
-			err = wk.AddFile(rel, name)
-		}
+		err := s.selectEntry(q, wk, name)
 		switch {
 		case err == nil:
 		case errors.Is(err, fs.ErrPermission):
@@ -300,6 +319,39 @@ func selectEntries(q *req, wk *arch.Walker, names []string) error {
 		}
 	}
 	return nil
+}
+
+// selectEntry adds one selected name, resolved as its URL would be: inside
+// the folder's volume, or in a volume mounted below it (which then needs
+// the read permission there), or a folder of URLs only above such volumes.
+func (s *Server) selectEntry(q *req, wk *arch.Walker, name string) error {
+	parts := append(q.parts[:len(q.parts):len(q.parts)], strings.Split(name, "/")...)
+	v, rel := s.st.Resolve(parts)
+	sub := wk
+	if v != q.vol {
+		if v == nil {
+			return store.ErrNotFound
+		}
+		p := v.Perms(q.user)
+		if !p.Has(store.PermRead) {
+			return fmt.Errorf("%w: a volume the user may not read", fs.ErrPermission)
+		}
+		sub = &arch.Walker{Vol: v, Dots: p.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: wk.Mounts}
+	}
+	fi, err := v.Stat(rel)
+	switch {
+	case errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(parts)) > 0:
+		err = sub.AddMounts(q.r.Context(), strings.Join(parts, "/"), name+"/")
+	case err == nil && fi.IsDir():
+		err = sub.AddFolder(q.r.Context(), rel, name+"/")
+	case err == nil:
+		err = sub.AddFile(rel, name)
+	}
+	if sub != wk {
+		wk.Files = append(wk.Files, sub.Files...)
+		wk.Errs = append(wk.Errs, sub.Errs...)
+	}
+	return err
 }
 
 // under reports whether a parent folder of name is selected too.
