@@ -3,11 +3,13 @@ package http
 import (
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"hoard/store"
+	"hoard/up2k"
 )
 
 // Upload is one finished upload, as ?ups and ?ru show it.
@@ -118,30 +120,42 @@ func uploadPath(u *Upload) string {
 
 const recentMax = 1000 // records one ?ups or ?ru answer holds
 
-// upsRow is one record of ?ups.
+// upsRow is one record of ?ups; Pd (percent done) only for unfinished
+// uploads.
 type upsRow struct {
 	At int64  `json:"at"`
 	Vp string `json:"vp"`
+	Pd *int   `json:"pd,omitempty"`
 	Sz int64  `json:"sz"`
 }
 
 // ups lists the requester's own recent uploads: same address and same
 // account (copyparty's default), in volumes where the requester may still
-// read or write. The body carries copyparty's newer shape (f, nu, nc) and
-// its older one (u, c); hoard has no unfinished entries here.
+// read or write. The body carries copyparty's newer shape (f: unfinished
+// up2k uploads, then finished ones; nu, nc) and its older one (u, c).
 func (s *Server) ups(q *req) error {
 	match := uploadFilter(q.query.Get("filter"))
-	recs := s.recent.Recent(recentMax, func(u *Upload) bool {
-		return u.IP == q.ip && u.User == q.user && u.Vol.Perms(q.user).Any(store.PermRead|store.PermWrite) && match(uploadPath(u))
-	})
+	mine := func(vol *store.Volume, ip, user, vpath string) bool {
+		return ip == q.ip && user == q.user && vol.Perms(q.user).Any(store.PermRead|store.PermWrite) && match(vpath)
+	}
+	unf := []upsRow{}
+	if s.up != nil {
+		for _, u := range s.up.Unfinished(func(u *up2k.Unfinished) bool {
+			return mine(u.Vol, u.IP, u.User, uploadPath(&Upload{Vol: u.Vol, Rel: u.Rel}))
+		}) {
+			pd := u.Percent()
+			unf = append(unf, upsRow{At: u.Started.Unix(), Vp: "/" + escapePath(strings.TrimPrefix(uploadPath(&Upload{Vol: u.Vol, Rel: u.Rel}), "/")), Pd: &pd, Sz: u.Size})
+			if len(unf) == recentMax {
+				break
+			}
+		}
+	}
+	recs := s.recent.Recent(recentMax, func(u *Upload) bool { return mine(u.Vol, u.IP, u.User, uploadPath(u)) })
 	rows := make([]upsRow, 0, len(recs))
 	for i := range recs {
-		rows = append(rows, upsRow{At: recs[i].At.Unix(), Vp: escapePath(strings.TrimPrefix(uploadPath(&recs[i]), "/")), Sz: recs[i].Size})
+		rows = append(rows, upsRow{At: recs[i].At.Unix(), Vp: "/" + escapePath(strings.TrimPrefix(uploadPath(&recs[i]), "/")), Sz: recs[i].Size})
 	}
-	for i := range rows {
-		rows[i].Vp = "/" + rows[i].Vp
-	}
-	return sendJSON(q, map[string]any{"f": rows, "nu": 0, "nc": len(rows), "u": []upsRow{}, "c": rows})
+	return sendJSON(q, map[string]any{"f": append(slices.Clone(unf), rows...), "nu": len(unf), "nc": len(rows), "u": unf, "c": rows})
 }
 
 // ruRow is one record of ?ru.

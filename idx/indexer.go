@@ -80,11 +80,17 @@ type Indexer struct {
 	queue []store.Event
 	stop  bool
 
-	ctx    context.Context
+	ctx    context.Context // scans
 	cancel context.CancelFunc
+	evctx  context.Context // queued changes: cancelled only when draining takes too long
+	evstop context.CancelFunc
+	evwg   sync.WaitGroup
 	wg     sync.WaitGroup
 	seed   maphash.Seed
 }
+
+// drainMax bounds how long Close goes on indexing queued changes.
+var drainMax = 30 * time.Second
 
 // New prepares the indexer for every volume with a database and the e2d
 // flag. Start begins indexing.
@@ -100,6 +106,7 @@ func New(cfg Config) *Indexer {
 	x.Limit = NewLimiter(cfg.SlowQuery)
 	x.cond = sync.NewCond(&x.mu)
 	x.ctx, x.cancel = context.WithCancel(context.Background())
+	x.evctx, x.evstop = context.WithCancel(context.Background())
 	for _, v := range cfg.Store.Volumes() {
 		db := cfg.DBs[v]
 		if db == nil || !v.Flags.E2D {
@@ -126,21 +133,44 @@ func (x *Indexer) Start() {
 		return
 	}
 	x.cfg.Store.Subscribe(x.enqueue)
-	x.wg.Add(1)
+	x.evwg.Add(1)
 	go x.events()
 	x.wg.Add(1)
 	go x.scans()
 }
 
 // Close stops indexing and waits for it; call it before closing the
-// databases.
+// databases, after the last change (the server is shut down). Scans stop
+// at once; changes already queued are still indexed, for at most
+// drainMax, so that a plain -e2d volume (no scan at start) does not lose
+// the uploads of the last moment to a restart.
 func (x *Indexer) Close() {
 	x.cancel()
 	x.mu.Lock()
 	x.stop = true
+	left := len(x.queue)
 	x.cond.Broadcast()
 	x.mu.Unlock()
 	x.wg.Wait()
+	done := make(chan struct{})
+	go func() { x.evwg.Wait(); close(done) }()
+	t := time.NewTimer(drainMax)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		x.mu.Lock()
+		left = len(x.queue)
+		x.mu.Unlock()
+		x.log.Warn("stopping with changes not indexed; a scan (-e2ds) finds them", "left", left)
+		x.evstop()
+		<-done
+		return
+	}
+	x.evstop()
+	if left > 0 {
+		x.log.Info("indexed the queued changes before stopping", "changes", left)
+	}
 }
 
 // Wait blocks until every volume's first scan is done (tests, benchmarks).
@@ -171,15 +201,16 @@ func (x *Indexer) enqueue(e store.Event) {
 	x.mu.Unlock()
 }
 
-// events applies store events in order, one batch per change.
+// events applies store events in order, one batch per change, until
+// Close has been called and the queue is empty (or evctx is cancelled).
 func (x *Indexer) events() {
-	defer x.wg.Done()
+	defer x.evwg.Done()
 	for {
 		x.mu.Lock()
 		for len(x.queue) == 0 && !x.stop {
 			x.cond.Wait()
 		}
-		if x.stop {
+		if len(x.queue) == 0 || x.evctx.Err() != nil {
 			x.mu.Unlock()
 			return
 		}
@@ -192,9 +223,9 @@ func (x *Indexer) events() {
 		case store.Removed:
 			err = vi.db.DeleteRecord(e.Rel)
 		case store.Created:
-			err = x.indexFile(x.ctx, vi, e.Rel, nil, &e)
+			err = x.indexFile(x.evctx, vi, e.Rel, nil, &e)
 		}
-		if err != nil && x.ctx.Err() == nil {
+		if err != nil && x.evctx.Err() == nil {
 			x.log.Warn("could not index a change", "volume", "/"+vi.v.VPath, "path", e.Rel, "err", err)
 		}
 	}

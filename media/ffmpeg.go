@@ -83,6 +83,11 @@ func (s *Service) ffRun(ctx context.Context, bin string, args []string, in, out 
 		if strings.Contains(msg, "matches no streams") || strings.Contains(msg, "does not contain any stream") || strings.Contains(msg, "Output file #0 does not contain") {
 			return errNoAudio
 		}
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok && !ee.Exited() {
+			// Killed (out of memory, an operator): nothing says the file
+			// is at fault, so it is not remembered.
+			return fmt.Errorf("ffmpeg: %v: %s", err, lastLine(msg))
+		}
 		// FFmpeg could not read the file: that does not change until the
 		// file does, so a thumbnail request remembers it.
 		return fmt.Errorf("%w: ffmpeg: %v: %s", errCannot, err, lastLine(msg))

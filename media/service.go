@@ -54,6 +54,9 @@ type Service struct {
 	sem  chan struct{}
 	runs atomic.Int64 // jobs that did work, for tests and logs
 
+	// afterPublish, when set (tests), runs after an output is published.
+	afterPublish func(c *cache, name string)
+
 	mu     sync.Mutex
 	jobs   map[string]*job
 	caches map[string]*cache // by state folder
@@ -227,6 +230,11 @@ func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
 	if j == nil {
 		shared = false
 		j = &job{name: name, rq: rq, c: c, done: make(chan struct{}), started: make(chan struct{})}
+		j.release = sync.OnceFunc(func() {
+			if j.kept {
+				j.unref()
+			}
+		})
 		if rq.File != nil {
 			// The job may outlive the caller's file and must not move its
 			// offset: it reads its own open file description of the same
@@ -273,15 +281,32 @@ func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
 		}
 		return nil, j.err
 	}
-	r, ok := c.lookup(name, p.Format)
-	if !ok {
-		return nil, fmt.Errorf("the finished %s vanished from the cache", p.Format)
+	if r, ok := c.lookup(name, p.Format); ok {
+		r.How = how
+		return r, nil
 	}
-	r.How = how
-	return r, nil
+	// Evicted already (a small cache under a burst of other outputs):
+	// the job still holds its output open until its last waiter leaves.
+	return j.output(how)
 }
 
-// leave drops one waiter of j; the last one to leave cancels the job.
+// output opens the finished job's own output file, whatever became of
+// its cache name. Only a waiter may call it (its place keeps the file open).
+func (j *job) output(how How) (*Result, error) {
+	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(j.work.Fd())))
+	if err != nil {
+		return nil, fmt.Errorf("the finished %s vanished from the cache: %w", j.rq.Params.Format, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Result{File: f, Size: fi.Size(), ModTime: fi.ModTime(), Format: j.rq.Params.Format, How: how}, nil
+}
+
+// leave drops one waiter of j; the last one to leave cancels the job
+// and, once it is done, lets go of its output.
 func (s *Service) leave(j *job) {
 	s.mu.Lock()
 	j.waiters--
@@ -289,6 +314,11 @@ func (s *Service) leave(j *job) {
 	s.mu.Unlock()
 	if last {
 		j.cancel()
+		select {
+		case <-j.done:
+			j.release()
+		default:
+		}
 	}
 }
 
@@ -311,6 +341,12 @@ type job struct {
 	refs   int
 	closed bool
 	err    error
+
+	// A finished output stays open (the job keeps its reference) until
+	// its waiters have their own handles: eviction may unlink the cache
+	// name between the publish and their lookup.
+	kept    bool
+	release func()
 }
 
 // ref takes a reference on the work file unless it is already closed.
@@ -343,6 +379,14 @@ func (s *Service) run(j *job) {
 		s.mu.Unlock()
 		j.cancel()
 		close(j.done)
+		// No new waiter can join now; the last one present releases the
+		// output (see leave), or nobody is left and it is released here.
+		s.mu.Lock()
+		left := j.waiters
+		s.mu.Unlock()
+		if left == 0 {
+			j.release()
+		}
 	}()
 	wait := s.cfg.QueueWait
 	if j.rq.File != nil {
@@ -402,6 +446,9 @@ func (s *Service) convert(ctx context.Context, j *job) (err error) {
 	defer func() {
 		if err == nil {
 			err = j.c.publish(wname, j.name)
+			if err == nil && s.afterPublish != nil {
+				s.afterPublish(j.c, j.name)
+			}
 		}
 		if err != nil {
 			j.c.remove(wname)
@@ -409,7 +456,11 @@ func (s *Service) convert(ctx context.Context, j *job) (err error) {
 				j.c.markFailed(j.name)
 			}
 		}
-		j.unref()
+		if err == nil {
+			j.kept = true // released by run and leave
+		} else {
+			j.unref()
+		}
 	}()
 	ext := extOf(rq.Rel)
 	switch p.Kind {

@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -78,7 +79,10 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := v.root.Open(r)
+	// O_NONBLOCK does nothing to a regular file's reads, but it spares
+	// os's fcntl pair (set and clear non-blocking mode) on every open, and
+	// a fifo put in a file's place cannot hang the open.
+	f, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -122,7 +126,7 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 	if err != nil {
 		return nil, err
 	}
-	d, err := v.root.Open(r)
+	d, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0) // see Open
 	if err != nil {
 		return nil, mapErr(err)
 	}

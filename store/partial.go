@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"syscall"
 	"time"
 )
 
@@ -66,7 +67,7 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 			return nil, "", mapErr(err)
 		}
 		work := cand + PartialSuffix
-		f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue // another upload has this name
 		}
@@ -94,7 +95,7 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 		return nil, err
 	}
 	work := name + PartialSuffix
-	f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR, 0)
+	f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -11,10 +11,13 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // tempPrefix starts the names of PUT and multipart work files.
@@ -62,7 +65,7 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 		var b [9]byte
 		rand.Read(b[:])
 		name := tempPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + PartialSuffix
-		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -124,6 +127,9 @@ func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, er
 		t.Abort()
 		return "", nil, err
 	}
+	// The mtime is set on the open file before its fsync, so the flush
+	// that makes the bytes durable makes the mtime durable too.
+	mtimeSet := opt.Mtime.IsZero() || setMtime(t.File, opt.Mtime) == nil
 	if err := t.File.Sync(); err != nil {
 		t.Abort()
 		return "", nil, t.v.writeErr(err, 0)
@@ -135,7 +141,7 @@ func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, er
 		t.v.root.Remove(tmp)
 		return "", nil, t.v.writeErr(err, 0)
 	}
-	if !opt.Mtime.IsZero() {
+	if !mtimeSet {
 		if err := t.v.root.Chtimes(tmp, opt.Mtime, opt.Mtime); err != nil {
 			t.v.root.Remove(tmp)
 			return "", nil, mapErr(err)
@@ -436,3 +442,10 @@ func (v *Volume) Usage() (free, total uint64, err error) {
 // ClientTag is copyparty's 8-character keyed hash of a client address, as
 // used in collision suffixes and nameless upload names.
 func (v *Volume) ClientTag(ip string) string { return v.clientTag(ip) }
+
+// setMtime sets f's access and modification times to mt through its open
+// descriptor (no path lookup inside the volume).
+func setMtime(f *os.File, mt time.Time) error {
+	ts := unix.NsecToTimespec(mt.UnixNano())
+	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), []unix.Timespec{ts, ts}, 0)
+}

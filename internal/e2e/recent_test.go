@@ -17,8 +17,10 @@ type upsBody struct {
 	F []struct {
 		At int64  `json:"at"`
 		Vp string `json:"vp"`
+		Pd *int   `json:"pd"`
 		Sz int64  `json:"sz"`
 	} `json:"f"`
+	Nu int `json:"nu"`
 	Nc int `json:"nc"`
 }
 
@@ -46,8 +48,8 @@ func upsPaths(t *testing.T, s *server, q string, hdr ...string) []string {
 	for _, f := range b.F {
 		out = append(out, f.Vp)
 	}
-	if b.Nc != len(out) {
-		t.Fatalf("nc %d, %d rows", b.Nc, len(out))
+	if b.Nu+b.Nc != len(out) {
+		t.Fatalf("nu %d + nc %d, %d rows", b.Nu, b.Nc, len(out))
 	}
 	return out
 }
@@ -313,5 +315,46 @@ func TestRecentUploadsIndexed(t *testing.T) {
 	}
 	if got := upsPaths(t, s, "", "PW: p1"); !slices.Equal(got, []string{"/three.txt", "/a/one.txt"}) {
 		t.Fatalf("u1's ?ups after a restart: %v", got)
+	}
+}
+
+// ?ups lists the requester's unfinished up2k uploads first, with how much
+// of each is done; someone else's are not shown, and a finished upload
+// moves to the completed part.
+func TestRecentUploadsUnfinished(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := start(t, "-a", "u1:p1", "-v", dir+"::rw:rw,u1")
+	f := u2Make(u2Rand(3 << 20)) // three 1 MiB chunks
+	rep := u2Handshake(t, s, "/up/", "big file.bin", f, 1700000000, nil)
+	u2Chunk(t, s, rep, f, 0)
+	other := u2Make(u2Rand(2 << 20))
+	u2Handshake(t, s, "/up/", "theirs.bin", other, 1700000000, nil, "PW: p1")
+
+	ups := func(hdr ...string) upsBody {
+		t.Helper()
+		resp, body := s.do(t, "GET", "/?ups", nil, hdr...)
+		wantStatus(t, resp, body, 200)
+		var b upsBody
+		if err := json.Unmarshal(body, &b); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		return b
+	}
+	b := ups()
+	if b.Nu != 1 || b.Nc != 0 || len(b.F) != 1 {
+		t.Fatalf("anonymous ?ups during the upload: %+v", b)
+	}
+	if r := b.F[0]; r.Vp != "/up/big%20file.bin" || r.Sz != 3<<20 || r.Pd == nil || *r.Pd != 33 || r.At < time.Now().Unix()-60 {
+		t.Fatalf("unfinished row %+v (pd %v)", r, r.Pd)
+	}
+	if b := ups("PW: p1"); b.Nu != 1 || b.F[0].Vp != "/up/theirs.bin" || *b.F[0].Pd != 0 {
+		t.Fatalf("u1's ?ups: %+v", b)
+	}
+	u2Chunk(t, s, rep, f, 1)
+	u2Chunk(t, s, rep, f, 2)
+	b = ups()
+	if b.Nu != 0 || b.Nc != 1 || len(b.F) != 1 || b.F[0].Pd != nil || b.F[0].Vp != "/up/big%20file.bin" {
+		t.Fatalf("anonymous ?ups after the upload: %+v", b)
 	}
 }

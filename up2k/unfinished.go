@@ -1,0 +1,65 @@
+package up2k
+
+import (
+	"slices"
+	"time"
+
+	"hoard/store"
+)
+
+// Unfinished describes one upload in progress, for listings such as ?ups.
+type Unfinished struct {
+	Vol     *store.Volume
+	Rel     string // the final path inside the volume (reserved by the work file)
+	Size    int64
+	Done    int64 // bytes verified, durable and recorded
+	Started time.Time
+	User    string
+	IP      string
+}
+
+// Unfinished returns the uploads in progress for which keep is true,
+// newest first. Sessions still being set up or re-verified after a
+// restart, and those publishing or gone, are left out.
+func (m *Manager) Unfinished(keep func(*Unfinished) bool) []Unfinished {
+	m.mu.Lock()
+	live := make([]*session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		live = append(live, s)
+	}
+	m.mu.Unlock()
+	var out []Unfinished
+	for _, s := range live {
+		select {
+		case <-s.ready:
+		default:
+			continue
+		}
+		if s.err != nil {
+			continue
+		}
+		u := Unfinished{Vol: s.vol, Rel: s.rel(), Size: s.rec.Size, Started: time.Unix(0, s.rec.Created), User: s.rec.User, IP: s.rec.IP}
+		s.mu.Lock()
+		skip := s.done || s.finishing
+		for i, ok := range s.have {
+			if ok {
+				u.Done += s.chunkLen(i) * int64(len(s.at[i]))
+			}
+		}
+		s.mu.Unlock()
+		if !skip && keep(&u) {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b Unfinished) int { return b.Started.Compare(a.Started) })
+	return out
+}
+
+// Percent is how much of the upload is done, 0 to 100 (rounded down; 100
+// only for an empty file).
+func (u *Unfinished) Percent() int {
+	if u.Size <= 0 {
+		return 100
+	}
+	return int(u.Done * 100 / u.Size)
+}
