@@ -28,11 +28,13 @@ func wantsArchive(q *req) bool { return has(q.query, "tar") || has(q.query, "zip
 // the transfer (fail panics with http.ErrAbortHandler once headers are
 // sent), so a client never takes an incomplete archive for a whole one.
 func (s *Server) archive(q *req, sel []string) error {
-	if q.vol == nil {
-		return errorf(http.StatusNotFound, "archives are made of folders inside a volume; /%s is none", strings.Join(q.parts, "/"))
-	}
-	if err := q.need(store.PermRead, "download archives"); err != nil {
-		return err
+	// A folder of URLs only (no volume has it, volumes are mounted below
+	// it) is archived as the volumes below it that the user may read.
+	virtual := q.vol == nil
+	if !virtual {
+		if err := q.need(store.PermRead, "download archives"); err != nil {
+			return err
+		}
 	}
 	f, err := archiveFormat(q)
 	if err != nil {
@@ -41,12 +43,21 @@ func (s *Server) archive(q *req, sel []string) error {
 	if f.Mod != "" && s.archFn == nil {
 		return errorf(http.StatusNotImplemented, "archive modifier %s needs the media support, not built yet", f.Mod)
 	}
-	fi, err := q.vol.Stat(q.rel)
-	if err != nil {
-		return err
+	if !virtual {
+		fi, err := q.vol.Stat(q.rel)
+		switch {
+		case errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(q.parts)) > 0:
+			virtual = true
+		case err != nil:
+			return err
+		case !fi.IsDir():
+			return errorf(http.StatusBadRequest, "?tar and ?zip apply to folders; /%s is a file", strings.Join(q.parts, "/"))
+		}
 	}
-	if !fi.IsDir() {
-		return errorf(http.StatusBadRequest, "?tar and ?zip apply to folders; /%s is a file", strings.Join(q.parts, "/"))
+	if virtual {
+		if err := s.needMountRead(q); err != nil {
+			return err
+		}
 	}
 	if f.Heavy() {
 		select {
@@ -60,6 +71,9 @@ func (s *Server) archive(q *req, sel []string) error {
 
 	ctx := q.r.Context()
 	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: s.archiveMounts(q)}
+	if virtual {
+		wk.Vol, wk.Dots = nil, false // no volume, no . permission here (copyparty's rule)
+	}
 	base, prefix := s.archiveBase(q), ""
 	if sel == nil {
 		prefix = strings.TrimLeft(base, ".")
@@ -67,7 +81,12 @@ func (s *Server) archive(q *req, sel []string) error {
 			prefix = "top"
 		}
 		prefix += "/"
-		if err := wk.AddFolder(ctx, q.rel, prefix); err != nil {
+		if virtual {
+			err = wk.AddMounts(ctx, strings.Join(q.parts, "/"), prefix)
+		} else {
+			err = wk.AddFolder(ctx, q.rel, prefix)
+		}
+		if err != nil {
 			return err
 		}
 	} else {
@@ -108,6 +127,28 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 	s.log.Debug("archive sent", "id", q.id, "path", q.r.URL.Path, "format", f.Ext(), "files", len(wk.Files), "bytes", q.w.n, "dur", time.Since(start))
 	return nil
+}
+
+// needMountRead checks, for a folder of URLs only, that the user may read
+// a volume mounted below it.
+func (s *Server) needMountRead(q *req) error {
+	url := strings.Join(q.parts, "/")
+	below := false
+	for _, v := range s.st.Volumes() {
+		if url == "" && v.VPath != "" || strings.HasPrefix(v.VPath, url+"/") {
+			below = true
+			if v.Perms(q.user).Has(store.PermRead) {
+				return nil
+			}
+		}
+	}
+	switch {
+	case !below:
+		return errorf(http.StatusNotFound, "not found: /%s", url)
+	case q.user == "":
+		return errUnauthorized
+	}
+	return errorf(http.StatusForbidden, "user %s may read no volume below /%s", q.user, url)
 }
 
 // archiveMounts tells the walk which volumes are mounted below a URL path
@@ -182,9 +223,10 @@ const maxSelection = 1 << 20
 // line), and answers with the archive of those entries.
 func (s *Server) archivePost(q *req) error {
 	if q.vol == nil {
-		return errorf(http.StatusNotFound, "archives are made of folders inside a volume; /%s is none", strings.Join(q.parts, "/"))
-	}
-	if err := q.need(store.PermRead, "download archives"); err != nil {
+		if err := s.needMountRead(q); err != nil {
+			return err
+		}
+	} else if err := q.need(store.PermRead, "download archives"); err != nil {
 		return err
 	}
 	var names []string
@@ -327,11 +369,14 @@ func (s *Server) selectEntries(q *req, wk *arch.Walker, names []string) error {
 func (s *Server) selectEntry(q *req, wk *arch.Walker, name string) error {
 	parts := append(q.parts[:len(q.parts):len(q.parts)], strings.Split(name, "/")...)
 	v, rel := s.st.Resolve(parts)
+	if v == nil {
+		if len(s.st.MountsBelow(parts)) > 0 {
+			return wk.AddMounts(q.r.Context(), strings.Join(parts, "/"), name+"/")
+		}
+		return store.ErrNotFound
+	}
 	sub := wk
 	if v != q.vol {
-		if v == nil {
-			return store.ErrNotFound
-		}
 		p := v.Perms(q.user)
 		if !p.Has(store.PermRead) {
 			return fmt.Errorf("%w: a volume the user may not read", fs.ErrPermission)

@@ -87,3 +87,44 @@ func TestArchiveMounts(t *testing.T) {
 		wantStatus(t, resp, body, code)
 	}
 }
+
+// TestArchiveVirtualFolders: a folder no volume has, with volumes mounted
+// below it (the server's root when only /music is mounted, or /deep for
+// /deep/er), is archived as the volumes below it that the user may read;
+// when there is none, the answer is the listing's 401/403.
+func TestArchiveVirtualFolders(t *testing.T) {
+	t.Parallel()
+	music, deep, priv, wo := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, music, "m.mp3", []byte("m"))
+	writeFile(t, deep, "d.txt", []byte("d"))
+	writeFile(t, priv, "p.txt", []byte("p"))
+	s := start(t, "-a", "u:pw", "-v", music+":music:r", "-v", deep+":deep/er:r", "-v", priv+":p:r,u", "-v", wo+":wo/x:w")
+	anon := map[string][]byte{"music/m.mp3": []byte("m"), "deep/er/d.txt": []byte("d")}
+	for _, format := range []string{"tar", "zip"} {
+		resp, body := s.do(t, "GET", "/?"+format, nil)
+		wantStatus(t, resp, body, 200)
+		arSame(t, "anonymous / "+format, arRead(t, format, body), "top/", anon)
+		resp, body = s.do(t, "GET", "/?"+format, nil, rsBasic("u:pw"))
+		wantStatus(t, resp, body, 200)
+		arSame(t, "u / "+format, arRead(t, format, body), "top/", map[string][]byte{"music/m.mp3": []byte("m"), "deep/er/d.txt": []byte("d"), "p/p.txt": []byte("p")})
+		resp, body = s.do(t, "GET", "/deep/?"+format, nil)
+		wantStatus(t, resp, body, 200)
+		arSame(t, "/deep/ "+format, arRead(t, format, body), "deep/", map[string][]byte{"er/d.txt": []byte("d")})
+	}
+	resp, body := s.do(t, "GET", "/wo/?tar", nil)
+	wantStatus(t, resp, body, 401)
+	resp, body = s.do(t, "GET", "/wo/?tar", nil, rsBasic("u:pw"))
+	wantStatus(t, resp, body, 403)
+	resp, body = s.do(t, "GET", "/nothing/?tar", nil)
+	wantStatus(t, resp, body, 404)
+	sel, _ := json.Marshal([]string{"deep", "music/m.mp3"})
+	resp, body = s.do(t, "POST", "/?zip", sel, "Content-Type: application/json")
+	wantStatus(t, resp, body, 200)
+	arSame(t, "selection at /", arRead(t, "zip", body), "", map[string][]byte{"music/m.mp3": []byte("m"), "deep/er/d.txt": []byte("d")})
+	sel, _ = json.Marshal([]string{"p"})
+	resp, body = s.do(t, "POST", "/?zip", sel, "Content-Type: application/json")
+	wantStatus(t, resp, body, 403)
+	sel, _ = json.Marshal([]string{"nothing"})
+	resp, body = s.do(t, "POST", "/?zip", sel, "Content-Type: application/json")
+	wantStatus(t, resp, body, 400)
+}
