@@ -430,3 +430,140 @@ func TestHugeSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestFolderHandles: files are opened through a handle on their folder;
+// links to other folders of the volume still work (by their full path),
+// and a folder swapped for a link out of the volume after the walk is
+// never entered: the archive fails instead of carrying outside bytes.
+func TestFolderHandles(t *testing.T) {
+	for _, size := range []int{10, 100_000} { // read ahead, read in turn
+		for _, fs := range []string{"tar", "zip", "zip=crc", "tar=gz"} {
+			dir := t.TempDir()
+			put(t, dir, "a/f", randBytes(size, 10))
+			put(t, dir, "b/g", randBytes(size, 11))
+			if err := os.Symlink("../b/g", filepath.Join(dir, "a", "up")); err != nil {
+				t.Fatal(err)
+			}
+			v := openVol(t, dir)
+			list := walk(t, v, "")
+			var buf bytes.Buffer
+			if err := Write(context.Background(), &buf, parse(t, fs), list, Options{}); err != nil {
+				t.Fatalf("%s: %v", fs, err)
+			}
+			got := readBack(t, parse(t, fs), buf.Bytes())
+			if !bytes.Equal(got["a/up"].data, randBytes(size, 11)) || !bytes.Equal(got["a/f"].data, randBytes(size, 10)) {
+				t.Errorf("%s, %d bytes: the link to ../b/g or a/f came out wrong (%v)", fs, size, keys(got))
+			}
+
+			// a/f becomes a link to ../b/g after the walk: the folder's
+			// handle refuses it, the volume's root follows it.
+			if err := os.Remove(filepath.Join(dir, "a", "f")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("../b/g", filepath.Join(dir, "a", "f")); err != nil {
+				t.Fatal(err)
+			}
+			buf.Reset()
+			if err := Write(context.Background(), &buf, parse(t, fs), list, Options{}); err != nil {
+				t.Fatalf("%s: after a/f became a link: %v", fs, err)
+			}
+			if got := readBack(t, parse(t, fs), buf.Bytes()); !bytes.Equal(got["a/f"].data, randBytes(size, 11)) {
+				t.Errorf("%s, %d bytes: a/f, now a link to ../b/g, came out wrong", fs, size)
+			}
+
+			// Now a/ becomes a link to a folder outside with the same names.
+			outside := t.TempDir()
+			put(t, outside, "f", bytes.Repeat([]byte("S"), size))
+			put(t, outside, "up", bytes.Repeat([]byte("S"), size))
+			if err := os.RemoveAll(filepath.Join(dir, "a")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(dir, "a")); err != nil {
+				t.Fatal(err)
+			}
+			buf.Reset()
+			err := Write(context.Background(), &buf, parse(t, fs), list, Options{})
+			if !errors.Is(err, store.ErrOutside) {
+				t.Errorf("%s, %d bytes: Write after the swap = %v, want ErrOutside", fs, size, err)
+			}
+			if bytes.Contains(buf.Bytes(), []byte("SSSSSSSSSS")) {
+				t.Errorf("%s, %d bytes: outside bytes in the archive", fs, size)
+			}
+		}
+	}
+}
+
+// TestGNUHeaderFastPath: the hand-made header is archive/tar's, byte for
+// byte, whenever it claims to be able to make it.
+func TestGNUHeaderFastPath(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	names := []string{"", "a", "x/y/z.txt", "日本/ünï cødé ½.txt", strings.Repeat("n", 99), strings.Repeat("n", 100), strings.Repeat("n", 101), strings.Repeat("é", 50), "a\x00b"}
+	sizes := []int64{0, 1, 511, 512, 1<<33 - 1, 1 << 33, -1}
+	mtimes := []int64{0, 1, 1700000000, 1<<33 - 1, 1 << 33, -1}
+	modes := []uint32{0, 0o644, 0o7777, 1<<21 - 1, 1 << 21}
+	for range 2000 {
+		name := names[r.IntN(len(names))]
+		if r.IntN(3) == 0 {
+			b := make([]byte, r.IntN(110))
+			for i := range b {
+				b[i] = byte(1 + r.IntN(255))
+			}
+			name = string(b)
+		}
+		size, mtime, mode := sizes[r.IntN(len(sizes))], mtimes[r.IntN(len(mtimes))], modes[r.IntN(len(modes))]
+		if r.IntN(2) == 0 {
+			size, mtime, mode = r.Int64N(1<<34), r.Int64N(1<<34), uint32(r.IntN(1<<22))
+		}
+		var blk [512]byte
+		ok := gnuHeader(&blk, name, size, mode, mtime)
+		var buf bytes.Buffer
+		err := tar.NewWriter(&buf).WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: int64(mode), ModTime: time.Unix(mtime, 0), Format: tar.FormatGNU})
+		switch {
+		case !ok:
+			if len(name) <= 100 && !strings.Contains(name, "\x00") && size >= 0 && size < 1<<33 && mode < 1<<21 && mtime >= 0 && mtime < 1<<33 {
+				t.Errorf("no fast header for %q %d %o %d", name, size, mode, mtime)
+			}
+		case err != nil:
+			t.Errorf("fast header for %q %d %o %d, which archive/tar refuses: %v", name, size, mode, mtime, err)
+		case !bytes.Equal(blk[:], buf.Bytes()):
+			t.Errorf("%q %d %o %d: fast header differs from archive/tar's", name, size, mode, mtime)
+		}
+	}
+}
+
+// TestWalkOrder: with sub-folders listed ahead concurrently, the walk still
+// yields copyparty's order (a folder's files by name, then each sub-folder
+// in turn), the same every time.
+func TestWalkOrder(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for i := range 9 {
+		for j := range 3 {
+			for k := range 2 {
+				put(t, dir, filepath.Join(string(rune('a'+i)), string(rune('a'+j)), string(rune('x'+k))), []byte{byte(k)})
+			}
+		}
+		put(t, dir, filepath.Join(string(rune('a'+i)), "zz"), []byte("f"))
+	}
+	put(t, dir, "top", []byte("t"))
+	want = append(want, "top")
+	for i := range 9 {
+		d := string(rune('a' + i))
+		want = append(want, d+"/zz")
+		for j := range 3 {
+			for k := range 2 {
+				want = append(want, d+"/"+string(rune('a'+j))+"/"+string(rune('x'+k)))
+			}
+		}
+	}
+	v := openVol(t, dir)
+	for range 20 {
+		var got []string
+		for _, f := range walk(t, v, "") {
+			got = append(got, f.Name)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("walk order\n%v\nwant\n%v", got, want)
+		}
+	}
+}

@@ -91,6 +91,7 @@ func write(ctx context.Context, w io.Writer, f Format, files []File, opt Options
 	}
 	bw := bufio.NewWriterSize(w, bufSize)
 	aw := &archiveWriter{ctx: ctx, bw: bw, raw: raw, f: f, opt: opt, dry: dry}
+	defer aw.open.close()
 	if aw.opt.SendfileMin <= 0 {
 		aw.opt.SendfileMin = 64 << 10
 	}
@@ -133,7 +134,9 @@ type archiveWriter struct {
 	// ahead delivers small files read in advance, one result per file
 	// on disk, in order (nil when not prefetching).
 	ahead *prefetcher
+	open  opener // for the files not read ahead
 	hdr   bytes.Buffer
+	blk   [512]byte // a header made without archive/tar
 }
 
 func (a *archiveWriter) write(p []byte) error {
@@ -175,7 +178,7 @@ func (a *archiveWriter) add(fl *File) error {
 			return a.addEntry(fl, &e)
 		}
 	}
-	file, fi, err := fl.Vol.Open(fl.Rel)
+	file, fi, err := a.open.open(fl)
 	if err != nil {
 		return fmt.Errorf("arch: %s: %w", fl.Name, err)
 	}
@@ -300,6 +303,11 @@ func (a *archiveWriter) body(e *entry, crc *uint32) error {
 // --- tar -------------------------------------------------------------------
 
 func (a *archiveWriter) tarEntry(fl *File, e *entry) error {
+	if !a.f.Pax {
+		if gnuHeader(&a.blk, e.name, e.size, fl.Mode, fl.Mtime.Unix()) {
+			return a.tarFinish(e, a.blk[:])
+		}
+	}
 	h := &tar.Header{
 		Typeflag: tar.TypeReg,
 		Name:     e.name,
@@ -320,7 +328,12 @@ func (a *archiveWriter) tarEntry(fl *File, e *entry) error {
 	if err := tar.NewWriter(&a.hdr).WriteHeader(h); err != nil {
 		return fmt.Errorf("arch: %s: %w", e.name, err)
 	}
-	if err := a.write(a.hdr.Bytes()); err != nil {
+	return a.tarFinish(e, a.hdr.Bytes())
+}
+
+// tarFinish writes an entry's header blocks, its body and the padding.
+func (a *archiveWriter) tarFinish(e *entry, hdr []byte) error {
+	if err := a.write(hdr); err != nil {
 		return err
 	}
 	if err := a.body(e, nil); err != nil {
@@ -346,16 +359,23 @@ func (a *archiveWriter) tarEnd() error {
 	return nil
 }
 
-// Small files cost more in system calls (open, stat, read, close) than in
+// Small files cost more in system calls (open, read, close) than in
 // bytes, so a few goroutines open and read them ahead while the archive is
-// being written. File k (counting files on disk only) goes to reader
-// k % aheadReaders, whose results come in order on its own channel; add
-// takes them round-robin, so the order of the archive is kept.
+// being written. The files on disk are cut into batches of consecutive
+// files (at most aheadBatch files and about aheadBytes of small ones);
+// batch b goes to reader b % aheadReaders, whose batches come in order on
+// its own channel; add takes them round-robin, so the order of the
+// archive is kept. One channel operation per batch rather than per file
+// spares most of the goroutine wake-ups, which cost as much as the reads
+// on a virtual machine.
 
-// aheadFiles is how many files are read ahead at most (64 × 64 KiB of
-// memory); aheadReaders how many goroutines read them: one per core, at
-// most 4.
-const aheadFiles = 64
+// aheadBatch and aheadBytes bound a batch; each reader has at most two
+// made (one waiting in its channel), so about 4 × 256 KiB of files are
+// held ahead with two readers. aheadReaders is one per core, at most 4.
+const (
+	aheadBatch = 64
+	aheadBytes = 256 << 10
+)
 
 var aheadReaders = min(4, runtime.GOMAXPROCS(0))
 
@@ -373,23 +393,40 @@ func (r ahead) free() {
 var smallBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10+1); return &b }}
 
 type prefetcher struct {
-	chans []chan ahead
-	k     int // files taken so far
+	chans []chan []ahead
+	cur   []ahead // the batch being taken
+	i     int     // next in cur
+	b     int     // batches taken so far
 }
 
 // next returns the result for the next file on disk; ok is false when
 // the readers stopped (the context ended).
 func (p *prefetcher) next() (ahead, bool) {
-	r, ok := <-p.chans[p.k%len(p.chans)]
-	p.k++
-	return r, ok
+	for p.i >= len(p.cur) {
+		batch, ok := <-p.chans[p.b%len(p.chans)]
+		if !ok {
+			return ahead{}, false
+		}
+		p.b++
+		p.cur, p.i = batch, 0
+	}
+	r := p.cur[p.i]
+	p.cur[p.i] = ahead{}
+	p.i++
+	return r, true
 }
 
 // drain waits until every reader has stopped and no file is open.
 func (p *prefetcher) drain() {
-	for _, c := range p.chans {
-		for r := range c {
+	free := func(batch []ahead) {
+		for _, r := range batch {
 			r.free()
+		}
+	}
+	free(p.cur[p.i:])
+	for _, c := range p.chans {
+		for batch := range c {
+			free(batch)
 		}
 	}
 }
@@ -398,30 +435,50 @@ func (p *prefetcher) drain() {
 // whole; for the others an empty result keeps the turns in step.
 func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
 	limit = min(limit, 64<<10)
+	var disk []int // files on disk (add asks for no generated one)
+	cuts := []int{0}
+	n, bytes := 0, int64(0)
+	for i := range files {
+		fl := &files[i]
+		if fl.Vol == nil || fl.data != nil {
+			continue
+		}
+		disk = append(disk, i)
+		n++
+		if fl.Size < limit {
+			bytes += fl.Size
+		}
+		if n == aheadBatch || bytes >= aheadBytes {
+			cuts = append(cuts, len(disk))
+			n, bytes = 0, 0
+		}
+	}
+	if n > 0 {
+		cuts = append(cuts, len(disk))
+	}
 	p := &prefetcher{}
 	for w := range aheadReaders {
-		c := make(chan ahead, aheadFiles/aheadReaders)
+		c := make(chan []ahead, 1)
 		p.chans = append(p.chans, c)
 		go func() {
 			defer close(c)
-			k := 0
-			for i := range files {
-				fl := &files[i]
-				if fl.Vol == nil || fl.data != nil {
-					continue // generated: add does not ask for it
-				}
-				k++
-				if (k-1)%aheadReaders != w {
-					continue
-				}
-				var r ahead
-				if fl.Size < limit {
-					r = readSmall(fl)
+			var o opener
+			defer o.close()
+			for b := w; b+1 < len(cuts); b += aheadReaders {
+				batch := make([]ahead, 0, cuts[b+1]-cuts[b])
+				for _, i := range disk[cuts[b]:cuts[b+1]] {
+					var r ahead
+					if files[i].Size < limit && ctx.Err() == nil {
+						r = readSmall(&o, &files[i])
+					}
+					batch = append(batch, r)
 				}
 				select {
-				case c <- r:
+				case c <- batch:
 				case <-ctx.Done():
-					r.free()
+					for _, r := range batch {
+						r.free()
+					}
 					return
 				}
 			}
@@ -432,18 +489,10 @@ func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
 
 // readSmall reads a whole small file, asking one byte more than its
 // listed size so that a file that grew is caught.
-func readSmall(fl *File) ahead {
-	f, fi, err := fl.Vol.Open(fl.Rel)
-	if err != nil {
-		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}
-	}
-	defer f.Close()
-	if fi.Size() != fl.Size {
-		return ahead{err: fmt.Errorf("%w: %s was %d bytes, now %d", ErrChanged, fl.Name, fl.Size, fi.Size())}
-	}
+func readSmall(o *opener, fl *File) ahead {
 	bp := smallBufs.Get().(*[]byte)
 	b := (*bp)[:fl.Size+1]
-	n, err := io.ReadAtLeast(f, b, max(int(fl.Size), 1))
+	n, err := o.read(fl, b, max(int(fl.Size), 1))
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		smallBufs.Put(bp)
 		return ahead{err: fmt.Errorf("arch: %s: %w", fl.Name, err)}

@@ -3,11 +3,13 @@ package http
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -26,11 +28,13 @@ func wantsArchive(q *req) bool { return has(q.query, "tar") || has(q.query, "zip
 // the transfer (fail panics with http.ErrAbortHandler once headers are
 // sent), so a client never takes an incomplete archive for a whole one.
 func (s *Server) archive(q *req, sel []string) error {
-	if q.vol == nil {
-		return errorf(http.StatusNotFound, "archives are made of folders inside a volume; /%s is none", strings.Join(q.parts, "/"))
-	}
-	if err := q.need(store.PermRead, "download archives"); err != nil {
-		return err
+	// A folder of URLs only (no volume has it, volumes are mounted below
+	// it) is archived as the volumes below it that the user may read.
+	virtual := q.vol == nil
+	if !virtual {
+		if err := q.need(store.PermRead, "download archives"); err != nil {
+			return err
+		}
 	}
 	f, err := archiveFormat(q)
 	if err != nil {
@@ -39,12 +43,21 @@ func (s *Server) archive(q *req, sel []string) error {
 	if f.Mod != "" && s.archFn == nil {
 		return errorf(http.StatusNotImplemented, "archive modifier %s needs the media support, not built yet", f.Mod)
 	}
-	fi, err := q.vol.Stat(q.rel)
-	if err != nil {
-		return err
+	if !virtual {
+		fi, err := q.vol.Stat(q.rel)
+		switch {
+		case errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(q.parts)) > 0:
+			virtual = true
+		case err != nil:
+			return err
+		case !fi.IsDir():
+			return errorf(http.StatusBadRequest, "?tar and ?zip apply to folders; /%s is a file", strings.Join(q.parts, "/"))
+		}
 	}
-	if !fi.IsDir() {
-		return errorf(http.StatusBadRequest, "?tar and ?zip apply to folders; /%s is a file", strings.Join(q.parts, "/"))
+	if virtual {
+		if err := s.needMountRead(q); err != nil {
+			return err
+		}
 	}
 	if f.Heavy() {
 		select {
@@ -57,7 +70,10 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 
 	ctx := q.r.Context()
-	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot")}
+	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: s.archiveMounts(q)}
+	if virtual {
+		wk.Vol, wk.Dots = nil, false // no volume, no . permission here (copyparty's rule)
+	}
 	base, prefix := s.archiveBase(q), ""
 	if sel == nil {
 		prefix = strings.TrimLeft(base, ".")
@@ -65,12 +81,17 @@ func (s *Server) archive(q *req, sel []string) error {
 			prefix = "top"
 		}
 		prefix += "/"
-		if err := wk.AddFolder(ctx, q.rel, prefix); err != nil {
+		if virtual {
+			err = wk.AddMounts(ctx, strings.Join(q.parts, "/"), prefix)
+		} else {
+			err = wk.AddFolder(ctx, q.rel, prefix)
+		}
+		if err != nil {
 			return err
 		}
 	} else {
 		base = "sel-" + base
-		if err := selectEntries(q, wk, sel); err != nil {
+		if err := s.selectEntries(q, wk, sel); err != nil {
 			return err
 		}
 	}
@@ -106,6 +127,54 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 	s.log.Debug("archive sent", "id", q.id, "path", q.r.URL.Path, "format", f.Ext(), "files", len(wk.Files), "bytes", q.w.n, "dur", time.Since(start))
 	return nil
+}
+
+// needMountRead checks, for a folder of URLs only, that the user may read
+// a volume mounted below it.
+func (s *Server) needMountRead(q *req) error {
+	url := strings.Join(q.parts, "/")
+	below := false
+	for _, v := range s.st.Volumes() {
+		if url == "" && v.VPath != "" || strings.HasPrefix(v.VPath, url+"/") {
+			below = true
+			if v.Perms(q.user).Has(store.PermRead) {
+				return nil
+			}
+		}
+	}
+	switch {
+	case !below:
+		return errorf(http.StatusNotFound, "not found: /%s", url)
+	case q.user == "":
+		return errUnauthorized
+	}
+	return errorf(http.StatusForbidden, "user %s may read no volume below /%s", q.user, url)
+}
+
+// archiveMounts tells the walk which volumes are mounted below a URL path
+// and what the user may do in them: a folder's archive holds the volumes
+// mounted below it that the user may read (copyparty's rule), each with its
+// own dotfile permission, in place of any real folder they hide.
+func (s *Server) archiveMounts(q *req) func(url string) []arch.Mount {
+	nodot := has(q.query, "nodot")
+	return func(url string) []arch.Mount {
+		var parts []string
+		if url != "" {
+			parts = strings.Split(url, "/")
+		}
+		var out []arch.Mount
+		for name, vols := range s.st.MountsBelow(parts) {
+			m := arch.Mount{Name: name}
+			for _, v := range vols {
+				if v.VPath == path.Join(url, name) {
+					p := v.Perms(q.user)
+					m.Vol, m.Read, m.Dots = v, p.Has(store.PermRead), p.Has(store.PermDot) && !nodot
+				}
+			}
+			out = append(out, m)
+		}
+		return out
+	}
 }
 
 // archiveFormat reads ?tar= or ?zip= and the modifier keys; of several
@@ -154,9 +223,10 @@ const maxSelection = 1 << 20
 // line), and answers with the archive of those entries.
 func (s *Server) archivePost(q *req) error {
 	if q.vol == nil {
-		return errorf(http.StatusNotFound, "archives are made of folders inside a volume; /%s is none", strings.Join(q.parts, "/"))
-	}
-	if err := q.need(store.PermRead, "download archives"); err != nil {
+		if err := s.needMountRead(q); err != nil {
+			return err
+		}
+	} else if err := q.need(store.PermRead, "download archives"); err != nil {
 		return err
 	}
 	var names []string
@@ -251,7 +321,7 @@ func selectionForm(q *req) ([]string, error) {
 // it before anything is sent: a name that escapes, is excluded, hidden from
 // this user, missing or unreadable refuses the whole request. A name below
 // another selected folder is left to that folder.
-func selectEntries(q *req, wk *arch.Walker, names []string) error {
+func (s *Server) selectEntries(q *req, wk *arch.Walker, names []string) error {
 	seen := map[string]bool{}
 	var clean []string
 	for _, name := range names {
@@ -279,16 +349,7 @@ func selectEntries(q *req, wk *arch.Walker, names []string) error {
 		if under(name, seen) {
 			continue
 		}
-		rel := name
-		if q.rel != "" {
-			rel = q.rel + "/" + name
-		}
-		fi, err := q.vol.Stat(rel)
-		if err == nil && fi.IsDir() {
-			err = wk.AddFolder(q.r.Context(), rel, name+"/")
-		} else if err == nil {
-			err = wk.AddFile(rel, name)
-		}
+		err := s.selectEntry(q, wk, name)
 		switch {
 		case err == nil:
 		case errors.Is(err, fs.ErrPermission):
@@ -300,6 +361,42 @@ func selectEntries(q *req, wk *arch.Walker, names []string) error {
 		}
 	}
 	return nil
+}
+
+// selectEntry adds one selected name, resolved as its URL would be: inside
+// the folder's volume, or in a volume mounted below it (which then needs
+// the read permission there), or a folder of URLs only above such volumes.
+func (s *Server) selectEntry(q *req, wk *arch.Walker, name string) error {
+	parts := append(q.parts[:len(q.parts):len(q.parts)], strings.Split(name, "/")...)
+	v, rel := s.st.Resolve(parts)
+	if v == nil {
+		if len(s.st.MountsBelow(parts)) > 0 {
+			return wk.AddMounts(q.r.Context(), strings.Join(parts, "/"), name+"/")
+		}
+		return store.ErrNotFound
+	}
+	sub := wk
+	if v != q.vol {
+		p := v.Perms(q.user)
+		if !p.Has(store.PermRead) {
+			return fmt.Errorf("%w: a volume the user may not read", fs.ErrPermission)
+		}
+		sub = &arch.Walker{Vol: v, Dots: p.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: wk.Mounts}
+	}
+	fi, err := v.Stat(rel)
+	switch {
+	case errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(parts)) > 0:
+		err = sub.AddMounts(q.r.Context(), strings.Join(parts, "/"), name+"/")
+	case err == nil && fi.IsDir():
+		err = sub.AddFolder(q.r.Context(), rel, name+"/")
+	case err == nil:
+		err = sub.AddFile(rel, name)
+	}
+	if sub != wk {
+		wk.Files = append(wk.Files, sub.Files...)
+		wk.Errs = append(wk.Errs, sub.Errs...)
+	}
+	return err
 }
 
 // under reports whether a parent folder of name is selected too.

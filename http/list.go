@@ -113,6 +113,9 @@ func (s *Server) virtualFolder(q *req) error {
 	if len(mounts) == 0 {
 		return errorf(http.StatusNotFound, "not found: /%s", strings.Join(q.parts, "/"))
 	}
+	if wantsArchive(q) {
+		return s.archive(q, nil) // the volumes below that the user may read
+	}
 	ents := s.addMounts(q, nil)
 	if len(ents) == 0 {
 		if q.user == "" {
