@@ -86,20 +86,7 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, mapErr(err)
-	}
-	if fi.IsDir() {
-		f.Close()
-		return nil, fi, ErrIsDir
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, ErrNotFound
-	}
-	return f, fi, nil
+	return checkRegular(f)
 }
 
 // Entry is one item of a folder listing.
