@@ -110,12 +110,18 @@ func uploadFilter(f string) func(vp string) bool {
 	}
 }
 
-// uploadPath is the URL path of an upload.
-func uploadPath(u *Upload) string {
-	if u.Vol.VPath == "" {
-		return "/" + u.Rel
+// uploadPath is the URL path of file rel of v, unescaped (what filters
+// match).
+func uploadPath(v *store.Volume, rel string) string {
+	if v.VPath == "" {
+		return "/" + rel
 	}
-	return "/" + u.Vol.VPath + "/" + u.Rel
+	return "/" + v.VPath + "/" + rel
+}
+
+// uploadHref is uploadPath escaped for a URL (what the lists show).
+func uploadHref(v *store.Volume, rel string) string {
+	return "/" + escapePath(strings.TrimPrefix(uploadPath(v, rel), "/"))
 }
 
 const recentMax = 1000 // records one ?ups or ?ru answer holds
@@ -135,25 +141,25 @@ type upsRow struct {
 // up2k uploads, then finished ones; nu, nc) and its older one (u, c).
 func (s *Server) ups(q *req) error {
 	match := uploadFilter(q.query.Get("filter"))
-	mine := func(vol *store.Volume, ip, user, vpath string) bool {
-		return ip == q.ip && user == q.user && vol.Perms(q.user).Any(store.PermRead|store.PermWrite) && match(vpath)
+	mine := func(vol *store.Volume, rel, ip, user string) bool {
+		return ip == q.ip && user == q.user && vol.Perms(q.user).Any(store.PermRead|store.PermWrite) && match(uploadPath(vol, rel))
 	}
 	unf := []upsRow{}
 	if s.up != nil {
 		for _, u := range s.up.Unfinished(func(u *up2k.Unfinished) bool {
-			return mine(u.Vol, u.IP, u.User, uploadPath(&Upload{Vol: u.Vol, Rel: u.Rel}))
+			return mine(u.Vol, u.Rel, u.IP, u.User)
 		}) {
 			pd := u.Percent()
-			unf = append(unf, upsRow{At: u.Started.Unix(), Vp: "/" + escapePath(strings.TrimPrefix(uploadPath(&Upload{Vol: u.Vol, Rel: u.Rel}), "/")), Pd: &pd, Sz: u.Size})
+			unf = append(unf, upsRow{At: u.Started.Unix(), Vp: uploadHref(u.Vol, u.Rel), Pd: &pd, Sz: u.Size})
 			if len(unf) == recentMax {
 				break
 			}
 		}
 	}
-	recs := s.recent.Recent(recentMax, func(u *Upload) bool { return mine(u.Vol, u.IP, u.User, uploadPath(u)) })
+	recs := s.recent.Recent(recentMax, func(u *Upload) bool { return mine(u.Vol, u.Rel, u.IP, u.User) })
 	rows := make([]upsRow, 0, len(recs))
-	for i := range recs {
-		rows = append(rows, upsRow{At: recs[i].At.Unix(), Vp: "/" + escapePath(strings.TrimPrefix(uploadPath(&recs[i]), "/")), Sz: recs[i].Size})
+	for _, u := range recs {
+		rows = append(rows, upsRow{At: u.At.Unix(), Vp: uploadHref(u.Vol, u.Rel), Sz: u.Size})
 	}
 	return sendJSON(q, map[string]any{"f": append(slices.Clone(unf), rows...), "nu": len(unf), "nc": len(rows), "u": unf, "c": rows})
 }
@@ -176,7 +182,7 @@ func (s *Server) ru(q *req) error {
 	filter := q.query.Get("filter")
 	match := uploadFilter(filter)
 	recs := s.recent.Recent(recentMax, func(u *Upload) bool {
-		return u.Vol.Perms(q.user).Has(store.PermAdmin) && match(uploadPath(u))
+		return u.Vol.Perms(q.user).Has(store.PermAdmin) && match(uploadPath(u.Vol, u.Rel))
 	})
 	rows := make([]ruRow, 0, len(recs))
 	for i := range recs {
@@ -185,7 +191,7 @@ func (s *Server) ru(q *req) error {
 		if un == "" {
 			un = "*"
 		}
-		rows = append(rows, ruRow{Vp: "/" + escapePath(strings.TrimPrefix(uploadPath(u), "/")), Sz: u.Size, IP: u.IP, At: u.At.Unix(), Un: un})
+		rows = append(rows, ruRow{Vp: uploadHref(u.Vol, u.Rel), Sz: u.Size, IP: u.IP, At: u.At.Unix(), Un: un})
 	}
 	body := map[string]any{"now": time.Now().Unix(), "filter": filter, "ups": rows}
 	if has(q.query, "j") {

@@ -239,7 +239,7 @@ func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
 			// The job may outlive the caller's file and must not move its
 			// offset: it reads its own open file description of the same
 			// file (already confined to its volume when it was opened).
-			f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(rq.File.Fd())))
+			f, err := reopen(rq.File)
 			if err != nil {
 				s.mu.Unlock()
 				return nil, err
@@ -293,7 +293,7 @@ func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
 // output opens the finished job's own output file, whatever became of
 // its cache name. Only a waiter may call it (its place keeps the file open).
 func (j *job) output(how How) (*Result, error) {
-	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(j.work.Fd())))
+	f, err := reopen(j.work)
 	if err != nil {
 		return nil, fmt.Errorf("the finished %s vanished from the cache: %w", j.rq.Params.Format, err)
 	}
@@ -303,6 +303,12 @@ func (j *job) output(how How) (*Result, error) {
 		return nil, err
 	}
 	return &Result{File: f, Size: fi.Size(), ModTime: fi.ModTime(), Format: j.rq.Params.Format, How: how}, nil
+}
+
+// reopen opens a new file description of f's file (its own offset), by
+// the descriptor, so no path is looked up again.
+func reopen(f *os.File) (*os.File, error) {
+	return os.Open("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
 }
 
 // leave drops one waiter of j; the last one to leave cancels the job

@@ -38,16 +38,14 @@ func (m *Manager) Unfinished(keep func(*Unfinished) bool) []Unfinished {
 		if s.err != nil {
 			continue
 		}
-		u := Unfinished{Vol: s.vol, Rel: s.rel(), Size: s.rec.Size, Started: time.Unix(0, s.rec.Created), User: s.rec.User, IP: s.rec.IP}
 		s.mu.Lock()
 		skip := s.done || s.finishing
-		for i, ok := range s.have {
-			if ok {
-				u.Done += s.chunkLen(i) * int64(len(s.at[i]))
-			}
-		}
 		s.mu.Unlock()
-		if !skip && keep(&u) {
+		if skip {
+			continue
+		}
+		u := Unfinished{Vol: s.vol, Rel: s.rel(), Size: s.rec.Size, Done: s.rec.Size - s.missing(), Started: time.Unix(0, s.rec.Created), User: s.rec.User, IP: s.rec.IP}
+		if keep(&u) {
 			out = append(out, u)
 		}
 	}
