@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"hoard/store"
+	"hoard/up2k/sha512x8"
 )
 
 // Config is what a Manager needs.
@@ -33,8 +34,12 @@ type Config struct {
 	// Workers bounds the goroutines that re-hash files (restart checks,
 	// dedup sources); 0 means GOMAXPROCS.
 	Workers int
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// SingleHash hashes every chunk with crypto/sha512 on its post's
+	// own goroutine, even where the AVX-512 lanes could take the big
+	// ones (for comparing the two).
+	SingleHash bool
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Manager runs the up2k uploads of every volume. It is safe for
@@ -47,6 +52,12 @@ type Manager struct {
 	now  func() time.Time
 	dbs  map[*store.Volume]SessionStore
 	sem  chan struct{} // one slot per hashing goroutine
+
+	// lanes hashes big chunks several at a time (nil without AVX-512,
+	// or when Config.SingleHash asks for crypto/sha512 throughout);
+	// laneBufs has a slot per buffer waiting there.
+	lanes    *sha512x8.Hasher
+	laneBufs chan struct{}
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
@@ -95,6 +106,10 @@ func New(cfg Config) (*Manager, error) {
 		w = runtime.GOMAXPROCS(0)
 	}
 	m.sem = make(chan struct{}, w)
+	if sha512x8.Available() && !cfg.SingleHash {
+		m.lanes = sha512x8.NewHasher()
+		m.laneBufs = make(chan struct{}, laneBufs)
+	}
 	for _, v := range cfg.Store.Volumes() {
 		db := cfg.DBs[v]
 		if db == nil {
@@ -122,6 +137,9 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
+	if m.lanes != nil {
+		m.lanes.Close()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.sessions)

@@ -28,6 +28,8 @@ type fixture struct {
 	db  SessionStore
 	m   *Manager
 	now time.Time
+	// single hashes with crypto/sha512 only (Config.SingleHash)
+	single bool
 }
 
 func newFixture(t *testing.T, flags store.Flags) *fixture {
@@ -50,7 +52,7 @@ func (f *fixture) restart() {
 	if f.m != nil {
 		f.m.Close()
 	}
-	m, err := New(Config{Store: f.st, DBs: map[*store.Volume]SessionStore{f.vol: f.db}, Now: func() time.Time { return f.now }, Logger: testLog})
+	m, err := New(Config{Store: f.st, DBs: map[*store.Volume]SessionStore{f.vol: f.db}, Now: func() time.Time { return f.now }, Logger: testLog, SingleHash: f.single})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -319,5 +321,41 @@ func TestExpire(t *testing.T) {
 	f.db.Sessions(context.Background(), func(string, []byte, []string) error { n++; return nil })
 	if n != 0 {
 		t.Fatal("expired session still stored")
+	}
+}
+
+// TestStitchedCorrupt posts four chunks in one body with the third
+// corrupted, through the lanes and through crypto/sha512: the first two
+// are kept, the third is reported, and it and the fourth stay needed.
+func TestStitchedCorrupt(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		f := newFixture(t, store.Flags{})
+		f.single = single
+		f.restart()
+		data := randBytes(4*1024*1024 + 3000)
+		cs, hs := hashes(data)
+		rep, err := f.hs("s.bin", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := bytes.Clone(data[:4*cs])
+		body[2*cs+cs/2] ^= 0x40
+		w, err := f.m.WriteChunks(context.Background(), ChunkPost{Vol: f.vol, Wark: rep.Wark, Hashes: strings.Join(hs[:4], ","), Subc: -1, Body: bytes.NewReader(body), Length: 4 * cs})
+		if KindOf(err) != Invalid || !strings.Contains(err.Error(), "your chunk got corrupted somehow") || !strings.Contains(err.Error(), hs[2]) {
+			t.Fatalf("single=%v: %v", single, err)
+		}
+		if w.Chunks != 2 {
+			t.Fatalf("single=%v: %d chunks confirmed, want 2", single, w.Chunks)
+		}
+		rep, _ = f.hs("s.bin", data)
+		if len(rep.Need) != 3 || rep.Need[0] != hs[2] || rep.Need[1] != hs[3] || rep.Need[2] != hs[4] {
+			t.Fatalf("single=%v: need %v", single, rep.Need)
+		}
+		if w, err := f.post(rep.Wark, data, cs, 2, 3, 4); err != nil || !w.Done {
+			t.Fatalf("single=%v: rest: %+v %v", single, w, err)
+		}
+		if !bytes.Equal(f.file("up/s.bin"), data) {
+			t.Fatalf("single=%v: content differs", single)
+		}
 	}
 }

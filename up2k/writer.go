@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"hoard/store"
+	"hoard/up2k/sha512x8"
 )
 
 // bufSize is the unit in which chunk bodies are read, hashed and written.
@@ -221,11 +222,15 @@ func (s *session) release(us []int) {
 	s.mu.Unlock()
 }
 
-// xfer moves one post's body into the work file in three stages that run
-// at once: reading (the caller's goroutine), hashing and writing (one
-// goroutine), and confirming (fdatasync and receipts, one goroutine, in
-// groups). Reading the next buffer overlaps hashing the current one, and
-// a slow fdatasync never stalls hashing.
+// xfer moves one post's body into the work file in stages that run at
+// once: reading (the caller's goroutine), writing and hashing (one
+// goroutine), checking sums (one goroutine) and confirming (fdatasync
+// and receipts, one goroutine, in groups). Reading the next buffer
+// overlaps hashing the current one, and a slow fdatasync never stalls
+// hashing. Chunks of at least laneMin bytes are hashed in the Manager's
+// SHA-512 lanes, which hash whatever chunks are in flight together on
+// one core: the writer hands each written buffer on and moves to the
+// next, and the checker waits for the sums.
 type xfer struct {
 	m      *Manager
 	s      *session
@@ -234,6 +239,7 @@ type xfer struct {
 	sub    *subState
 	subOff int64
 	want   int64
+	slots  chan struct{} // buffers this post may have in the lanes
 
 	failed atomic.Bool
 
@@ -244,6 +250,17 @@ type xfer struct {
 	err        error // first failure
 }
 
+// laneMin is the least chunk hashed in the lanes: for a smaller one the
+// handover costs more than the lanes save.
+const laneMin = bufSize
+
+// lanePost and laneBufs bound the buffers waiting in the lanes, per post
+// and in all, so that a post outrunning the lanes waits for them.
+const (
+	lanePost = 32
+	laneBufs = 256
+)
+
 type piece struct {
 	b   *buf
 	n   int
@@ -252,15 +269,38 @@ type piece struct {
 	end bool  // last piece of its chunk (a sub-chunk post's end is the chunk's)
 }
 
+// check is a chunk whose bytes are all written: its sum is sum, or comes
+// from st.
+type check struct {
+	k   int
+	st  *sha512x8.Stream
+	sum []byte
+	got int64 // bytes received for it
+}
+
+// lanes reports whether chunk u goes through the lanes.
+func (x *xfer) lanes(u int) bool {
+	return x.m.lanes != nil && x.sub == nil && x.s.chunkLen(u) >= laneMin
+}
+
 func (x *xfer) run(ctx context.Context, body io.Reader) {
 	pieces := make(chan piece, ahead)
+	checks := make(chan check, len(x.us))
 	verified := make(chan int, len(x.us))
-	var werr, cerr, rerr error
+	if x.m.lanes != nil && x.sub == nil {
+		x.slots = make(chan struct{}, lanePost)
+	}
+	var werr, verr, cerr, rerr error
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		werr = x.hashAndWrite(pieces, verified)
+		werr = x.hashAndWrite(pieces, checks)
+		close(checks)
+	}()
+	go func() {
+		defer wg.Done()
+		verr = x.verify(checks, verified)
 		close(verified)
 	}()
 	go func() {
@@ -275,8 +315,38 @@ func (x *xfer) run(ctx context.Context, body io.Reader) {
 		x.err = cerr
 	case werr != nil:
 		x.err = werr
+	case verr != nil:
+		x.err = verr
 	case rerr != nil:
 		x.err = rerr
+	}
+}
+
+// getBuf takes a buffer for chunk u, waiting for room in the lanes when
+// the chunk goes there.
+func (x *xfer) getBuf(ctx context.Context, u int) (*buf, error) {
+	if x.lanes(u) {
+		select {
+		case x.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		select {
+		case x.m.laneBufs <- struct{}{}:
+		case <-ctx.Done():
+			<-x.slots
+			return nil, ctx.Err()
+		}
+	}
+	return getBuf(), nil
+}
+
+// putBuf returns a buffer taken by getBuf for chunk u.
+func (x *xfer) putBuf(b *buf, u int) {
+	putBuf(b)
+	if x.lanes(u) {
+		<-x.m.laneBufs
+		<-x.slots
 	}
 }
 
@@ -294,10 +364,10 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 			if x.failed.Load() {
 				return nil
 			}
-			if err := ctx.Err(); err != nil {
+			b, err := x.getBuf(ctx, u)
+			if err != nil {
 				return err
 			}
-			b := getBuf()
 			n, err := io.ReadFull(body, b[:min(rem, bufSize)])
 			x.read += int64(n)
 			if n > 0 {
@@ -305,7 +375,7 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 				pieces <- piece{b: b, n: n, k: k, off: off, end: rem == 0 && final}
 				off += int64(n)
 			} else {
-				putBuf(b)
+				x.putBuf(b, u)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -318,11 +388,13 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 	return nil
 }
 
-// hashAndWrite hashes each piece, writes it at its offset, and when a
-// chunk is complete compares its hash, passing intact chunks on.
-func (x *xfer) hashAndWrite(pieces <-chan piece, verified chan<- int) error {
+// hashAndWrite writes each piece at its offset and hashes it (or hands
+// it to the lanes); when a chunk is complete it passes it on to be
+// checked.
+func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 	s := x.s
 	var h hash.Hash
+	var st *sha512x8.Stream
 	if x.sub != nil {
 		h = x.sub.h
 	} else {
@@ -330,20 +402,31 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, verified chan<- int) error {
 	}
 	var err error
 	var got int64
-	sum := make([]byte, 0, sha512.Size)
 	fd := int(x.f.Fd())
 	kick, kicked := int64(-1), int64(0) // range written since writeback was last started
 	for pc := range pieces {
+		u := x.us[pc.k]
 		if err != nil {
-			putBuf(pc.b)
+			x.putBuf(pc.b, u)
 			continue
 		}
-		h.Write(pc.b[:pc.n])
+		lane := x.lanes(u)
 		if _, werr := x.f.WriteAt(pc.b[:pc.n], pc.off); werr != nil {
 			err = s.vol.WriteErr(werr, s.missing())
 			x.failed.Store(true)
+			x.putBuf(pc.b, u)
+			continue
 		}
-		putBuf(pc.b)
+		if lane {
+			if st == nil {
+				st = x.m.lanes.New()
+			}
+			b := pc.b
+			st.Write(b[:pc.n], func() { x.putBuf(b, u) })
+		} else {
+			h.Write(pc.b[:pc.n])
+			x.putBuf(pc.b, u)
+		}
 		got += int64(pc.n)
 		if kick < 0 || pc.off != kick+kicked {
 			kick, kicked = pc.off, 0
@@ -356,20 +439,44 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, verified chan<- int) error {
 			unix.SyncFileRange(fd, kick, kicked, unix.SYNC_FILE_RANGE_WRITE)
 			kick, kicked = -1, 0
 		}
-		if !pc.end || err != nil {
+		if !pc.end {
 			continue
 		}
-		u := x.us[pc.k]
-		sum = h.Sum(sum[:0])
-		h.Reset()
-		enc := b64.EncodeToString(sum)
+		c := check{k: pc.k, got: got}
+		if lane {
+			st.Finish()
+			c.st, st = st, nil
+		} else {
+			c.sum = h.Sum(nil)
+			h.Reset()
+		}
+		got = 0
+		checks <- c
+	}
+	return err
+}
+
+// verify compares each complete chunk's sum with its hash, passing
+// intact chunks on; after a mismatch it passes nothing more.
+func (x *xfer) verify(checks <-chan check, verified chan<- int) error {
+	s := x.s
+	var err error
+	for c := range checks {
+		if c.st != nil {
+			sum := c.st.Sum()
+			c.sum = sum[:]
+		}
+		if err != nil {
+			continue
+		}
+		u := x.us[c.k]
+		enc := b64.EncodeToString(c.sum)
 		if !strings.HasPrefix(enc, s.cmp[u]) {
-			err = invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", got, s.sent[u], enc[:max(len(s.sent[u]), KeyLen)])
+			err = invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", c.got, s.sent[u], enc[:max(len(s.sent[u]), KeyLen)])
 			x.failed.Store(true)
 			continue
 		}
-		got = 0
-		verified <- pc.k
+		verified <- c.k
 	}
 	return err
 }

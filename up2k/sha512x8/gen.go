@@ -58,9 +58,9 @@ func emit() {
 	fmt.Fprintln(&out, "#include \"textflag.h\"")
 	fmt.Fprintln(&out)
 	for i, k := range K {
-		fmt.Fprintf(&out, "DATA ·k+%d(SB)/8, $0x%016x\n", 8*i, k)
+		fmt.Fprintf(&out, "DATA ·_K+%d(SB)/8, $0x%016x\n", 8*i, k)
 	}
-	fmt.Fprintf(&out, "GLOBL ·k(SB), RODATA|NOPTR, $%d\n\n", 8*len(K))
+	fmt.Fprintf(&out, "GLOBL ·_K(SB), RODATA|NOPTR, $%d\n\n", 8*len(K))
 	for i := 0; i < 4; i++ {
 		fmt.Fprintf(&out, "DATA ·bswap+%d(SB)/8, $0x0001020304050607\n", 16*i)
 		fmt.Fprintf(&out, "DATA ·bswap+%d(SB)/8, $0x08090a0b0c0d0e0f\n", 16*i+8)
@@ -136,7 +136,7 @@ func round(t int) {
 	e, f, g, h := v(t, 4), v(t, 5), v(t, 6), v(t, 7)
 	// h += W[t] + K[t]
 	p("VPADDQ %s, %s, %s", w(t), h, h)
-	p("VPADDQ.BCST ·k+%d(SB), %s, %s", 8*t, h, h)
+	p("VPADDQ.BCST ·_K+%d(SB), %s, %s", 8*t, h, h)
 	// h += Σ1(e) = ror14 ^ ror18 ^ ror41
 	p("VPRORQ $14, %s, Z24", e)
 	p("VPRORQ $18, %s, Z25", e)

@@ -1,0 +1,210 @@
+package sha512x8
+
+import "sync"
+
+// Available reports whether this CPU runs the lanes. Without them a
+// Hasher still works, one message at a time, and callers are better off
+// with crypto/sha512.
+func Available() bool { return haveAVX512 }
+
+// maxRun bounds one kernel call (in blocks), so that a stream with new
+// data joins a free lane within tens of microseconds.
+const maxRun = 256
+
+// A Hasher owns eight lanes and one goroutine that runs them. Streams
+// hand it data; whatever streams have data share the lanes, so several
+// chunks arriving at once are hashed together at the lanes' speed.
+type Hasher struct {
+	mu     sync.Mutex
+	ready  []*Stream // streams with data waiting, not in a lane
+	wake   chan struct{}
+	start  sync.Once
+	closed bool
+}
+
+// piece is a run of whole blocks, released once hashed.
+type piece struct {
+	b       []byte
+	release func()
+	final   bool // the padding: the stream's sum is ready after it
+}
+
+// A Stream is one message being hashed. Its methods must not be called
+// concurrently; Write and Finish never block, Sum waits for the lanes.
+type Stream struct {
+	h *Hasher
+	// guarded by h.mu
+	queue  []piece
+	inLane bool
+	queued bool
+	state  [8]uint64
+
+	total uint64
+	tail  [BlockSize]byte
+	ntail int
+	fin   [2 * BlockSize]byte
+	done  chan struct{}
+}
+
+// NewHasher returns a Hasher; its goroutine starts with the first data
+// and ends with Close.
+func NewHasher() *Hasher {
+	return &Hasher{wake: make(chan struct{}, 1)}
+}
+
+// Close stops the goroutine once idle. Streams must be finished or
+// abandoned first.
+func (h *Hasher) Close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.signal()
+}
+
+// New starts a message.
+func (h *Hasher) New() *Stream {
+	s := &Stream{h: h, state: iv, done: make(chan struct{})}
+	return s
+}
+
+func (h *Hasher) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Write hands p to the lanes; release (if not nil) is called once p has
+// been hashed and may be reused. Every Write but the last before Finish
+// must be a multiple of BlockSize long.
+func (s *Stream) Write(p []byte, release func()) {
+	if s.ntail != 0 {
+		panic("sha512x8: Write after a partial block")
+	}
+	s.total += uint64(len(p))
+	whole := len(p) &^ (BlockSize - 1)
+	s.ntail = copy(s.tail[:], p[whole:])
+	if whole == 0 {
+		if release != nil {
+			release()
+		}
+		return
+	}
+	s.push(piece{b: p[:whole], release: release})
+}
+
+// Finish ends the message; Sum then returns its hash. Nothing may be
+// written after Finish.
+func (s *Stream) Finish() {
+	s.push(piece{b: pad(&s.fin, s.tail[:s.ntail], s.total), final: true})
+}
+
+// Sum waits for the lanes to hash everything written and returns the
+// SHA-512 sum. Finish must have been called.
+func (s *Stream) Sum() [64]byte {
+	<-s.done
+	return digest(&s.state)
+}
+
+func (s *Stream) push(pc piece) {
+	h := s.h
+	h.start.Do(func() { go h.run() })
+	h.mu.Lock()
+	s.queue = append(s.queue, pc)
+	if !s.inLane && !s.queued {
+		s.queued = true
+		h.ready = append(h.ready, s)
+	}
+	h.mu.Unlock()
+	h.signal()
+}
+
+// run is the lanes' goroutine.
+func (h *Hasher) run() {
+	var (
+		st      [8][8]uint64
+		lanes   [8]*Stream
+		cur     [8]piece
+		ptrs    [8]*byte
+		strides [8]uint64
+		done    []func()
+	)
+	for {
+		h.mu.Lock()
+		var mask uint8
+		for l := range lanes {
+			s := lanes[l]
+			if s != nil && len(cur[l].b) > 0 {
+				mask |= 1 << l
+				continue
+			}
+			if s != nil { // its piece is hashed
+				if cur[l].release != nil {
+					done = append(done, cur[l].release)
+				}
+				final := cur[l].final
+				cur[l] = piece{}
+				if len(s.queue) > 0 && !final {
+					cur[l], s.queue = s.queue[0], s.queue[1:]
+					mask |= 1 << l
+					continue
+				}
+				for w := range 8 {
+					s.state[w] = st[w][l]
+				}
+				s.inLane, lanes[l] = false, nil
+				if final {
+					ch := s.done
+					done = append(done, func() { close(ch) })
+				}
+			}
+			if len(h.ready) > 0 {
+				s = h.ready[0]
+				h.ready[0] = nil
+				h.ready = h.ready[1:]
+				s.queued, s.inLane, lanes[l] = false, true, s
+				for w := range 8 {
+					st[w][l] = s.state[w]
+				}
+				cur[l], s.queue = s.queue[0], s.queue[1:]
+				mask |= 1 << l
+			}
+		}
+		closed := h.closed
+		h.mu.Unlock()
+		for _, f := range done {
+			f()
+		}
+		clear(done)
+		done = done[:0]
+		if mask == 0 {
+			if closed {
+				return
+			}
+			<-h.wake
+			continue
+		}
+		n := maxRun
+		for l := range lanes {
+			if mask&(1<<l) != 0 {
+				n = min(n, len(cur[l].b)/BlockSize)
+			}
+		}
+		for l := range lanes {
+			if mask&(1<<l) != 0 {
+				ptrs[l], strides[l] = &cur[l].b[0], BlockSize
+			} else {
+				ptrs[l], strides[l] = &idle[0], 0
+			}
+		}
+		compress(&st, &ptrs, &strides, mask, n)
+		for l := range lanes {
+			if mask&(1<<l) != 0 {
+				cur[l].b = cur[l].b[n*BlockSize:]
+			}
+		}
+		clear(ptrs[:])
+	}
+}
+
+var idle [BlockSize]byte

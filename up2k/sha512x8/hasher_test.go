@@ -1,0 +1,105 @@
+package sha512x8
+
+import (
+	"crypto/sha512"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestHasher runs many messages through one Hasher from concurrent
+// goroutines, in pieces of random whole-block sizes with a random tail,
+// and checks every sum and that every piece is released once.
+func TestHasher(t *testing.T) {
+	for _, lanes := range []bool{true, false} {
+		if lanes && !haveAVX512 {
+			continue
+		}
+		name := map[bool]string{true: "avx512", false: "go"}[lanes]
+		t.Run(name, func(t *testing.T) {
+			if !lanes && haveAVX512 {
+				haveAVX512 = false
+				defer func() { haveAVX512 = true }()
+			}
+			h := NewHasher()
+			defer h.Close()
+			var wg sync.WaitGroup
+			var released, given atomic.Int64
+			for g := range 12 {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(uint64(g), 7))
+					for range 40 {
+						size := r.IntN(200_000)
+						if r.IntN(5) == 0 {
+							size = r.IntN(300)
+						}
+						msg := make([]byte, size)
+						for i := range msg {
+							msg[i] = byte(r.Uint32())
+						}
+						s := h.New()
+						rest := msg
+						for len(rest) > 0 {
+							n := min(len(rest), BlockSize*(1+r.IntN(200)))
+							if n < len(rest) || r.IntN(2) == 0 {
+								n = n &^ (BlockSize - 1)
+							}
+							if n == 0 {
+								n = len(rest)
+							}
+							given.Add(1)
+							s.Write(rest[:n], func() { released.Add(1) })
+							rest = rest[n:]
+						}
+						s.Finish()
+						if got, want := s.Sum(), sha512.Sum512(msg); got != want {
+							t.Errorf("%d bytes: got %x, want %x", size, got[:8], want[:8])
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if released.Load() != given.Load() {
+				t.Errorf("released %d of %d pieces", released.Load(), given.Load())
+			}
+		})
+	}
+}
+
+// TestGenericBlock checks the Go lanes against crypto/sha512 directly.
+func TestGenericBlock(t *testing.T) {
+	msg := make([]byte, 1000)
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	s := iv
+	var pb [2 * BlockSize]byte
+	whole := len(msg) &^ (BlockSize - 1)
+	block(&s, msg[:whole])
+	block(&s, pad(&pb, msg[whole:], uint64(len(msg))))
+	if got, want := digest(&s), sha512.Sum512(msg); got != want {
+		t.Fatalf("got %x, want %x", got[:8], want[:8])
+	}
+}
+
+// BenchmarkHasher hashes 1 MiB messages from 8 goroutines at once, as
+// concurrent chunk posts do.
+func BenchmarkHasher(b *testing.B) {
+	h := NewHasher()
+	defer h.Close()
+	const size = 1 << 20
+	data := make([]byte, size)
+	b.SetBytes(size)
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s := h.New()
+			for off := 0; off < size; off += 256 << 10 {
+				s.Write(data[off:off+256<<10], nil)
+			}
+			s.Finish()
+			s.Sum()
+		}
+	})
+}
