@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hoard/store"
@@ -58,6 +59,7 @@ type Manager struct {
 	// laneBufs has a slot per buffer waiting there.
 	lanes    *sha512x8.Hasher
 	laneBufs chan struct{}
+	posts    atomic.Int64 // chunk posts in flight
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc

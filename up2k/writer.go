@@ -255,18 +255,20 @@ type xfer struct {
 const laneMin = bufSize
 
 // lanePost and laneBufs bound the buffers waiting in the lanes, per post
-// and in all, so that a post outrunning the lanes waits for them.
+// (8 MiB) and in all (64 MiB), so that a post outrunning the lanes
+// waits for them.
 const (
 	lanePost = 32
 	laneBufs = 256
 )
 
 type piece struct {
-	b   *buf
-	n   int
-	k   int   // index into us
-	off int64 // file offset
-	end bool  // last piece of its chunk (a sub-chunk post's end is the chunk's)
+	b    *buf
+	n    int
+	k    int   // index into us
+	off  int64 // file offset
+	end  bool  // last piece of its chunk (a sub-chunk post's end is the chunk's)
+	lane bool  // its chunk is hashed in the lanes
 }
 
 // check is a chunk whose bytes are all written: its sum is sum, or comes
@@ -278,10 +280,27 @@ type check struct {
 	got int64 // bytes received for it
 }
 
-// lanes reports whether chunk u goes through the lanes.
-func (x *xfer) lanes(u int) bool {
-	return x.m.lanes != nil && x.sub == nil && x.s.chunkLen(u) >= laneMin
+// lanes reports whether the k-th chunk of the post goes through the
+// lanes. One lane hashes a chunk at about half the speed of
+// crypto/sha512, so the lanes pay where several chunks are hashed at
+// once and the wait for the last sum is hidden: the chunks before the
+// last of a stitched post (the post goes on reading meanwhile), and any
+// chunk while many posts are in flight or the lanes are busy. Otherwise
+// the last chunk of a post is hashed as it arrives, so that the reply
+// does not wait for a lane.
+func (x *xfer) lanes(k int) bool {
+	if x.m.lanes == nil || x.sub != nil || x.s.chunkLen(x.us[k]) < laneMin {
+		return false
+	}
+	return k < len(x.us)-1 || x.m.posts.Load() >= lanePosts || x.m.lanes.Busy() >= laneBusy
 }
+
+// lanePosts (chunk posts in flight) and laneBusy (streams in the lanes)
+// are the thresholds at which a post's last chunk joins the lanes.
+const (
+	lanePosts = 6
+	laneBusy  = 3
+)
 
 func (x *xfer) run(ctx context.Context, body io.Reader) {
 	pieces := make(chan piece, ahead)
@@ -290,6 +309,8 @@ func (x *xfer) run(ctx context.Context, body io.Reader) {
 	if x.m.lanes != nil && x.sub == nil {
 		x.slots = make(chan struct{}, lanePost)
 	}
+	x.m.posts.Add(1)
+	defer x.m.posts.Add(-1)
 	var werr, verr, cerr, rerr error
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -322,10 +343,10 @@ func (x *xfer) run(ctx context.Context, body io.Reader) {
 	}
 }
 
-// getBuf takes a buffer for chunk u, waiting for room in the lanes when
-// the chunk goes there.
-func (x *xfer) getBuf(ctx context.Context, u int) (*buf, error) {
-	if x.lanes(u) {
+// getBuf takes a buffer, waiting for room in the lanes when it is for
+// them.
+func (x *xfer) getBuf(ctx context.Context, lane bool) (*buf, error) {
+	if lane {
 		select {
 		case x.slots <- struct{}{}:
 		case <-ctx.Done():
@@ -341,10 +362,10 @@ func (x *xfer) getBuf(ctx context.Context, u int) (*buf, error) {
 	return getBuf(), nil
 }
 
-// putBuf returns a buffer taken by getBuf for chunk u.
-func (x *xfer) putBuf(b *buf, u int) {
+// putBuf returns a buffer taken by getBuf.
+func (x *xfer) putBuf(b *buf, lane bool) {
 	putBuf(b)
-	if x.lanes(u) {
+	if lane {
 		<-x.m.laneBufs
 		<-x.slots
 	}
@@ -360,11 +381,12 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 			rem = x.want
 		}
 		final := x.sub == nil || x.subOff+x.want == s.chunkLen(u)
+		lane := x.lanes(k)
 		for rem > 0 {
 			if x.failed.Load() {
 				return nil
 			}
-			b, err := x.getBuf(ctx, u)
+			b, err := x.getBuf(ctx, lane)
 			if err != nil {
 				return err
 			}
@@ -372,10 +394,10 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 			x.read += int64(n)
 			if n > 0 {
 				rem -= int64(n)
-				pieces <- piece{b: b, n: n, k: k, off: off, end: rem == 0 && final}
+				pieces <- piece{b: b, n: n, k: k, off: off, end: rem == 0 && final, lane: lane}
 				off += int64(n)
 			} else {
-				x.putBuf(b, u)
+				x.putBuf(b, lane)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -405,16 +427,15 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 	fd := int(x.f.Fd())
 	kick, kicked := int64(-1), int64(0) // range written since writeback was last started
 	for pc := range pieces {
-		u := x.us[pc.k]
+		lane := pc.lane
 		if err != nil {
-			x.putBuf(pc.b, u)
+			x.putBuf(pc.b, lane)
 			continue
 		}
-		lane := x.lanes(u)
 		if _, werr := x.f.WriteAt(pc.b[:pc.n], pc.off); werr != nil {
 			err = s.vol.WriteErr(werr, s.missing())
 			x.failed.Store(true)
-			x.putBuf(pc.b, u)
+			x.putBuf(pc.b, lane)
 			continue
 		}
 		if lane {
@@ -422,10 +443,10 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 				st = x.m.lanes.New()
 			}
 			b := pc.b
-			st.Write(b[:pc.n], func() { x.putBuf(b, u) })
+			st.Write(b[:pc.n], func() { x.putBuf(b, true) })
 		} else {
 			h.Write(pc.b[:pc.n])
-			x.putBuf(pc.b, u)
+			x.putBuf(pc.b, false)
 		}
 		got += int64(pc.n)
 		if kick < 0 || pc.off != kick+kicked {

@@ -17,6 +17,7 @@ const maxRun = 256
 type Hasher struct {
 	mu     sync.Mutex
 	ready  []*Stream // streams with data waiting, not in a lane
+	busy   int       // streams in a lane or ready
 	wake   chan struct{}
 	start  sync.Once
 	closed bool
@@ -59,6 +60,13 @@ func (h *Hasher) Close() {
 	h.closed = true
 	h.mu.Unlock()
 	h.signal()
+}
+
+// Busy reports how many streams have data waiting or being hashed.
+func (h *Hasher) Busy() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.busy
 }
 
 // New starts a message.
@@ -114,6 +122,7 @@ func (s *Stream) push(pc piece) {
 	if !s.inLane && !s.queued {
 		s.queued = true
 		h.ready = append(h.ready, s)
+		h.busy++
 	}
 	h.mu.Unlock()
 	h.signal()
@@ -153,6 +162,7 @@ func (h *Hasher) run() {
 					s.state[w] = st[w][l]
 				}
 				s.inLane, lanes[l] = false, nil
+				h.busy--
 				if final {
 					ch := s.done
 					done = append(done, func() { close(ch) })
