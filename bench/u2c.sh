@@ -12,6 +12,10 @@
 # CPU time is close to the whole upload phase, the client is the limit.
 # hoard runs with its defaults (every chunk fdatasynced, files and folders
 # fsynced, sessions synced); copyparty with its defaults (no fsync).
+# A third server, "floor" (bench/nullup2k), answers the protocol without
+# hashing, storing or syncing anything: u2c's time against it is the
+# client's own floor on this machine, which no server can beat, and
+# copyparty's time over it is the best ratio any server could reach.
 # Environment: COPYPARTY_SRC (required), PY (default /usr/bin/python3),
 # BENCH_TMP (a real disk; default ${TMPDIR:-/tmp}), U2C_ARGS (extra u2c
 # options for every run, e.g. "-j 8" for eight connections).
@@ -28,6 +32,7 @@ trap cleanup EXIT
 
 cd "$REPO"
 go build -o "$TMP/hoard" .
+go build -o "$TMP/nullup2k" ./bench/nullup2k
 mkdir -p "$TMP/src/big" "$TMP/src/small"
 head -c 1G /dev/urandom > "$TMP/src/big/f.bin"
 "$PY" - "$TMP/src/small" <<'EOF'
@@ -47,6 +52,8 @@ one() { # server mode round
     rm -rf "$TMP/dst"; mkdir "$TMP/dst"
     if [[ $srv == hoard ]]; then
         "$TMP/hoard" -p "$PORT" -i 127.0.0.1 -v "$TMP/dst::rw" --log-level warn > "$TMP/srv.log" 2>&1 &
+    elif [[ $srv == floor ]]; then
+        "$TMP/nullup2k" -p "$PORT" > "$TMP/srv.log" 2>&1 &
     else
         (cd "$CP" && exec "$PY" -m copyparty -q -p "$PORT" -i 127.0.0.1 -v "$TMP/dst::rw" --no-robots) > "$TMP/srv.log" 2>&1 &
     fi
@@ -70,6 +77,7 @@ for mode in $modes; do
     for r in $(seq "$ROUNDS"); do
         if (( r % 2 )); then one hoard "$mode" "$r"; one copyparty "$mode" "$r"
         else one copyparty "$mode" "$r"; one hoard "$mode" "$r"; fi
+        one floor "$mode" "$r"
     done
 done
 "$PY" - "$TMP/results" <<'EOF'
@@ -77,9 +85,10 @@ import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
 for mode in dict.fromkeys(r[0] for r in rows):
     med = {}
-    for srv in ("hoard", "copyparty"):
+    for srv in ("hoard", "copyparty", "floor"):
         xs = [r for r in rows if r[0] == mode and r[1] == srv]
         med[srv] = [st.median(float(x[i]) for x in xs) for i in (2, 3, 4)]
         print("%-5s %-9s median: upload %.2f s, u2c cpu %.2f s, server cpu %.2f s (%d rounds)" % (mode, srv, *med[srv], len(xs)))
     print("%-5s copyparty/hoard upload time: %.2fx (>1 = hoard faster)" % (mode, med["copyparty"][0] / med["hoard"][0]))
+    print("%-5s copyparty/floor upload time: %.2fx (the most any server could reach with this client here)" % (mode, med["copyparty"][0] / med["floor"][0]))
 EOF

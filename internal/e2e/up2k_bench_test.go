@@ -7,7 +7,9 @@ import (
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,9 +41,11 @@ func u2PeakRSS(s *server) int64 {
 // BenchmarkUp2kServer measures server-side verify+write throughput: a
 // Go client posts pre-hashed chunks of a 1 GiB file over conns
 // connections (stitch chunks per post), against the real binary on a
-// volume in TMPDIR. It reports the server's peak RSS, and the two limits
-// measured in the same run: SHA-512 over 2 cores, and pwrite+fdatasync
-// on the same disk.
+// volume in TMPDIR. It reports the server's peak RSS, and the limits
+// measured in the same run: SHA-512 (crypto/sha512) over 2 cores,
+// pwrite+fdatasync on the same disk, and receiving: the same client
+// posting the same 4 MiB bodies over 4 connections to a server (in this
+// process) that only reads them.
 func BenchmarkUp2kServer(b *testing.B) {
 	const size = 1 << 30
 	data := make([]byte, size)
@@ -126,6 +130,37 @@ func BenchmarkUp2kServer(b *testing.B) {
 					sha512.Sum512(data[k*64<<20 : (k+1)*64<<20])
 				}()
 			}
+			wg.Wait()
+		}
+	})
+	b.Run("limit=receive", func(b *testing.B) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.CopyBuffer(io.Discard, r.Body, make([]byte, 256<<10))
+		}))
+		defer srv.Close()
+		tr := &http.Transport{MaxIdleConnsPerHost: 4, MaxConnsPerHost: 4}
+		defer tr.CloseIdleConnections()
+		c := &http.Client{Transport: tr}
+		b.SetBytes(size)
+		for range b.N {
+			jobs := make(chan int)
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for k := range jobs {
+						resp, err := c.Post(srv.URL, "application/octet-stream", bytes.NewReader(data[k<<22:(k+1)<<22]))
+						if err != nil {
+							b.Error(err)
+							continue
+						}
+						resp.Body.Close()
+					}
+				})
+			}
+			for k := range size >> 22 {
+				jobs <- k
+			}
+			close(jobs)
 			wg.Wait()
 		}
 	})

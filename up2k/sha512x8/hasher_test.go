@@ -103,3 +103,38 @@ func BenchmarkHasher(b *testing.B) {
 		}
 	})
 }
+
+// FuzzStreams hashes three messages cut from the input at once, each
+// written in pieces whose sizes come from the input too, and compares
+// them with crypto/sha512.
+func FuzzStreams(f *testing.F) {
+	f.Add([]byte("abc"), uint16(1), uint16(0), uint8(1))
+	f.Add(make([]byte, 1000), uint16(300), uint16(129), uint8(3))
+	f.Add(make([]byte, 5000), uint16(4000), uint16(111), uint8(200))
+	h := NewHasher()
+	f.Cleanup(h.Close)
+	f.Fuzz(func(t *testing.T, data []byte, cut1, cut2 uint16, piece uint8) {
+		a, b := min(int(cut1), len(data)), min(int(cut2), len(data))
+		if a > b {
+			a, b = b, a
+		}
+		msgs := [][]byte{data[:a], data[a:b], data[b:]}
+		step := BlockSize * (1 + int(piece)%8)
+		var ss []*Stream
+		for _, m := range msgs {
+			s := h.New()
+			for len(m) > step {
+				s.Write(m[:step], nil)
+				m = m[step:]
+			}
+			s.Write(m, nil)
+			s.Finish()
+			ss = append(ss, s)
+		}
+		for i, s := range ss {
+			if got, want := s.Sum(), sha512.Sum512(msgs[i]); got != want {
+				t.Fatalf("message %d (%d bytes): got %x, want %x", i, len(msgs[i]), got[:8], want[:8])
+			}
+		}
+	})
+}
