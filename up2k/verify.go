@@ -17,31 +17,38 @@ type vitem struct {
 	id     int    // reported when it does not match
 }
 
-// hashCheck hashes the items of f in parallel (at most one goroutine per
-// slot of m.sem) and returns the ids of those that do not match, each once.
-// A read error counts as a mismatch; only a canceled ctx is an error.
+// hashCheck hashes the items of f in parallel and returns the ids of
+// those that do not match, each once. Items of at least laneMin bytes go
+// through the SHA-512 lanes, eight at a time (laneCheck goroutines);
+// the others take one goroutine per slot of m.sem. A read error counts
+// as a mismatch; only a canceled ctx is an error.
 func (m *Manager) hashCheck(ctx context.Context, f io.ReaderAt, items []vitem) ([]int, error) {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		bad  = map[int]bool{}
-		cerr error
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		bad   = map[int]bool{}
+		cerr  error
+		lanes = make(chan struct{}, laneCheck)
 	)
 loop:
 	for _, it := range items {
+		sem := m.sem
+		if m.lanes != nil && it.n >= laneMin {
+			sem = lanes
+		}
 		select {
-		case m.sem <- struct{}{}:
+		case sem <- struct{}{}:
 		case <-ctx.Done():
 			cerr = ctx.Err()
 			break loop
 		}
 		wg.Add(1)
 		go func() {
-			defer func() { <-m.sem; wg.Done() }()
+			defer func() { <-sem; wg.Done() }()
 			if ctx.Err() != nil {
 				return
 			}
-			if !hashMatches(f, it) {
+			if !m.hashMatches(ctx, f, it, sem == lanes) {
 				mu.Lock()
 				bad[it.id] = true
 				mu.Unlock()
@@ -62,16 +69,39 @@ loop:
 	return out, nil
 }
 
-// hashMatches reads one stretch of f and compares its hash.
-func hashMatches(f io.ReaderAt, it vitem) bool {
-	h := sha512.New()
-	b := getBuf()
-	defer putBuf(b)
-	n, err := io.CopyBuffer(h, io.NewSectionReader(f, it.off, it.n), b[:])
-	if err != nil || n != it.n {
-		return false
+// laneCheck is how many items hashCheck hashes in the lanes at once.
+const laneCheck = 8
+
+// hashMatches reads one stretch of f and compares its hash, computed in
+// the lanes or with crypto/sha512.
+func (m *Manager) hashMatches(ctx context.Context, f io.ReaderAt, it vitem, lane bool) bool {
+	if !lane {
+		h := sha512.New()
+		b := getBuf()
+		defer putBuf(b)
+		n, err := io.CopyBuffer(h, io.NewSectionReader(f, it.off, it.n), b[:])
+		return err == nil && n == it.n && strings.HasPrefix(b64.EncodeToString(h.Sum(nil)), it.cmp)
 	}
-	return strings.HasPrefix(b64.EncodeToString(h.Sum(nil)), it.cmp)
+	st := m.lanes.New()
+	for off := int64(0); off < it.n; {
+		select {
+		case m.laneBufs <- struct{}{}:
+		case <-ctx.Done():
+			return false // what was handed over is hashed and released regardless
+		}
+		b := getBuf()
+		want := int(min(bufSize, it.n-off))
+		if k, _ := f.ReadAt(b[:want], it.off+off); k < want {
+			putBuf(b)
+			<-m.laneBufs
+			return false
+		}
+		st.Write(b[:want], func() { putBuf(b); <-m.laneBufs })
+		off += int64(want)
+	}
+	st.Finish()
+	sum := st.Sum()
+	return strings.HasPrefix(b64.EncodeToString(sum[:]), it.cmp)
 }
 
 // fileMeta is what a file record remembers of the file (JSON), to tell
