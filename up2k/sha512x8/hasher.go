@@ -15,12 +15,12 @@ const maxRun = 256
 // hand it data; whatever streams have data share the lanes, so several
 // chunks arriving at once are hashed together at the lanes' speed.
 type Hasher struct {
-	mu     sync.Mutex
-	ready  []*Stream // streams with data waiting, not in a lane
-	busy   int       // streams in a lane or ready
-	wake   chan struct{}
-	start  sync.Once
-	closed bool
+	mu      sync.Mutex
+	ready   []*Stream // streams with data waiting, not in a lane
+	busy    int       // streams in a lane or ready
+	wake    chan struct{}
+	running bool // the goroutine is running (it stops when closed and idle)
+	closed  bool
 }
 
 // piece is a run of whole blocks, released once hashed.
@@ -47,14 +47,14 @@ type Stream struct {
 	done  chan struct{}
 }
 
-// NewHasher returns a Hasher; its goroutine starts with the first data
-// and ends with Close.
+// NewHasher returns a Hasher; its goroutine starts with the first data.
+// After Close it ends whenever it runs out of work, and data written
+// after that starts it again, so no stream is ever left waiting.
 func NewHasher() *Hasher {
 	return &Hasher{wake: make(chan struct{}, 1)}
 }
 
-// Close stops the goroutine once idle. Streams must be finished or
-// abandoned first.
+// Close lets the goroutine end once it has nothing to do.
 func (h *Hasher) Close() {
 	h.mu.Lock()
 	h.closed = true
@@ -116,8 +116,11 @@ func (s *Stream) Sum() [64]byte {
 
 func (s *Stream) push(pc piece) {
 	h := s.h
-	h.start.Do(func() { go h.run() })
 	h.mu.Lock()
+	if !h.running {
+		h.running = true
+		go h.run()
+	}
 	s.queue = append(s.queue, pc)
 	if !s.inLane && !s.queued {
 		s.queued = true
@@ -180,17 +183,20 @@ func (h *Hasher) run() {
 				mask |= 1 << l
 			}
 		}
-		closed := h.closed
+		stop := mask == 0 && h.closed
+		if stop {
+			h.running = false
+		}
 		h.mu.Unlock()
 		for _, f := range done {
 			f()
 		}
 		clear(done)
 		done = done[:0]
+		if stop {
+			return
+		}
 		if mask == 0 {
-			if closed {
-				return
-			}
 			<-h.wake
 			continue
 		}

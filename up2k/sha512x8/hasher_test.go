@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestHasher runs many messages through one Hasher from concurrent
@@ -137,4 +138,20 @@ func FuzzStreams(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWriteAfterClose: a stream written after Close (a request that
+// outlived a shutdown) still gets its sum.
+func TestWriteAfterClose(t *testing.T) {
+	h := NewHasher()
+	s := h.New()
+	s.Write(make([]byte, 4*BlockSize), nil)
+	h.Close()
+	time.Sleep(10 * time.Millisecond) // let the goroutine finish and end
+	s.Write([]byte("tail"), nil)
+	s.Finish()
+	want := sha512.Sum512(append(make([]byte, 4*BlockSize), "tail"...))
+	if got := s.Sum(); got != want {
+		t.Fatalf("got %x, want %x", got[:8], want[:8])
+	}
 }
