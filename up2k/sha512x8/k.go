@@ -1,6 +1,7 @@
 package sha512x8
 
-// k is SHA-512's round constants (FIPS 180-4, 4.2.3), for the Go lanes.
+// k is SHA-512's round constants (FIPS 180-4, 4.2.3), used by the Go lanes and
+// by the AVX-512 kernel (blocks_amd64.s reads them as ·k).
 var k = [80]uint64{
 	0x428a2f98d728ae22, 0x7137449123ef65cd, 0xb5c0fbcfec4d3b2f, 0xe9b5dba58189dbbc,
 	0x3956c25bf348b538, 0x59f111f1b605d019, 0x923f82a4af194f9b, 0xab1c5ed5da6d8118,
