@@ -386,6 +386,9 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 			if x.failed.Load() {
 				return nil
 			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			b, err := x.getBuf(ctx, lane)
 			if err != nil {
 				return err
