@@ -1,6 +1,10 @@
 package sha512x8
 
-import "sync"
+import (
+	"math/bits"
+	"runtime"
+	"sync"
+)
 
 // Available reports whether this CPU runs the lanes. Without them a
 // Hasher still works, one message at a time, and callers are better off
@@ -11,15 +15,20 @@ func Available() bool { return haveAVX512 }
 // data joins a free lane within tens of microseconds.
 const maxRun = 256
 
-// A Hasher owns eight lanes and one goroutine that runs them. Streams
-// hand it data; whatever streams have data share the lanes, so several
-// chunks arriving at once are hashed together at the lanes' speed.
+// A Hasher runs goroutines of eight lanes each. Streams hand it data;
+// whatever streams have data share the lanes, so several chunks arriving
+// at once are hashed together at the lanes' speed. One goroutine takes
+// all the work it has lanes for; another starts only when every lane is
+// taken and streams are still waiting (so on a small machine the lanes
+// stay full, and a big one still hashes on several cores).
 type Hasher struct {
 	mu      sync.Mutex
 	ready   []*Stream // streams with data waiting, not in a lane
 	busy    int       // streams in a lane or ready
 	wake    chan struct{}
-	running bool // the goroutine is running (it stops when closed and idle)
+	max     int // most goroutines
+	running int // goroutines running (each ends when closed and idle)
+	free    int // free lanes of the running goroutines
 	closed  bool
 }
 
@@ -47,19 +56,24 @@ type Stream struct {
 	done  chan struct{}
 }
 
-// NewHasher returns a Hasher; its goroutine starts with the first data.
-// After Close it ends whenever it runs out of work, and data written
-// after that starts it again, so no stream is ever left waiting.
-func NewHasher() *Hasher {
-	return &Hasher{wake: make(chan struct{}, 1)}
+// NewHasher returns a Hasher of up to one goroutine per two cores
+// (GOMAXPROCS), at least one; they start with the first data. After
+// Close they end whenever they run out of work, and data written after
+// that starts one again, so no stream is ever left waiting.
+func NewHasher() *Hasher { return newHasher(max(1, runtime.GOMAXPROCS(0)/2)) }
+
+func newHasher(workers int) *Hasher {
+	return &Hasher{wake: make(chan struct{}, workers), max: workers}
 }
 
-// Close lets the goroutine end once it has nothing to do.
+// Close lets the goroutines end once they have nothing to do.
 func (h *Hasher) Close() {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
-	h.signal()
+	for range h.max {
+		h.signal()
+	}
 }
 
 // Busy reports how many streams have data waiting or being hashed.
@@ -117,21 +131,28 @@ func (s *Stream) Sum() [64]byte {
 func (s *Stream) push(pc piece) {
 	h := s.h
 	h.mu.Lock()
-	if !h.running {
-		h.running = true
-		go h.run()
-	}
 	s.queue = append(s.queue, pc)
 	if !s.inLane && !s.queued {
 		s.queued = true
 		h.ready = append(h.ready, s)
 		h.busy++
+		h.grow()
 	}
 	h.mu.Unlock()
 	h.signal()
 }
 
-// run is the lanes' goroutine.
+// grow starts a goroutine when streams wait and no running one has a
+// free lane. h.mu is held.
+func (h *Hasher) grow() {
+	if len(h.ready) > 0 && h.free == 0 && h.running < h.max {
+		h.running++
+		h.free += 8 // its lanes, free until it reports
+		go h.run()
+	}
+}
+
+// run is a goroutine of eight lanes.
 func (h *Hasher) run() {
 	var (
 		st      [8][8]uint64
@@ -140,6 +161,7 @@ func (h *Hasher) run() {
 		ptrs    [8]*byte
 		strides [8]uint64
 		done    []func()
+		free    = 8 // this goroutine's part of h.free
 	)
 	for {
 		h.mu.Lock()
@@ -183,10 +205,16 @@ func (h *Hasher) run() {
 				mask |= 1 << l
 			}
 		}
+		nf := 8 - bits.OnesCount8(mask)
+		h.free += nf - free
+		free = nf
+		h.grow() // every lane here is taken and streams still wait
 		stop := mask == 0 && h.closed
 		if stop {
-			h.running = false
+			h.running--
+			h.free -= free
 		}
+		wait := mask == 0 && !stop
 		h.mu.Unlock()
 		for _, f := range done {
 			f()
@@ -196,7 +224,7 @@ func (h *Hasher) run() {
 		if stop {
 			return
 		}
-		if mask == 0 {
+		if wait {
 			<-h.wake
 			continue
 		}

@@ -2,6 +2,7 @@ package sha512x8
 
 import (
 	"crypto/sha512"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -17,54 +18,56 @@ func TestHasher(t *testing.T) {
 		if lanes && !haveAVX512 {
 			continue
 		}
-		name := map[bool]string{true: "avx512", false: "go"}[lanes]
-		t.Run(name, func(t *testing.T) {
-			if !lanes && haveAVX512 {
-				haveAVX512 = false
-				defer func() { haveAVX512 = true }()
-			}
-			h := NewHasher()
-			defer h.Close()
-			var wg sync.WaitGroup
-			var released, given atomic.Int64
-			for g := range 12 {
-				wg.Go(func() {
-					r := rand.New(rand.NewPCG(uint64(g), 7))
-					for range 40 {
-						size := r.IntN(200_000)
-						if r.IntN(5) == 0 {
-							size = r.IntN(300)
-						}
-						msg := make([]byte, size)
-						for i := range msg {
-							msg[i] = byte(r.Uint32())
-						}
-						s := h.New()
-						rest := msg
-						for len(rest) > 0 {
-							n := min(len(rest), BlockSize*(1+r.IntN(200)))
-							if n < len(rest) || r.IntN(2) == 0 {
-								n = n &^ (BlockSize - 1)
+		for _, workers := range []int{1, 4} {
+			name := fmt.Sprintf("%s/workers=%d", map[bool]string{true: "avx512", false: "go"}[lanes], workers)
+			t.Run(name, func(t *testing.T) {
+				if !lanes && haveAVX512 {
+					haveAVX512 = false
+					defer func() { haveAVX512 = true }()
+				}
+				h := newHasher(workers)
+				defer h.Close()
+				var wg sync.WaitGroup
+				var released, given atomic.Int64
+				for g := range 12 {
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(uint64(g), 7))
+						for range 40 {
+							size := r.IntN(200_000)
+							if r.IntN(5) == 0 {
+								size = r.IntN(300)
 							}
-							if n == 0 {
-								n = len(rest)
+							msg := make([]byte, size)
+							for i := range msg {
+								msg[i] = byte(r.Uint32())
 							}
-							given.Add(1)
-							s.Write(rest[:n], func() { released.Add(1) })
-							rest = rest[n:]
+							s := h.New()
+							rest := msg
+							for len(rest) > 0 {
+								n := min(len(rest), BlockSize*(1+r.IntN(200)))
+								if n < len(rest) || r.IntN(2) == 0 {
+									n = n &^ (BlockSize - 1)
+								}
+								if n == 0 {
+									n = len(rest)
+								}
+								given.Add(1)
+								s.Write(rest[:n], func() { released.Add(1) })
+								rest = rest[n:]
+							}
+							s.Finish()
+							if got, want := s.Sum(), sha512.Sum512(msg); got != want {
+								t.Errorf("%d bytes: got %x, want %x", size, got[:8], want[:8])
+							}
 						}
-						s.Finish()
-						if got, want := s.Sum(), sha512.Sum512(msg); got != want {
-							t.Errorf("%d bytes: got %x, want %x", size, got[:8], want[:8])
-						}
-					}
-				})
-			}
-			wg.Wait()
-			if released.Load() != given.Load() {
-				t.Errorf("released %d of %d pieces", released.Load(), given.Load())
-			}
-		})
+					})
+				}
+				wg.Wait()
+				if released.Load() != given.Load() {
+					t.Errorf("released %d of %d pieces", released.Load(), given.Load())
+				}
+			})
+		}
 	}
 }
 
@@ -153,5 +156,44 @@ func TestWriteAfterClose(t *testing.T) {
 	want := sha512.Sum512(append(make([]byte, 4*BlockSize), "tail"...))
 	if got := s.Sum(); got != want {
 		t.Fatalf("got %x, want %x", got[:8], want[:8])
+	}
+}
+
+// TestWorkers: with more streams waiting than one goroutine has lanes
+// for, a second goroutine starts (and no more than the limit), and
+// every sum is right.
+func TestWorkers(t *testing.T) {
+	h := newHasher(3)
+	defer h.Close()
+	const n = 40
+	msgs := make([][]byte, n)
+	ss := make([]*Stream, n)
+	for i := range ss {
+		msgs[i] = make([]byte, 64<<10+i)
+		for j := range msgs[i] {
+			msgs[i][j] = byte(i + j*7)
+		}
+		ss[i] = h.New()
+	}
+	for i, s := range ss { // every stream gets data before any is finished
+		s.Write(msgs[i][:32<<10], nil)
+	}
+	for i, s := range ss {
+		s.Write(msgs[i][32<<10:], nil)
+		s.Finish()
+	}
+	for i, s := range ss {
+		if got, want := s.Sum(), sha512.Sum512(msgs[i]); got != want {
+			t.Fatalf("stream %d: got %x, want %x", i, got[:8], want[:8])
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// Goroutines end only after Close, so running counts all started.
+	if h.running < 2 || h.running > 3 {
+		t.Fatalf("%d goroutines started; want 2 or 3 with 40 streams and a limit of 3", h.running)
+	}
+	if h.busy != 0 || len(h.ready) != 0 {
+		t.Fatalf("busy %d, ready %d after every sum", h.busy, len(h.ready))
 	}
 }
