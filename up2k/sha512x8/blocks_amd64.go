@@ -3,7 +3,8 @@ package sha512x8
 import "golang.org/x/sys/cpu"
 
 // haveAVX512 says whether blocks8 can run: it needs AVX-512 F (the
-// rotates, ternary logic, gathers) and BW (the byte shuffle).
+// rotates, ternary logic, 128-bit block shuffles) and BW (the byte
+// shuffle).
 var haveAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 
 // blocks8 runs SHA-512's compression function over n 128-byte blocks in

@@ -13,15 +13,92 @@ import (
 
 var out strings.Builder
 
-func p(format string, args ...any) { fmt.Fprintf(&out, "\t"+format+"\n", args...) }
+// p writes one instruction; @T0@..@T3@ name the rounds' temporaries.
+func p(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	for i := range treg {
+		line = strings.ReplaceAll(line, fmt.Sprintf("@T%d@", i), tmp(i))
+	}
+	fmt.Fprintf(&out, "\t%s\n", line)
+}
 
-// Registers: Z0-Z7 the working variables a..h, Z8-Z23 the message
-// schedule (a ring of 16), Z24-Z27 temporaries, Z28 the lanes' data
-// pointers, Z29 their strides (128, or 0 for an idle lane), Z30 the
-// byte-swap pattern.
+// Registers: Z0-Z7 the working variables a..h, Z30 the byte-swap
+// pattern; the message schedule (a ring of 16) and four temporaries
+// are assigned from Z8-Z29 by the transposition that loads each block
+// (wreg, treg). The lanes' data pointers live in eight general
+// registers (lanePtr), advanced by their strides (128, or 0 for an idle
+// lane) after each block.
 func z(i int) string { return fmt.Sprintf("Z%d", i) }
 
-func w(t int) string { return z(8 + t%16) }
+var (
+	wreg [16]int // W[t] is in register wreg[t%16]
+	treg [4]int  // temporaries of the rounds
+)
+
+func w(t int) string { return z(wreg[t%16]) }
+
+func tmp(i int) string { return z(treg[i]) }
+
+var lanePtr = [8]string{"AX", "BX", "SI", "R8", "R9", "R10", "R11", "R12"}
+
+// pool is the vector registers free for the transposition.
+var pool []int
+
+func alloc() int {
+	r := pool[0]
+	pool = pool[1:]
+	return r
+}
+
+func release(r int) { pool = append(pool, r) }
+
+// shuf2 combines the 128-bit blocks of x and y: x gets blocks 1 and 3 of
+// x, then of y; a new register blocks 0 and 2 of each, which it returns.
+func shuf2(x, y int) int {
+	e := alloc()
+	p("VSHUFI64X2 $0x88, %s, %s, %s", z(y), z(x), z(e))
+	p("VSHUFI64X2 $0xdd, %s, %s, %s", z(y), z(x), z(x))
+	release(y)
+	return e
+}
+
+// transpose loads message words off..off+7 of every lane (rows) and
+// turns them into one register per word, each holding that word of all
+// eight lanes; it returns the registers by word.
+func transpose(off int) (words [8]int) {
+	var rows [8]int
+	for l := range rows {
+		rows[l] = alloc()
+		p("VMOVDQU64 %d(%s), %s", off*8, lanePtr[l], z(rows[l]))
+		p("VPSHUFB Z30, %s, %s", z(rows[l]), z(rows[l]))
+	}
+	// Pairs of rows: even words (lo) and odd words (hi), interleaved.
+	var lo, hi [4]int
+	for k := range 4 {
+		a, b := rows[2*k], rows[2*k+1]
+		lo[k] = alloc()
+		p("VPUNPCKLQDQ %s, %s, %s", z(b), z(a), z(lo[k]))
+		p("VPUNPCKHQDQ %s, %s, %s", z(b), z(a), z(b))
+		hi[k] = b
+		release(a)
+	}
+	// lo[k] holds words 0,2,4,6 of rows 2k and 2k+1 in its blocks.
+	// Blocks 0,2 of lo[0] and lo[1] are words 0 and 4 of rows 0-3, blocks
+	// 1,3 words 2 and 6; then rows 0-3 and 4-7 are joined the same way.
+	a04 := [2]int{shuf2(lo[0], lo[1]), shuf2(lo[2], lo[3])} // words 0,4
+	a26 := [2]int{lo[0], lo[2]}                             // words 2,6
+	b15 := [2]int{shuf2(hi[0], hi[1]), shuf2(hi[2], hi[3])} // words 1,5
+	b37 := [2]int{hi[0], hi[2]}                             // words 3,7
+	words[0] = shuf2(a04[0], a04[1])
+	words[4] = a04[0]
+	words[2] = shuf2(a26[0], a26[1])
+	words[6] = a26[0]
+	words[1] = shuf2(b15[0], b15[1])
+	words[5] = b15[0]
+	words[3] = shuf2(b37[0], b37[1])
+	words[7] = b37[0]
+	return words
+}
 
 func main() {
 	emit()
@@ -42,25 +119,31 @@ func emit() {
 	fmt.Fprintln(&out, "// func blocks8(st *[8][8]uint64, ptrs *[8]*byte, strides *[8]uint64, mask uint8, n int)")
 	fmt.Fprintln(&out, "TEXT ·blocks8(SB), NOSPLIT, $0-40")
 	p("MOVQ st+0(FP), DI")
-	p("MOVQ ptrs+8(FP), SI")
 	p("MOVQ strides+16(FP), DX")
 	p("MOVBQZX mask+24(FP), AX")
 	p("MOVQ n+32(FP), CX")
 	p("KMOVB AX, K2")
-	p("VMOVDQU64 (SI), Z28")
-	p("VMOVDQU64 (DX), Z29")
+	p("MOVQ ptrs+8(FP), R13")
+	for l, r := range lanePtr {
+		p("MOVQ %d(R13), %s", 8*l, r)
+	}
 	p("VMOVDQU64 ·bswap(SB), Z30")
-	p("XORQ BX, BX")
 	for i := 0; i < 8; i++ {
 		p("VMOVDQU64 %d(DI), %s", 64*i, z(i))
 	}
 	p("TESTQ CX, CX")
 	p("JZ done")
 	fmt.Fprintln(&out, "loop:")
-	for t := 0; t < 16; t++ {
-		p("KXNORB K1, K1, K1")
-		p("VPGATHERQQ %d(BX)(Z28*1), K1, %s", 8*t, w(t))
-		p("VPSHUFB Z30, %s, %s", w(t), w(t))
+	for i := 8; i < 30; i++ {
+		pool = append(pool, i)
+	}
+	lo, hi := transpose(0), transpose(8)
+	for i := range 8 {
+		wreg[i], wreg[8+i] = lo[i], hi[i]
+	}
+	copy(treg[:], pool) // what the transposition left over
+	if len(pool) < 4 {
+		panic("too few registers left for the rounds")
 	}
 	// The working variables rotate by renaming: in round t, variable
 	// a is register (8-t)%8 ... expressed through v(t, i).
@@ -74,7 +157,9 @@ func emit() {
 		p("VPADDQ %d(DI), %s, %s", 64*i, z(i), z(i))
 		p("VMOVDQU64 %s, K2, %d(DI)", z(i), 64*i)
 	}
-	p("VPADDQ Z29, Z28, Z28")
+	for l, r := range lanePtr {
+		p("ADDQ %d(DX), %s", 8*l, r)
+	}
 	p("DECQ CX")
 	p("JNZ loop")
 	fmt.Fprintln(&out, "done:")
@@ -89,17 +174,17 @@ func v(t, i int) string { return z(((i-t)%8 + 8) % 8) }
 func sched(t int) {
 	w2, w15 := w(t-2), w(t-15)
 	// σ1(W[t-2]) = ror19 ^ ror61 ^ shr6
-	p("VPRORQ $19, %s, Z24", w2)
-	p("VPRORQ $61, %s, Z25", w2)
-	p("VPSRLQ $6, %s, Z26", w2)
-	p("VPTERNLOGQ $0x96, Z26, Z25, Z24")
+	p("VPRORQ $19, %s, @T0@", w2)
+	p("VPRORQ $61, %s, @T1@", w2)
+	p("VPSRLQ $6, %s, @T2@", w2)
+	p("VPTERNLOGQ $0x96, @T2@, @T1@, @T0@")
 	// σ0(W[t-15]) = ror1 ^ ror8 ^ shr7
-	p("VPRORQ $1, %s, Z25", w15)
-	p("VPRORQ $8, %s, Z26", w15)
-	p("VPSRLQ $7, %s, Z27", w15)
-	p("VPTERNLOGQ $0x96, Z27, Z26, Z25")
-	p("VPADDQ Z24, %s, %s", w(t), w(t))
-	p("VPADDQ Z25, %s, %s", w(t), w(t))
+	p("VPRORQ $1, %s, @T1@", w15)
+	p("VPRORQ $8, %s, @T2@", w15)
+	p("VPSRLQ $7, %s, @T3@", w15)
+	p("VPTERNLOGQ $0x96, @T3@, @T2@, @T1@")
+	p("VPADDQ @T0@, %s, %s", w(t), w(t))
+	p("VPADDQ @T1@, %s, %s", w(t), w(t))
 	p("VPADDQ %s, %s, %s", w(t-7), w(t), w(t))
 }
 
@@ -110,25 +195,25 @@ func round(t int) {
 	p("VPADDQ %s, %s, %s", w(t), h, h)
 	p("VPADDQ.BCST ·k+%d(SB), %s, %s", 8*t, h, h) // k is the Go table in k.go
 	// h += Σ1(e) = ror14 ^ ror18 ^ ror41
-	p("VPRORQ $14, %s, Z24", e)
-	p("VPRORQ $18, %s, Z25", e)
-	p("VPRORQ $41, %s, Z26", e)
-	p("VPTERNLOGQ $0x96, Z26, Z25, Z24")
-	p("VPADDQ Z24, %s, %s", h, h)
+	p("VPRORQ $14, %s, @T0@", e)
+	p("VPRORQ $18, %s, @T1@", e)
+	p("VPRORQ $41, %s, @T2@", e)
+	p("VPTERNLOGQ $0x96, @T2@, @T1@, @T0@")
+	p("VPADDQ @T0@, %s, %s", h, h)
 	// h += Ch(e, f, g)
-	p("VMOVDQA64 %s, Z27", e)
-	p("VPTERNLOGQ $0xca, %s, %s, Z27", g, f)
-	p("VPADDQ Z27, %s, %s", h, h)
+	p("VMOVDQA64 %s, @T3@", e)
+	p("VPTERNLOGQ $0xca, %s, %s, @T3@", g, f)
+	p("VPADDQ @T3@, %s, %s", h, h)
 	// d += T1
 	p("VPADDQ %s, %s, %s", h, d, d)
 	// h += Σ0(a) = ror28 ^ ror34 ^ ror39
-	p("VPRORQ $28, %s, Z24", a)
-	p("VPRORQ $34, %s, Z25", a)
-	p("VPRORQ $39, %s, Z26", a)
-	p("VPTERNLOGQ $0x96, Z26, Z25, Z24")
-	p("VPADDQ Z24, %s, %s", h, h)
+	p("VPRORQ $28, %s, @T0@", a)
+	p("VPRORQ $34, %s, @T1@", a)
+	p("VPRORQ $39, %s, @T2@", a)
+	p("VPTERNLOGQ $0x96, @T2@, @T1@, @T0@")
+	p("VPADDQ @T0@, %s, %s", h, h)
 	// h += Maj(a, b, c): h is now the next round's a
-	p("VMOVDQA64 %s, Z27", a)
-	p("VPTERNLOGQ $0xe8, %s, %s, Z27", c, b)
-	p("VPADDQ Z27, %s, %s", h, h)
+	p("VMOVDQA64 %s, @T3@", a)
+	p("VPTERNLOGQ $0xe8, %s, %s, @T3@", c, b)
+	p("VPADDQ @T3@, %s, %s", h, h)
 }
