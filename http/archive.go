@@ -71,6 +71,9 @@ func (s *Server) archive(q *req, sel []string) error {
 
 	ctx := q.r.Context()
 	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: s.archiveMounts(q)}
+	if q.share {
+		wk.Mounts = nil // a share is one folder
+	}
 	if virtual {
 		wk.Vol, wk.Dots = nil, false // no volume, no . permission here (copyparty's rule)
 	}
@@ -369,6 +372,9 @@ func (s *Server) selectEntries(q *req, wk *arch.Walker, names []string) error {
 func (s *Server) selectEntry(q *req, wk *arch.Walker, name string) error {
 	parts := append(q.parts[:len(q.parts):len(q.parts)], strings.Split(name, "/")...)
 	v, rel := s.st.Resolve(parts)
+	if q.share {
+		v, rel = q.vol, path.Join(q.rel, name) // the shared folder only
+	}
 	if v == nil {
 		if len(s.st.MountsBelow(parts)) > 0 {
 			return wk.AddMounts(q.r.Context(), strings.Join(parts, "/"), name+"/")

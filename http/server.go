@@ -109,6 +109,7 @@ type req struct {
 	perm  store.Perm // user's permissions in vol
 	user  string     // "" is anonymous
 	ip    string
+	share bool // inside a share: q.vol is confined to the shared folder, no mounts
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {

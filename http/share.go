@@ -320,12 +320,13 @@ func (s *Server) shareRoute(q *req) error {
 		return errorf(http.StatusNotFound, "the shared folder is gone")
 	}
 	rest := q.parts[2:]
-	// Archives are refused too: arch's walker follows symbolic links
-	// inside the volume, which could reach past the shared folder.
-	for _, k := range []string{"tree", "ups", "ru", "dls", "shares", "share", "tar", "zip"} {
+	for _, k := range []string{"tree", "ups", "ru", "dls", "shares", "share"} {
 		if has(q.query, k) {
 			return errorf(http.StatusBadRequest, "?%s is not available inside a share", k)
 		}
+	}
+	if has(q.query, "tar") || has(q.query, "zip") {
+		return s.shareArchive(q, sh, vol, base, rest)
 	}
 	if len(sh.Files) > 0 {
 		// Files of one folder: /<shr>/<key>/<name>; /<shr>/<key> is the
@@ -357,6 +358,36 @@ func (s *Server) shareRoute(q *req) error {
 	}
 	q.w.Header().Set("Allow", "GET, HEAD, PUT, POST")
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported in a share", q.r.Method)
+}
+
+// shareArchive answers ?tar and ?zip inside a folder share. The walk runs
+// in a view of the volume whose os.Root is opened at the shared folder
+// (store.Volume.Confine), so no symbolic link that leads outside it is
+// followed, by the kernel's openat walk rather than a check before the
+// open, and no mounted volume goes in: a share is one folder.
+func (s *Server) shareArchive(q *req, sh store.Share, vol *store.Volume, base string, rest []string) error {
+	if len(sh.Files) > 0 {
+		return errorf(http.StatusBadRequest, "?tar and ?zip are not available in a share of several files; download them one by one")
+	}
+	if q.r.Method != http.MethodGet && q.r.Method != http.MethodHead && q.r.Method != http.MethodPost {
+		q.w.Header().Set("Allow", "GET, HEAD, POST")
+		return errorf(http.StatusMethodNotAllowed, "method %s is not supported for archives", q.r.Method)
+	}
+	cv, release, err := vol.Confine(base)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotDir) {
+			return errorf(http.StatusNotFound, "the shared folder is gone")
+		}
+		return err
+	}
+	defer release()
+	q.vol, q.user, q.share = cv, "", true
+	q.rel = path.Join(rest...)
+	q.perm = sharePerm(sh.Perms) & vol.Perms(sh.Creator) &^ store.PermWrite
+	if q.r.Method == http.MethodPost {
+		return s.post(q)
+	}
+	return s.get(q)
 }
 
 // shareListing lists the files of a several-file share.

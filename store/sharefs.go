@@ -3,6 +3,7 @@ package store
 import (
 	"io/fs"
 	"path"
+	"path/filepath"
 )
 
 // CheckNoLinks returns ErrNotFound when a component of rest, below the
@@ -26,4 +27,34 @@ func (v *Volume) CheckNoLinks(base string, rest []string) error {
 		}
 	}
 	return nil
+}
+
+// Confine returns a read view of the folder rel as a volume of its own:
+// its os.Root is opened at rel (through the volume's), so every Stat,
+// List, Open and OpenDir through it is resolved by the kernel's openat
+// walk below rel, and a symbolic link (file or folder) that leads outside
+// rel is refused or left out of listings, even when its target is inside
+// the volume. A share's archives walk it. The view is for reading only:
+// it has no state folder and is no part of the store's volumes. The
+// caller calls release when done.
+func (v *Volume) Confine(rel string) (c *Volume, release func() error, err error) {
+	r, err := cleanRel(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	root, err := v.root.OpenRoot(r)
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	fi, err := root.Stat(".")
+	if err != nil {
+		root.Close()
+		return nil, nil, mapErr(err)
+	}
+	if !fi.IsDir() {
+		root.Close()
+		return nil, nil, ErrNotDir
+	}
+	c = &Volume{Src: filepath.Join(v.Src, filepath.FromSlash(r)), VPath: path.Join(v.VPath, r), Flags: v.Flags, perms: v.perms, root: root, secret: v.secret, store: v.store}
+	return c, root.Close, nil
 }

@@ -87,12 +87,24 @@ func TestShareFolderEndToEnd(t *testing.T) {
 		"/shr/projkey/sub/../../projx.txt", "/shr/projkey/%2E%2E%2Fprojx.txt", "/shr/projkey/..%5cprojx.txt",
 		"/shr/projkey-secret/x.txt", "/shr/projke/../proj-secret/x.txt", "/shr/projkeyx/", "/shr/projkey/link.txt",
 		"/shr/projkey/.hist/shares.json", "/shr/../proj-secret/x.txt", "/shr/%2e%2e/top.txt", "/shr/projkey%2f..%2f..%2ftop.txt",
-		"/shr/", "/shr", "/shr/projkey/?tree", "/shr/projkey/?ru&j", "/shr/projkey/?tar", "/shr/projkey/?zip",
+		"/shr/", "/shr", "/shr/projkey/?tree", "/shr/projkey/?ru&j",
 	} {
 		resp, body := rsRaw(t, s, "GET", target, nil)
 		if resp.StatusCode < 400 || strings.Contains(string(body), "SECRET") || strings.Contains(string(body), "top file") {
 			t.Errorf("%s: %d %.200s", target, resp.StatusCode, body)
 		}
+	}
+	// Archives of the share: only the shared folder, the link to a file
+	// outside it left out.
+	for _, target := range []string{"/shr/projkey/?tar", "/shr/projkey/?zip", "/shr/projkey/?tar=gz", "/shr/projkey/sub/?tar"} {
+		resp, body := rsRaw(t, s, "GET", target, nil)
+		if resp.StatusCode != 200 || strings.Contains(string(body), "SECRET") || strings.Contains(string(body), "top file") ||
+			strings.Contains(string(body), "link.txt") {
+			t.Errorf("%s: %d %.200q", target, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := rsRaw(t, s, "GET", "/shr/projkey/?tar=nope", nil); resp.StatusCode != 400 {
+		t.Errorf("?tar=nope in a share: %d, want 400", resp.StatusCode)
 	}
 	// Read-only share: no uploads.
 	resp, body = s.do(t, "PUT", "/shr/projkey/new.txt", []byte("x"))
