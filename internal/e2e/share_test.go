@@ -23,6 +23,9 @@ func shareSetup(t *testing.T) string {
 	if err := os.Symlink("../proj-secret/x.txt", filepath.Join(dir, "proj", "link.txt")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("../proj-secret", filepath.Join(dir, "proj", "outdir")); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 
@@ -102,6 +105,42 @@ func TestShareFolderEndToEnd(t *testing.T) {
 			strings.Contains(string(body), "link.txt") {
 			t.Errorf("%s: %d %.200q", target, resp.StatusCode, body)
 		}
+	}
+	// Decoded: exactly the shared files, byte for byte; neither link
+	// (to a file and to a folder outside the share) is followed.
+	for _, c := range []struct{ target, format string }{
+		{"/shr/projkey/?tar", "tar"}, {"/shr/projkey/?zip", "zip"}, {"/shr/projkey/?tar=gz", "tar=gz"},
+		{"/shr/projkey/?tar=pax", "tar"}, {"/shr/projkey/sub/?zip", "zip"},
+	} {
+		resp, body := rsRaw(t, s, "GET", c.target, nil)
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d", c.target, resp.StatusCode)
+			continue
+		}
+		files := map[string]string{}
+		for name, data := range arRead(t, c.format, body) {
+			if !strings.HasSuffix(name, "/") {
+				files[name] = string(data)
+			}
+		}
+		want := map[string]string{"a.txt": "file a", "sub/deep.txt": "deep"}
+		if strings.Contains(c.target, "/sub/") {
+			want = map[string]string{"deep.txt": "deep"}
+		}
+		if len(files) != len(want) {
+			t.Errorf("%s: files %v, want %v", c.target, files, want)
+		}
+		for name, data := range files {
+			_, rel, _ := strings.Cut(name, "/")
+			if want[rel] != data || strings.Contains(name, "link") || strings.Contains(name, "outdir") {
+				t.Errorf("%s: %s = %q, want only %v", c.target, name, data, want)
+			}
+		}
+	}
+	// A share without read permission gets no archive.
+	up := mkShare(t, s, "apw", map[string]any{"k": "dropkey", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"write"}}, 201)
+	if resp, body := rsRaw(t, s, "GET", up+"?tar", nil); resp.StatusCode < 400 || strings.Contains(string(body), "file a") {
+		t.Errorf("?tar in a write-only share: %d %.200q", resp.StatusCode, body)
 	}
 	if resp, _ := rsRaw(t, s, "GET", "/shr/projkey/?tar=nope", nil); resp.StatusCode != 400 {
 		t.Errorf("?tar=nope in a share: %d, want 400", resp.StatusCode)
