@@ -406,7 +406,7 @@ func TestManyConcurrentPosts(t *testing.T) {
 			t.Errorf("%s differs", u.name)
 		}
 	}
-	if f.m.laneBufs != nil && len(f.m.laneBufs) != 0 {
+	if len(f.m.laneBufs) != 0 {
 		t.Errorf("%d lane buffers still taken", len(f.m.laneBufs))
 	}
 }
