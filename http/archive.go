@@ -71,9 +71,6 @@ func (s *Server) archive(q *req, sel []string) error {
 
 	ctx := q.r.Context()
 	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: s.archiveMounts(q)}
-	if q.share {
-		wk.Mounts = nil // a share is one folder
-	}
 	if virtual {
 		wk.Vol, wk.Dots = nil, false // no volume, no . permission here (copyparty's rule)
 	}
@@ -159,6 +156,9 @@ func (s *Server) needMountRead(q *req) error {
 // mounted below it that the user may read (copyparty's rule), each with its
 // own dotfile permission, in place of any real folder they hide.
 func (s *Server) archiveMounts(q *req) func(url string) []arch.Mount {
+	if q.share {
+		return nil // a share is one folder
+	}
 	nodot := has(q.query, "nodot")
 	return func(url string) []arch.Mount {
 		var parts []string
@@ -371,9 +371,9 @@ func (s *Server) selectEntries(q *req, wk *arch.Walker, names []string) error {
 // the read permission there), or a folder of URLs only above such volumes.
 func (s *Server) selectEntry(q *req, wk *arch.Walker, name string) error {
 	parts := append(q.parts[:len(q.parts):len(q.parts)], strings.Split(name, "/")...)
-	v, rel := s.st.Resolve(parts)
-	if q.share {
-		v, rel = q.vol, path.Join(q.rel, name) // the shared folder only
+	v, rel := q.vol, path.Join(q.rel, name) // a share: the shared folder only
+	if !q.share {
+		v, rel = s.st.Resolve(parts)
 	}
 	if v == nil {
 		if len(s.st.MountsBelow(parts)) > 0 {

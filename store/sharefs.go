@@ -42,19 +42,10 @@ func (v *Volume) Confine(rel string) (c *Volume, release func() error, err error
 	if err != nil {
 		return nil, nil, err
 	}
-	root, err := v.root.OpenRoot(r)
+	d, err := v.OpenDir(r) // ErrNotDir when rel is not a folder
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return nil, nil, err
 	}
-	fi, err := root.Stat(".")
-	if err != nil {
-		root.Close()
-		return nil, nil, mapErr(err)
-	}
-	if !fi.IsDir() {
-		root.Close()
-		return nil, nil, ErrNotDir
-	}
-	c = &Volume{Src: filepath.Join(v.Src, filepath.FromSlash(r)), VPath: path.Join(v.VPath, r), Flags: v.Flags, perms: v.perms, root: root, secret: v.secret, store: v.store}
-	return c, root.Close, nil
+	c = &Volume{Src: filepath.Join(v.Src, filepath.FromSlash(r)), VPath: path.Join(v.VPath, r), Flags: v.Flags, perms: v.perms, root: d.root, secret: v.secret, store: v.store}
+	return c, d.Close, nil
 }

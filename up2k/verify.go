@@ -84,19 +84,16 @@ func (m *Manager) hashMatches(ctx context.Context, f io.ReaderAt, it vitem, lane
 	}
 	st := m.lanes.New()
 	for off := int64(0); off < it.n; {
-		select {
-		case m.laneBufs <- struct{}{}:
-		case <-ctx.Done():
+		b, err := m.laneBuf(ctx)
+		if err != nil {
 			return false // what was handed over is hashed and released regardless
 		}
-		b := getBuf()
 		want := int(min(bufSize, it.n-off))
 		if k, _ := f.ReadAt(b[:want], it.off+off); k < want {
-			putBuf(b)
-			<-m.laneBufs
+			m.putLaneBuf(b)
 			return false
 		}
-		st.Write(b[:want], func() { putBuf(b); <-m.laneBufs })
+		st.Write(b[:want], func() { m.putLaneBuf(b) })
 		off += int64(want)
 	}
 	st.Finish()

@@ -343,32 +343,49 @@ func (x *xfer) run(ctx context.Context, body io.Reader) {
 	}
 }
 
-// getBuf takes a buffer, waiting for room in the lanes when it is for
-// them.
+// getBuf takes a buffer, waiting for room in the post's share of the
+// lanes and in the lanes when it is for them.
 func (x *xfer) getBuf(ctx context.Context, lane bool) (*buf, error) {
-	if lane {
-		select {
-		case x.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		select {
-		case x.m.laneBufs <- struct{}{}:
-		case <-ctx.Done():
-			<-x.slots
-			return nil, ctx.Err()
-		}
+	if !lane {
+		return getBuf(), nil
 	}
-	return getBuf(), nil
+	select {
+	case x.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	b, err := x.m.laneBuf(ctx)
+	if err != nil {
+		<-x.slots
+	}
+	return b, err
 }
 
 // putBuf returns a buffer taken by getBuf.
 func (x *xfer) putBuf(b *buf, lane bool) {
-	putBuf(b)
-	if lane {
-		<-x.m.laneBufs
-		<-x.slots
+	if !lane {
+		putBuf(b)
+		return
 	}
+	x.m.putLaneBuf(b)
+	<-x.slots
+}
+
+// laneBuf takes a buffer that will wait in the lanes, once fewer than
+// laneBufs do.
+func (m *Manager) laneBuf(ctx context.Context) (*buf, error) {
+	select {
+	case m.laneBufs <- struct{}{}:
+		return getBuf(), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// putLaneBuf returns a buffer taken by laneBuf.
+func (m *Manager) putLaneBuf(b *buf) {
+	putBuf(b)
+	<-m.laneBufs
 }
 
 // readBody cuts the body into pieces for the hasher.

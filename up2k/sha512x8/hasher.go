@@ -85,8 +85,7 @@ func (h *Hasher) Busy() int {
 
 // New starts a message.
 func (h *Hasher) New() *Stream {
-	s := &Stream{h: h, state: iv, done: make(chan struct{})}
-	return s
+	return &Stream{h: h, state: iv, done: make(chan struct{})}
 }
 
 func (h *Hasher) signal() {
