@@ -1,0 +1,851 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// evLog records the store's events.
+type evLog struct {
+	mu sync.Mutex
+	ev []Event
+}
+
+func (l *evLog) add(e Event) {
+	l.mu.Lock()
+	l.ev = append(l.ev, e)
+	l.mu.Unlock()
+}
+
+func (l *evLog) take() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.ev
+	l.ev = nil
+	return out
+}
+
+func (l *evLog) String() string {
+	var b strings.Builder
+	for _, e := range l.take() {
+		fmt.Fprintf(&b, "%s tree=%v %s->%s;", e.Kind, e.Tree, e.From, e.Rel)
+	}
+	return b.String()
+}
+
+func watch(st *Store) *evLog {
+	l := &evLog{}
+	st.Subscribe(l.add)
+	return l
+}
+
+// mkfiles writes files (path → content) below dir.
+func mkfiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func readString(t testing.TB, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func wantKind(t testing.TB, what string, err error, k Kind) {
+	t.Helper()
+	if got := KindOf(err); got != k {
+		t.Fatalf("%s: err = %v (kind %v), want kind %v", what, err, got, k)
+	}
+	var oe *OpError
+	if !errors.As(err, &oe) {
+		t.Fatalf("%s: err %v is no *OpError", what, err)
+	}
+	if oe.Msg == "" || strings.Contains(oe.Msg, "/tmp/") {
+		t.Fatalf("%s: client message %q is empty or names a server path", what, oe.Msg)
+	}
+}
+
+var ctx = context.Background()
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if !testing.Verbose() {
+		slog.SetDefault(slog.New(slog.DiscardHandler))
+	}
+	os.Exit(m.Run())
+}
+
+var admin = Actor{User: "", IP: "10.0.0.1"}
+
+func TestDeleteFileAndTree(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v := st.Volumes()[0]
+	ev := watch(st)
+	mkfiles(t, dirs[0], map[string]string{"a.txt": "a", "d/x": "x", "d/e/y": "y", "d/e/f/z": "z", "keep": "k"})
+	os.Symlink("../keep", filepath.Join(dirs[0], "d", "link"))
+
+	r, err := st.Delete(ctx, admin, Loc{v, "a.txt"}, DeleteOptions{})
+	if err != nil || r.Files != 1 {
+		t.Fatalf("delete file: %+v %v", r, err)
+	}
+	if exists(filepath.Join(dirs[0], "a.txt")) {
+		t.Fatal("file still there")
+	}
+	if got := ev.String(); got != "removed tree=false ->a.txt;" {
+		t.Fatalf("events %s", got)
+	}
+	r, err = st.Delete(ctx, admin, Loc{v, "d"}, DeleteOptions{})
+	if err != nil || r.Files != 4 || r.Dirs != 3 {
+		t.Fatalf("delete tree: %+v %v", r, err)
+	}
+	if exists(filepath.Join(dirs[0], "d")) {
+		t.Fatal("folder still there")
+	}
+	if readString(t, filepath.Join(dirs[0], "keep")) != "k" {
+		t.Fatal("a link in the tree was followed")
+	}
+	if got := ev.String(); got != "removed tree=true ->d;" {
+		t.Fatalf("events %s", got)
+	}
+	if _, err := st.Delete(ctx, admin, Loc{v, "d"}, DeleteOptions{}); KindOf(err) != KindNotFound {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestDeleteRefusals(t *testing.T) {
+	st, dirs := openStore(t, "::A", ":sub:A", ":ro:rw")
+	var top, sub, ro *Volume
+	for _, v := range st.Volumes() {
+		switch v.VPath {
+		case "":
+			top = v
+		case "sub":
+			sub = v
+		case "ro":
+			ro = v
+		}
+	}
+	mkfiles(t, dirs[0], map[string]string{"f": "1", "m/x": "2", "in/y": "3", ".hist/keep": "4", "z.PARTIAL": "5"})
+	mkfiles(t, dirs[2], map[string]string{"f": "1"})
+	// A volume whose folder lies inside another's, mounted elsewhere.
+	inner := filepath.Join(dirs[0], "in", "vol")
+	os.MkdirAll(inner, 0o755)
+	spec, _ := ParseVolume(dirs[0] + "::A")
+	spec2, _ := ParseVolume(inner + ":other:A")
+	st2, err := Open(Config{Volumes: []VolumeSpec{spec, spec2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+
+	for _, tc := range []struct {
+		name string
+		st   *Store
+		loc  Loc
+		who  Actor
+		kind Kind
+	}{
+		{"volume top", st, Loc{top, ""}, admin, KindInvalid},
+		{"sub volume top", st, Loc{sub, "/"}, admin, KindInvalid},
+		{"state folder", st, Loc{top, ".hist"}, admin, KindForbidden},
+		{"inside state folder", st, Loc{top, ".hist/keep"}, admin, KindForbidden},
+		{"state folder other case", st, Loc{top, ".HIST/keep"}, admin, KindForbidden},
+		{"work file", st, Loc{top, "z.PARTIAL"}, admin, KindNotFound},
+		{"missing", st, Loc{top, "nope"}, admin, KindNotFound},
+		{"dotdot", st, Loc{top, "m/../f"}, admin, KindInvalid},
+		{"no d", st, Loc{ro, "f"}, admin, KindForbidden},
+		{"no volume", st, Loc{nil, "x"}, admin, KindForbidden},
+		{"folder holding another volume", st2, Loc{st2.Volumes()[1], "in"}, admin, KindConflict},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.loc.Vol == nil && tc.name != "no volume" {
+				for _, v := range tc.st.Volumes() {
+					if v.VPath == "" {
+						tc.loc.Vol = v
+					}
+				}
+			}
+			_, err := tc.st.Delete(ctx, tc.who, tc.loc, DeleteOptions{})
+			wantKind(t, tc.name, err, tc.kind)
+		})
+	}
+	// Mounted below (by URL): / holds the mount point "sub".
+	mkfiles(t, dirs[0], map[string]string{"sub/x": "shadowed"})
+	_, err = st.Delete(ctx, admin, Loc{top, "sub"}, DeleteOptions{})
+	wantKind(t, "folder with a mount below", err, KindConflict)
+	for _, p := range []string{"f", "m/x", "in/y", ".hist/keep", "z.PARTIAL", "sub/x", "in/vol"} {
+		if !exists(filepath.Join(dirs[0], p)) {
+			t.Errorf("%s was deleted by a refused request", p)
+		}
+	}
+}
+
+func TestMoveSameVolume(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v := st.Volumes()[0]
+	ev := watch(st)
+	d := dirs[0]
+	mkfiles(t, d, map[string]string{"a.txt": "a", "dir/x": "x", "dir/sub/y": "y", "other": "o"})
+	mt := time.Date(2020, 1, 2, 3, 4, 5, 6000, time.UTC)
+	os.Chtimes(filepath.Join(d, "a.txt"), mt, mt)
+
+	res, err := st.Move(ctx, admin, Loc{v, "a.txt"}, Loc{v, "b.txt"}, DestOptions{})
+	if err != nil || res.Rel != "b.txt" || res.Dir || res.Replaced {
+		t.Fatalf("rename: %+v %v", res, err)
+	}
+	if exists(filepath.Join(d, "a.txt")) || readString(t, filepath.Join(d, "b.txt")) != "a" {
+		t.Fatal("not renamed")
+	}
+	if fi, _ := os.Stat(filepath.Join(d, "b.txt")); !fi.ModTime().Equal(mt) {
+		t.Fatalf("mtime %v, want %v", fi.ModTime(), mt)
+	}
+	if got := ev.String(); got != "moved tree=false a.txt->b.txt;" {
+		t.Fatalf("events %s", got)
+	}
+	// A folder, into a folder made on the way.
+	res, err = st.Move(ctx, admin, Loc{v, "dir"}, Loc{v, "new/deep/dir2"}, DestOptions{Parents: true})
+	if err != nil || !res.Dir {
+		t.Fatalf("move folder: %+v %v", res, err)
+	}
+	if readString(t, filepath.Join(d, "new/deep/dir2/sub/y")) != "y" || exists(filepath.Join(d, "dir")) {
+		t.Fatal("folder not moved")
+	}
+	if got := ev.String(); got != "moved tree=true dir->new/deep/dir2;" {
+		t.Fatalf("events %s", got)
+	}
+	// Without Parents a missing folder is a conflict (WebDAV's 409).
+	_, err = st.Move(ctx, admin, Loc{v, "b.txt"}, Loc{v, "nowhere/b.txt"}, DestOptions{})
+	wantKind(t, "missing parent", err, KindConflict)
+	// Taken destination.
+	_, err = st.Move(ctx, admin, Loc{v, "b.txt"}, Loc{v, "other"}, DestOptions{})
+	wantKind(t, "taken", err, KindExists)
+	if readString(t, filepath.Join(d, "other")) != "o" {
+		t.Fatal("destination clobbered")
+	}
+	// Overwrite replaces a file atomically.
+	res, err = st.Move(ctx, admin, Loc{v, "b.txt"}, Loc{v, "other"}, DestOptions{Overwrite: true})
+	if err != nil || !res.Replaced || readString(t, filepath.Join(d, "other")) != "a" {
+		t.Fatalf("overwrite: %+v %v", res, err)
+	}
+	if got := ev.String(); got != "removed tree=false ->other;moved tree=false b.txt->other;" {
+		t.Fatalf("events %s", got)
+	}
+	// A file replacing a folder deletes the folder first.
+	res, err = st.Move(ctx, admin, Loc{v, "other"}, Loc{v, "new"}, DestOptions{Overwrite: true})
+	if err != nil || !res.Replaced || readString(t, filepath.Join(d, "new")) != "a" {
+		t.Fatalf("file over folder: %+v %v", res, err)
+	}
+	if got := ev.String(); got != "removed tree=true ->new;moved tree=false other->new;" {
+		t.Fatalf("events %s", got)
+	}
+}
+
+func TestMoveRefusals(t *testing.T) {
+	st, dirs := openStore(t, "::A", ":sub:A", ":ns:A:c,nosub")
+	vols := map[string]*Volume{}
+	for _, v := range st.Volumes() {
+		vols[v.VPath] = v
+	}
+	top := vols[""]
+	d := dirs[0]
+	mkfiles(t, d, map[string]string{"f": "1", "g": "2", "dir/x": "3", "dir/in/y": "4", "mnt/z": "5"})
+	outside := t.TempDir()
+	os.Symlink(outside, filepath.Join(d, "out"))
+	os.Symlink(".hist", filepath.Join(d, "histlink"))
+	os.Symlink("dir", filepath.Join(d, "dirlink"))
+	for _, tc := range []struct {
+		name     string
+		src, dst Loc
+		opt      DestOptions
+		kind     Kind
+	}{
+		{"top folder", Loc{top, ""}, Loc{top, "x"}, DestOptions{}, KindInvalid},
+		{"onto the top folder", Loc{top, "f"}, Loc{vols["sub"], ""}, DestOptions{}, KindExists},
+		{"replace the top folder", Loc{top, "f"}, Loc{vols["sub"], ""}, DestOptions{Overwrite: true}, KindInvalid},
+		{"itself", Loc{top, "f"}, Loc{top, "f"}, DestOptions{Overwrite: true}, KindInvalid},
+		{"itself through a link", Loc{top, "dir/x"}, Loc{top, "dirlink/x"}, DestOptions{Overwrite: true}, KindInvalid},
+		{"folder into itself", Loc{top, "dir"}, Loc{top, "dir/in/dir"}, DestOptions{}, KindInvalid},
+		{"folder into itself through a link", Loc{top, "dir"}, Loc{top, "dirlink/in/q"}, DestOptions{}, KindInvalid},
+		{"folder onto its child", Loc{top, "dir"}, Loc{top, "dir/in"}, DestOptions{Overwrite: true}, KindInvalid},
+		{"taken", Loc{top, "f"}, Loc{top, "g"}, DestOptions{}, KindExists},
+		{"into state folder", Loc{top, "f"}, Loc{top, ".hist/f"}, DestOptions{}, KindForbidden},
+		{"named state folder", Loc{top, "f"}, Loc{top, ".hist"}, DestOptions{}, KindForbidden},
+		{"through a link to the state folder", Loc{top, "f"}, Loc{top, "histlink/f"}, DestOptions{}, KindForbidden},
+		{"work-file name", Loc{top, "f"}, Loc{top, "f.PARTIAL"}, DestOptions{}, KindInvalid},
+		{"bad name", Loc{top, "f"}, Loc{top, "a\x01b"}, DestOptions{}, KindInvalid},
+		{"dotdot", Loc{top, "f"}, Loc{top, "dir/../../f"}, DestOptions{}, KindInvalid},
+		{"link out of the volume", Loc{top, "f"}, Loc{top, "out/f"}, DestOptions{}, KindForbidden},
+		{"link out, with parents", Loc{top, "f"}, Loc{top, "out/new/f"}, DestOptions{Parents: true}, KindForbidden},
+		{"source through link out", Loc{top, "out/secret"}, Loc{top, "stolen"}, DestOptions{}, KindForbidden},
+		{"nosub", Loc{top, "f"}, Loc{vols["ns"], "a/f"}, DestOptions{Parents: true}, KindForbidden},
+		{"missing source", Loc{top, "nope"}, Loc{top, "x"}, DestOptions{}, KindNotFound},
+		{"folder under a mount", Loc{top, "sub"}, Loc{top, "x"}, DestOptions{}, KindNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
+			_, err := st.Move(ctx, admin, tc.src, tc.dst, tc.opt)
+			wantKind(t, tc.name, err, tc.kind)
+			_, err = st.Copy(ctx, admin, tc.src, tc.dst, tc.opt)
+			if tc.name != "folder under a mount" {
+				wantKind(t, tc.name+" (copy)", err, tc.kind)
+			}
+		})
+	}
+	// Nothing moved, nothing written outside.
+	for _, p := range []string{"f", "g", "dir/x", "dir/in/y"} {
+		if !exists(filepath.Join(d, p)) {
+			t.Errorf("%s moved by a refused request", p)
+		}
+	}
+	if des, _ := os.ReadDir(outside); len(des) != 1 {
+		t.Errorf("something was written outside the volume: %v", des)
+	}
+	if exists(filepath.Join(d, ".hist", "f")) {
+		t.Error("moved into the state folder")
+	}
+	// A folder with a volume mounted below it moves nowhere.
+	mkfiles(t, d, map[string]string{"sub/x": "1"})
+	_, err := st.Move(ctx, admin, Loc{top, "sub"}, Loc{top, "elsewhere"}, DestOptions{})
+	wantKind(t, "mounts below", err, KindConflict)
+}
+
+// TestPermissionMatrix runs delete, move, copy and mkdir for one user over
+// every pair of volumes with different permission sets, and checks each
+// outcome on disk against the rules: delete d; move m at the source and w
+// at the destination; copy r and w; mkdir w; replacing a destination only
+// with overwrite and d there.
+func TestPermissionMatrix(t *testing.T) {
+	sets := []string{"r", "w", "m", "d", "rw", "mw", "rwm", "wd", "mwd", "rwmd"}
+	var cfg Config
+	cfg.Accounts = []Account{{"u", "pw"}}
+	dirs := map[string]string{}
+	for i, p := range sets {
+		dir := t.TempDir()
+		spec, err := ParseVolume(fmt.Sprintf("%s:v%d:%s,u", dir, i, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Volumes = append(cfg.Volumes, spec)
+		dirs[spec.VPath] = dir
+	}
+	st, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	u := Actor{User: "u", IP: "1.2.3.4"}
+	n := 0
+	for _, sv := range st.Volumes() {
+		sp := sv.Perms("u")
+		for _, dv := range st.Volumes() {
+			dp := dv.Perms("u")
+			for _, op := range []string{"move", "copy"} {
+				for _, taken := range []bool{false, true} {
+					for _, overwrite := range []bool{false, true} {
+						n++
+						src, dst := fmt.Sprintf("s%d", n), fmt.Sprintf("d%d", n)
+						mkfiles(t, dirs[sv.VPath], map[string]string{src: "new"})
+						if taken {
+							mkfiles(t, dirs[dv.VPath], map[string]string{dst: "old"})
+						}
+						var err error
+						opt := DestOptions{Overwrite: overwrite}
+						need := PermMove
+						if op == "move" {
+							_, err = st.Move(ctx, u, Loc{sv, src}, Loc{dv, dst}, opt)
+						} else {
+							need = PermRead
+							_, err = st.Copy(ctx, u, Loc{sv, src}, Loc{dv, dst}, opt)
+						}
+						want := Kind(0)
+						switch {
+						case !sp.Has(need) || !dp.Has(PermWrite):
+							want = KindForbidden
+						case taken && !overwrite:
+							want = KindExists
+						case taken && !dp.Has(PermDelete):
+							want = KindForbidden
+						}
+						what := fmt.Sprintf("%s %s(%s) → %s(%s) taken=%v overwrite=%v", op, sv.VPath, sp, dv.VPath, dp, taken, overwrite)
+						if want != 0 {
+							wantKind(t, what, err, want)
+						} else if err != nil {
+							t.Fatalf("%s: %v", what, err)
+						}
+						b, _ := os.ReadFile(filepath.Join(dirs[dv.VPath], dst))
+						gotDst := string(b)
+						srcLeft := exists(filepath.Join(dirs[sv.VPath], src))
+						switch {
+						case want != 0 && taken && gotDst != "old":
+							t.Fatalf("%s: refused, but the destination holds %q", what, gotDst)
+						case want == 0 && gotDst != "new":
+							t.Fatalf("%s: destination holds %q", what, gotDst)
+						case want != 0 && !srcLeft, want == 0 && op == "copy" && !srcLeft, want == 0 && op == "move" && srcLeft:
+							t.Fatalf("%s: source left = %v", what, srcLeft)
+						}
+					}
+				}
+			}
+		}
+		// Delete and mkdir in this volume.
+		mkfiles(t, dirs[sv.VPath], map[string]string{"del/x": "x", "f": "f"})
+		for _, rel := range []string{"f", "del"} {
+			_, err := st.Delete(ctx, u, Loc{sv, rel}, DeleteOptions{})
+			if sp.Has(PermDelete) != (err == nil) || exists(filepath.Join(dirs[sv.VPath], rel)) != (err != nil) {
+				t.Fatalf("delete %s in %s(%s): %v", rel, sv.VPath, sp, err)
+			}
+			if err != nil {
+				wantKind(t, "delete", err, KindForbidden)
+			}
+		}
+		_, err := st.Mkdir(ctx, u, Loc{sv, "newdir"}, MkdirOptions{})
+		if sp.Has(PermWrite) != (err == nil) || exists(filepath.Join(dirs[sv.VPath], "newdir")) != (err == nil) {
+			t.Fatalf("mkdir in %s(%s): %v", sv.VPath, sp, err)
+		}
+	}
+}
+
+func TestMkdir(t *testing.T) {
+	st, dirs := openStore(t, "::rw", ":ns:rw:c,nosub", ":ro:r")
+	vols := map[string]*Volume{}
+	for _, v := range st.Volumes() {
+		vols[v.VPath] = v
+	}
+	ev := watch(st)
+	rel, err := st.Mkdir(ctx, admin, Loc{vols[""], "a"}, MkdirOptions{})
+	if err != nil || rel != "a" {
+		t.Fatalf("mkdir: %q %v", rel, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dirs[0], "a")); err != nil || !fi.IsDir() {
+		t.Fatal("no folder")
+	}
+	if got := ev.String(); got != "mkdir tree=false ->a;" {
+		t.Fatalf("events %s", got)
+	}
+	_, err = st.Mkdir(ctx, admin, Loc{vols[""], "a"}, MkdirOptions{})
+	wantKind(t, "exists", err, KindExists)
+	_, err = st.Mkdir(ctx, admin, Loc{vols[""], "b/c/d"}, MkdirOptions{})
+	wantKind(t, "no parent", err, KindConflict)
+	if _, err = st.Mkdir(ctx, admin, Loc{vols[""], "b/c/d"}, MkdirOptions{Parents: true}); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		loc  Loc
+		kind Kind
+	}{
+		"top":         {Loc{vols[""], ""}, KindExists},
+		"state":       {Loc{vols[""], ".hist"}, KindForbidden},
+		"in state":    {Loc{vols[""], ".hist/x"}, KindForbidden},
+		"work name":   {Loc{vols[""], "x.PARTIAL"}, KindInvalid},
+		"control":     {Loc{vols[""], "x\ny"}, KindInvalid},
+		"backslash":   {Loc{vols[""], `x\y`}, KindInvalid},
+		"dotdot":      {Loc{vols[""], "a/../.."}, KindInvalid},
+		"nosub":       {Loc{vols["ns"], "x"}, KindForbidden},
+		"no w":        {Loc{vols["ro"], "x"}, KindForbidden},
+		"file in way": {Loc{vols[""], "a/f/x"}, KindConflict},
+	} {
+		mkfiles(t, dirs[0], map[string]string{"a/f": "file"})
+		_, err := st.Mkdir(ctx, admin, tc.loc, MkdirOptions{Parents: true})
+		wantKind(t, name, err, tc.kind)
+	}
+	if des, _ := os.ReadDir(dirs[0]); len(des) != 3 { // a, b, .hist
+		t.Errorf("refused mkdirs left %v", des)
+	}
+}
+
+func TestCopy(t *testing.T) {
+	st, dirs := openStore(t, "::A", ":two:A")
+	vols := map[string]*Volume{}
+	for _, v := range st.Volumes() {
+		vols[v.VPath] = v
+	}
+	ev := watch(st)
+	d := dirs[0]
+	mkfiles(t, d, map[string]string{"f": "file", "t/a": "A", "t/s/b": "B", "t/up.PARTIAL": "work", "t/.dot": "dot"})
+	os.Symlink("a", filepath.Join(d, "t", "link"))
+	mt := time.Date(2021, 5, 6, 7, 8, 9, 123456000, time.UTC)
+	os.Chtimes(filepath.Join(d, "t", "s", "b"), mt, mt)
+
+	res, err := st.Copy(ctx, admin, Loc{vols[""], "f"}, Loc{vols[""], "f2"}, DestOptions{})
+	if err != nil || res.Files != 1 || res.Bytes != 4 || readString(t, filepath.Join(d, "f2")) != "file" || readString(t, filepath.Join(d, "f")) != "file" {
+		t.Fatalf("copy file: %+v %v", res, err)
+	}
+	if got := ev.String(); got != "copied tree=false f->f2;" {
+		t.Fatalf("events %s", got)
+	}
+	res, err = st.Copy(ctx, admin, Loc{vols[""], "t"}, Loc{vols["two"], "t"}, DestOptions{})
+	if err != nil || !res.Dir || res.Files != 4 {
+		t.Fatalf("copy tree: %+v %v", res, err)
+	}
+	d2 := dirs[1]
+	if readString(t, filepath.Join(d2, "t/s/b")) != "B" || readString(t, filepath.Join(d2, "t/.dot")) != "dot" {
+		t.Fatal("tree not copied")
+	}
+	if fi, _ := os.Stat(filepath.Join(d2, "t/s/b")); !fi.ModTime().Equal(mt) {
+		t.Fatalf("mtime not kept: %v", fi.ModTime())
+	}
+	if l, err := os.Readlink(filepath.Join(d2, "t/link")); err != nil || l != "a" {
+		t.Fatalf("link copied as %q, %v", l, err)
+	}
+	if exists(filepath.Join(d2, "t/up.PARTIAL")) {
+		t.Fatal("an upload's work file was copied")
+	}
+	if !exists(filepath.Join(d, "t/s/b")) {
+		t.Fatal("copy removed the source")
+	}
+	if got := ev.String(); got != "copied tree=true t->t;" {
+		t.Fatalf("events %s", got)
+	}
+	// Nothing hidden is left behind in the destination.
+	if des, _ := os.ReadDir(d2); len(des) != 2 {
+		t.Fatalf("destination holds %v", des)
+	}
+	_, err = st.Copy(ctx, admin, Loc{vols[""], "t"}, Loc{vols["two"], "t"}, DestOptions{})
+	wantKind(t, "taken", err, KindExists)
+	if _, err = st.Copy(ctx, admin, Loc{vols[""], "f"}, Loc{vols["two"], "t"}, DestOptions{Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if readString(t, filepath.Join(d2, "t")) != "file" {
+		t.Fatal("file did not replace the folder")
+	}
+	_, err = st.Copy(ctx, admin, Loc{vols[""], "t"}, Loc{vols[""], "t/s/t"}, DestOptions{})
+	wantKind(t, "into itself", err, KindInvalid)
+}
+
+func TestMoveAcrossVolumes(t *testing.T) {
+	for _, copyPath := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copy=%v", copyPath), func(t *testing.T) {
+			testNoRename = copyPath
+			defer func() { testNoRename = false }()
+			st, dirs := openStore(t, "::A", ":two:A")
+			vols := map[string]*Volume{}
+			for _, v := range st.Volumes() {
+				vols[v.VPath] = v
+			}
+			ev := watch(st)
+			mkfiles(t, dirs[0], map[string]string{"f": "file", "t/a": "A", "t/s/b": "B", "t/up.PARTIAL": "work"})
+			os.Symlink("a", filepath.Join(dirs[0], "t", "link"))
+			if _, err := st.Move(ctx, admin, Loc{vols[""], "f"}, Loc{vols["two"], "g"}, DestOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if exists(filepath.Join(dirs[0], "f")) || readString(t, filepath.Join(dirs[1], "g")) != "file" {
+				t.Fatal("file not moved")
+			}
+			res, err := st.Move(ctx, admin, Loc{vols[""], "t"}, Loc{vols["two"], "x/t"}, DestOptions{Parents: true})
+			if err != nil || !res.Dir {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if exists(filepath.Join(dirs[0], "t")) {
+				t.Fatal("source folder left")
+			}
+			if readString(t, filepath.Join(dirs[1], "x/t/s/b")) != "B" {
+				t.Fatal("tree not moved")
+			}
+			if l, _ := os.Readlink(filepath.Join(dirs[1], "x/t/link")); l != "a" {
+				t.Fatal("link not moved")
+			}
+			evs := ev.take()
+			if len(evs) != 2 || evs[1].Kind != Moved || !evs[1].Tree || evs[1].FromVol != vols[""] || evs[1].Vol != vols["two"] || evs[1].From != "t" || evs[1].Rel != "x/t" {
+				t.Fatalf("events %+v", evs)
+			}
+			if des, _ := os.ReadDir(filepath.Join(vols["two"].HistPath(), "ops")); len(des) != 0 {
+				t.Fatalf("journal left: %v", des)
+			}
+		})
+	}
+}
+
+// TestMoveAcrossFileSystems moves between a disk and a tmpfs, where no
+// rename can work, when the machine has a tmpfs at /dev/shm.
+func TestMoveAcrossFileSystems(t *testing.T) {
+	shm, err := os.MkdirTemp("/dev/shm", "hoard-test-")
+	if err != nil {
+		t.Skip("no /dev/shm:", err)
+	}
+	defer os.RemoveAll(shm)
+	disk := t.TempDir()
+	a, _ := ParseVolume(disk + "::A")
+	b, _ := ParseVolume(shm + ":shm:A")
+	st, err := Open(Config{Volumes: []VolumeSpec{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	vols := map[string]*Volume{}
+	for _, v := range st.Volumes() {
+		vols[v.VPath] = v
+	}
+	mkfiles(t, disk, map[string]string{"t/a": "A", "t/s/b": strings.Repeat("B", 3<<20)})
+	res, err := st.Move(ctx, admin, Loc{vols[""], "t"}, Loc{vols["shm"], "t"}, DestOptions{})
+	if err != nil || res.Files != 2 || res.Bytes != 3<<20+1 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if exists(filepath.Join(disk, "t")) || readString(t, filepath.Join(shm, "t/s/b")) != strings.Repeat("B", 3<<20) {
+		t.Fatal("not moved")
+	}
+	// And back, a single file.
+	if _, err := st.Move(ctx, admin, Loc{vols["shm"], "t/a"}, Loc{vols[""], "a"}, DestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if readString(t, filepath.Join(disk, "a")) != "A" || exists(filepath.Join(shm, "t/a")) {
+		t.Fatal("file not moved back")
+	}
+}
+
+func TestSymlinksNotFollowed(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v := st.Volumes()[0]
+	outside := t.TempDir()
+	mkfiles(t, outside, map[string]string{"secret": "s", "sub/x": "x"})
+	mkfiles(t, dirs[0], map[string]string{"t/f": "f"})
+	os.Symlink(outside, filepath.Join(dirs[0], "t", "out"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dirs[0], "t", "sec"))
+	// Copying keeps the links as links: nothing from outside is read.
+	if _, err := st.Copy(ctx, admin, Loc{v, "t"}, Loc{v, "c"}, DestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dirs[0], "c", "sec")); err != nil || fi.Mode().IsRegular() {
+		t.Fatal("the copy read through a link out of the volume")
+	}
+	// Deleting removes the links, not what they point at.
+	if _, err := st.Delete(ctx, admin, Loc{v, "t"}, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Delete(ctx, admin, Loc{v, "c"}, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if readString(t, filepath.Join(outside, "secret")) != "s" || readString(t, filepath.Join(outside, "sub/x")) != "x" {
+		t.Fatal("a delete reached outside the volume")
+	}
+}
+
+func TestDeleteManyStopsAtFirstError(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v := st.Volumes()[0]
+	mkfiles(t, dirs[0], map[string]string{"a": "1", "b": "2", "c": "3"})
+	r, err := st.DeleteMany(ctx, admin, []Loc{{v, "a"}, {v, "nope"}, {v, "c"}}, DeleteOptions{})
+	wantKind(t, "missing", err, KindNotFound)
+	if r.Files != 1 || exists(filepath.Join(dirs[0], "a")) || !exists(filepath.Join(dirs[0], "c")) {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestUnpost(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	var cfg Config
+	dir := t.TempDir()
+	spec, _ := ParseVolume(dir + "::w:rwmd,boss")
+	cfg.Volumes = []VolumeSpec{spec}
+	cfg.Accounts = []Account{{"boss", "pw1"}, {"ann", "pw2"}}
+	spec.Perms["ann"] = PermWrite
+	cfg.Now = func() time.Time { return now }
+	cfg.Unpost = 12 * time.Hour
+	st, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v := st.Volumes()[0]
+	ann := Actor{User: "ann", IP: "10.0.0.5"}
+	mkfiles(t, dir, map[string]string{"mine": "m", "old": "o", "theirs": "t", "dir/x": "x", "changed": "c"})
+	fi := func(name string) (int64, time.Time) {
+		s, _ := os.Stat(filepath.Join(dir, name))
+		return s.Size(), s.ModTime()
+	}
+	lk := lookupMap{}
+	for _, n := range []string{"mine", "old", "theirs", "changed"} {
+		sz, mt := fi(n)
+		lk[n] = UploadInfo{User: "ann", IP: ann.IP, At: now.Add(-time.Hour), Size: sz, Mtime: mt}
+	}
+	lk["old"] = UploadInfo{User: "ann", IP: ann.IP, At: now.Add(-13 * time.Hour), Size: 1}
+	lk["theirs"] = UploadInfo{User: "ann", IP: "10.0.0.6", At: now, Size: 1}
+	lk["changed"] = UploadInfo{User: "ann", IP: ann.IP, At: now, Size: 99}
+
+	// Without the lookup nothing can be unposted.
+	_, err = st.Delete(ctx, ann, Loc{v, "mine"}, DeleteOptions{Unpost: true})
+	wantKind(t, "no lookup", err, KindForbidden)
+	st.SetUploadLookup(lk)
+	_, err = st.Delete(ctx, ann, Loc{v, "mine"}, DeleteOptions{})
+	wantKind(t, "without unpost", err, KindForbidden)
+	for name, tc := range map[string]struct {
+		who Actor
+		rel string
+		msg string
+	}{
+		"too old":      {ann, "old", "too long ago"},
+		"other ip":     {ann, "theirs", "not uploaded by (You)"},
+		"other user":   {Actor{User: "", IP: ann.IP}, "mine", "not uploaded by (You)"},
+		"changed":      {ann, "changed", "changed since"},
+		"unknown file": {ann, "dir/x", "file not found"},
+		"folder":       {ann, "dir", "cannot unpost folders"},
+	} {
+		_, err := st.Delete(ctx, tc.who, Loc{v, tc.rel}, DeleteOptions{Unpost: true})
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want %q", name, err, tc.msg)
+		}
+	}
+	if _, err := st.Delete(ctx, ann, Loc{v, "mine"}, DeleteOptions{Unpost: true}); err != nil {
+		t.Fatal(err)
+	}
+	if exists(filepath.Join(dir, "mine")) {
+		t.Fatal("not deleted")
+	}
+	st.SetUnpost(0)
+	lk["old"] = UploadInfo{User: "ann", IP: ann.IP, At: now, Size: 1}
+	_, err = st.Delete(ctx, ann, Loc{v, "old"}, DeleteOptions{Unpost: true})
+	if err == nil || !strings.Contains(err.Error(), "disabled") {
+		t.Fatalf("unpost off: %v", err)
+	}
+	for _, n := range []string{"old", "theirs", "dir/x", "changed"} {
+		if !exists(filepath.Join(dir, n)) {
+			t.Errorf("%s deleted by a refused unpost", n)
+		}
+	}
+}
+
+type lookupMap map[string]UploadInfo
+
+func (m lookupMap) UploadOf(v *Volume, rel string) (UploadInfo, bool, error) {
+	i, ok := m[rel]
+	return i, ok, nil
+}
+
+func TestLifetimeFollowsMove(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	a, _ := ParseVolume(dirs[0] + "::A:c,lifetime=3600")
+	b, _ := ParseVolume(dirs[1] + ":two:A:c,lifetime=3600")
+	st, err := Open(Config{Volumes: []VolumeSpec{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vols := map[string]*Volume{}
+	for _, v := range st.Volumes() {
+		vols[v.VPath] = v
+	}
+	top, two := vols[""], vols["two"]
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := top.Ingest(ctx, "d", bytes.NewReader([]byte(n)), IngestOptions{Name: n, Size: 1, Life: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, ok := top.Expiry("d/a")
+	wantB, okB := top.Expiry("d/b")
+	if !ok || !okB {
+		t.Fatal("no expiry")
+	}
+	if _, err := st.Move(ctx, admin, Loc{top, "d"}, Loc{top, "e"}, DestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := top.Expiry("e/a"); !ok || !got.Equal(want) {
+		t.Fatalf("after a folder move: %v %v", got, ok)
+	}
+	if _, ok := top.Expiry("d/a"); ok {
+		t.Fatal("old path still expires")
+	}
+	testNoRename = true
+	_, err = st.Move(ctx, admin, Loc{top, "e/b"}, Loc{two, "b"}, DestOptions{})
+	testNoRename = false
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := two.Expiry("b"); !ok || !got.Equal(wantB) {
+		t.Fatalf("after a move to another volume: %v %v", got, ok)
+	}
+	if _, err := st.Delete(ctx, admin, Loc{top, "e/c"}, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := top.Expiry("e/c"); ok {
+		t.Fatal("a deleted file still expires")
+	}
+	// The records on disk followed too: a restart keeps the promises.
+	st.Close()
+	st2, err := Open(Config{Volumes: []VolumeSpec{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	got := map[string]bool{}
+	for _, v := range st2.Volumes() {
+		for _, rel := range []string{"e/a", "b", "e/c", "d/a"} {
+			if _, ok := v.Expiry(rel); ok {
+				got["/"+v.VPath+":"+rel] = true
+			}
+		}
+	}
+	if len(got) != 2 || !got["/:e/a"] || !got["/two:b"] {
+		t.Fatalf("expiries after restart: %v", got)
+	}
+}
+
+func TestSharesFollow(t *testing.T) {
+	st, _ := openStore(t, "::A", ":v:A")
+	vols := map[string]*Volume{}
+	for _, v := range st.Volumes() {
+		vols[v.VPath] = v
+	}
+	sh, err := OpenShares(filepath.Join(t.TempDir(), "shares.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []Share{
+		{Key: "folder", VPath: "v/a/b"},
+		{Key: "above", VPath: "v/a"},
+		{Key: "sibling", VPath: "v/ab"},
+		{Key: "files", VPath: "v/c", Files: []string{"x", "y"}},
+		{Key: "other", VPath: "a/b"},
+	} {
+		if err := sh.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh.Follow(Event{Kind: Moved, Tree: true, FromVol: vols["v"], From: "a/b", Vol: vols["v"], Rel: "z"})
+	sh.Follow(Event{Kind: Removed, Vol: vols["v"], Rel: "c/x"})
+	keys := func() []string {
+		var out []string
+		for _, s := range sh.List() {
+			out = append(out, s.Key+":"+strings.Join(s.Files, ","))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := fmt.Sprint(keys()); got != "[above: files:y other: sibling:]" {
+		t.Fatalf("after moving v/a/b and deleting v/c/x: %s", got)
+	}
+	sh.Follow(Event{Kind: Removed, Tree: true, Vol: vols["v"], Rel: "a"})
+	sh.Follow(Event{Kind: Moved, FromVol: vols["v"], From: "c/y", Vol: vols[""], Rel: "y"})
+	if got := fmt.Sprint(keys()); got != "[other: sibling:]" {
+		t.Fatalf("after deleting v/a and moving v/c/y: %s", got)
+	}
+	// Durable: a reload sees the same.
+	sh2, _ := OpenShares(sh.file, nil)
+	if n := len(sh2.List()); n != 2 {
+		t.Fatalf("reloaded %d shares", n)
+	}
+}
