@@ -346,6 +346,9 @@ func (v *Volume) splitDest(rel string) (dir, name string, top bool, err error) {
 		return ".", "", true, nil
 	}
 	dir, name = splitRel(rel)
+	if dir == "." && strings.Contains(rel, "/") {
+		return "", "", false, ErrBadName // "./name"
+	}
 	if dir, err = cleanRel(dir); err != nil {
 		return "", "", false, err
 	}

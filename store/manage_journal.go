@@ -224,7 +224,7 @@ func removeMoved(ctx context.Context, sparent *os.File, sname string, dparent *o
 		if err := unlinkAt(sparent, sname, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return 0, err
 		}
-		return 0, nil
+		return 0, hook("rm-file")
 	}
 	sd, err := openDirAt(sparent, sname)
 	if err != nil {

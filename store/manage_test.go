@@ -3,12 +3,16 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -847,5 +851,440 @@ func TestSharesFollow(t *testing.T) {
 	sh2, _ := OpenShares(sh.file, nil)
 	if n := len(sh2.List()); n != 2 {
 		t.Fatalf("reloaded %d shares", n)
+	}
+}
+
+// crashAt makes the operation stop, as a crash would, the n-th time it
+// reaches step.
+func crashAt(step string, n int) {
+	seen := 0
+	testHook = func(s string) error {
+		if s == step {
+			seen++
+			if seen == n {
+				return errors.New("crash at " + step)
+			}
+		}
+		return nil
+	}
+}
+
+// treeFiles is a tree of a few folders and files, one of them large.
+func treeFiles() map[string]string {
+	files := map[string]string{"big": strings.Repeat("0123456789", 300000)}
+	for i := range 12 {
+		files[fmt.Sprintf("d%d/s%d/f%d", i%3, i%2, i)] = fmt.Sprintf("file %d", i)
+	}
+	return files
+}
+
+// whole reports whether dir holds exactly files.
+func whole(dir string, files map[string]string) bool {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b, err := os.ReadFile(p)
+		if err != nil || string(b) != files[filepath.ToSlash(rel)] {
+			return fmt.Errorf("%s differs", rel)
+		}
+		n++
+		return nil
+	})
+	return err == nil && n == len(files)
+}
+
+// hidden lists what is left in dir that no listing shows (work names).
+func hidden(t *testing.T, dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), tempPrefix) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestCrossDeviceMoveCrash stops a cross-device move (of a tree and of a
+// file) after each of its steps, as a crash would, then opens the store
+// again: the source or the destination is whole, never neither, nothing
+// half-made is left, and the journal is empty.
+func TestCrossDeviceMoveCrash(t *testing.T) {
+	steps := []struct {
+		step string
+		n    int
+		// after the restart: where the data is
+		srcWhole, dstWhole bool
+	}{
+		{"journal", 1, true, false},
+		{"copy-file", 1, true, false},
+		{"copy-file", 7, true, false},
+		{"staged", 1, true, false},
+		{"published", 1, true, true}, // before the journal says so: both stay
+		{"marked", 1, false, true},   // the restart finishes the move
+		{"rm-file", 1, false, true},
+		{"rm-file", 9, false, true},
+		{"source-gone", 1, false, true},
+	}
+	for _, tree := range []bool{true, false} {
+		for _, tc := range steps {
+			if !tree && (tc.step == "copy-file" || tc.step == "rm-file" && tc.n > 1) {
+				continue
+			}
+			t.Run(fmt.Sprintf("tree=%v/%s#%d", tree, tc.step, tc.n), func(t *testing.T) {
+				testNoRename = true
+				defer func() { testNoRename, testHook = false, nil }()
+				src, dst := t.TempDir(), t.TempDir()
+				a, _ := ParseVolume(src + "::A")
+				b, _ := ParseVolume(dst + ":two:A")
+				cfg := Config{Volumes: []VolumeSpec{a, b}}
+				st, err := Open(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files := treeFiles()
+				srcRel, dstRel := "t", "x/t"
+				srcPath, dstPath := filepath.Join(src, "t"), filepath.Join(dst, "x", "t")
+				check := func(p string) bool { return whole(p, files) }
+				if !tree {
+					files = map[string]string{"": strings.Repeat("x", 1<<20)}
+					srcRel, srcPath = "f", filepath.Join(src, "f")
+					os.WriteFile(srcPath, []byte(files[""]), 0o644)
+					check = func(p string) bool { b, err := os.ReadFile(p); return err == nil && string(b) == files[""] }
+				} else {
+					mkfiles(t, srcPath, files)
+				}
+				vols := map[string]*Volume{}
+				for _, v := range st.Volumes() {
+					vols[v.VPath] = v
+				}
+				crashAt(tc.step, tc.n)
+				_, err = st.Move(ctx, admin, Loc{vols[""], srcRel}, Loc{vols["two"], dstRel}, DestOptions{Parents: true})
+				if !errors.Is(err, errCrash) {
+					t.Fatalf("move did not stop at %s: %v", tc.step, err)
+				}
+				if !check(srcPath) && !check(dstPath) {
+					t.Fatal("at the crash neither the source nor the destination is whole")
+				}
+				st.Close()
+				testHook = nil
+				st, err = Open(cfg) // the restart
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				s, d := check(srcPath), check(dstPath)
+				if s != tc.srcWhole || d != tc.dstWhole {
+					t.Fatalf("after the restart: source whole %v, destination whole %v; want %v, %v", s, d, tc.srcWhole, tc.dstWhole)
+				}
+				if !tc.srcWhole && exists(srcPath) {
+					t.Fatal("the source is partly left")
+				}
+				if !tc.dstWhole && exists(dstPath) {
+					t.Fatal("a partial destination is left")
+				}
+				if h := hidden(t, dst); len(h) > 0 {
+					t.Fatalf("work files left: %v", h)
+				}
+				if des, _ := os.ReadDir(filepath.Join(dst, HistName, "ops")); len(des) > 0 {
+					t.Fatalf("journal left: %v", des)
+				}
+			})
+		}
+	}
+}
+
+// TestCopyCrash stops a tree copy half-way: the next start removes the
+// hidden half copy, and the source is untouched.
+func TestCopyCrash(t *testing.T) {
+	defer func() { testHook = nil }()
+	dir := t.TempDir()
+	a, _ := ParseVolume(dir + "::A")
+	cfg := Config{Volumes: []VolumeSpec{a}}
+	st, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := treeFiles()
+	mkfiles(t, filepath.Join(dir, "t"), files)
+	crashAt("copy-file", 5)
+	_, err = st.Copy(ctx, admin, Loc{st.Volumes()[0], "t"}, Loc{st.Volumes()[0], "c"}, DestOptions{})
+	if !errors.Is(err, errCrash) {
+		t.Fatal(err)
+	}
+	if len(hidden(t, dir)) == 0 {
+		t.Fatal("no half copy to clean up: the test tests nothing")
+	}
+	st.Close()
+	testHook = nil
+	st, err = Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if h := hidden(t, dir); len(h) > 0 || exists(filepath.Join(dir, "c")) {
+		t.Fatalf("left after the restart: %v", h)
+	}
+	if !whole(filepath.Join(dir, "t"), files) {
+		t.Fatal("source damaged")
+	}
+}
+
+// heapPeak samples the live heap while fn runs and returns the highest
+// reading above the one before it. The GC runs often meanwhile (GOGC=10),
+// so the heap stays near what is really held.
+func heapPeak(t *testing.T, fn func()) (peak, retained uint64) {
+	old := debug.SetGCPercent(10)
+	defer debug.SetGCPercent(old)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var maxSeen uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			maxSeen = max(maxSeen, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if maxSeen > before.HeapAlloc {
+		peak = maxSeen - before.HeapAlloc
+	}
+	if after.HeapAlloc > before.HeapAlloc {
+		retained = after.HeapAlloc - before.HeapAlloc
+	}
+	return peak, retained
+}
+
+// bigTree makes n files below dir: half in one flat folder, half spread
+// over folders of 100, with long names (so that holding every name at once
+// would show).
+func bigTree(t *testing.T, dir string, n int) {
+	t.Helper()
+	pad := strings.Repeat("n", 40)
+	for i := range n {
+		var p string
+		if i < n/2 {
+			p = filepath.Join(dir, "flat", fmt.Sprintf("%s-%07d", pad, i))
+		} else {
+			p = filepath.Join(dir, "deep", fmt.Sprintf("g%03d", i/100), fmt.Sprintf("h%d", i%3), fmt.Sprintf("%s-%07d", pad, i))
+		}
+		if i%100 == 0 || i == n/2 {
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			for j := range 3 {
+				os.MkdirAll(filepath.Join(filepath.Dir(filepath.Dir(p)), fmt.Sprintf("h%d", j)), 0o755)
+			}
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// treeMemBound is what a tree operation on 100,000 files may hold on the
+// heap at its peak, above what was held before: the walkers keep one
+// folder handle and one batch of entries per level, so this does not grow
+// with the tree. Holding the 100,000 names alone would take more than
+// 6 MiB.
+const treeMemBound = 3 << 20
+
+// TestTreeOps100k deletes, moves (across volumes, by copying) and copies a
+// tree of 100,000 files, and checks that the memory held stays bounded.
+func TestTreeOps100k(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: 100,000 files")
+	}
+	const n = 100000
+	src, dst := t.TempDir(), t.TempDir()
+	// On a tmpfs when there is one: the disk's speed is not under test.
+	if shm, err := os.MkdirTemp("/dev/shm", "hoard-test-"); err == nil {
+		defer os.RemoveAll(shm)
+		src, dst = filepath.Join(shm, "a"), filepath.Join(shm, "b")
+		os.Mkdir(src, 0o755)
+		os.Mkdir(dst, 0o755)
+	}
+	a, _ := ParseVolume(src + "::A")
+	b, _ := ParseVolume(dst + ":two:A")
+	st, err := Open(Config{Volumes: []VolumeSpec{a, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	vols := map[string]*Volume{}
+	for _, v := range st.Volumes() {
+		vols[v.VPath] = v
+	}
+	var events int
+	st.Subscribe(func(Event) { events++ })
+	bigTree(t, filepath.Join(src, "t"), n)
+
+	var res DestResult
+	testNoRename = true
+	peak, kept := heapPeak(t, func() {
+		res, err = st.Move(ctx, admin, Loc{vols[""], "t"}, Loc{vols["two"], "t"}, DestOptions{})
+	})
+	testNoRename = false
+	if err != nil || res.Files != n {
+		t.Fatalf("move: %+v %v", res, err)
+	}
+	t.Logf("cross-device move of %d files: heap peak +%d KiB, retained +%d KiB", n, peak>>10, kept>>10)
+	if peak > treeMemBound {
+		t.Errorf("moving %d files held %d KiB at the peak; bound %d KiB", n, peak>>10, treeMemBound>>10)
+	}
+	if exists(filepath.Join(src, "t")) {
+		t.Fatal("source left")
+	}
+
+	var cres DestResult
+	peak, kept = heapPeak(t, func() {
+		cres, err = st.Copy(ctx, admin, Loc{vols["two"], "t"}, Loc{vols[""], "c"}, DestOptions{})
+	})
+	if err != nil || cres.Files != n {
+		t.Fatalf("copy: %+v %v", cres, err)
+	}
+	t.Logf("copy of %d files: heap peak +%d KiB, retained +%d KiB", n, peak>>10, kept>>10)
+	if peak > treeMemBound {
+		t.Errorf("copying %d files held %d KiB at the peak; bound %d KiB", n, peak>>10, treeMemBound>>10)
+	}
+
+	var dres DeleteResult
+	peak, kept = heapPeak(t, func() {
+		dres, err = st.Delete(ctx, admin, Loc{vols["two"], "t"}, DeleteOptions{})
+	})
+	if err != nil || dres.Files != n {
+		t.Fatalf("delete: %+v %v", dres, err)
+	}
+	t.Logf("delete of %d files: heap peak +%d KiB, retained +%d KiB", n, peak>>10, kept>>10)
+	if peak > treeMemBound {
+		t.Errorf("deleting %d files held %d KiB at the peak; bound %d KiB", n, peak>>10, treeMemBound>>10)
+	}
+	if exists(filepath.Join(dst, "t")) {
+		t.Fatal("not deleted")
+	}
+	if events != 3 {
+		t.Errorf("%d events for three tree operations; want one each", events)
+	}
+}
+
+// FuzzSplitDest checks the destination path parsing of Move, Copy and
+// Mkdir: what it accepts is a folder os.Root takes and a single name that
+// may be created (no .hist anywhere, no work-file name, nothing that walks
+// up), and the two joined give back the path.
+func FuzzSplitDest(f *testing.F) {
+	for _, s := range []string{"a", "a/b", "/a/b/", "", ".", "..", "a/../b", ".hist", "a/.HIST/b", "x.PARTIAL", "a\\b", "a//b", "a/\x00", "é/ü", strings.Repeat("n", 256)} {
+		f.Add(s)
+	}
+	v := &Volume{}
+	f.Fuzz(func(t *testing.T, rel string) {
+		dir, name, top, err := v.splitDest(rel)
+		if err != nil {
+			if KindOf(opErr("t", err)) == 0 {
+				t.Fatalf("%q: error %v has no kind", rel, err)
+			}
+			return
+		}
+		if top {
+			if strings.Trim(rel, "/") != "" && strings.Trim(rel, "/") != "." {
+				t.Fatalf("%q taken for the volume's top", rel)
+			}
+			return
+		}
+		if CheckName(name) != nil || strings.HasSuffix(name, PartialSuffix) || strings.EqualFold(name, HistName) {
+			t.Fatalf("%q: name %q accepted", rel, name)
+		}
+		if _, err := cleanRel(dir); err != nil {
+			t.Fatalf("%q: folder %q accepted", rel, dir)
+		}
+		for c := range strings.SplitSeq(dir, "/") {
+			if c == ".." || (c == "." && dir != ".") || strings.EqualFold(c, HistName) {
+				t.Fatalf("%q: folder %q accepted", rel, dir)
+			}
+		}
+		if joinRel(dir, name) != strings.Trim(rel, "/") {
+			t.Fatalf("%q split into %q + %q", rel, dir, name)
+		}
+	})
+}
+
+// FuzzOpRecord feeds the start-up recovery's record parser: a record it
+// accepts never names anything but a hidden work name to remove and a
+// clean path to finish deleting, however damaged the file.
+func FuzzOpRecord(f *testing.F) {
+	f.Add([]byte(`{"op":"move","src_vol":"/a","src":"t","dst_vol":"/b","dst_dir":"x","stage":".hoard-AAAAAAAAAAAA.PARTIAL","name":"t","tree":true,"phase":"published"}`))
+	f.Add([]byte(`{"op":"copy","stage":".hoard-x.PARTIAL","name":"n","phase":"staging"}`))
+	f.Add([]byte(`{"op":"move","src":"..","stage":".hoard-x.PARTIAL","name":"n","phase":"published"}`))
+	f.Add([]byte(`{"op":"copy","stage":"../etc","name":"n","phase":"staging"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r opRecord
+		if json.Unmarshal(b, &r) != nil || !r.valid() {
+			return
+		}
+		if !strings.HasPrefix(r.Stage, tempPrefix) || !strings.HasSuffix(r.Stage, PartialSuffix) || strings.ContainsAny(r.Stage, "/\\\x00") {
+			t.Fatalf("stage %q accepted", r.Stage)
+		}
+		if CheckName(r.Name) != nil || strings.EqualFold(r.Name, HistName) {
+			t.Fatalf("name %q accepted", r.Name)
+		}
+		for _, p := range []string{r.DstDir, r.Src} {
+			if p == "" && r.Phase == phaseStaging {
+				continue
+			}
+			for c := range strings.SplitSeq(p, "/") {
+				if c == ".." || c == "." && p != "." && p != "" || strings.EqualFold(c, HistName) {
+					t.Fatalf("path %q accepted", p)
+				}
+			}
+		}
+		if r.Phase == phasePublished && (r.Src == "" || r.Src == "." || r.Op != "move") {
+			t.Fatalf("published record %+v accepted", r)
+		}
+	})
+}
+
+// TestEventPaths is a property test of the tree event path helpers.
+func TestEventPaths(t *testing.T) {
+	for _, tc := range []struct {
+		rel, base string
+		tree, in  bool
+	}{
+		{"a", "a", false, true}, {"a/b", "a", false, false}, {"a/b", "a", true, true},
+		{"ab", "a", true, false}, {"a", "a/b", true, false}, {"x", "", true, true}, {"", "", false, true},
+	} {
+		if got := underRel(tc.rel, tc.base, tc.tree); got != tc.in {
+			t.Errorf("underRel(%q, %q, %v) = %v", tc.rel, tc.base, tc.tree, got)
+		}
+	}
+	for _, tc := range []struct{ from, to, rel, want string }{
+		{"a", "b", "a", "b"}, {"a", "b/c", "a/x/y", "b/c/x/y"}, {"", "z", "x", "z/x"}, {"a/b", "", "a/b/c", "c"},
+	} {
+		e := Event{From: tc.from, Rel: tc.to, Tree: true}
+		if got := e.Rebase(tc.rel); got != tc.want {
+			t.Errorf("Rebase(%q) from %q to %q = %q, want %q", tc.rel, tc.from, tc.to, got, tc.want)
+		}
+		if !e.FromUnder(tc.rel) || !e.Under(e.Rebase(tc.rel)) {
+			t.Errorf("%q: not under", tc.rel)
+		}
 	}
 }

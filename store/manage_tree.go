@@ -161,10 +161,8 @@ func (v *Volume) copyFileData(ctx context.Context, dst, src *os.File, size int64
 			return v.writeErr(err, size-done)
 		}
 	}
-	// It may have grown meanwhile: take the rest too.
-	if _, err := io.Copy(dst, src); err != nil {
-		return v.writeErr(err, 0)
-	}
+	// Bytes appended meanwhile are not copied: a move then sees the
+	// source differ and keeps it (removeMoved).
 	return nil
 }
 
