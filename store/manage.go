@@ -736,7 +736,10 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 			return DestResult{}, opErr(op, err)
 		}
 		defer dd.Close()
-		if err := dv.copyTree(ctx, sd, dd, &ts); err != nil {
+		if err := dv.copyTree(ctx, sd, dd, &ts, move); err != nil {
+			if errors.Is(err, errVanished) {
+				return DestResult{}, &OpError{Op: op, Kind: KindConflict, Msg: "the folder changed while it was being moved; nothing was moved, try again", Err: err}
+			}
 			return DestResult{}, opErr(op, err)
 		}
 		// One flush of the destination's file system makes every copied
@@ -797,6 +800,15 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 	}
 	if err := hook("marked"); err != nil {
 		return res, err
+	}
+	if cur, err := lstatAt(se.dir, se.name); err != nil || cur.Ino != sst.Ino || cur.Dev != sst.Dev {
+		// Renamed or replaced meanwhile (by another move): what was
+		// copied stays at both places rather than deleting something else.
+		if jr != nil {
+			jr.drop()
+		}
+		s.emit(Event{Kind: Copied, Tree: isDir, FromVol: sv, From: se.rel, Vol: dv, Rel: de.rel, Size: ts.Bytes, At: now, Uploader: who.User, ClientIP: who.IP})
+		return res, refuse(op, KindConflict, "the source was moved or replaced meanwhile; it was copied, not moved")
 	}
 	s.lifeMoved(sv, se.rel, dv, de.rel, isDir)
 	s.emit(Event{Kind: Moved, Tree: isDir, FromVol: sv, From: se.rel, Vol: dv, Rel: de.rel, Size: ts.Bytes, At: now, Uploader: who.User, ClientIP: who.IP})

@@ -136,9 +136,13 @@ func (s *Store) recoverOp(v *Volume, file string) {
 		return
 	}
 	r := &opRecord{file: file}
-	if json.Unmarshal(b, r) != nil || !r.valid() || r.DstVol != v.Src {
+	if json.Unmarshal(b, r) != nil || !r.valid() {
 		log.Warn("dropping a damaged record of an interrupted operation")
 		r.drop()
+		return
+	}
+	if r.DstVol != v.Src {
+		log.Warn("an interrupted operation's record names another folder for this volume (the configuration changed?); leaving it", "dst_vol", r.DstVol, "volume", v.Src)
 		return
 	}
 	de, err := v.openEnd(dotIfEmpty(r.DstDir), r.Name)

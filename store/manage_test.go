@@ -1288,3 +1288,102 @@ func TestEventPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestCrossDeviceMoveRaces: a move across file systems whose source is
+// renamed while it is copied keeps both copies and says so; one whose
+// source loses files while it is copied publishes nothing.
+func TestCrossDeviceMoveRaces(t *testing.T) {
+	testNoRename = true
+	defer func() { testNoRename, testHook = false, nil }()
+	st, dirs := openStore(t, "::A", ":two:A")
+	vols := map[string]*Volume{}
+	for _, v := range st.Volumes() {
+		vols[v.VPath] = v
+	}
+	files := treeFiles()
+	mkfiles(t, filepath.Join(dirs[0], "t"), files)
+	testHook = func(step string) error {
+		if step == "published" {
+			os.Rename(filepath.Join(dirs[0], "t"), filepath.Join(dirs[0], "t2"))
+		}
+		return nil
+	}
+	_, err := st.Move(ctx, admin, Loc{vols[""], "t"}, Loc{vols["two"], "t"}, DestOptions{})
+	wantKind(t, "source renamed meanwhile", err, KindConflict)
+	if !whole(filepath.Join(dirs[0], "t2"), files) || !whole(filepath.Join(dirs[1], "t"), files) {
+		t.Fatal("a copy is not whole")
+	}
+	// Files vanish from the source while it is copied.
+	testHook = func(step string) error {
+		if step == "copy-file" {
+			filepath.WalkDir(filepath.Join(dirs[0], "t2"), func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					os.Remove(p)
+				}
+				return nil
+			})
+		}
+		return nil
+	}
+	_, err = st.Move(ctx, admin, Loc{vols[""], "t2"}, Loc{vols["two"], "u"}, DestOptions{})
+	wantKind(t, "source files vanished", err, KindConflict)
+	if exists(filepath.Join(dirs[1], "u")) || len(hidden(t, dirs[1])) > 0 {
+		t.Fatal("half a tree was published or left behind")
+	}
+	if des, _ := os.ReadDir(filepath.Join(dirs[1], HistName, "ops")); len(des) > 0 {
+		t.Fatalf("journal left: %v", des)
+	}
+}
+
+// TestTopLevelLinks: a link as the source or the destination of an
+// operation is acted on as the link; what it points at is never touched.
+func TestTopLevelLinks(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v := st.Volumes()[0]
+	d := dirs[0]
+	outside := t.TempDir()
+	mkfiles(t, outside, map[string]string{"secret": "s", "victim": "v"})
+	mkfiles(t, d, map[string]string{"f": "new"})
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(d, "lnk"))
+	os.Symlink(filepath.Join(outside, "victim"), filepath.Join(d, "dst"))
+	// Copying the link copies the link, not what it points at.
+	if _, err := st.Copy(ctx, admin, Loc{v, "lnk"}, Loc{v, "lnk2"}, DestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(d, "lnk2")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("copied a link as %v, %v", fi, err)
+	}
+	// Replacing a link that leads out replaces the link.
+	if _, err := st.Move(ctx, admin, Loc{v, "f"}, Loc{v, "dst"}, DestOptions{Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	if readString(t, filepath.Join(outside, "victim")) != "v" || readString(t, filepath.Join(d, "dst")) != "new" {
+		t.Fatal("the move wrote through a link")
+	}
+	// Deleting and moving the link act on the link.
+	if _, err := st.Move(ctx, admin, Loc{v, "lnk"}, Loc{v, "moved"}, DestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Delete(ctx, admin, Loc{v, "moved"}, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if readString(t, filepath.Join(outside, "secret")) != "s" {
+		t.Fatal("the target of a link was touched")
+	}
+}
+
+// TestCopyKeepsDiskReserve: a copy is refused like an upload when it would
+// eat into the volume's df= reserve.
+func TestCopyKeepsDiskReserve(t *testing.T) {
+	st, dirs := openStore(t, "::A:c,df=100000000")
+	v := st.Volumes()[0]
+	mkfiles(t, dirs[0], map[string]string{"f": "x"})
+	_, err := st.Copy(ctx, admin, Loc{v, "f"}, Loc{v, "g"}, DestOptions{})
+	var df *DiskFullError
+	if !errors.As(err, &df) {
+		t.Fatalf("copy past the reserve: %v", err)
+	}
+	if exists(filepath.Join(dirs[0], "g")) || len(hidden(t, dirs[0])) > 0 {
+		t.Fatal("something was left")
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -182,6 +183,12 @@ func (v *Volume) copyFileAt(ctx context.Context, sdir *os.File, name string, ddi
 	if !fi.Mode().IsRegular() {
 		return 0, pathErr("open", name, syscall.EINVAL)
 	}
+	if v.Flags.DF > 0 {
+		// The volume's df= reserve holds for copies as for uploads.
+		if free, err := v.Free(); err == nil && (free < uint64(fi.Size()) || free-uint64(fi.Size()) < uint64(v.Flags.DF)) {
+			return 0, &DiskFullError{Free: free, Need: uint64(fi.Size()) + uint64(v.Flags.DF)}
+		}
+	}
 	df, err := openFileAt(ddir, dname, os.O_WRONLY|os.O_CREATE|os.O_EXCL, uint32(fi.Mode().Perm()))
 	if err != nil {
 		return 0, v.writeErr(err, fi.Size())
@@ -211,12 +218,23 @@ type cpFrame struct {
 	i        int
 }
 
+// errVanished is a source entry that went away while a move copied it.
+var errVanished = errors.New("store: a file of the source went away while it was copied")
+
 // copyTree copies everything in the open folder src into the open, empty
 // folder dst: folders, regular files (mode and mtime kept) and symbolic
 // links (as links, their text unchanged). Work files of uploads in
 // progress (*.PARTIAL) and special files (sockets, fifos, devices) are left
-// out. Nothing is synced; the caller flushes the tree once.
-func (v *Volume) copyTree(ctx context.Context, src, dst *os.File, st *treeStats) error {
+// out. An entry that vanishes meanwhile is skipped, or with strict (a
+// move, which must not publish half a tree) stops the copy. Nothing is
+// synced; the caller flushes the tree once.
+func (v *Volume) copyTree(ctx context.Context, src, dst *os.File, st *treeStats, strict bool) error {
+	vanished := func(err error) bool {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+		return !strict
+	}
 	stack := []*cpFrame{{src: src, dst: dst}}
 	defer func() {
 		for _, f := range stack {
@@ -262,7 +280,7 @@ func (v *Volume) copyTree(ctx context.Context, src, dst *os.File, st *treeStats)
 		switch t := e.Type(); {
 		case t.IsDir():
 			sd, err := openDirAt(top.src, name)
-			if errors.Is(err, fs.ErrNotExist) {
+			if vanished(err) {
 				continue
 			}
 			if err != nil {
@@ -284,7 +302,7 @@ func (v *Volume) copyTree(ctx context.Context, src, dst *os.File, st *treeStats)
 			stack = append(stack, &cpFrame{src: sd, dst: dd})
 		case t&fs.ModeSymlink != 0:
 			target, err := readlinkAt(top.src, name)
-			if errors.Is(err, fs.ErrNotExist) {
+			if vanished(err) {
 				continue
 			}
 			if err == nil {
@@ -296,8 +314,11 @@ func (v *Volume) copyTree(ctx context.Context, src, dst *os.File, st *treeStats)
 			st.Files++
 		case t.IsRegular():
 			n, err := v.copyFileAt(ctx, top.src, name, top.dst, name, false)
-			if errors.Is(err, fs.ErrNotExist) {
+			if vanished(err) {
 				continue
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%w: %v", errVanished, err)
 			}
 			if err != nil {
 				return err
