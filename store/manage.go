@@ -283,12 +283,19 @@ func (s *Store) mountsInside(v *Volume, rel string) bool {
 	return false
 }
 
-// stageName is a fresh name for a work file or folder: never listed,
-// served or indexed (*.PARTIAL), and swept when a crash leaves it.
+// stagePrefix starts the hidden names under which copies are assembled.
+// It is not tempPrefix: listings sweep old .hoard-*.PARTIAL files, and a
+// staged copy carries its source's (old) mtime before it is published.
+// Staged copies are journalled instead, and the next start removes what a
+// crash left.
+const stagePrefix = ".hoardop-"
+
+// stageName is a fresh name for a staged copy: never listed, served or
+// indexed (*.PARTIAL).
 func stageName() string {
 	var b [9]byte
 	rand.Read(b[:])
-	return tempPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + PartialSuffix
+	return stagePrefix + base64.RawURLEncoding.EncodeToString(b[:]) + PartialSuffix
 }
 
 // makeParents makes the folder dir (cleaned) of v and its missing parents,
@@ -690,14 +697,12 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 	sv, dv := se.v, de.v
 	isDir := isDirStat(sst)
 	stage := stageName()
-	var jr *opRecord
-	if dv.hist != "" {
-		jr = &opRecord{Op: op, SrcVol: sv.Src, Src: se.rel, DstVol: dv.Src, DstDir: de.dirRel, Stage: stage, Name: de.name, Tree: isDir, Phase: phaseStaging}
-		if err := jr.save(dv); err != nil {
-			return DestResult{}, err
-		}
-	} else if isDir {
-		return DestResult{}, refuse(op, KindConflict, "the destination volume has no state folder, which a folder copy needs")
+	if dv.hist == "" {
+		return DestResult{}, refuse(op, KindConflict, "the destination volume has no state folder, which a copy or a move to another file system needs")
+	}
+	jr := &opRecord{Op: op, SrcVol: sv.Src, Src: se.rel, DstVol: dv.Src, DstDir: de.dirRel, Stage: stage, Name: de.name, Tree: isDir, Phase: phaseStaging}
+	if err := jr.save(dv); err != nil {
+		return DestResult{}, err
 	}
 	if err := hook("journal"); err != nil {
 		return DestResult{}, err
@@ -715,9 +720,7 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 		} else {
 			unlinkAt(de.dir, stage, false)
 		}
-		if jr != nil {
-			jr.drop()
-		}
+		jr.drop()
 	}()
 	var ts treeStats
 	start := time.Now()
@@ -783,20 +786,16 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 		s.emit(Event{Kind: Removed, Vol: dv, Rel: de.rel, At: now, Uploader: who.User, ClientIP: who.IP})
 	}
 	if !move {
-		if jr != nil {
-			jr.drop()
-		}
+		jr.drop()
 		s.emit(Event{Kind: Copied, Tree: isDir, FromVol: sv, From: se.rel, Vol: dv, Rel: de.rel, Size: ts.Bytes, At: now, Uploader: who.User, ClientIP: who.IP})
 		s.log.Info("copied", "from", Loc{sv, se.rel}.URLPath(), "to", Loc{dv, de.rel}.URLPath(), "files", ts.Files, "bytes", ts.Bytes, "took", time.Since(start).Round(time.Millisecond), "user", who.User, "ip", who.IP)
 		return res, nil
 	}
 	// The destination is whole and durable: from here a crash finishes
 	// the move at the next start (the journal says so).
-	if jr != nil {
-		jr.Phase = phasePublished
-		if err := jr.save(dv); err != nil {
-			return res, err
-		}
+	jr.Phase = phasePublished
+	if err := jr.save(dv); err != nil {
+		return res, err
 	}
 	if err := hook("marked"); err != nil {
 		return res, err
@@ -804,9 +803,7 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 	if cur, err := lstatAt(se.dir, se.name); err != nil || cur.Ino != sst.Ino || cur.Dev != sst.Dev {
 		// Renamed or replaced meanwhile (by another move): what was
 		// copied stays at both places rather than deleting something else.
-		if jr != nil {
-			jr.drop()
-		}
+		jr.drop()
 		s.emit(Event{Kind: Copied, Tree: isDir, FromVol: sv, From: se.rel, Vol: dv, Rel: de.rel, Size: ts.Bytes, At: now, Uploader: who.User, ClientIP: who.IP})
 		return res, refuse(op, KindConflict, "the source was moved or replaced meanwhile; it was copied, not moved")
 	}
@@ -825,7 +822,7 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 			return res, err
 		}
 	}
-	if err == nil && jr != nil {
+	if err == nil {
 		jr.drop()
 	}
 	s.log.Info("moved across file systems", "from", Loc{sv, se.rel}.URLPath(), "to", Loc{dv, de.rel}.URLPath(), "files", ts.Files, "bytes", ts.Bytes, "kept", kept, "took", time.Since(start).Round(time.Millisecond), "user", who.User, "ip", who.IP, "err", err)

@@ -50,7 +50,7 @@ func (r *opRecord) save(v *Volume) error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		r.file = filepath.Join(dir, strings.TrimSuffix(strings.TrimPrefix(r.Stage, tempPrefix), PartialSuffix)+".json")
+		r.file = filepath.Join(dir, strings.TrimSuffix(strings.TrimPrefix(r.Stage, stagePrefix), PartialSuffix)+".json")
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -75,7 +75,7 @@ func (r *opRecord) valid() bool {
 	if r.Op != "move" && r.Op != "copy" || r.Phase != phaseStaging && r.Phase != phasePublished {
 		return false
 	}
-	if !strings.HasPrefix(r.Stage, tempPrefix) || !strings.HasSuffix(r.Stage, PartialSuffix) || checkName(r.Stage) != nil {
+	if !strings.HasPrefix(r.Stage, stagePrefix) || !strings.HasSuffix(r.Stage, PartialSuffix) || checkName(r.Stage) != nil {
 		return false
 	}
 	if checkName(r.Name) != nil || strings.HasSuffix(r.Name, PartialSuffix) || strings.EqualFold(r.Name, HistName) {

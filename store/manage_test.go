@@ -903,7 +903,7 @@ func whole(dir string, files map[string]string) bool {
 func hidden(t *testing.T, dir string) []string {
 	var out []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && strings.HasPrefix(d.Name(), tempPrefix) {
+		if err == nil && (strings.HasPrefix(d.Name(), tempPrefix) || strings.HasPrefix(d.Name(), stagePrefix)) {
 			out = append(out, p)
 		}
 		return nil
@@ -1232,16 +1232,16 @@ func FuzzSplitDest(f *testing.F) {
 // accepts never names anything but a hidden work name to remove and a
 // clean path to finish deleting, however damaged the file.
 func FuzzOpRecord(f *testing.F) {
-	f.Add([]byte(`{"op":"move","src_vol":"/a","src":"t","dst_vol":"/b","dst_dir":"x","stage":".hoard-AAAAAAAAAAAA.PARTIAL","name":"t","tree":true,"phase":"published"}`))
-	f.Add([]byte(`{"op":"copy","stage":".hoard-x.PARTIAL","name":"n","phase":"staging"}`))
-	f.Add([]byte(`{"op":"move","src":"..","stage":".hoard-x.PARTIAL","name":"n","phase":"published"}`))
+	f.Add([]byte(`{"op":"move","src_vol":"/a","src":"t","dst_vol":"/b","dst_dir":"x","stage":".hoardop-AAAAAAAAAAAA.PARTIAL","name":"t","tree":true,"phase":"published"}`))
+	f.Add([]byte(`{"op":"copy","stage":".hoardop-x.PARTIAL","name":"n","phase":"staging"}`))
+	f.Add([]byte(`{"op":"move","src":"..","stage":".hoardop-x.PARTIAL","name":"n","phase":"published"}`))
 	f.Add([]byte(`{"op":"copy","stage":"../etc","name":"n","phase":"staging"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var r opRecord
 		if json.Unmarshal(b, &r) != nil || !r.valid() {
 			return
 		}
-		if !strings.HasPrefix(r.Stage, tempPrefix) || !strings.HasSuffix(r.Stage, PartialSuffix) || strings.ContainsAny(r.Stage, "/\\\x00") {
+		if !strings.HasPrefix(r.Stage, stagePrefix) || !strings.HasSuffix(r.Stage, PartialSuffix) || strings.ContainsAny(r.Stage, "/\\\x00") {
 			t.Fatalf("stage %q accepted", r.Stage)
 		}
 		if CheckName(r.Name) != nil || strings.EqualFold(r.Name, HistName) {
@@ -1385,5 +1385,37 @@ func TestCopyKeepsDiskReserve(t *testing.T) {
 	}
 	if exists(filepath.Join(dirs[0], "g")) || len(hidden(t, dirs[0])) > 0 {
 		t.Fatal("something was left")
+	}
+}
+
+// TestStagedCopySurvivesListing: a listing of the destination folder while
+// a copy is staged there (with its source's old mtime) does not take the
+// staged copy for an orphaned work file.
+func TestStagedCopySurvivesListing(t *testing.T) {
+	defer func() { testHook = nil }()
+	dir := t.TempDir()
+	spec, _ := ParseVolume(dir + "::A")
+	st, err := Open(Config{Volumes: []VolumeSpec{spec}, Now: func() time.Time { return time.Now().Add(3 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v := st.Volumes()[0]
+	mkfiles(t, dir, map[string]string{"f": "data"})
+	old := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(filepath.Join(dir, "f"), old, old)
+	testHook = func(step string) error {
+		if step == "staged" {
+			if _, err := v.List(ctx, "", ListOptions{Dots: true}); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}
+	if _, err := st.Copy(ctx, admin, Loc{v, "f"}, Loc{v, "g"}, DestOptions{}); err != nil {
+		t.Fatalf("copy with a listing in between: %v", err)
+	}
+	if readString(t, filepath.Join(dir, "g")) != "data" {
+		t.Fatal("copy lost")
 	}
 }
