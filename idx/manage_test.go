@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,6 +145,18 @@ func TestIndexFollowsManage(t *testing.T) {
 		t.Fatalf("upload not indexed: %+v", orig)
 	}
 	hashed := f.hashed.Load()
+	// up2k's record of the content (for dedup) follows the file too.
+	topDB, twoDB := f.x.vols[top].db, f.x.vols[two].db
+	if err := topDB.PutFile(ctx, orig.Wark, "tree/sub/bravo.txt", []byte(`{"sz":5}`)); err != nil {
+		t.Fatal(err)
+	}
+	filesOf := func(d *DB) string {
+		m, err := d.Files(ctx, orig.Wark)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(slices.Sorted(maps.Keys(m)))
+	}
 
 	// Rename a file.
 	if _, err := f.st.Move(ctx, boss, store.Loc{Vol: top, Rel: "alpha.txt"}, store.Loc{Vol: top, Rel: "renamed.txt"}, store.DestOptions{}); err != nil {
@@ -170,6 +183,9 @@ func TestIndexFollowsManage(t *testing.T) {
 	if f.record(t, "", "tree/sub/bravo.txt") != nil {
 		t.Fatal("the old record stays")
 	}
+	if got := filesOf(topDB); got != "[moved/tree/sub/bravo.txt]" {
+		t.Fatalf("up2k's file records after the move: %s", got)
+	}
 	// Hash search finds it at its new path only.
 	res, err := f.x.HashSearch(ctx, []*store.Volume{top, two}, []string{orig.Wark}, 10)
 	if err != nil || len(res.Hits) != 1 || res.Hits[0].Rel != "moved/tree/sub/bravo.txt" {
@@ -187,6 +203,9 @@ func TestIndexFollowsManage(t *testing.T) {
 	rec = f.record(t, "two", "m/tree/sub/bravo.txt")
 	if rec == nil || rec.Uploader != "ann" || rec.At != orig.At || rec.Wark != orig.Wark {
 		t.Fatalf("record in the other volume: %+v", rec)
+	}
+	if a, b := filesOf(topDB), filesOf(twoDB); a != "[]" || b != "[m/tree/sub/bravo.txt]" {
+		t.Fatalf("up2k's file records after the move to another volume: %s %s", a, b)
 	}
 	// Copy: indexed from the source's record, no upload facts.
 	if _, err := f.st.Copy(ctx, boss, store.Loc{Vol: two, Rel: "m/tree"}, store.Loc{Vol: top, Rel: "copy"}, store.DestOptions{}); err != nil {
