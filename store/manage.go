@@ -615,6 +615,7 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 	now := s.now()
 	// A destination that exists is replaced only when asked, with d.
 	replaceFile := false
+	var clear *unix.Stat_t // an existing destination to delete before publishing
 	if dst, err := lstatAt(de.dir, dname); err == nil {
 		if !opt.Overwrite {
 			return DestResult{}, refuse(op, KindExists, "the destination exists")
@@ -622,18 +623,27 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 		if !dv.Perms(who.User).Has(PermDelete) {
 			return DestResult{}, forbid(op, who, dv, PermDelete, "replace files")
 		}
+		if within(sp, dp) {
+			return DestResult{}, refuse(op, KindInvalid, "the destination holds the source, so it cannot be replaced by it")
+		}
 		res.Replaced = true
 		if !isDir && !isDirStat(&dst) {
 			replaceFile = true // one atomic rename replaces it
-		} else if err := s.removeDest(ctx, op, who, de, &dst); err != nil {
-			return DestResult{}, err
+		} else {
+			clear = &dst
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return DestResult{}, opErr(op, err)
 	}
 	if move {
 		var err error = syscall.EXDEV // tests: as if across file systems
-		if !testNoRename {
+		if !testNoRename && (clear == nil || sameDevice(se.dir, de.dir)) {
+			if clear != nil {
+				if err := s.removeDest(ctx, op, who, de, clear); err != nil {
+					return DestResult{}, err
+				}
+				clear = nil
+			}
 			err = renameAt(se.dir, se.name, de.dir, dname, replaceFile)
 		}
 		if err == nil {
@@ -656,7 +666,13 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 			return DestResult{}, opErr(op, err)
 		}
 	}
-	return s.copyOver(ctx, op, who, se, &sst, de, replaceFile, res)
+	return s.copyOver(ctx, op, who, se, &sst, de, replaceFile, clear, res)
+}
+
+// sameDevice reports whether two open folders are on one file system.
+func sameDevice(a, b *os.File) bool {
+	var sa, sb unix.Stat_t
+	return unix.Fstat(fdOf(a), &sa) == nil && unix.Fstat(fdOf(b), &sb) == nil && sa.Dev == sb.Dev
 }
 
 // testNoRename (tests) makes Move take the cross-device path.
@@ -692,7 +708,9 @@ func (s *Store) removeDest(ctx context.Context, op string, who Actor, de *end, s
 
 // copyOver copies se to de through a hidden work name and publishes it;
 // for a move it then deletes the source (a cross-device move).
-func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst *unix.Stat_t, de *end, replace bool, res DestResult) (_ DestResult, err error) {
+// An existing destination that a rename cannot replace atomically (clear)
+// is deleted once the copy is staged, just before it is published.
+func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst *unix.Stat_t, de *end, replace bool, clear *unix.Stat_t, res DestResult) (_ DestResult, err error) {
 	move := op == "move"
 	sv, dv := se.v, de.v
 	isDir := isDirStat(sst)
@@ -768,6 +786,11 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 	}
 	if err := hook("staged"); err != nil {
 		return DestResult{}, err
+	}
+	if clear != nil {
+		if err := s.removeDest(ctx, op, who, de, clear); err != nil {
+			return DestResult{}, err
+		}
 	}
 	if err := renameAt(de.dir, stage, de.dir, de.name, replace); err != nil {
 		return DestResult{}, opErr(op, err)

@@ -298,6 +298,8 @@ func TestMoveRefusals(t *testing.T) {
 		{"folder into itself", Loc{top, "dir"}, Loc{top, "dir/in/dir"}, DestOptions{}, KindInvalid},
 		{"folder into itself through a link", Loc{top, "dir"}, Loc{top, "dirlink/in/q"}, DestOptions{}, KindInvalid},
 		{"folder onto its child", Loc{top, "dir"}, Loc{top, "dir/in"}, DestOptions{Overwrite: true}, KindInvalid},
+		{"folder onto its parent", Loc{top, "dir/in"}, Loc{top, "dir"}, DestOptions{Overwrite: true}, KindInvalid},
+		{"file onto its folder", Loc{top, "dir/x"}, Loc{top, "dir"}, DestOptions{Overwrite: true}, KindInvalid},
 		{"taken", Loc{top, "f"}, Loc{top, "g"}, DestOptions{}, KindExists},
 		{"into state folder", Loc{top, "f"}, Loc{top, ".hist/f"}, DestOptions{}, KindForbidden},
 		{"named state folder", Loc{top, "f"}, Loc{top, ".hist"}, DestOptions{}, KindForbidden},
@@ -1417,5 +1419,45 @@ func TestStagedCopySurvivesListing(t *testing.T) {
 	}
 	if readString(t, filepath.Join(dir, "g")) != "data" {
 		t.Fatal("copy lost")
+	}
+}
+
+// TestFailedReplaceKeepsDestination: a copy (or a move across file
+// systems) that fails before it is published leaves the destination it
+// was to replace as it was, and its source too.
+func TestFailedReplaceKeepsDestination(t *testing.T) {
+	defer func() { testHook, testNoRename = nil, false }()
+	for _, op := range []string{"copy", "move"} {
+		st, dirs := openStore(t, "::A", ":two:A")
+		vols := map[string]*Volume{}
+		for _, v := range st.Volumes() {
+			vols[v.VPath] = v
+		}
+		files := treeFiles()
+		mkfiles(t, filepath.Join(dirs[0], "t"), files)
+		mkfiles(t, dirs[1], map[string]string{"t/old": "keep me"})
+		c, cancel := context.WithCancel(ctx)
+		testHook = func(step string) error {
+			if step == "copy-file" {
+				cancel()
+			}
+			return nil
+		}
+		testNoRename = true
+		var err error
+		if op == "copy" {
+			_, err = st.Copy(c, admin, Loc{vols[""], "t"}, Loc{vols["two"], "t"}, DestOptions{Overwrite: true})
+		} else {
+			_, err = st.Move(c, admin, Loc{vols[""], "t"}, Loc{vols["two"], "t"}, DestOptions{Overwrite: true})
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if readString(t, filepath.Join(dirs[1], "t/old")) != "keep me" || !whole(filepath.Join(dirs[0], "t"), files) {
+			t.Fatalf("%s: a failed replace lost data", op)
+		}
+		if h := hidden(t, dirs[1]); len(h) > 0 {
+			t.Fatalf("%s: left %v", op, h)
+		}
 	}
 }
