@@ -95,6 +95,9 @@ func (s *Server) folder(q *req) error {
 			return err
 		}
 		for _, e := range ents {
+			if q.share && e.Dir && s.st.Shadowed(q.vol, path.Join(q.rel, e.Name)) {
+				continue // another volume's by URL: not in the share
+			}
 			l.entries = append(l.entries, q.entry(e))
 		}
 	}

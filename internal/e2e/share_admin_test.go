@@ -124,3 +124,37 @@ func TestShareAdminPerVolume(t *testing.T) {
 		t.Errorf("?ru for the admin of /priv lacks its upload: %s", body)
 	}
 }
+
+// TestShareShadowedByMount: a folder that another volume is mounted over
+// (here its own folder on disk, carved out as a private volume) is that
+// volume's by URL; a share of the folder around it reaches it neither by
+// URL nor by listing nor in an archive, though it lies below on disk.
+func TestShareShadowedByMount(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "proj/a.txt", []byte("public"))
+	writeFile(t, dir, "proj/hidden/x.txt", []byte("BOBS-PRIVATE"))
+	s := start(t, "-a", "alice:apw", "-a", "bob:bpw",
+		"-v", dir+"::rw,alice", "-v", filepath.Join(dir, "proj", "hidden")+":proj/hidden:A,bob")
+	resp, body := s.do(t, "GET", "/proj/hidden/x.txt", nil, "PW: apw")
+	wantStatus(t, resp, body, 403) // alice may not, by URL
+	mkShare(t, s, "apw", map[string]any{"k": "p", "vp": []string{"/proj/"}, "perms": []string{"read", "write"}}, 201)
+	for _, target := range []string{"/shr/p/hidden/x.txt", "/shr/p/hidden/", "/shr/p/hidden/?ls", "/shr/p/?ls", "/shr/p/", "/shr/p/?tar", "/shr/p/hidden/?tar"} {
+		resp, body := s.do(t, "GET", target, nil)
+		if strings.Contains(string(body), "BOBS-PRIVATE") || strings.Contains(string(body), "x.txt") || strings.Contains(string(body), "hidden/") {
+			t.Errorf("%s: %d %.300q", target, resp.StatusCode, body)
+		}
+	}
+	resp, body = s.do(t, "POST", "/shr/p/?tar", []byte(`["hidden"]`), "Content-Type: application/json")
+	if resp.StatusCode < 400 || strings.Contains(string(body), "BOBS-PRIVATE") {
+		t.Errorf("selecting the hidden folder: %d %.200q", resp.StatusCode, body)
+	}
+	resp, body = s.do(t, "PUT", "/shr/p/hidden/planted.txt", []byte("x"))
+	if resp.StatusCode < 400 {
+		t.Errorf("PUT into the hidden folder through the share: %d %s", resp.StatusCode, body)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "proj", "hidden", "planted.txt")); err == nil {
+		t.Error("a file was planted in the other volume")
+	}
+	resp, body = s.do(t, "GET", "/shr/p/a.txt", nil)
+	wantStatus(t, resp, body, 200)
+}
