@@ -4,6 +4,10 @@ package e2e
 
 import (
 	"bytes"
+	"image"
+	"image/color"
+	"image/draw"
+	_ "image/jpeg"
 	"context"
 	"fmt"
 	"io"
@@ -37,6 +41,14 @@ func TestShareSwapRace(t *testing.T) {
 	writeFile(t, dir, "out/f.txt", []byte("OUTSIDE"+pad))
 	writeFile(t, dir, "out/z.zip", zipOf(t, [][2]string{{"outside.txt", "OUTSIDE"}}, time.Now()))
 	writeFile(t, dir, "out/only-out.txt", []byte("OUTSIDE"))
+	// Pictures for ?th: red inside, blue outside; a thumbnail tells them apart.
+	solid := func(c color.RGBA) image.Image {
+		m := image.NewRGBA(image.Rect(0, 0, 64, 48))
+		draw.Draw(m, m.Bounds(), &image.Uniform{c}, image.Point{}, draw.Src)
+		return m
+	}
+	writeFile(t, dir, "proj/in/p.png", pngOf(t, solid(color.RGBA{255, 0, 0, 255})))
+	writeFile(t, dir, "out/p.png", pngOf(t, solid(color.RGBA{0, 0, 255, 255})))
 	in, swap := filepath.Join(dir, "proj", "in"), filepath.Join(dir, "proj", "in.swap")
 	if err := os.Symlink("../out", swap); err != nil {
 		t.Fatal(err)
@@ -91,6 +103,8 @@ func TestShareSwapRace(t *testing.T) {
 		{method: "GET", path: "/shr/race/in/f.txt?v"},
 		{method: "GET", path: "/shr/race/in/f.txt?dl"},
 		{method: "GET", path: "/shr/race/in/f.txt?tail", tail: true},
+		{method: "GET", path: "/shr/race/in/p.png?th"},
+		{method: "GET", path: "/shr/race/in/p.png?th=w200"},
 		{method: "GET", path: "/shr/race/in/?ls"},
 		{method: "GET", path: "/shr/race/in/?ls=t"},
 		{method: "GET", path: "/shr/race/in/"},
@@ -162,6 +176,13 @@ func TestShareSwapRace(t *testing.T) {
 				mu.Unlock()
 				if resp.StatusCode == 200 {
 					ok200.Add(1)
+				}
+				if resp.StatusCode == 200 && strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
+					if m, _, err := image.Decode(bytes.NewReader(rb)); err == nil {
+						if r, _, b, _ := m.At(m.Bounds().Dx()/2, m.Bounds().Dy()/2).RGBA(); b > r {
+							rb = []byte("OUTSIDE picture")
+						}
+					}
 				}
 				if bytes.Contains(rb, []byte("OUTSIDE")) || resp.StatusCode < 300 && (bytes.Contains(rb, []byte("only-out")) || bytes.Contains(rb, []byte("outside.txt"))) {
 					escapes.Add(1)
