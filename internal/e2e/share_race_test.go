@@ -4,12 +4,12 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
 	_ "image/jpeg"
-	"context"
-	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
