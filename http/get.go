@@ -129,16 +129,6 @@ func (q *req) denyRead() error {
 	return errorf(http.StatusForbidden, "user %s may not read /%s", q.user, strings.Join(q.parts, "/"))
 }
 
-// file opens and sends the file at q.rel.
-func (s *Server) file(q *req) error {
-	f, fi, err := q.vol.Open(q.rel)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return s.serveFile(q, f, fi)
-}
-
 // serveFile sends one open file. The body leaves through http.ServeContent
 // with the *os.File itself, which net/http sends with sendfile(2).
 func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
