@@ -196,7 +196,41 @@ func (s *Server) createShare(q *req, body []byte) error {
 		sh.VPath = strings.Join(parts[:len(parts)-1], "/")
 		sh.Files = []string{fn}
 	}
+	if err := s.checkShareable(sh); err != nil {
+		return err
+	}
 	return s.saveShare(q, sh, pw, fn)
+}
+
+// checkShareable refuses a share that would not be served: one whose folder,
+// or a folder above it, or one of whose files, is a symbolic link (a share
+// is served through a view that follows none of them; share what it leads
+// to instead).
+func (s *Server) checkShareable(sh store.Share) error {
+	vol, base, _ := s.st.ShareAccess(sh)
+	if vol == nil {
+		return errorf(http.StatusBadRequest, "share: no volume at /%s", sh.VPath)
+	}
+	var view *store.Volume
+	var release func() error
+	var err error
+	if len(sh.Files) > 0 {
+		view, release, err = vol.ConfineFiles(base, sh.Files)
+	} else {
+		view, release, err = vol.Confine(base)
+	}
+	if err == nil {
+		defer release()
+		for _, fn := range sh.Files {
+			if _, err = view.Stat(fn); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return errorf(http.StatusBadRequest, "share: /%s is reached through a symbolic link (or is gone); share what it leads to", sh.VPath)
+	}
+	return nil
 }
 
 // saveShare stores a checked share and answers 201 with its URL.
@@ -266,6 +300,9 @@ func (s *Server) createMultiShare(q *req, sh store.Share, pw string, vps []strin
 		}
 	}
 	sh.VPath = strings.Join(dir, "/")
+	if err := s.checkShareable(sh); err != nil {
+		return err
+	}
 	fn := ""
 	if len(sh.Files) == 1 {
 		fn = sh.Files[0]

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -14,7 +15,8 @@ import (
 var ErrReadOnly = errors.New("store: nothing can be uploaded here")
 
 // Confine returns a view of the folder rel as a volume of its own: its
-// os.Root is opened at rel (through the volume's), so every operation
+// os.Root is opened at rel (through the volume's, refusing any symbolic
+// link on the way, so the view is of that very folder), so every operation
 // through it (Stat, Open, List, OpenDir, and the writes: CreateTemp,
 // Ingest, Publish) is resolved by the kernel's openat walk below rel, one
 // component at a time from a descriptor, and a symbolic link (file or
@@ -53,20 +55,63 @@ func (v *Volume) confine(rel string, only []string) (*Volume, func() error, erro
 	if err := v.inScope(r, true); err != nil || v.only != nil && r != "." {
 		return nil, nil, ErrNotFound // a view of files has no folders
 	}
-	d, err := v.OpenDir(r) // ErrNotDir when rel is not a folder
+	root, err := v.openDirNoLinks(r)
 	if err != nil {
 		return nil, nil, err
 	}
 	outer, _ := v.Outer()
 	c := &Volume{
 		Src: filepath.Join(v.Src, filepath.FromSlash(r)), VPath: v.VPath, Flags: v.Flags,
-		perms: v.perms, root: d.root, secret: v.secret, store: v.store,
+		perms: v.perms, root: root, secret: v.secret, store: v.store,
 		outer: outer, base: v.outerRel(r), only: only,
 	}
 	if r != "." {
 		c.VPath = path.Join(v.VPath, r)
 	}
-	return c, d.Close, nil
+	return c, root.Close, nil
+}
+
+// openDirNoLinks opens the folder r (cleaned) as an os.Root, one component
+// at a time, and refuses a component that is a symbolic link, even one
+// inside the volume: a view is of that very folder, not of what a link
+// swapped in for it (or for a folder above it) leads to. Each component is
+// opened from its parent's descriptor and then compared, by device and
+// inode, with the parent's entry of that name as lstat sees it: a link
+// (at either moment) or a swap in between makes them differ.
+func (v *Volume) openDirNoLinks(r string) (*os.Root, error) {
+	if v.only != nil {
+		return nil, ErrNotFound // a view of files has no folders
+	}
+	cur, err := v.root.OpenRoot(".")
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if r == "." {
+		return cur, nil
+	}
+	for _, c := range strings.Split(r, "/") {
+		next, err := cur.OpenRoot(c)
+		if err != nil {
+			cur.Close()
+			return nil, mapErr(err)
+		}
+		fi, err := next.Stat(".")
+		var li fs.FileInfo
+		if err == nil {
+			li, err = cur.Lstat(c)
+		}
+		cur.Close()
+		if err != nil {
+			next.Close()
+			return nil, mapErr(err)
+		}
+		if !fi.IsDir() || li.Mode()&fs.ModeSymlink != 0 || !os.SameFile(fi, li) {
+			next.Close()
+			return nil, fmt.Errorf("%w: %s is reached through a symbolic link", ErrOutside, r)
+		}
+		cur = next
+	}
+	return cur, nil
 }
 
 // Outer returns the volume a view (Confine, ConfineFiles) lies in and the

@@ -158,3 +158,31 @@ func TestShareShadowedByMount(t *testing.T) {
 	resp, body = s.do(t, "GET", "/shr/p/a.txt", nil)
 	wantStatus(t, resp, body, 200)
 }
+
+// TestShareThroughLink: a share is served through a view that follows no
+// symbolic link to its folder (nor, for a share of files, to a file), so
+// one that could not be served is refused when made, and one whose folder
+// became a link since is "gone", not the link's target.
+func TestShareThroughLink(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "real/x.txt", []byte("X"))
+	writeFile(t, dir, "other/secret.txt", []byte("SECRET"))
+	os.Symlink("real", filepath.Join(dir, "lnk"))
+	os.Symlink("x.txt", filepath.Join(dir, "real", "l.txt"))
+	s := start(t, "-a", "alice:apw", "-v", dir+"::rw,alice")
+	for _, vp := range [][]string{{"/lnk/"}, {"/lnk/x.txt"}, {"/real/l.txt"}, {"/real/x.txt", "/real/l.txt"}} {
+		mkShare(t, s, "apw", map[string]any{"k": "bad", "vp": vp, "perms": []string{"read"}}, 400)
+	}
+	mkShare(t, s, "apw", map[string]any{"k": "ok", "vp": []string{"/real/"}, "perms": []string{"read"}}, 201)
+	resp, body := s.do(t, "GET", "/shr/ok/x.txt", nil)
+	wantStatus(t, resp, body, 200)
+	// The shared folder replaced by a link to another folder: not served.
+	if err := os.Rename(filepath.Join(dir, "real"), filepath.Join(dir, "real.old")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink("other", filepath.Join(dir, "real"))
+	resp, body = s.do(t, "GET", "/shr/ok/secret.txt", nil)
+	if resp.StatusCode != 404 || strings.Contains(string(body), "SECRET") {
+		t.Fatalf("after the swap: %d %q", resp.StatusCode, body)
+	}
+}

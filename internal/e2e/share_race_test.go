@@ -25,14 +25,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestShareSwapRace: a folder inside a share is swapped, atomically and
-// over and over (renameat2 RENAME_EXCHANGE), with a symbolic link to a
-// sibling folder outside the share, while downloads, listings, ranges,
-// text and zip views, tails, archives and uploads (PUT, into new folders,
-// multipart, up2k) run through /shr/<key>/. Nothing from the sibling may
-// be served, and nothing may be written into it: not a file, not a
-// folder, not a work file.
+// TestShareSwapRace: a folder inside a share (or the shared folder itself)
+// is swapped, atomically and over and over (renameat2 RENAME_EXCHANGE),
+// with a symbolic link to a sibling folder outside the share, while
+// downloads, listings, ranges, text, zip and thumbnail views, tails,
+// archives and uploads (PUT, into new folders, appends, multipart, up2k)
+// run through /shr/<key>/. Nothing from the sibling may be served, and
+// nothing may be written into it: not a file, not a folder, not a work
+// file.
 func TestShareSwapRace(t *testing.T) {
+	t.Run("a folder inside the share", func(t *testing.T) { shareSwapRace(t, false) })
+	t.Run("the shared folder", func(t *testing.T) { shareSwapRace(t, true) })
+}
+
+func shareSwapRace(t *testing.T, swapBase bool) {
 	dir := t.TempDir()
 	pad := strings.Repeat("x", 64)
 	writeFile(t, dir, "proj/in/f.txt", []byte("INSIDE-"+pad))
@@ -49,15 +55,23 @@ func TestShareSwapRace(t *testing.T) {
 	}
 	writeFile(t, dir, "proj/in/p.png", pngOf(t, solid(color.RGBA{255, 0, 0, 255})))
 	writeFile(t, dir, "out/p.png", pngOf(t, solid(color.RGBA{0, 0, 255, 255})))
-	in, swap := filepath.Join(dir, "proj", "in"), filepath.Join(dir, "proj", "in.swap")
-	if err := os.Symlink("../out", swap); err != nil {
+	// The same names outside, one level down, for the shared folder's swap.
+	for _, n := range []string{"f.txt", "z.zip", "only-out.txt", "p.png"} {
+		b, _ := os.ReadFile(filepath.Join(dir, "out", n))
+		writeFile(t, dir, "outer/in/"+n, b)
+	}
+	in, swap, target := filepath.Join(dir, "proj", "in"), filepath.Join(dir, "proj", "in.swap"), "../out"
+	if swapBase {
+		in, swap, target = filepath.Join(dir, "proj"), filepath.Join(dir, "proj.swap"), "outer"
+	}
+	if err := os.Symlink(target, swap); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Renameat2(unix.AT_FDCWD, in, unix.AT_FDCWD, swap, unix.RENAME_EXCHANGE); err != nil {
 		t.Skipf("renameat2(RENAME_EXCHANGE) unsupported here: %v", err)
 	}
 	unix.Renameat2(unix.AT_FDCWD, in, unix.AT_FDCWD, swap, unix.RENAME_EXCHANGE)
-	outBefore := tree(t, filepath.Join(dir, "out"))
+	outBefore, outerBefore := tree(t, filepath.Join(dir, "out")), tree(t, filepath.Join(dir, "outer"))
 
 	s := start(t, "-a", "alice:apw", "-v", dir+"::rwmd,alice")
 	mkShare(t, s, "apw", map[string]any{"k": "race", "vp": []string{"/proj/"}, "perms": []string{"read", "write", "delete"}}, 201)
@@ -162,7 +176,11 @@ func TestShareSwapRace(t *testing.T) {
 				default:
 					req.Header.Set("Content-Type", p.ct)
 				}
+				t0 := time.Now()
 				resp, err := hc.Do(req)
+				if d := time.Since(t0); d > time.Second && os.Getenv("RACE_LOGS") != "" {
+					t.Logf("slow: %s %s %v %v", p.method, target, d, err)
+				}
 				if err != nil {
 					rcancel()
 					continue
@@ -210,8 +228,13 @@ func TestShareSwapRace(t *testing.T) {
 	if got := tree(t, filepath.Join(dir, "out")); !slices.Equal(got, outBefore) {
 		t.Errorf("the folder outside the share changed: %v, was %v", got, outBefore)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "out", "f.txt")); string(b) != "OUTSIDE"+pad {
-		t.Errorf("the file outside the share was written to: %q", b)
+	if got := tree(t, filepath.Join(dir, "outer")); !slices.Equal(got, outerBefore) {
+		t.Errorf("the folder outside the share changed: %v, was %v", got, outerBefore)
+	}
+	for _, f := range []string{"out/f.txt", "outer/in/f.txt"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, f)); string(b) != "OUTSIDE"+pad {
+			t.Errorf("the file outside the share was written to: %q", b)
+		}
 	}
 	// The share still works once the swapping stops.
 	resp, body := s.do(t, "GET", "/shr/race/in/z.zip?zls", nil)
