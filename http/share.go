@@ -207,18 +207,7 @@ func (s *Server) createShare(q *req, body []byte) error {
 // is served through a view that follows none of them; share what it leads
 // to instead).
 func (s *Server) checkShareable(sh store.Share) error {
-	vol, base, _ := s.st.ShareAccess(sh)
-	if vol == nil {
-		return errorf(http.StatusBadRequest, "share: no volume at /%s", sh.VPath)
-	}
-	var view *store.Volume
-	var release func() error
-	var err error
-	if len(sh.Files) > 0 {
-		view, release, err = vol.ConfineFiles(base, sh.Files)
-	} else {
-		view, release, err = vol.Confine(base)
-	}
+	view, _, release, err := s.st.OpenShare(sh)
 	if err == nil {
 		defer release()
 		for _, fn := range sh.Files {
@@ -355,10 +344,6 @@ func (s *Server) shareRoute(q *req) error {
 			return errUnauthorized
 		}
 	}
-	vol, base, perm := s.st.ShareAccess(sh)
-	if vol == nil {
-		return errorf(http.StatusNotFound, "the shared folder is gone")
-	}
 	rest := q.parts[2:]
 	for _, k := range []string{"tree", "ups", "ru", "dls", "shares", "share"} {
 		if has(q.query, k) {
@@ -366,9 +351,6 @@ func (s *Server) shareRoute(q *req) error {
 		}
 	}
 	archive := has(q.query, "tar") || has(q.query, "zip")
-	var view *store.Volume
-	var release func() error
-	var err error
 	if len(sh.Files) > 0 {
 		// Files of one folder: /<shr>/<key>/<name>; /<shr>/<key> is the
 		// file itself when there is one, a listing of them otherwise.
@@ -380,10 +362,8 @@ func (s *Server) shareRoute(q *req) error {
 		case len(rest) == 0 && len(sh.Files) == 1:
 			rest = []string{sh.Files[0]}
 		}
-		view, release, err = vol.ConfineFiles(base, sh.Files)
-	} else {
-		view, release, err = vol.Confine(base)
 	}
+	view, perm, release, err := s.st.OpenShare(sh)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotDir) || errors.Is(err, store.ErrOutside) {
 			return errorf(http.StatusNotFound, "the shared folder is gone")

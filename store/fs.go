@@ -89,12 +89,12 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// O_NONBLOCK does nothing to a regular file's reads, but it spares
-	// os's fcntl pair (set and clear non-blocking mode) on every open, and
-	// a fifo put in a file's place cannot hang the open.
 	if err := v.inScope(r, false); err != nil {
 		return nil, nil, err
 	}
+	// O_NONBLOCK does nothing to a regular file's reads, but it spares
+	// os's fcntl pair (set and clear non-blocking mode) on every open, and
+	// a fifo put in a file's place cannot hang the open.
 	f, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, mapErr(err)

@@ -311,3 +311,24 @@ func splitPath(vp string) []string {
 	}
 	return strings.Split(vp, "/")
 }
+
+// OpenShare opens the view a share is served through (Confine at its
+// folder; for a share of files, ConfineFiles) and says what its visitors
+// may do there (ShareAccess). When the folder is gone, is no folder, or is
+// reached through a symbolic link, the error is ErrNotFound, ErrNotDir or
+// ErrOutside. The caller calls release when done with the view.
+func (s *Store) OpenShare(sh Share) (view *Volume, perm Perm, release func() error, err error) {
+	vol, base, perm := s.ShareAccess(sh)
+	if vol == nil {
+		return nil, 0, nil, ErrNotFound
+	}
+	if len(sh.Files) > 0 {
+		view, release, err = vol.ConfineFiles(base, sh.Files)
+	} else {
+		view, release, err = vol.Confine(base)
+	}
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return view, perm, release, nil
+}
