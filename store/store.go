@@ -51,6 +51,13 @@ type Volume struct {
 	store  *Store
 
 	dirs dirSyncs // group-committed folder fsyncs
+
+	// A view (Confine, ConfineFiles) is the folder base of the volume
+	// outer, with root opened there; only, when not nil, are the only
+	// names it reaches (a share of files).
+	outer *Volume
+	base  string
+	only  []string
 }
 
 // HistName is the state folder's name inside a volume. Requests can never
@@ -328,6 +335,9 @@ func (v *Volume) Perms(user string) Perm {
 func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	if v.Flags.FK == 0 || fi == nil {
 		return ""
+	}
+	if v.outer != nil {
+		return v.outer.FileKey(v.outerRel(rel), fi) // the key of the file's own URL
 	}
 	var ino uint64
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
