@@ -181,6 +181,9 @@ func joinRel(dir, name string) string {
 // link on the way that leads out of the volume is refused by the kernel.
 func (v *Volume) openEnd(dir, name string) (*end, error) {
 	f, err := v.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if r2, ok := v.retry(dir, err); ok { // an absolute link back into the volume (links.go)
+		f, err = v.root.OpenFile(r2, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -304,6 +307,7 @@ func (v *Volume) makeParents(dir string) error {
 	if dir == "." {
 		return nil
 	}
+	dir = v.reach(dir) // through an absolute link back into the volume (links.go)
 	made := ""
 	for p := dir; p != "."; p = path.Dir(p) {
 		if _, err := v.root.Lstat(p); !errors.Is(err, fs.ErrNotExist) {

@@ -1461,3 +1461,26 @@ func TestFailedReplaceKeepsDestination(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsoluteLinksInside: a folder reached through an absolute link that
+// leads back into the volume works as everywhere else, and events name the
+// real path.
+func TestAbsoluteLinksInside(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v := st.Volumes()[0]
+	ev := watch(st)
+	mkfiles(t, dirs[0], map[string]string{"real/f": "f", "real/g": "g"})
+	os.Symlink(filepath.Join(dirs[0], "real"), filepath.Join(dirs[0], "abs"))
+	if _, err := st.Move(ctx, admin, Loc{v, "abs/f"}, Loc{v, "abs/sub/f2"}, DestOptions{Parents: true}); err != nil {
+		t.Fatal(err)
+	}
+	if readString(t, filepath.Join(dirs[0], "real/sub/f2")) != "f" {
+		t.Fatal("not moved")
+	}
+	if _, err := st.Delete(ctx, admin, Loc{v, "abs/g"}, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.String(); got != "moved tree=false real/f->real/sub/f2;removed tree=false ->real/g;" {
+		t.Fatalf("events %s", got)
+	}
+}
