@@ -77,11 +77,19 @@ func (s *syncBuf) String() string {
 
 var listenRE = regexp.MustCompile(`listening on (http://\S+)`)
 
-// start runs hoard with args plus -p 0 -i 127.0.0.1 and waits until it
-// listens. At cleanup it sends SIGTERM and requires exit status 0.
+// start runs hoard with args plus -p 0 -i 127.0.0.1 in a new empty
+// folder and waits until it listens. At cleanup it sends SIGTERM and
+// requires exit status 0.
 func start(t *testing.T, args ...string) *server {
 	t.Helper()
-	s, err := startErr(t, args...)
+	return startInDir(t, t.TempDir(), args...)
+}
+
+// startInDir is start with hoard's working folder dir, where relative
+// volume paths in args resolve.
+func startInDir(t *testing.T, dir string, args ...string) *server {
+	t.Helper()
+	s, err := launch(t, dir, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +120,18 @@ var trackSources = sync.OnceFunc(func() {
 	})
 })
 
+// startErr runs hoard like start but returns an error, not failing the
+// test, when it does not come up; the caller stops it.
 func startErr(t testing.TB, args ...string) (*server, error) {
+	t.Helper()
+	return launch(t, t.TempDir(), args...)
+}
+
+func launch(t testing.TB, dir string, args ...string) (*server, error) {
 	t.Helper()
 	trackSources()
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	s := &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
 	cmd.Stderr = s.logs
 	out, err := cmd.StdoutPipe()
