@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -103,8 +102,8 @@ func (v *Volume) scheduleExpiry(rel string, fi fs.FileInfo, deadline time.Time) 
 		return fmt.Errorf("store: volume %q has no state folder, so its lifetime cannot be kept", v.Src)
 	}
 	e := &expiry{Rel: relOf(rel), Deadline: deadline, vol: v}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Ino = st.Ino
+	if _, ino, ok := FileID(fi); ok {
+		e.Ino = ino
 	}
 	dir := expireDir(v)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -173,8 +172,8 @@ func (j *janitor) expire(e *expiry) {
 	v := e.vol
 	fi, err := v.root.Lstat(e.Rel)
 	if err == nil {
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !fi.IsDir() && (!ok || e.Ino == 0 || st.Ino == e.Ino) {
+		_, ino, ok := FileID(fi)
+		if !fi.IsDir() && (!ok || e.Ino == 0 || ino == e.Ino) {
 			if err := v.root.Remove(e.Rel); err != nil {
 				j.s.log.Warn("lifetime ended but the file could not be deleted", "volume", "/"+v.VPath, "path", e.Rel, "err", err)
 				return // keep the record; retried at next start

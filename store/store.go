@@ -322,10 +322,7 @@ func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	if v.Flags.FK == 0 || fi == nil {
 		return ""
 	}
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
+	_, ino, _ := FileID(fi)
 	m := hmac.New(sha512.New, v.secret)
 	fmt.Fprintf(m, "fk\x00%s\x00%d\x00%d", rel, fi.Size(), ino)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:v.Flags.FK]

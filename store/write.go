@@ -11,13 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // tempPrefix starts the names of PUT and multipart work files.
@@ -269,11 +266,8 @@ func (v *Volume) writeErr(err error, need int64) error {
 
 // Free returns the bytes available to hoard on the volume's file system.
 func (v *Volume) Free() (uint64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(v.Src, &st); err != nil {
-		return 0, err
-	}
-	return st.Bavail * uint64(st.Bsize), nil
+	free, _, err := statfs(v.Src)
+	return free, err
 }
 
 // CheckSize applies the volume's sz= bounds and df= reserve to an upload of
@@ -432,20 +426,9 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 
 // Usage returns the free and total bytes of the volume's file system.
 func (v *Volume) Usage() (free, total uint64, err error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(v.Src, &st); err != nil {
-		return 0, 0, err
-	}
-	return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), nil
+	return statfs(v.Src)
 }
 
 // ClientTag is copyparty's 8-character keyed hash of a client address, as
 // used in collision suffixes and nameless upload names.
 func (v *Volume) ClientTag(ip string) string { return v.clientTag(ip) }
-
-// setMtime sets f's access and modification times to mt through its open
-// descriptor (no path lookup inside the volume).
-func setMtime(f *os.File, mt time.Time) error {
-	ts := unix.NsecToTimespec(mt.UnixNano())
-	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), []unix.Timespec{ts, ts}, 0)
-}

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"hoard/store"
 	"hoard/up2k/sha512x8"
 )
@@ -477,7 +475,7 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 			// Start writing back now, so that the fdatasync that confirms
 			// the chunk finds little left to do. (Not for small chunks:
 			// their flush costs less than the extra call.)
-			unix.SyncFileRange(fd, kick, kicked, unix.SYNC_FILE_RANGE_WRITE)
+			store.StartWriteback(fd, kick, kicked)
 			kick, kicked = -1, 0
 		}
 		if !pc.end {
@@ -585,7 +583,7 @@ func (x *xfer) store(ctx context.Context, batch []int) error {
 		defer close(recorded)
 		perr = s.db.PutChunks(ctx, s.rec.Wark, keys)
 	}()
-	serr := unix.Fdatasync(int(x.f.Fd()))
+	serr := store.Datasync(x.f)
 	if serr == nil && syncDir {
 		serr = s.vol.SyncDir(s.rec.Dir)
 	}
