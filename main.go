@@ -43,7 +43,7 @@ type options struct {
 	e2d, e2ds, e2dsa        bool
 	e2t, e2ts, e2tsr        bool
 	e2s, e2a                bool
-	dedup                   bool
+	dedup, singleHash       bool
 	srchHits, srchMax       int
 	hist, warksalt, df      string
 	snapDrop, dbCache, thMT int
@@ -85,6 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.srchMax, "srch-max", 10000, "largest number of search hits a client may ask for")
 	fs.StringVar(&o.hist, "hist", "", "keep every volume's state (.hist) below this folder instead")
 	fs.StringVar(&o.warksalt, "warksalt", "hunter2", "salt of up2k file identifiers (warks)")
+	fs.BoolVar(&o.singleHash, "single-hash", false, "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
 	fs.StringVar(&o.df, "df", "", "keep this much disk free on every volume (plain number: GiB)")
 	fs.IntVar(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
@@ -144,7 +145,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeDBs(dbs, log)
-	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, Logger: log})
+	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
