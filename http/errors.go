@@ -65,6 +65,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, trimPkg(store.ErrReserved.Error())
 	case errors.Is(err, store.ErrNoSub):
 		return http.StatusForbidden, trimPkg(store.ErrNoSub.Error())
+	case errors.Is(err, store.ErrReadOnly):
+		return http.StatusForbidden, trimPkg(store.ErrReadOnly.Error())
 	case errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrNotDir),
 		errors.Is(err, store.ErrShortBody), errors.Is(err, store.ErrNoLifetime),
 		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir):

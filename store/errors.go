@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"syscall"
 )
 
@@ -67,9 +66,13 @@ func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Err != nil && strings.HasSuffix(pe.Err.Error(), "path escapes from parent") {
-		return fmt.Errorf("%w: %v", ErrOutside, err)
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		// os.Root's error for a path leading out of it (unexported; from
+		// Open, Stat and the like as *fs.PathError, from Link and Rename
+		// as *os.LinkError).
+		if e.Error() == "path escapes from parent" {
+			return fmt.Errorf("%w: %v", ErrOutside, err)
+		}
 	}
 	var le *fs.PathError
 	switch {

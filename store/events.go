@@ -36,6 +36,10 @@ func (s *Store) Subscribe(fn func(Event)) {
 }
 
 func (s *Store) emit(e Event) {
+	if e.Vol != nil && e.Vol.outer != nil {
+		// A change made through a view is its volume's change.
+		e.Rel, e.Vol = e.Vol.outerRel(e.Rel), e.Vol.outer
+	}
 	s.subsMu.RLock()
 	subs := s.subs
 	s.subsMu.RUnlock()

@@ -42,6 +42,8 @@ type Volume struct {
 	VPath string // URL path without slashes at either end; "" is the root
 	Flags Flags
 
+	real string // Src with its symbolic links resolved, at mount (links.go)
+
 	perms  map[string]Perm
 	root   *os.Root
 	hist   string // absolute state folder; "" when it could not be made
@@ -49,6 +51,13 @@ type Volume struct {
 	store  *Store
 
 	dirs dirSyncs // group-committed folder fsyncs
+
+	// A view (Confine, ConfineFiles) is the folder base of the volume
+	// outer, with root opened there; only, when not nil, are the only
+	// names it reaches (a share of files).
+	outer *Volume
+	base  string
+	only  []string
 }
 
 // HistName is the state folder's name inside a volume. Requests can never
@@ -119,7 +128,12 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
 	}
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		real = ""
+	}
 	v := &Volume{
+		real:  real,
 		Src:   src,
 		VPath: spec.VPath,
 		Flags: cfg.Global.merge(spec.Flags),
@@ -321,6 +335,9 @@ func (v *Volume) Perms(user string) Perm {
 func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	if v.Flags.FK == 0 || fi == nil {
 		return ""
+	}
+	if v.outer != nil {
+		return v.outer.FileKey(v.outerRel(rel), fi) // the key of the file's own URL
 	}
 	_, ino, _ := FileID(fi)
 	m := hmac.New(sha512.New, v.secret)
