@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"hoard/up2k/sha512x8"
 )
@@ -26,10 +27,14 @@ func TestUp2kSingleHash(t *testing.T) {
 			vol := t.TempDir()
 			s := start(t, append([]string{"-v", vol + "::rw"}, tc.args...)...)
 			want := fmt.Sprintf("avx512_lanes=%v", tc.wantLanes)
+			// The log is copied from hoard's stderr on its own, so it may
+			// lag behind the address on stdout: wait for the line.
 			var line string
-			for _, l := range strings.Split(s.logs.String(), "\n") {
-				if strings.Contains(l, `msg="chunk hashing"`) {
-					line = l
+			for deadline := time.Now().Add(10 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				for _, l := range strings.Split(s.logs.String(), "\n") {
+					if strings.Contains(l, `msg="chunk hashing"`) {
+						line = l
+					}
 				}
 			}
 			if !strings.Contains(line, want) {
