@@ -34,6 +34,8 @@ type Store struct {
 	subs   []func(Event)
 
 	janitor *janitor
+
+	ops opState // file management (manage.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable.
@@ -101,6 +103,8 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	slices.SortStableFunc(s.vols, func(a, b *Volume) int { return depth(b.VPath) - depth(a.VPath) })
+	s.ops.unpost = cfg.Unpost
+	s.recoverOps() // what a crash interrupted (manage_journal.go)
 	s.janitor = startJanitor(s)
 	return s, nil
 }

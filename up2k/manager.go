@@ -122,6 +122,7 @@ func New(cfg Config) (*Manager, error) {
 		m.dbs[v] = db
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	cfg.Store.Subscribe(m.follow) // follow.go
 	m.wg.Add(1)
 	go m.expireLoop()
 	return m, nil
