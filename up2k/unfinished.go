@@ -61,3 +61,17 @@ func (u *Unfinished) Percent() int {
 	}
 	return int(u.Done * 100 / u.Size)
 }
+
+// Owns reports whether an upload session (live, or loaded and being
+// re-checked) has its work file in folder dir of v under the final name
+// name: the start-up sweep of a crash's leftovers keeps those.
+func (m *Manager) Owns(v *store.Volume, dir, name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, s := range m.sessions {
+		if s.vol == v && s.rec.Name == name && s.rec.Dir == dir && k.wark == s.rec.Wark {
+			return true
+		}
+	}
+	return false
+}
