@@ -52,6 +52,35 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 			return nil, "", mapErr(err)
 		}
 	}
+	// The work file is made under a PUT work file's name, marked as an
+	// up2k work file and sized there, and only then moved to its own name
+	// without clobbering: a crash leaves either a .hoard-*.PARTIAL (swept
+	// by its name) or a marked work file (swept when no session owns it),
+	// never an unmarked one that could be a user's. Where the file system
+	// has no user attributes, such a leftover stays.
+	dirf, err := v.root.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	defer dirf.Close()
+	tmp := newTempName()
+	v.store.tempLive(v, path.Join(d, tmp), true)
+	defer v.store.tempLive(v, path.Join(d, tmp), false)
+	f, err := v.root.OpenFile(path.Join(d, tmp), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	placed := false
+	defer func() {
+		if !placed {
+			f.Close()
+			v.root.Remove(path.Join(d, tmp))
+		}
+	}()
+	unix.Fsetxattr(int(f.Fd()), partialMark, []byte("1"), 0)
+	if err := f.Truncate(size); err != nil {
+		return nil, "", v.writeErr(err, size)
+	}
 	for i := range 10 {
 		cand := name
 		if i > 0 {
@@ -69,23 +98,20 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 			return nil, "", mapErr(err)
 		}
 		work := cand + PartialSuffix
-		f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+		err = unix.Renameat2(int(dirf.Fd()), tmp, int(dirf.Fd()), work, unix.RENAME_NOREPLACE)
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.ENOTSUP) {
+			// No renameat2 here: a hard link does not clobber either.
+			if err = v.root.Link(path.Join(d, tmp), path.Join(d, work)); err == nil {
+				v.root.Remove(path.Join(d, tmp))
+			}
+		}
 		if errors.Is(err, fs.ErrExist) {
 			continue // another upload has this name
 		}
 		if err != nil {
 			return nil, "", mapErr(err)
 		}
-		// The mark tells hoard's own work file from a user's file of the
-		// same name, so that one left without its session by a crash can
-		// be swept at start (SweepLeftovers). Where the file system has no
-		// user attributes, such a leftover stays.
-		unix.Fsetxattr(int(f.Fd()), partialMark, []byte("1"), 0)
-		if err := f.Truncate(size); err != nil {
-			f.Close()
-			v.root.Remove(path.Join(d, work))
-			return nil, "", v.writeErr(err, size)
-		}
+		placed = true
 		return &Temp{File: f, v: v, dir: d, name: work}, cand, nil
 	}
 	return nil, "", ErrExists
