@@ -377,6 +377,13 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 		v.root.Remove(tmp)
 		return "", nil, fmt.Errorf("store: noting the upload for the index: %w", err)
 	}
+	if life > 0 { // before the file appears (see publish)
+		if err := v.scheduleExpiry(ev.Rel, sfi, now.Add(life)); err != nil {
+			v.root.Remove(tmp)
+			v.store.forget(v, nid)
+			return "", nil, err
+		}
+	}
 	final, err := v.place(tmp, d, name, opt, false)
 	if err != nil {
 		v.root.Remove(tmp)
@@ -398,7 +405,7 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 	if err != nil {
 		return "", nil, mapErr(err)
 	}
-	if life > 0 {
+	if life > 0 && relOf(final) != relOf(path.Join(d, name)) {
 		if err := v.scheduleExpiry(final, fi, now.Add(life)); err != nil {
 			return "", nil, err
 		}

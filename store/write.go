@@ -187,6 +187,14 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 			return fail(mapErr(err))
 		}
 	}
+	// The lifetime is recorded before the file appears, so that no crash
+	// leaves it published for ever (the record names the file's inode: if
+	// the name ends up elsewhere, the record is dropped at its deadline).
+	if life > 0 {
+		if err := t.v.scheduleExpiry(ev.Rel, tfi, now.Add(life)); err != nil {
+			return fail(err)
+		}
+	}
 	final, err := t.v.place(tmp, t.dir, name, opt, keep)
 	if err != nil {
 		return fail(err)
@@ -220,7 +228,7 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	if err != nil {
 		return "", nil, mapErr(err)
 	}
-	if life > 0 {
+	if life > 0 && relOf(final) != relOf(path.Join(t.dir, name)) {
 		if err := t.v.scheduleExpiry(final, fi, now.Add(life)); err != nil {
 			return "", nil, err
 		}
