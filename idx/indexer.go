@@ -93,6 +93,9 @@ type Indexer struct {
 	evwg   sync.WaitGroup
 	wg     sync.WaitGroup
 	seed   maphash.Seed
+
+	jmu     sync.RWMutex // journal calls (journal.go) against Close
+	jclosed bool
 }
 
 // queued is a change waiting to be indexed; replay marks one read back
@@ -160,6 +163,9 @@ func (x *Indexer) Start() {
 // drainMax, so that a plain -e2d volume (no scan at start) does not lose
 // the uploads of the last moment to a restart.
 func (x *Indexer) Close() {
+	x.jmu.Lock()
+	x.jclosed = true // changes from here on are not noted
+	x.jmu.Unlock()
 	x.cancel()
 	x.mu.Lock()
 	x.stop = true

@@ -118,6 +118,11 @@ func (x *Indexer) Note(e store.Event) (uint64, error) {
 	if vi == nil || !indexed(e.Rel) || (e.Kind != store.Created && e.Kind != store.Removed) {
 		return 0, nil
 	}
+	x.jmu.RLock()
+	defer x.jmu.RUnlock()
+	if x.jclosed {
+		return 0, nil // stopping: the databases are about to close
+	}
 	n := &note{kind: e.Kind, rec: Record{Rel: e.Rel, Size: e.Size, Mtime: e.Mtime.UnixNano(), At: e.At.Unix(), Uploader: e.Uploader, IP: e.ClientIP, Wark: e.Wark, Chunks: e.Chunks}}
 	if e.Mtime.IsZero() {
 		n.rec.Mtime = 0
@@ -130,7 +135,9 @@ func (x *Indexer) Note(e store.Event) (uint64, error) {
 
 // Forget implements store.Journal.
 func (x *Indexer) Forget(v *store.Volume, id uint64) {
-	if vi := x.vols[v]; vi != nil && id != 0 {
+	x.jmu.RLock()
+	defer x.jmu.RUnlock()
+	if vi := x.vols[v]; vi != nil && id != 0 && !x.jclosed {
 		if err := vi.db.dropNote(id); err != nil {
 			x.log.Debug("dropping a journal note failed", "id", id, "err", err)
 		}

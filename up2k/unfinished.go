@@ -68,6 +68,9 @@ func (u *Unfinished) Percent() int {
 func (m *Manager) Owns(v *store.Volume, dir, name string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return true // its sessions are no longer known here, but they are stored
+	}
 	for k, s := range m.sessions {
 		if s.vol == v && s.rec.Name == name && s.rec.Dir == dir && k.wark == s.rec.Wark {
 			return true
