@@ -506,6 +506,14 @@ func (s *Store) WaitSweeps() { s.sweeps.Wait() }
 func (s *Store) sweep(ctx context.Context, v *Volume, owned func(v *Volume, dir, name string) bool) bool {
 	t0 := time.Now()
 	var temps, works, kept int
+	// Volumes mounted inside this one are theirs to sweep (under their
+	// own run lock).
+	inner := map[string]bool{}
+	for _, w := range s.vols {
+		if w.Src != v.Src {
+			inner[w.Src] = true
+		}
+	}
 	dirs := []string{"."}
 	for len(dirs) > 0 && ctx.Err() == nil {
 		dir := dirs[len(dirs)-1]
@@ -521,7 +529,7 @@ func (s *Store) sweep(ctx context.Context, v *Volume, owned func(v *Volume, dir,
 				rel := path.Join(dir, name)
 				switch {
 				case de.IsDir():
-					if !(dir == "." && strings.EqualFold(name, HistName)) {
+					if !strings.EqualFold(name, HistName) && !inner[filepath.Join(v.Src, filepath.FromSlash(rel))] {
 						dirs = append(dirs, rel)
 					}
 				case !de.Type().IsRegular() || !strings.HasSuffix(name, PartialSuffix):
