@@ -74,7 +74,7 @@ type crashModel struct {
 	ups  []*crashUp
 	// counters for the report
 	kills, lastChunkKills, startupKills, reverifyKills int
-	putsAcked, appendsAcked, chunksAcked, upsDone     int
+	putsAcked, appendsAcked, chunksAcked, upsDone      int
 }
 
 var crashClient = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
