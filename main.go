@@ -178,6 +178,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Every request reaches the handler (OPTIONS * too), which
+		// checks each one's framing against what the connection carried.
+		ConnContext:                  srvhttp.FramingContext,
+		DisableGeneralOptionsHandler: true,
 	}
 	srv.RegisterOnShutdown(handler.StopStreams)
 	sigs := make(chan os.Signal, 2)
@@ -189,7 +193,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(srvhttp.FramingListener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				serveErr <- err
 			}
 		}()

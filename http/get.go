@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
 	"os"
 	"path"
@@ -84,7 +83,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	}
 	name := path.Base("/" + q.rel)
 	h := q.w.Header()
-	ct, err := q.fileType(name)
+	ct, pol, err := q.fileType(name)
 	if err != nil {
 		return err
 	}
@@ -96,12 +95,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 		if enc != nil {
 			return s.txtTranscode(q, f, tct, enc)
 		}
-		ct = tct
-	}
-	h.Set("Content-Type", ct)
-	h.Set("X-Content-Type-Options", "nosniff")
-	if activeType(ct) {
-		h.Set("Content-Security-Policy", "sandbox")
+		ct, pol = tct, policyOf(tct, false)
 	}
 	disp := "inline"
 	if dl, ok := query["dl"]; ok {
@@ -110,7 +104,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 			name = path.Base("/" + strings.ReplaceAll(dl[0], "\\", "/"))
 		}
 	}
-	h.Set("Content-Disposition", contentDisposition(disp, name))
+	h.Set("Content-Disposition", contentDisposition(pol.apply(h, ct, disp), name))
 	h.Set("ETag", etag(fi))
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("Cache-Control", "no-cache")
@@ -131,16 +125,19 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	return nil
 }
 
-// fileType is the Content-Type of the file name, or the one ?mime= asks for.
-func (q *req) fileType(name string) (string, error) {
-	ct := contentType(name)
-	if m, ok := q.query["mime"]; ok {
-		if mt, _, err := mime.ParseMediaType(m[0]); err != nil || !strings.Contains(mt, "/") || strings.ContainsAny(m[0], "\r\n") {
-			return "", errorf(http.StatusBadRequest, "bad mime= value %q", m[0])
-		}
-		ct = m[0]
+// fileType is the Content-Type of the file name, or the one ?mime= asks
+// for, and how a body of that type must be sent.
+func (q *req) fileType(name string) (string, bodyPolicy, error) {
+	m, ok := q.query["mime"]
+	if !ok {
+		ct := contentType(name)
+		return ct, policyOf(ct, false), nil
 	}
-	return ct, nil
+	ct, ok := parseMime(m[0])
+	if !ok {
+		return "", bodyPolicy{}, errorf(http.StatusBadRequest, "bad mime= value %q", m[0])
+	}
+	return ct, policyOf(ct, true), nil
 }
 
 // sizedFile answers http.ServeContent's size probe (seek to the end and

@@ -113,6 +113,19 @@ type req struct {
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if msg := framingError(r); msg != "" {
+		// Framing a proxy could read otherwise (framing.go): refuse it
+		// and close the connection, so nothing after it is taken for a
+		// request.
+		s.log.Debug("request refused for its framing", "method", r.Method, "path", r.URL.Path, "ip", clientIP(r), "why", msg)
+		h := rw.Header()
+		h.Set("Connection", "close")
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("X-Content-Type-Options", "nosniff")
+		rw.WriteHeader(http.StatusBadRequest)
+		io.WriteString(rw, msg+"\n")
+		return
+	}
 	start := time.Now()
 	w := &respWriter{ResponseWriter: rw}
 	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), ip: clientIP(r)}

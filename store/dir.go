@@ -29,6 +29,9 @@ func (v *Volume) OpenDir(rel string) (*Dir, error) {
 		return nil, err
 	}
 	root, err := v.root.OpenRoot(r)
+	if r2, ok := v.retry(r, err); ok {
+		root, err = v.root.OpenRoot(r2)
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -69,6 +69,9 @@ func (v *Volume) Stat(rel string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	fi, err := v.root.Stat(r)
+	if r2, ok := v.retry(r, err); ok {
+		fi, err = v.root.Stat(r2)
+	}
 	return fi, mapErr(err)
 }
 
@@ -83,6 +86,9 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	// os's fcntl pair (set and clear non-blocking mode) on every open, and
 	// a fifo put in a file's place cannot hang the open.
 	f, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if r2, ok := v.retry(r, err); ok {
+		f, err = v.root.OpenFile(r2, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -114,6 +120,10 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 		return nil, err
 	}
 	d, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0) // see Open
+	if r2, ok := v.retry(r, err); ok {
+		r = r2 // entries are looked at by this path
+		d, err = v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -177,7 +187,11 @@ func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool
 	}
 	e := Entry{Name: name, Dir: li.IsDir(), Size: li.Size(), Mtime: li.ModTime(), Mode: li.Mode()}
 	if li.Mode()&fs.ModeSymlink != 0 {
-		ti, err := v.root.Stat(path.Join(dir, name))
+		p := path.Join(dir, name)
+		ti, err := v.root.Stat(p)
+		if p2, ok := v.retry(p, err); ok {
+			ti, err = v.root.Stat(p2)
+		}
 		if err != nil {
 			return Entry{}, false // broken, or leads outside the volume
 		}

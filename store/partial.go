@@ -47,6 +47,7 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 	if err := v.checkTarget(d, name); err != nil {
 		return nil, "", err
 	}
+	d = v.reach(d) // links.go
 	if d != "." {
 		if err := v.root.MkdirAll(d, 0o755); err != nil {
 			return nil, "", mapErr(err)
@@ -127,6 +128,7 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
+	d = v.reach(d)
 	work := name + PartialSuffix
 	f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -285,7 +287,7 @@ func (v *Volume) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	return v.syncDir(d)
+	return v.syncDir(v.reach(d))
 }
 
 // SetMtime sets the modification (and access) time of the file at rel.
@@ -294,7 +296,7 @@ func (v *Volume) SetMtime(rel string, t time.Time) error {
 	if err != nil {
 		return err
 	}
-	return mapErr(v.root.Chtimes(r, t, t))
+	return mapErr(v.root.Chtimes(v.reach(r), t, t))
 }
 
 // copyStep is how much CopyFile copies between checks of its context.
@@ -354,6 +356,7 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 	if err != nil {
 		return "", nil, err
 	}
+	s, d = v.reach(s), v.reach(d) // links.go
 	if d != "." {
 		if err := v.root.MkdirAll(d, 0o755); err != nil {
 			return "", nil, mapErr(err)

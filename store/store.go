@@ -55,6 +55,8 @@ type Volume struct {
 	VPath string // URL path without slashes at either end; "" is the root
 	Flags Flags
 
+	real string // Src with its symbolic links resolved, at mount (links.go)
+
 	perms  map[string]Perm
 	root   *os.Root
 	hist   string // absolute state folder; "" when it could not be made
@@ -148,7 +150,12 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
 	}
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		real = ""
+	}
 	v := &Volume{
+		real:  real,
 		Src:   src,
 		VPath: spec.VPath,
 		Flags: cfg.Global.merge(spec.Flags),

@@ -45,6 +45,7 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 	if v.Flags.NoSub && d != "." {
 		return nil, ErrNoSub
 	}
+	d = v.reach(d) // links.go
 	made := ""
 	if d != "." {
 		// Note the topmost missing folder so that a failed upload leaves
@@ -418,6 +419,7 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 	if err != nil {
 		return IngestResult{}, err
 	}
+	d = v.reach(d) // links.go
 	if err := v.checkTarget(d, opt.Name); err != nil {
 		return IngestResult{}, err
 	}
