@@ -204,10 +204,14 @@ func (s *Server) post(q *req) error {
 }
 
 // need checks that the user has at least one permission of p here:
-// anonymous users are asked to log in (401), known users are refused (403).
+// anonymous users are asked to log in (401), known users are refused (403),
+// and so are a share's visitors (no login gives them more).
 func (q *req) need(p store.Perm, what string) error {
 	if q.perm.Any(p) {
 		return nil
+	}
+	if q.share {
+		return errorf(http.StatusForbidden, "this share does not let you %s in /%s", what, strings.Join(q.parts, "/"))
 	}
 	if q.user == "" {
 		return errUnauthorized

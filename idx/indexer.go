@@ -81,10 +81,11 @@ type Indexer struct {
 	order []*volIdx
 	Limit *Limiter
 
-	mu    sync.Mutex
-	cond  *sync.Cond
-	queue []queued
-	stop  bool
+	mu       sync.Mutex
+	cond     *sync.Cond
+	queue    []queued
+	applying *store.Event // the change being applied (UploadOf looks at it)
+	stop     bool
 
 	ctx    context.Context // scans
 	cancel context.CancelFunc
@@ -103,6 +104,8 @@ type Indexer struct {
 type queued struct {
 	e      store.Event
 	replay bool
+	vi     *volIdx // a replay's volume, whose database holds its note
+	noteDB *DB
 }
 
 // drainMax bounds how long Close goes on indexing queued changes.
@@ -219,11 +222,15 @@ func indexed(rel string) bool {
 }
 
 func (x *Indexer) enqueue(e store.Event) {
+	if e.Kind == store.Moved || e.Kind == store.Copied {
+		x.enqueueManaged(e) // manage.go
+		return
+	}
 	if x.vols[e.Vol] == nil || !indexed(e.Rel) {
 		return
 	}
 	x.mu.Lock()
-	x.queue = append(x.queue, queued{e: e})
+	x.queue = append(x.queue, queued{e: e, noteDB: x.noteDB(e)})
 	x.cond.Signal()
 	x.mu.Unlock()
 }
@@ -243,28 +250,41 @@ func (x *Indexer) events() {
 		}
 		q := x.queue[0]
 		x.queue = x.queue[1:]
-		x.mu.Unlock()
 		e := q.e
+		x.applying = &e
+		x.mu.Unlock()
 		vi := x.vols[e.Vol]
 		var err error
 		switch {
 		case q.replay:
-			err = x.reindex(vi, &e)
+			err = x.replayNote(e)
+		case e.Kind == store.Moved || e.Kind == store.Copied:
+			err = x.applyManaged(x.evctx, e) // manage.go
+		case vi == nil: // re-pointed by a move to a volume without an index
+		case e.Kind == store.Removed && e.Tree:
+			err = x.removeTree(x.evctx, vi, e.Rel)
 		case e.Kind == store.Removed:
 			err = vi.db.DeleteRecord(e.Rel)
-		case e.Kind == store.Created:
+		case e.Kind == store.Created && !isDotPath(e.Rel):
 			err = x.indexFile(x.evctx, vi, e.Rel, nil, &e)
 		}
+		x.mu.Lock()
+		x.applying = nil
+		x.mu.Unlock()
 		if err != nil && x.evctx.Err() == nil {
-			x.log.Warn("could not index a change", "volume", "/"+vi.v.VPath, "path", e.Rel, "err", err)
+			x.log.Warn("could not index a change", "change", e.Kind, "volume", "/"+e.Vol.VPath, "path", e.Rel, "err", err)
 		}
 		if e.Note != 0 && x.evctx.Err() == nil {
 			// After the record (in the write-ahead log's order): a crash
 			// between the two replays the note once more.
-			vi.db.dropNote(e.Note)
+			if db := q.noteDB; db != nil {
+				db.dropNote(e.Note)
+			} else if db := x.noteDB(e); db != nil {
+				db.dropNote(e.Note)
+			}
 		}
 		if q.replay {
-			vi.replaying.Add(-1)
+			q.vi.replaying.Add(-1)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package idx
 
 import (
+	"encoding/binary"
 	"errors"
 	"time"
 
@@ -17,33 +18,84 @@ import (
 // deleted, replaced or moved since is indexed as it is now (or forgotten),
 // never as the note describes it.
 
-// famNote: 'j' id(8) → kind(1) + record (record.go's encoding).
+// famNote: 'j' id(8) → kind(1) flags(1) vol from-vol from record, the
+// strings length-prefixed (uvarint), the record in record.go's encoding.
 const famNote = 'j'
 
 func noteKey(id uint64) []byte { return idKey(famNote, id) }
 
-// note is one journal entry.
+// note is one journal entry: a change to look at again.
 type note struct {
-	id   uint64
-	kind store.EventKind
-	rec  Record
+	id      uint64
+	kind    store.EventKind
+	tree    bool   // rec.Rel (and from) are folders, with all below them
+	vol     string // the volume's mount path (Event.Vol)
+	hasFrom bool
+	fromVol string // Event.FromVol's mount path, for a move or copy
+	from    string
+	rec     Record
 }
 
+const (
+	noteTree = 1 << iota
+	noteFrom
+)
+
 func (n *note) encode() []byte {
-	return append([]byte{byte(n.kind)}, n.rec.encode()...)
+	var flags byte
+	if n.tree {
+		flags |= noteTree
+	}
+	if n.hasFrom {
+		flags |= noteFrom
+	}
+	b := []byte{byte(n.kind), flags}
+	for _, s := range []string{n.vol, n.fromVol, n.from} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return append(b, n.rec.encode()...)
 }
 
 var errBadNote = errors.New("idx: corrupt journal note")
 
 func decodeNote(b []byte) (*note, error) {
-	if len(b) < 2 || (store.EventKind(b[0]) != store.Created && store.EventKind(b[0]) != store.Removed) {
+	if len(b) < 2 || b[1]&^(noteTree|noteFrom) != 0 {
 		return nil, errBadNote
 	}
-	r, err := decodeRecord(b[1:])
-	if err != nil || r.Rel == "" {
+	n := &note{kind: store.EventKind(b[0]), tree: b[1]&noteTree != 0, hasFrom: b[1]&noteFrom != 0}
+	switch n.kind {
+	case store.Created, store.Removed:
+		if n.hasFrom {
+			return nil, errBadNote
+		}
+	case store.Moved, store.Copied:
+		if !n.hasFrom {
+			return nil, errBadNote
+		}
+	default:
 		return nil, errBadNote
 	}
-	return &note{kind: store.EventKind(b[0]), rec: *r}, nil
+	b = b[2:]
+	var strs [3]string
+	for i := range strs {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return nil, errBadNote
+		}
+		strs[i] = string(b[k : k+int(l)])
+		b = b[k+int(l):]
+	}
+	n.vol, n.fromVol, n.from = strs[0], strs[1], strs[2]
+	if !n.hasFrom && (n.fromVol != "" || n.from != "") {
+		return nil, errBadNote
+	}
+	r, err := decodeRecord(b)
+	if err != nil || (r.Rel == "" && !n.tree) {
+		return nil, errBadNote
+	}
+	n.rec = *r
+	return n, nil
 }
 
 // initNotes finds the last note id.
@@ -114,8 +166,20 @@ func (d *DB) notes() ([]*note, error) {
 // Note implements store.Journal: it notes a change to an indexed volume,
 // synced, and returns the note's id (0 when the change is not indexed).
 func (x *Indexer) Note(e store.Event) (uint64, error) {
-	vi := x.vols[e.Vol]
-	if vi == nil || !indexed(e.Rel) || (e.Kind != store.Created && e.Kind != store.Removed) {
+	switch e.Kind {
+	case store.Created, store.Removed:
+		if !indexed(e.Rel) {
+			return 0, nil
+		}
+	case store.Moved, store.Copied:
+		if isDotPath(e.Rel) && isDotPath(e.From) {
+			return 0, nil
+		}
+	default:
+		return 0, nil
+	}
+	db := x.noteDB(e)
+	if db == nil {
 		return 0, nil
 	}
 	x.jmu.RLock()
@@ -123,14 +187,32 @@ func (x *Indexer) Note(e store.Event) (uint64, error) {
 	if x.jclosed {
 		return 0, nil // stopping: the databases are about to close
 	}
-	n := &note{kind: e.Kind, rec: Record{Rel: e.Rel, Size: e.Size, Mtime: e.Mtime.UnixNano(), At: e.At.Unix(), Uploader: e.Uploader, IP: e.ClientIP, Wark: e.Wark, Chunks: e.Chunks}}
+	n := &note{kind: e.Kind, tree: e.Tree, vol: e.Vol.VPath, rec: Record{Rel: e.Rel, Size: e.Size, Mtime: e.Mtime.UnixNano(), At: e.At.Unix(), Uploader: e.Uploader, IP: e.ClientIP, Wark: e.Wark, Chunks: e.Chunks}}
+	if e.Kind == store.Moved || e.Kind == store.Copied {
+		n.hasFrom, n.from = true, e.From
+		if e.FromVol != nil {
+			n.fromVol = e.FromVol.VPath
+		}
+	}
 	if e.Mtime.IsZero() {
 		n.rec.Mtime = 0
 	}
 	if e.At.IsZero() {
 		n.rec.At = 0
 	}
-	return vi.db.putNote(n)
+	return db.putNote(n)
+}
+
+// noteDB is the database that holds the note of a change: the one of its
+// volume, or for a move out of an indexed volume the source's.
+func (x *Indexer) noteDB(e store.Event) *DB {
+	if vi := x.vols[e.Vol]; vi != nil {
+		return vi.db
+	}
+	if vi := x.vols[e.FromVol]; vi != nil && e.FromVol != nil {
+		return vi.db
+	}
+	return nil
 }
 
 // Forget implements store.Journal.
@@ -147,6 +229,10 @@ func (x *Indexer) Forget(v *store.Volume, id uint64) {
 // replay queues the notes a crash left in the volumes' databases, ahead of
 // any new change; the volumes answer searches once they are indexed.
 func (x *Indexer) replay() {
+	byPath := map[string]*store.Volume{}
+	for _, v := range x.cfg.Store.Volumes() {
+		byPath[v.VPath] = v
+	}
 	done := map[*DB]bool{}
 	for _, vi := range x.order {
 		if done[vi.db] {
@@ -162,19 +248,67 @@ func (x *Indexer) replay() {
 			continue
 		}
 		x.log.Info("indexing the changes a crash left unindexed", "volume", "/"+vi.v.VPath, "changes", len(ns))
-		vi.replaying.Add(int64(len(ns)))
 		x.mu.Lock()
 		for _, n := range ns {
-			e := store.Event{Kind: n.kind, Vol: vi.v, Rel: n.rec.Rel, Size: n.rec.Size, Uploader: n.rec.Uploader, ClientIP: n.rec.IP, Wark: n.rec.Wark, Chunks: n.rec.Chunks, Note: n.id}
+			e := store.Event{Kind: n.kind, Tree: n.tree, Vol: byPath[n.vol], Rel: n.rec.Rel, Size: n.rec.Size, Uploader: n.rec.Uploader, ClientIP: n.rec.IP, Wark: n.rec.Wark, Chunks: n.rec.Chunks, Note: n.id}
+			if e.Vol == nil {
+				vi.db.dropNote(n.id) // its volume is no longer mounted
+				continue
+			}
+			if n.hasFrom {
+				e.FromVol, e.From = byPath[n.fromVol], n.from
+			}
 			if n.rec.Mtime != 0 {
 				e.Mtime = time.Unix(0, n.rec.Mtime)
 			}
 			if n.rec.At != 0 {
 				e.At = time.Unix(n.rec.At, 0)
 			}
-			x.queue = append(x.queue, queued{e: e, replay: true})
+			vi.replaying.Add(1)
+			x.queue = append(x.queue, queued{e: e, replay: true, vi: vi, noteDB: vi.db})
 		}
 		x.cond.Signal()
 		x.mu.Unlock()
 	}
+}
+
+// replayNote takes in a change a crash left noted but unindexed, as the
+// file system is now: a move or copy is applied to the records as it
+// would have been, then both places are looked at again; a file is
+// re-indexed (or forgotten) as it is; a tree is walked.
+func (x *Indexer) replayNote(e store.Event) error {
+	switch e.Kind {
+	case store.Moved, store.Copied:
+		err := x.applyManaged(x.evctx, e)
+		if e.Kind == store.Moved && e.FromVol != nil {
+			err = errors.Join(err, x.recheck(x.vols[e.FromVol], e.From, e.Tree))
+		}
+		return errors.Join(err, x.recheck(x.vols[e.Vol], e.Rel, e.Tree))
+	}
+	vi := x.vols[e.Vol]
+	if vi == nil {
+		return nil
+	}
+	if e.Tree {
+		return x.recheck(vi, e.Rel, true)
+	}
+	return x.reindex(vi, &e)
+}
+
+// recheck makes the index agree with the file system at rel: a file, or
+// with tree a folder and everything below it.
+func (x *Indexer) recheck(vi *volIdx, rel string, tree bool) error {
+	if vi == nil || (rel != "" && isDotPath(rel)) {
+		return nil
+	}
+	if !tree {
+		return x.reindex(vi, &store.Event{Vol: vi.v, Rel: rel})
+	}
+	if err := x.removeTree(x.evctx, vi, rel); err != nil || rel == "" {
+		return err // the whole volume is a scan's job
+	}
+	return x.indexTree(x.evctx, vi, rel, func(p string) *Record {
+		r, _ := vi.db.Record(p)
+		return r
+	})
 }

@@ -54,6 +54,20 @@ func TestJournalReplay(t *testing.T) {
 			t.Fatalf("note of %s: id %d", e.Rel, id)
 		}
 	}
+	// A move and a tree delete, noted but not indexed: the records are
+	// where they were.
+	write("moved.txt", "moved", t0)
+	db.PutRecord(&Record{Rel: "was.txt", Size: 5, Mtime: t0.UnixNano(), Uploader: "cy", At: 1700000001, IP: "10.0.0.2"})
+	if _, err := x.Note(store.Event{Kind: store.Moved, Vol: v, Rel: "moved.txt", FromVol: v, From: "was.txt", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "tree"), 0o755)
+	write("tree/left.txt", "left", t0)
+	db.PutRecord(&Record{Rel: "tree/left.txt", Size: 4, Mtime: t0.UnixNano()})
+	db.PutRecord(&Record{Rel: "tree/deleted.txt", Size: 4, Mtime: t0.UnixNano()})
+	if _, err := x.Note(store.Event{Kind: store.Removed, Tree: true, Vol: v, Rel: "tree", At: t0}); err != nil {
+		t.Fatal(err)
+	}
 	// After the notes (before any indexing) the files changed again.
 	db.PutRecord(&Record{Rel: "gone.txt", Size: 4, Mtime: t0.UnixNano()})
 	os.Remove(filepath.Join(dir, "gone.txt"))
@@ -88,6 +102,18 @@ func TestJournalReplay(t *testing.T) {
 	if r := rec("back.txt"); r == nil || r.Size != 10 {
 		t.Errorf("a file made again after the note of its removal: %+v", r)
 	}
+	if r := rec("moved.txt"); r == nil || r.Uploader != "cy" || r.At != 1700000001 {
+		t.Errorf("a moved file did not keep its upload's record: %+v", r)
+	}
+	if r := rec("was.txt"); r != nil {
+		t.Errorf("a moved file is still indexed where it was: %+v", r)
+	}
+	if r := rec("tree/deleted.txt"); r != nil {
+		t.Errorf("a file deleted with its tree is indexed: %+v", r)
+	}
+	if r := rec("tree/left.txt"); r == nil {
+		t.Errorf("a file the tree delete left is forgotten")
+	}
 	if r := rec(".hidden"); r != nil {
 		t.Errorf("a dotfile is indexed: %+v", r)
 	}
@@ -101,13 +127,14 @@ func TestJournalReplay(t *testing.T) {
 func FuzzNoteDecode(f *testing.F) {
 	f.Add((&note{kind: store.Created, rec: Record{Rel: "a/b.txt", Size: 5, Mtime: 6, At: 7, Uploader: "u", IP: "ip", Wark: w('w'), Chunks: []string{w('c')}}}).encode())
 	f.Add((&note{kind: store.Removed, rec: Record{Rel: "x"}}).encode())
+	f.Add((&note{kind: store.Moved, tree: true, vol: "a/b", hasFrom: true, fromVol: "c", from: "d/e", rec: Record{Rel: ""}}).encode())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n, err := decodeNote(b)
 		if err != nil {
 			return
 		}
-		if n.rec.Rel == "" || (n.kind != store.Created && n.kind != store.Removed) {
+		if (n.rec.Rel == "" && !n.tree) || (n.kind != store.Created && n.kind != store.Removed && n.kind != store.Moved && n.kind != store.Copied) || n.hasFrom != (n.kind == store.Moved || n.kind == store.Copied) {
 			t.Fatalf("decoded a bad note: %+v", n)
 		}
 		again, err := decodeNote(n.encode())

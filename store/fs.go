@@ -68,6 +68,16 @@ func (v *Volume) Stat(rel string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := v.inScope(r, true); err != nil {
+		return nil, err
+	}
+	if v.only != nil && r != "." {
+		fi, err := v.root.Lstat(r) // never through a link
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, ErrNotFound
+		}
+		return fi, mapErr(err)
+	}
 	fi, err := v.root.Stat(r)
 	if r2, ok := v.retry(r, err); ok {
 		fi, err = v.root.Stat(r2)
@@ -82,6 +92,9 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := v.inScope(r, false); err != nil {
+		return nil, nil, err
+	}
 	// O_NONBLOCK does nothing to a regular file's reads, but it spares
 	// os's fcntl pair (set and clear non-blocking mode) on every open, and
 	// a fifo put in a file's place cannot hang the open.
@@ -92,7 +105,14 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	return checkRegular(f)
+	f, fi, err := checkRegular(f)
+	if err == nil {
+		if err = v.noLink(r, fi); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
+	return f, fi, err
 }
 
 // Entry is one item of a folder listing.
@@ -118,6 +138,9 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 	r, err := cleanRel(rel)
 	if err != nil {
 		return nil, err
+	}
+	if v.only != nil && r != "." {
+		return nil, ErrNotFound
 	}
 	d, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0) // see Open
 	if r2, ok := v.retry(r, err); ok {
@@ -168,6 +191,9 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 
 func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool) {
 	name := de.Name()
+	if v.only != nil && (!slices.Contains(v.only, name) || !de.Type().IsRegular()) {
+		return Entry{}, false // a view of files: those, and not through links
+	}
 	if strings.HasSuffix(name, PartialSuffix) {
 		v.sweepOrphan(dir, de)
 		return Entry{}, false

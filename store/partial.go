@@ -41,6 +41,9 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 	if err != nil {
 		return nil, "", err
 	}
+	if v.outer != nil {
+		return nil, "", ErrReadOnly // up2k works on volumes, never on views
+	}
 	if v.Flags.NoSub && d != "." {
 		return nil, "", ErrNoSub
 	}

@@ -47,6 +47,8 @@ type Store struct {
 	sweeps    sync.WaitGroup        // SweepLeftovers
 	sweepCtx  context.Context       // cancelled by Close
 	sweepStop context.CancelFunc
+
+	ops opState // file management (manage.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable.
@@ -65,6 +67,13 @@ type Volume struct {
 
 	dirs dirSyncs // group-committed folder fsyncs
 	run  *histRun // the state folder's run lock; nil when not held (recover.go)
+
+	// A view (Confine, ConfineFiles) is the folder base of the volume
+	// outer, with root opened there; only, when not nil, are the only
+	// names it reaches (a share of files).
+	outer *Volume
+	base  string
+	only  []string
 }
 
 // HistName is the state folder's name inside a volume. Requests can never
@@ -123,6 +132,8 @@ func Open(cfg Config) (*Store, error) {
 			s.recoverAppends(v, l)
 		}
 	}
+	s.ops.unpost = cfg.Unpost
+	s.recoverOps() // what a crash interrupted (manage_journal.go)
 	s.janitor = startJanitor(s)
 	return s, nil
 }
@@ -365,6 +376,9 @@ func (v *Volume) Perms(user string) Perm {
 func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	if v.Flags.FK == 0 || fi == nil {
 		return ""
+	}
+	if v.outer != nil {
+		return v.outer.FileKey(v.outerRel(rel), fi) // the key of the file's own URL
 	}
 	var ino uint64
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

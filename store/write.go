@@ -42,7 +42,10 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v.Flags.NoSub && d != "." {
+	if v.only != nil {
+		return nil, ErrReadOnly
+	}
+	if v.Flags.NoSub && v.outerRel(d) != "" {
 		return nil, ErrNoSub
 	}
 	d = v.reach(d) // links.go
@@ -418,6 +421,9 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 	d, err := cleanRel(dir)
 	if err != nil {
 		return IngestResult{}, err
+	}
+	if v.only != nil {
+		return IngestResult{}, ErrReadOnly
 	}
 	d = v.reach(d) // links.go
 	if err := v.checkTarget(d, opt.Name); err != nil {
