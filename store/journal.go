@@ -42,12 +42,21 @@ type pendingNote struct {
 	err  error
 }
 
+// canon is e as its volume's change when it was made through a view.
+func canon(e Event) Event {
+	if e.Vol != nil && e.Vol.outer != nil {
+		e.Rel, e.Vol = e.Vol.outerRel(e.Rel), e.Vol.outer
+	}
+	return e
+}
+
 // noteAsync starts noting e. A nil result means there is no journal.
 func (s *Store) noteAsync(e Event) *pendingNote {
 	j := s.getJournal()
 	if j == nil {
 		return nil
 	}
+	e = canon(e)
 	p := &pendingNote{done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -68,7 +77,7 @@ func (p *pendingNote) wait() (uint64, error) {
 // note records e durably and returns its id (0: nothing to note).
 func (s *Store) note(e Event) (uint64, error) {
 	if j := s.getJournal(); j != nil {
-		return j.Note(e)
+		return j.Note(canon(e))
 	}
 	return 0, nil
 }
@@ -79,6 +88,7 @@ func (s *Store) forget(v *Volume, id uint64) {
 		return
 	}
 	if j := s.getJournal(); j != nil {
+		v, _ = v.Outer()
 		j.Forget(v, id)
 	}
 }

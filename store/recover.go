@@ -442,23 +442,11 @@ func (s *Store) cutBack(v *Volume, r appendRec) {
 // base returns the mounted volume that v is (or is a view into, see
 // Confine) and v's folder inside it ("." for a mounted volume).
 func (s *Store) base(v *Volume) (*Volume, string) {
-	var best *Volume
-	for _, b := range s.vols {
-		if b == v {
-			return b, "."
-		}
-		if (v.Src == b.Src || strings.HasPrefix(v.Src, b.Src+string(filepath.Separator))) && (best == nil || len(b.Src) > len(best.Src)) {
-			best = b
-		}
+	o, at := v.Outer()
+	if at == "" {
+		at = "."
 	}
-	if best == nil {
-		return nil, ""
-	}
-	rel, err := filepath.Rel(best.Src, v.Src)
-	if err != nil {
-		return nil, ""
-	}
-	return best, filepath.ToSlash(rel)
+	return o, at
 }
 
 // ---- the sweep ------------------------------------------------------------
