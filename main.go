@@ -147,6 +147,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeDBs(dbs, log)
+	// The index starts first: its journal replays what a crash left, and
+	// it hears of uploads that up2k finds published at start.
+	ix := startIndex(st, dbs, o, log)
+	defer ix.Close() // before the databases close
 	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
@@ -157,9 +161,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
 	}
-
-	ix := startIndex(st, dbs, o, log)
-	defer ix.Close() // before the databases close
+	st.SweepLeftovers(up.Owns) // what a crash left, once up2k knows its sessions
 	if ix.Enabled() {
 		st.SetUploadLookup(ix) // who uploaded what, for unpost
 	}

@@ -177,12 +177,15 @@ func (j *janitor) expire(e *expiry) {
 	if err == nil {
 		_, ino, ok := FileID(fi)
 		if !fi.IsDir() && (!ok || e.Ino == 0 || ino == e.Ino) {
+			ev := Event{Kind: Removed, Vol: v, Rel: e.Rel, At: j.s.now()}
+			ev.Note, _ = j.s.note(ev) // so that a crash cannot leave it in the index
 			if err := v.root.Remove(e.Rel); err != nil {
+				j.s.forget(v, ev.Note)
 				j.s.log.Warn("lifetime ended but the file could not be deleted", "volume", "/"+v.VPath, "path", e.Rel, "err", err)
 				return // keep the record; retried at next start
 			}
 			j.s.log.Info("lifetime ended; deleted", "volume", "/"+v.VPath, "path", e.Rel)
-			j.s.emit(Event{Kind: Removed, Vol: v, Rel: e.Rel, At: j.s.now()})
+			j.s.emit(ev)
 		}
 	}
 	os.Remove(e.file)
