@@ -568,28 +568,28 @@ func TestArchiveBadSelection(t *testing.T) {
 		body string
 		code int
 	}{
-		{`["../etc/passwd"]`, 400},
-		{`["/etc/passwd"]`, 400},
-		{`["sub/../../x"]`, 400},
-		{`["sub/./big.bin"]`, 400},
-		{`["a.txt", "missing"]`, 400},
-		{`["out"]`, 400},
-		{`["outfile"]`, 400},
-		{`["up2k.db"]`, 403},
-		{`["dir.txt"]`, 403},
-		{`["x.PARTIAL"]`, 403},
-		{`[".hist"]`, 403},
-		{`[".secret"]`, 403}, // no dot permission
-		{`[""]`, 400},
-		{`[]`, 400},
-		{`{"a": 1}`, 400},
-		{`[1, 2]`, 400},
-		{`["a.txt", null]`, 400},
-		{`"a.txt"`, 400},
-		{`null`, 400},
-		{`not json`, 400},
-		{`["a\u0000b"]`, 400},
-		{string(huge), 413},
+		{body: `["../etc/passwd"]`, code: 400},
+		{body: `["/etc/passwd"]`, code: 400},
+		{body: `["sub/../../x"]`, code: 400},
+		{body: `["sub/./big.bin"]`, code: 400},
+		{body: `["a.txt", "missing"]`, code: 400},
+		{body: `["out"]`, code: 400},
+		{body: `["outfile"]`, code: 400},
+		{body: `["up2k.db"]`, code: 403},
+		{body: `["dir.txt"]`, code: 403},
+		{body: `["x.PARTIAL"]`, code: 403},
+		{body: `[".hist"]`, code: 403},
+		{body: `[".secret"]`, code: 403}, // no dot permission
+		{body: `[""]`, code: 400},
+		{body: `[]`, code: 400},
+		{body: `{"a": 1}`, code: 400},
+		{body: `[1, 2]`, code: 400},
+		{body: `["a.txt", null]`, code: 400},
+		{body: `"a.txt"`, code: 400},
+		{body: `null`, code: 400},
+		{body: `not json`, code: 400},
+		{body: `["a\u0000b"]`, code: 400},
+		{body: string(huge), code: 413},
 	}
 	for _, tc := range jsonCases {
 		for _, format := range []string{"tar", "zip"} {
@@ -603,13 +603,13 @@ func TestArchiveBadSelection(t *testing.T) {
 		fields []string
 		code   int
 	}{
-		{[]string{"files", "a.txt"}, 400},                    // act=zip must come first
-		{[]string{"act", "bput", "files", "a.txt"}, 400},     // wrong action
-		{[]string{"act", "zip"}, 400},                        // no files
-		{[]string{"act", "zip", "files", "\n\n"}, 400},       // empty list
-		{[]string{"act", "zip", "files", "%2e%2e/x"}, 400},   // quoted traversal
-		{[]string{"act", "zip", "files", "a.txt\n%zz"}, 400}, // bad quoting
-		{[]string{"act", "zip", "files", "up2k.db"}, 403},
+		{fields: []string{"files", "a.txt"}, code: 400},                    // act=zip must come first
+		{fields: []string{"act", "bput", "files", "a.txt"}, code: 400},     // wrong action
+		{fields: []string{"act", "zip"}, code: 400},                        // no files
+		{fields: []string{"act", "zip", "files", "\n\n"}, code: 400},       // empty list
+		{fields: []string{"act", "zip", "files", "%2e%2e/x"}, code: 400},   // quoted traversal
+		{fields: []string{"act", "zip", "files", "a.txt\n%zz"}, code: 400}, // bad quoting
+		{fields: []string{"act", "zip", "files", "up2k.db"}, code: 403},
 	}
 	for _, tc := range formCases {
 		form, ct := arForm(t, tc.fields...)

@@ -54,27 +54,27 @@ func TestCLIBadArguments(t *testing.T) {
 		code  int
 		names []string // each must appear in stderr
 	}{
-		{"volume without colons", []string{"-v", "/x"}, 2, []string{"/x"}},
-		{"volume with one colon", []string{"-v", "/x:y"}, 2, []string{"/x:y"}},
-		{"unknown permission letter", []string{"-v", dir + "::rwz"}, 2, []string{"rwz", "z"}},
-		{"permission for a user without account", []string{"-v", dir + "::r,nouser"}, 2, []string{"nouser"}},
-		{"unknown volume flag", []string{"-v", dir + "::r:c,bogus"}, 2, []string{"bogus"}},
-		{"bad lifetime", []string{"-v", dir + "::r:c,lifetime=abc"}, 2, []string{"lifetime"}},
-		{"bad sz", []string{"-v", dir + "::r:c,sz=5-1"}, 2, []string{"sz"}},
-		{"bad fk", []string{"-v", dir + "::r:c,fk=x"}, 2, []string{"fk"}},
-		{"bad user name in permissions", []string{"-v", dir + "::r,bad user"}, 2, []string{"bad user"}},
-		{"two volumes at one path", []string{"-v", dir + "::r", "-v", dir + "::w"}, 2, []string{"mounted at /"}},
-		{"account without colon", []string{"-a", "nocolon", "-v", dir + "::r"}, 2, []string{"nocolon"}},
-		{"account without user", []string{"-a", ":pw", "-v", dir + "::r"}, 2, []string{":pw"}},
-		{"account without password", []string{"-a", "ed:", "-v", dir + "::r"}, 2, []string{"ed"}},
-		{"two accounts, same password", []string{"-a", "ann:same", "-a", "bob:same", "-v", dir + "::r"}, 2, []string{"ann", "bob", "password"}},
-		{"one account twice", []string{"-a", "ann:x1", "-a", "ann:x2", "-v", dir + "::r"}, 2, []string{"ann"}},
-		{"bad port", []string{"-p", "notaport", "-v", dir + "::r"}, 2, []string{"notaport"}},
-		{"port out of range", []string{"-p", "70000", "-v", dir + "::r"}, 2, []string{"70000"}},
-		{"max-ranges 0", []string{"--max-ranges", "0", "-v", dir + "::r"}, 2, []string{"max-ranges"}},
-		{"unknown flag", []string{"--bogus-flag", "-v", dir + "::r"}, 2, []string{"bogus-flag"}},
-		{"stray argument", []string{"-v", dir + "::r", "stray"}, 2, []string{"stray"}},
-		{"bad log level", []string{"--log-level", "loud", "-v", dir + "::r"}, 2, []string{"loud"}},
+		{name: "volume without colons", args: []string{"-v", "/x"}, code: 2, names: []string{"/x"}},
+		{name: "volume with one colon", args: []string{"-v", "/x:y"}, code: 2, names: []string{"/x:y"}},
+		{name: "unknown permission letter", args: []string{"-v", dir + "::rwz"}, code: 2, names: []string{"rwz", "z"}},
+		{name: "permission for a user without account", args: []string{"-v", dir + "::r,nouser"}, code: 2, names: []string{"nouser"}},
+		{name: "unknown volume flag", args: []string{"-v", dir + "::r:c,bogus"}, code: 2, names: []string{"bogus"}},
+		{name: "bad lifetime", args: []string{"-v", dir + "::r:c,lifetime=abc"}, code: 2, names: []string{"lifetime"}},
+		{name: "bad sz", args: []string{"-v", dir + "::r:c,sz=5-1"}, code: 2, names: []string{"sz"}},
+		{name: "bad fk", args: []string{"-v", dir + "::r:c,fk=x"}, code: 2, names: []string{"fk"}},
+		{name: "bad user name in permissions", args: []string{"-v", dir + "::r,bad user"}, code: 2, names: []string{"bad user"}},
+		{name: "two volumes at one path", args: []string{"-v", dir + "::r", "-v", dir + "::w"}, code: 2, names: []string{"mounted at /"}},
+		{name: "account without colon", args: []string{"-a", "nocolon", "-v", dir + "::r"}, code: 2, names: []string{"nocolon"}},
+		{name: "account without user", args: []string{"-a", ":pw", "-v", dir + "::r"}, code: 2, names: []string{":pw"}},
+		{name: "account without password", args: []string{"-a", "ed:", "-v", dir + "::r"}, code: 2, names: []string{"ed"}},
+		{name: "two accounts, same password", args: []string{"-a", "ann:same", "-a", "bob:same", "-v", dir + "::r"}, code: 2, names: []string{"ann", "bob", "password"}},
+		{name: "one account twice", args: []string{"-a", "ann:x1", "-a", "ann:x2", "-v", dir + "::r"}, code: 2, names: []string{"ann"}},
+		{name: "bad port", args: []string{"-p", "notaport", "-v", dir + "::r"}, code: 2, names: []string{"notaport"}},
+		{name: "port out of range", args: []string{"-p", "70000", "-v", dir + "::r"}, code: 2, names: []string{"70000"}},
+		{name: "max-ranges 0", args: []string{"--max-ranges", "0", "-v", dir + "::r"}, code: 2, names: []string{"max-ranges"}},
+		{name: "unknown flag", args: []string{"--bogus-flag", "-v", dir + "::r"}, code: 2, names: []string{"bogus-flag"}},
+		{name: "stray argument", args: []string{"-v", dir + "::r", "stray"}, code: 2, names: []string{"stray"}},
+		{name: "bad log level", args: []string{"--log-level", "loud", "-v", dir + "::r"}, code: 2, names: []string{"loud"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,8 +228,8 @@ func TestCLIListenLine(t *testing.T) {
 		ports string
 		lines int
 	}{
-		{"one port", "0", 1},
-		{"two ports", "0,0", 2},
+		{name: "one port", ports: "0", lines: 1},
+		{name: "two ports", ports: "0,0", lines: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

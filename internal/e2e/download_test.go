@@ -156,19 +156,19 @@ func TestDownloadHeaders(t *testing.T) {
 		name, ctype string
 		sandbox     bool
 	}{
-		{"a.txt", "text/plain; charset=utf-8", false},
-		{"UPPER.TXT", "text/plain; charset=utf-8", false},
-		{"page.html", "text/html; charset=utf-8", true},
-		{"pic.svg", "image/svg+xml", true},
-		{"data.json", "application/json", false},
-		{"img.png", "image/png", false},
-		{"arch.tar.gz", "application/gzip", false},
-		{"noext", "application/octet-stream", false},
-		{"odd.qqqzz", "application/octet-stream", false},
-		{"empty.txt", "text/plain; charset=utf-8", false},
-		{"naïve 日本.txt", "text/plain; charset=utf-8", false},
-		{"100% #1?.txt", "text/plain; charset=utf-8", false},
-		{"it's (1) a=b.txt", "text/plain; charset=utf-8", false},
+		{name: "a.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "UPPER.TXT", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "page.html", ctype: "text/html; charset=utf-8", sandbox: true},
+		{name: "pic.svg", ctype: "image/svg+xml", sandbox: true},
+		{name: "data.json", ctype: "application/json", sandbox: false},
+		{name: "img.png", ctype: "image/png", sandbox: false},
+		{name: "arch.tar.gz", ctype: "application/gzip", sandbox: false},
+		{name: "noext", ctype: "application/octet-stream", sandbox: false},
+		{name: "odd.qqqzz", ctype: "application/octet-stream", sandbox: false},
+		{name: "empty.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "naïve 日本.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "100% #1?.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "it's (1) a=b.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
 	}
 	etags := map[string]string{}
 	for _, tc := range cases {
@@ -277,14 +277,14 @@ func TestDownloadDisposition(t *testing.T) {
 	cases := []struct {
 		name, path, disp, filename string
 	}{
-		{"inline by default", "/a.txt", "inline", "a.txt"},
-		{"dl", "/a.txt?dl", "attachment", "a.txt"},
-		{"dl empty value", "/a.txt?dl=", "attachment", "a.txt"},
-		{"dl other name", "/a.txt?dl=other.name", "attachment", "other.name"},
-		{"dl name with folders keeps the base", "/a.txt?dl=..%2F..%2Fx.bin", "attachment", "x.bin"},
-		{"dl unicode name", "/a.txt?dl=" + url.QueryEscape("ünï (2).txt"), "attachment", "ünï (2).txt"},
-		{"unicode file inline", "/" + url.PathEscape("naïve 日本.txt"), "inline", "naïve 日本.txt"},
-		{"unicode file dl", "/" + url.PathEscape("naïve 日本.txt") + "?dl", "attachment", "naïve 日本.txt"},
+		{name: "inline by default", path: "/a.txt", disp: "inline", filename: "a.txt"},
+		{name: "dl", path: "/a.txt?dl", disp: "attachment", filename: "a.txt"},
+		{name: "dl empty value", path: "/a.txt?dl=", disp: "attachment", filename: "a.txt"},
+		{name: "dl other name", path: "/a.txt?dl=other.name", disp: "attachment", filename: "other.name"},
+		{name: "dl name with folders keeps the base", path: "/a.txt?dl=..%2F..%2Fx.bin", disp: "attachment", filename: "x.bin"},
+		{name: "dl unicode name", path: "/a.txt?dl=" + url.QueryEscape("ünï (2).txt"), disp: "attachment", filename: "ünï (2).txt"},
+		{name: "unicode file inline", path: "/" + url.PathEscape("naïve 日本.txt"), disp: "inline", filename: "naïve 日本.txt"},
+		{name: "unicode file dl", path: "/" + url.PathEscape("naïve 日本.txt") + "?dl", disp: "attachment", filename: "naïve 日本.txt"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -318,14 +318,14 @@ func TestDownloadRanges(t *testing.T) {
 		rng    string
 		lo, hi int // inclusive
 	}{
-		{"first byte", "bytes=0-0", 0, 0},
-		{"closed", "bytes=1000-99999", 1000, 99999},
-		{"open end", fmt.Sprintf("bytes=%d-", size-12345), size - 12345, size - 1},
-		{"suffix", "bytes=-500", size - 500, size - 1},
-		{"suffix larger than file", fmt.Sprintf("bytes=-%d", size+100), 0, size - 1},
-		{"clipped past the end", fmt.Sprintf("bytes=%d-%d", size-10, size+1000), size - 10, size - 1},
-		{"last byte", fmt.Sprintf("bytes=%d-%d", size-1, size-1), size - 1, size - 1},
-		{"whole", "bytes=0-", 0, size - 1},
+		{name: "first byte", rng: "bytes=0-0", lo: 0, hi: 0},
+		{name: "closed", rng: "bytes=1000-99999", lo: 1000, hi: 99999},
+		{name: "open end", rng: fmt.Sprintf("bytes=%d-", size-12345), lo: size - 12345, hi: size - 1},
+		{name: "suffix", rng: "bytes=-500", lo: size - 500, hi: size - 1},
+		{name: "suffix larger than file", rng: fmt.Sprintf("bytes=-%d", size+100), lo: 0, hi: size - 1},
+		{name: "clipped past the end", rng: fmt.Sprintf("bytes=%d-%d", size-10, size+1000), lo: size - 10, hi: size - 1},
+		{name: "last byte", rng: fmt.Sprintf("bytes=%d-%d", size-1, size-1), lo: size - 1, hi: size - 1},
+		{name: "whole", rng: "bytes=0-", lo: 0, hi: size - 1},
 	}
 	for _, tc := range single {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,12 +348,12 @@ func TestDownloadRanges(t *testing.T) {
 		srv   *server
 		parts [][2]int // inclusive; nil: expect the whole file with 200
 	}{
-		{"two ranges", s, [][2]int{{0, 9}, {size - 10, size - 1}}},
-		{"three ranges with suffix", s, [][2]int{{100, 199}, {5000, 5000}, {-777, 0}}},
-		{"sixteen ranges (the cap)", s, rsManyRanges(16, size)},
-		{"seventeen ranges: whole file", s, nil},
-		{"--max-ranges 2: two ranges", s2, [][2]int{{0, 0}, {10, 20}}},
-		{"--max-ranges 2: three ranges: whole file", s2, nil},
+		{name: "two ranges", srv: s, parts: [][2]int{{0, 9}, {size - 10, size - 1}}},
+		{name: "three ranges with suffix", srv: s, parts: [][2]int{{100, 199}, {5000, 5000}, {-777, 0}}},
+		{name: "sixteen ranges (the cap)", srv: s, parts: rsManyRanges(16, size)},
+		{name: "seventeen ranges: whole file", srv: s, parts: nil},
+		{name: "--max-ranges 2: two ranges", srv: s2, parts: [][2]int{{0, 0}, {10, 20}}},
+		{name: "--max-ranges 2: three ranges: whole file", srv: s2, parts: nil},
 	}
 	for _, tc := range multi {
 		t.Run(tc.name, func(t *testing.T) {
@@ -411,9 +411,9 @@ func TestDownloadRanges(t *testing.T) {
 		name, path, rng string
 		n               int
 	}{
-		{"start at size", "/big.bin", fmt.Sprintf("bytes=%d-", size), size},
-		{"start past size", "/big.bin", fmt.Sprintf("bytes=%d-%d", size+5, size+10), size},
-		{"all of several past the end", "/big.bin", fmt.Sprintf("bytes=%d-%d,%d-", size+1, size+2, size+9), size},
+		{name: "start at size", path: "/big.bin", rng: fmt.Sprintf("bytes=%d-", size), n: size},
+		{name: "start past size", path: "/big.bin", rng: fmt.Sprintf("bytes=%d-%d", size+5, size+10), n: size},
+		{name: "all of several past the end", path: "/big.bin", rng: fmt.Sprintf("bytes=%d-%d,%d-", size+1, size+2, size+9), n: size},
 	}
 	for _, tc := range bad {
 		t.Run("416 "+tc.name, func(t *testing.T) {
@@ -485,20 +485,20 @@ func TestDownloadConditional(t *testing.T) {
 		status int
 		lo, hi int // body = data[lo:hi]; for 304 none
 	}{
-		{"If-None-Match same etag", []string{"If-None-Match: " + et}, 304, 0, 0},
-		{"If-None-Match in a list", []string{`If-None-Match: "nope", ` + et}, 304, 0, 0},
-		{"If-None-Match star", []string{"If-None-Match: *"}, 304, 0, 0},
-		{"If-None-Match weak form matches", []string{"If-None-Match: W/" + et}, 304, 0, 0},
-		{"If-None-Match other etag", []string{`If-None-Match: "other"`}, 200, 0, len(data)},
-		{"If-Modified-Since = Last-Modified", []string{"If-Modified-Since: " + lm}, 304, 0, 0},
-		{"If-Modified-Since later", []string{"If-Modified-Since: " + mtime2023.Add(time.Hour).Format(http.TimeFormat)}, 304, 0, 0},
-		{"If-Modified-Since earlier", []string{"If-Modified-Since: " + mtime2023.Add(-time.Second).Format(http.TimeFormat)}, 200, 0, len(data)},
-		{"If-None-Match wins over If-Modified-Since", []string{`If-None-Match: "other"`, "If-Modified-Since: " + lm}, 200, 0, len(data)},
-		{"If-Range current etag", []string{"If-Range: " + et, "Range: bytes=10-19"}, 206, 10, 20},
-		{"If-Range stale etag", []string{`If-Range: "stale"`, "Range: bytes=10-19"}, 200, 0, len(data)},
-		{"If-Range current date", []string{"If-Range: " + lm, "Range: bytes=10-19"}, 206, 10, 20},
-		{"If-Range stale date", []string{"If-Range: " + mtime2023.Add(-time.Hour).Format(http.TimeFormat), "Range: bytes=10-19"}, 200, 0, len(data)},
-		{"If-Range weak etag never matches", []string{"If-Range: W/" + et, "Range: bytes=10-19"}, 200, 0, len(data)},
+		{name: "If-None-Match same etag", hdr: []string{"If-None-Match: " + et}, status: 304, lo: 0, hi: 0},
+		{name: "If-None-Match in a list", hdr: []string{`If-None-Match: "nope", ` + et}, status: 304, lo: 0, hi: 0},
+		{name: "If-None-Match star", hdr: []string{"If-None-Match: *"}, status: 304, lo: 0, hi: 0},
+		{name: "If-None-Match weak form matches", hdr: []string{"If-None-Match: W/" + et}, status: 304, lo: 0, hi: 0},
+		{name: "If-None-Match other etag", hdr: []string{`If-None-Match: "other"`}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-Modified-Since = Last-Modified", hdr: []string{"If-Modified-Since: " + lm}, status: 304, lo: 0, hi: 0},
+		{name: "If-Modified-Since later", hdr: []string{"If-Modified-Since: " + mtime2023.Add(time.Hour).Format(http.TimeFormat)}, status: 304, lo: 0, hi: 0},
+		{name: "If-Modified-Since earlier", hdr: []string{"If-Modified-Since: " + mtime2023.Add(-time.Second).Format(http.TimeFormat)}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-None-Match wins over If-Modified-Since", hdr: []string{`If-None-Match: "other"`, "If-Modified-Since: " + lm}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-Range current etag", hdr: []string{"If-Range: " + et, "Range: bytes=10-19"}, status: 206, lo: 10, hi: 20},
+		{name: "If-Range stale etag", hdr: []string{`If-Range: "stale"`, "Range: bytes=10-19"}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-Range current date", hdr: []string{"If-Range: " + lm, "Range: bytes=10-19"}, status: 206, lo: 10, hi: 20},
+		{name: "If-Range stale date", hdr: []string{"If-Range: " + mtime2023.Add(-time.Hour).Format(http.TimeFormat), "Range: bytes=10-19"}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-Range weak etag never matches", hdr: []string{"If-Range: W/" + et, "Range: bytes=10-19"}, status: 200, lo: 0, hi: len(data)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -532,16 +532,16 @@ func TestDownloadMime(t *testing.T) {
 		ctype      string
 		sandbox    bool
 	}{
-		{"text/plain", "/a.bin?mime=text/plain", 200, "text/plain", false},
-		{"with parameter", "/a.bin?mime=" + url.QueryEscape("text/plain; charset=latin1"), 200, "text/plain; charset=latin1", false},
-		{"html gets a sandbox", "/b.txt?mime=text/html", 200, "text/html", true},
-		{"svg gets a sandbox", "/b.txt?mime=image/svg%2Bxml", 200, "image/svg+xml", true},
-		{"empty", "/a.bin?mime=", 400, "", false},
-		{"no subtype", "/a.bin?mime=text/", 400, "", false},
-		{"no slash", "/a.bin?mime=notatype", 400, "", false},
-		{"space", "/a.bin?mime=a%20b", 400, "", false},
-		{"header injection", "/a.bin?mime=text/plain%0d%0aX-Evil:%201", 400, "", false},
-		{"bad parameter", "/a.bin?mime=text/plain%3Bx", 400, "", false},
+		{name: "text/plain", path: "/a.bin?mime=text/plain", status: 200, ctype: "text/plain", sandbox: false},
+		{name: "with parameter", path: "/a.bin?mime=" + url.QueryEscape("text/plain; charset=latin1"), status: 200, ctype: "text/plain; charset=latin1", sandbox: false},
+		{name: "html gets a sandbox", path: "/b.txt?mime=text/html", status: 200, ctype: "text/html", sandbox: true},
+		{name: "svg gets a sandbox", path: "/b.txt?mime=image/svg%2Bxml", status: 200, ctype: "image/svg+xml", sandbox: true},
+		{name: "empty", path: "/a.bin?mime=", status: 400, ctype: "", sandbox: false},
+		{name: "no subtype", path: "/a.bin?mime=text/", status: 400, ctype: "", sandbox: false},
+		{name: "no slash", path: "/a.bin?mime=notatype", status: 400, ctype: "", sandbox: false},
+		{name: "space", path: "/a.bin?mime=a%20b", status: 400, ctype: "", sandbox: false},
+		{name: "header injection", path: "/a.bin?mime=text/plain%0d%0aX-Evil:%201", status: 400, ctype: "", sandbox: false},
+		{name: "bad parameter", path: "/a.bin?mime=text/plain%3Bx", status: 400, ctype: "", sandbox: false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -576,11 +576,11 @@ func TestDownloadUploadedActive(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
 	cases := []struct{ name, body string }{
-		{"x.html", "<script>alert(document.cookie)</script>"},
-		{"x.HTM", "<script>alert(1)</script>"},
-		{"x.svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`},
-		{"x.xhtml", `<html xmlns="http://www.w3.org/1999/xhtml"><script>alert(1)</script></html>`},
-		{"x.js", "alert(1)"},
+		{name: "x.html", body: "<script>alert(document.cookie)</script>"},
+		{name: "x.HTM", body: "<script>alert(1)</script>"},
+		{name: "x.svg", body: `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`},
+		{name: "x.xhtml", body: `<html xmlns="http://www.w3.org/1999/xhtml"><script>alert(1)</script></html>`},
+		{name: "x.js", body: "alert(1)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

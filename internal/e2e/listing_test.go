@@ -232,12 +232,12 @@ func TestListingJSON(t *testing.T) {
 			name, path, cred string
 			want             bool
 		}{
-			{"anonymous rw without dots", "/?ls", "X-None: 1", false},
-			{"anonymous rw with dots", "/?ls&dots", "X-None: 1", false},
-			{"A without dots", "/?ls", "PW: pw1", false},
-			{"A with dots", "/?ls&dots", "PW: pw1", true},
-			{"A with dots, text", "/?ls=t&dots", "PW: pw1", true},
-			{"A with dots, html", "/?dots", "PW: pw1", true},
+			{name: "anonymous rw without dots", path: "/?ls", cred: "X-None: 1", want: false},
+			{name: "anonymous rw with dots", path: "/?ls&dots", cred: "X-None: 1", want: false},
+			{name: "A without dots", path: "/?ls", cred: "PW: pw1", want: false},
+			{name: "A with dots", path: "/?ls&dots", cred: "PW: pw1", want: true},
+			{name: "A with dots, text", path: "/?ls=t&dots", cred: "PW: pw1", want: true},
+			{name: "A with dots, html", path: "/?dots", cred: "PW: pw1", want: true},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -397,8 +397,8 @@ func TestListingSymlinks(t *testing.T) {
 		name, path string
 		ts         int64
 	}{
-		{"target time by default", "/?ls", old.Unix()},
-		{"link time with lt", "/?ls&lt", li.ModTime().Unix()},
+		{name: "target time by default", path: "/?ls", ts: old.Unix()},
+		{name: "link time with lt", path: "/?ls&lt", ts: li.ModTime().Unix()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -469,16 +469,16 @@ func TestListingTree(t *testing.T) {
 	cases := []struct {
 		name, path, cred, want string
 	}{
-		{"one level at root", "/?tree=.", "", `{"a":["a","b","sp%20ace"]}`},
-		{"one level below", "/a/?tree=.", "", `{"a":["a1","a2"]}`},
-		{"dotdot is one level too", "/a/?tree=..", "", `{"a":["a1","a2"]}`},
-		{"one level, no folders", "/b/?tree=.", "", `{"a":[]}`},
-		{"full tree at root", "/?tree", "", `{"a":["a","b","sp%20ace"]}`},
-		{"full tree from the root down", "/a/a1/?tree", "", `{"a":["b","sp%20ace"],"ka":{"a":["a2"],"ka1":{"a":["deep"]}}}`},
-		{"full tree, escaped key", "/sp%20ace/?tree", "", `{"a":["a","b"],"ksp%20ace":{"a":["x"]}}`},
-		{"dots without the permission", "/?tree=.&dots", "", `{"a":["a","b","sp%20ace"]}`},
-		{"dot permission without dots", "/?tree=.", "PW: pw1", `{"a":["a","b","sp%20ace"]}`},
-		{"dots with the permission", "/?tree=.&dots", "PW: pw1", `{"a":[".dotdir","a","b","sp%20ace"]}`},
+		{name: "one level at root", path: "/?tree=.", cred: "", want: `{"a":["a","b","sp%20ace"]}`},
+		{name: "one level below", path: "/a/?tree=.", cred: "", want: `{"a":["a1","a2"]}`},
+		{name: "dotdot is one level too", path: "/a/?tree=..", cred: "", want: `{"a":["a1","a2"]}`},
+		{name: "one level, no folders", path: "/b/?tree=.", cred: "", want: `{"a":[]}`},
+		{name: "full tree at root", path: "/?tree", cred: "", want: `{"a":["a","b","sp%20ace"]}`},
+		{name: "full tree from the root down", path: "/a/a1/?tree", cred: "", want: `{"a":["b","sp%20ace"],"ka":{"a":["a2"],"ka1":{"a":["deep"]}}}`},
+		{name: "full tree, escaped key", path: "/sp%20ace/?tree", cred: "", want: `{"a":["a","b"],"ksp%20ace":{"a":["x"]}}`},
+		{name: "dots without the permission", path: "/?tree=.&dots", cred: "", want: `{"a":["a","b","sp%20ace"]}`},
+		{name: "dot permission without dots", path: "/?tree=.", cred: "PW: pw1", want: `{"a":["a","b","sp%20ace"]}`},
+		{name: "dots with the permission", path: "/?tree=.&dots", cred: "PW: pw1", want: `{"a":[".dotdir","a","b","sp%20ace"]}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -583,9 +583,9 @@ func TestListingRedirect(t *testing.T) {
 	cases := []struct {
 		name, path, loc string
 	}{
-		{"plain", "/sub", "/sub/"},
-		{"nested and encoded", "/sub/d%C3%AFr%20x", "/sub/d%C3%AFr%20x/"},
-		{"query kept", "/sub?dots", "/sub/?dots"},
+		{name: "plain", path: "/sub", loc: "/sub/"},
+		{name: "nested and encoded", path: "/sub/d%C3%AFr%20x", loc: "/sub/d%C3%AFr%20x/"},
+		{name: "query kept", path: "/sub?dots", loc: "/sub/?dots"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -617,9 +617,9 @@ func TestListingMounts(t *testing.T) {
 		name, path  string
 		dirs, files []string
 	}{
-		{"root shows the mount's first folder", "/?ls", []string{"real", "sub"}, []string{"a.txt"}},
-		{"intermediate virtual folder", "/sub/?ls", []string{"inner"}, nil},
-		{"the mounted volume", "/sub/inner/?ls", nil, []string{"b.txt"}},
+		{name: "root shows the mount's first folder", path: "/?ls", dirs: []string{"real", "sub"}, files: []string{"a.txt"}},
+		{name: "intermediate virtual folder", path: "/sub/?ls", dirs: []string{"inner"}, files: nil},
+		{name: "the mounted volume", path: "/sub/inner/?ls", dirs: nil, files: []string{"b.txt"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,11 +90,11 @@ func TestMediaArchiveModifiers(t *testing.T) {
 		q     string
 		names string
 	}{
-		{"tar=opus", "music/a.opus music/b.mp3 music/c.jpg music/clip.mp4 music/d.txt"},
-		{"zip=mp3", "music/a.mp3 music/b.mp3 music/c.jpg music/clip.mp4 music/d.txt"},
-		{"tar=j", "music/a.flac music/b.mp3 music/c.jpg music/clip.jpg music/d.txt"},
-		{"zip=crc,w", "music/a.flac music/b.mp3 music/c.webp music/clip.webp music/d.txt"},
-		{"tar=p", "music/a.png music/b.png music/c.jpg music/clip.mp4 music/d.txt"},
+		{q: "tar=opus", names: "music/a.opus music/b.mp3 music/c.jpg music/clip.mp4 music/d.txt"},
+		{q: "zip=mp3", names: "music/a.mp3 music/b.mp3 music/c.jpg music/clip.mp4 music/d.txt"},
+		{q: "tar=j", names: "music/a.flac music/b.mp3 music/c.jpg music/clip.jpg music/d.txt"},
+		{q: "zip=crc,w", names: "music/a.flac music/b.mp3 music/c.webp music/clip.webp music/d.txt"},
+		{q: "tar=p", names: "music/a.png music/b.png music/c.jpg music/clip.mp4 music/d.txt"},
 	} {
 		got := read(tc.q)
 		if names(got) != tc.names {

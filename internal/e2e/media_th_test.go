@@ -37,23 +37,23 @@ func TestMediaThumbForms(t *testing.T) {
 		file, th, ctype, kind string
 		w, h                  int
 	}{
-		{"photo.jpg", "", "image/jpeg", "jpeg", 320, 256},      // default box, cropped
-		{"photo.jpg", "j", "image/jpeg", "jpeg", 320, 256},     // same as empty
-		{"photo.jpg", "jf", "image/jpeg", "jpeg", 320, 240},    // fit, no crop
-		{"photo.jpg", "w100", "image/jpeg", "jpeg", 100, 75},   // width 100
-		{"photo.jpg", "h100", "image/jpeg", "jpeg", 133, 100},  // height 100
-		{"photo.jpg", "w2000", "image/jpeg", "jpeg", 800, 600}, // never enlarged
-		{"photo.jpg", "3", "image/jpeg", "jpeg", 800, 600},     // 3× box is bigger than the photo
-		{"photo.jpg", "w", "image/webp", "webp", 320, 256},
-		{"photo.jpg", "wf", "image/webp", "webp", 320, 240},
-		{"photo.jpg", "w3", "image/webp", "webp", 800, 600},
-		{"clip.mp4", "", "image/jpeg", "jpeg", 320, 256},
-		{"clip.mp4", "f", "image/jpeg", "jpeg", 320, 180},
-		{"clip.mp4", "w", "image/webp", "webp", 320, 256},
-		{"clip.mp4", "w160", "image/jpeg", "jpeg", 160, 90},
-		{"tone.flac", "", "image/jpeg", "jpeg", 320, 256}, // spectrogram
-		{"clip.mp4", "p", "image/png", "png", 2048, 64},   // waveform
-		{"tone.flac", "p", "image/png", "png", 2048, 64},
+		{file: "photo.jpg", th: "", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 256},      // default box, cropped
+		{file: "photo.jpg", th: "j", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 256},     // same as empty
+		{file: "photo.jpg", th: "jf", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 240},    // fit, no crop
+		{file: "photo.jpg", th: "w100", ctype: "image/jpeg", kind: "jpeg", w: 100, h: 75},   // width 100
+		{file: "photo.jpg", th: "h100", ctype: "image/jpeg", kind: "jpeg", w: 133, h: 100},  // height 100
+		{file: "photo.jpg", th: "w2000", ctype: "image/jpeg", kind: "jpeg", w: 800, h: 600}, // never enlarged
+		{file: "photo.jpg", th: "3", ctype: "image/jpeg", kind: "jpeg", w: 800, h: 600},     // 3× box is bigger than the photo
+		{file: "photo.jpg", th: "w", ctype: "image/webp", kind: "webp", w: 320, h: 256},
+		{file: "photo.jpg", th: "wf", ctype: "image/webp", kind: "webp", w: 320, h: 240},
+		{file: "photo.jpg", th: "w3", ctype: "image/webp", kind: "webp", w: 800, h: 600},
+		{file: "clip.mp4", th: "", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 256},
+		{file: "clip.mp4", th: "f", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 180},
+		{file: "clip.mp4", th: "w", ctype: "image/webp", kind: "webp", w: 320, h: 256},
+		{file: "clip.mp4", th: "w160", ctype: "image/jpeg", kind: "jpeg", w: 160, h: 90},
+		{file: "tone.flac", th: "", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 256}, // spectrogram
+		{file: "clip.mp4", th: "p", ctype: "image/png", kind: "png", w: 2048, h: 64},   // waveform
+		{file: "tone.flac", th: "p", ctype: "image/png", kind: "png", w: 2048, h: 64},
 	} {
 		resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
 		wantStatus(t, resp, body, 200)
@@ -101,9 +101,9 @@ func TestMediaEXIFOrientation(t *testing.T) {
 		redX, redY int
 		bluX, bluY int
 	}{
-		{"six.jpg", 100, 200, 50, 20, 50, 180},
-		{"eight.jpg", 100, 200, 50, 180, 50, 20},
-		{"three.jpg", 100, 50, 90, 25, 10, 25},
+		{file: "six.jpg", w: 100, h: 200, redX: 50, redY: 20, bluX: 50, bluY: 180},
+		{file: "eight.jpg", w: 100, h: 200, redX: 50, redY: 180, bluX: 50, bluY: 20},
+		{file: "three.jpg", w: 100, h: 50, redX: 90, redY: 25, bluX: 10, bluY: 25},
 	} {
 		resp, body := s.do(t, "GET", thURL(tc.file, "w100"), nil)
 		wantStatus(t, resp, body, 200)
@@ -131,12 +131,12 @@ func TestMediaTranscodes(t *testing.T) {
 		file, th, ctype, format, codec string
 		dur                            float64
 	}{
-		{"tone.flac", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 6},
-		{"tone.flac", "caf", "audio/x-caf", "caf", "opus", 6},
-		{"tone.flac", "mp3", "audio/mpeg", "mp3", "mp3", 6},
-		{"clip.mp4", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 2},
-		{"-i.flac", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 5},
-		{"-i.flac", "mp3", "audio/mpeg", "mp3", "mp3", 5},
+		{file: "tone.flac", th: "opus", ctype: "audio/webm; codecs=opus", format: "matroska,webm", codec: "opus", dur: 6},
+		{file: "tone.flac", th: "caf", ctype: "audio/x-caf", format: "caf", codec: "opus", dur: 6},
+		{file: "tone.flac", th: "mp3", ctype: "audio/mpeg", format: "mp3", codec: "mp3", dur: 6},
+		{file: "clip.mp4", th: "opus", ctype: "audio/webm; codecs=opus", format: "matroska,webm", codec: "opus", dur: 2},
+		{file: "-i.flac", th: "opus", ctype: "audio/webm; codecs=opus", format: "matroska,webm", codec: "opus", dur: 5},
+		{file: "-i.flac", th: "mp3", ctype: "audio/mpeg", format: "mp3", codec: "mp3", dur: 5},
 	} {
 		for round := range 2 { // made, then cached
 			resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
@@ -174,7 +174,7 @@ func TestMediaCacheHit(t *testing.T) {
 	dir := mediaDir(t)
 	wd := t.TempDir()
 	s := start(t, "--ffmpeg", ffWrapper(t, wd, "0"), "-v", dir+"::r")
-	for _, tc := range []struct{ file, th string }{{"photo.jpg", ""}, {"photo.jpg", "w"}, {"clip.mp4", "w200"}, {"tone.flac", "p"}} {
+	for _, tc := range []struct{ file, th string }{{file: "photo.jpg", th: ""}, {file: "photo.jpg", th: "w"}, {file: "clip.mp4", th: "w200"}, {file: "tone.flac", th: "p"}} {
 		resp, first := s.do(t, "GET", thURL(tc.file, tc.th), nil)
 		wantStatus(t, resp, first, 200)
 		if how := resp.Header.Get("X-Hoard-Thumb"); how != "made" {
@@ -389,7 +389,7 @@ func TestMediaNoFFmpeg(t *testing.T) {
 	ffmpegPath(t)
 	dir := mediaDir(t)
 	s := start(t, "--ffmpeg", filepath.Join(t.TempDir(), "no-such-ffmpeg"), "-v", dir+"::r")
-	for _, tc := range []struct{ file, th string }{{"tone.flac", "opus"}, {"tone.flac", "mp3"}, {"tone.flac", "caf"}, {"tone.flac", "p"}, {"clip.mp4", ""}, {"photo.jpg", "w"}} {
+	for _, tc := range []struct{ file, th string }{{file: "tone.flac", th: "opus"}, {file: "tone.flac", th: "mp3"}, {file: "tone.flac", th: "caf"}, {file: "tone.flac", th: "p"}, {file: "clip.mp4", th: ""}, {file: "photo.jpg", th: "w"}} {
 		resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
 		wantStatus(t, resp, body, 500)
 		if !strings.Contains(string(body), "FFmpeg is not installed") {

@@ -53,21 +53,21 @@ func TestPermMatrix(t *testing.T) {
 		post       int
 		dots       bool // ?ls&dots lists .dot
 	}{
-		{"r", 200, 404, 200, true, []string{"read"}, 200, list, 403, 403, 403, false},
-		{"w", 403, 403, 200, false, []string{"write"}, 200, none, 201, 403, 201, false},
-		{"m", 403, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"d", 403, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"g", 200, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"G", 200, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"h", 200, 403, 403, false, nil, 200, index, 403, 403, 403, false},
-		{".", 403, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"a", 403, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"A", 200, 404, 200, true, []string{"read", "write", "move", "delete", "dot", "admin"}, 200, list, 201, 201, 201, true},
-		{"rw", 200, 404, 200, true, []string{"read", "write"}, 200, list, 201, 403, 201, false},
-		{"rwd", 200, 404, 200, true, []string{"read", "write", "delete"}, 200, list, 201, 201, 201, false},
-		{"r.", 200, 404, 200, true, []string{"read", "dot"}, 200, list, 403, 403, 403, true},
-		{"wd", 403, 403, 200, false, []string{"write", "delete"}, 200, none, 201, 201, 201, false},
-		{"rg", 200, 404, 200, true, []string{"read", "get"}, 200, list, 403, 403, 403, false},
+		{letters: "r", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read"}, html: 200, htmlHas: list, put: 403, replace: 403, post: 403, dots: false},
+		{letters: "w", getFile: 403, getMissing: 403, ls: 200, lsShows: false, perms: []string{"write"}, html: 200, htmlHas: none, put: 201, replace: 403, post: 201, dots: false},
+		{letters: "m", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
+		{letters: "d", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
+		{letters: "g", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
+		{letters: "G", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
+		{letters: "h", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 200, htmlHas: index, put: 403, replace: 403, post: 403, dots: false},
+		{letters: ".", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
+		{letters: "a", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
+		{letters: "A", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write", "move", "delete", "dot", "admin"}, html: 200, htmlHas: list, put: 201, replace: 201, post: 201, dots: true},
+		{letters: "rw", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write"}, html: 200, htmlHas: list, put: 201, replace: 403, post: 201, dots: false},
+		{letters: "rwd", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write", "delete"}, html: 200, htmlHas: list, put: 201, replace: 201, post: 201, dots: false},
+		{letters: "r.", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "dot"}, html: 200, htmlHas: list, put: 403, replace: 403, post: 403, dots: true},
+		{letters: "wd", getFile: 403, getMissing: 403, ls: 200, lsShows: false, perms: []string{"write", "delete"}, html: 200, htmlHas: none, put: 201, replace: 201, post: 201, dots: false},
+		{letters: "rg", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "get"}, html: 200, htmlHas: list, put: 403, replace: 403, post: 403, dots: false},
 	}
 	for _, tc := range cases {
 		t.Run("perm "+tc.letters, func(t *testing.T) {
@@ -207,34 +207,34 @@ func TestPermAuth(t *testing.T) {
 		hdr        []string
 		status     int
 	}{
-		{"no credentials", "/f.txt", nil, 401},
-		{"PW header", "/f.txt", []string{"PW: pw-user"}, 200},
-		{"pw query", "/f.txt?pw=pw-user", nil, 200},
-		{"basic user:pass", "/f.txt", []string{rsBasic("u:pw-user")}, 200},
-		{"basic any-name:pass", "/f.txt", []string{rsBasic("whoever:pw-user")}, 200},
-		{"basic password only", "/f.txt", []string{rsBasic("pw-user")}, 200},
-		{"cookie", "/f.txt", []string{"Cookie: cppwd=pw-user"}, 200},
-		{"other user PW", "/f.txt", []string{"PW: pw-other"}, 403},
-		{"other user basic", "/f.txt", []string{rsBasic("o:pw-other")}, 403},
-		{"other user cookie", "/f.txt", []string{"Cookie: cppwd=pw-other"}, 403},
-		{"other user pw query", "/f.txt?pw=pw-other", nil, 403},
-		{"public, anonymous", "/pub/p.txt", nil, 200},
-		{"public, other user", "/pub/p.txt", []string{"PW: pw-other"}, 200},
-		{"public listing, anonymous", "/pub/?ls", nil, 200},
-		{"private listing, anonymous", "/?ls", nil, 401},
-		{"private listing, other user", "/?ls", []string{"PW: pw-other"}, 403},
-		{"private tree, anonymous", "/?tree=.", nil, 401},
-		{"private tree, other user", "/?tree", []string{"PW: pw-other"}, 403},
-		{"private missing file, anonymous", "/nope.txt", nil, 401},
-		{"private page, anonymous", "/", nil, 401},
-		{"PUT, anonymous", "/pub/x.txt", nil, 401},
-		{"PUT, reader", "/x.txt", []string{"PW: pw-user"}, 403},
+		{name: "no credentials", path: "/f.txt", hdr: nil, status: 401},
+		{name: "PW header", path: "/f.txt", hdr: []string{"PW: pw-user"}, status: 200},
+		{name: "pw query", path: "/f.txt?pw=pw-user", hdr: nil, status: 200},
+		{name: "basic user:pass", path: "/f.txt", hdr: []string{rsBasic("u:pw-user")}, status: 200},
+		{name: "basic any-name:pass", path: "/f.txt", hdr: []string{rsBasic("whoever:pw-user")}, status: 200},
+		{name: "basic password only", path: "/f.txt", hdr: []string{rsBasic("pw-user")}, status: 200},
+		{name: "cookie", path: "/f.txt", hdr: []string{"Cookie: cppwd=pw-user"}, status: 200},
+		{name: "other user PW", path: "/f.txt", hdr: []string{"PW: pw-other"}, status: 403},
+		{name: "other user basic", path: "/f.txt", hdr: []string{rsBasic("o:pw-other")}, status: 403},
+		{name: "other user cookie", path: "/f.txt", hdr: []string{"Cookie: cppwd=pw-other"}, status: 403},
+		{name: "other user pw query", path: "/f.txt?pw=pw-other", hdr: nil, status: 403},
+		{name: "public, anonymous", path: "/pub/p.txt", hdr: nil, status: 200},
+		{name: "public, other user", path: "/pub/p.txt", hdr: []string{"PW: pw-other"}, status: 200},
+		{name: "public listing, anonymous", path: "/pub/?ls", hdr: nil, status: 200},
+		{name: "private listing, anonymous", path: "/?ls", hdr: nil, status: 401},
+		{name: "private listing, other user", path: "/?ls", hdr: []string{"PW: pw-other"}, status: 403},
+		{name: "private tree, anonymous", path: "/?tree=.", hdr: nil, status: 401},
+		{name: "private tree, other user", path: "/?tree", hdr: []string{"PW: pw-other"}, status: 403},
+		{name: "private missing file, anonymous", path: "/nope.txt", hdr: nil, status: 401},
+		{name: "private page, anonymous", path: "/", hdr: nil, status: 401},
+		{name: "PUT, anonymous", path: "/pub/x.txt", hdr: nil, status: 401},
+		{name: "PUT, reader", path: "/x.txt", hdr: []string{"PW: pw-user"}, status: 403},
 		// Wrong passwords last: after three the server slows down.
-		{"wrong cookie", "/f.txt", []string{"Cookie: cppwd=wrong-pw"}, 401},
-		{"wrong PW header", "/f.txt", []string{"PW: wrong-pw"}, 401},
-		{"wrong pw query", "/f.txt?pw=wrong-pw", nil, 401},
-		{"wrong basic", "/f.txt", []string{rsBasic("u:wrong-pw")}, 401},
-		{"wrong PW on a public volume", "/pub/p.txt", []string{"PW: wrong-pw"}, 401},
+		{name: "wrong cookie", path: "/f.txt", hdr: []string{"Cookie: cppwd=wrong-pw"}, status: 401},
+		{name: "wrong PW header", path: "/f.txt", hdr: []string{"PW: wrong-pw"}, status: 401},
+		{name: "wrong pw query", path: "/f.txt?pw=wrong-pw", hdr: nil, status: 401},
+		{name: "wrong basic", path: "/f.txt", hdr: []string{rsBasic("u:wrong-pw")}, status: 401},
+		{name: "wrong PW on a public volume", path: "/pub/p.txt", hdr: []string{"PW: wrong-pw"}, status: 401},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,12 +288,12 @@ func TestPermWriteOnly(t *testing.T) {
 		name, path, cred string
 		status           int
 	}{
-		{"user GET existing file", "/f.txt", cred, 403},
-		{"user GET uploaded file", "/up.txt", cred, 403},
-		{"user GET missing file", "/missing.txt", cred, 403},
-		{"user GET file in sub", "/sub/g.txt", cred, 403},
-		{"anonymous GET existing file", "/f.txt", "", 401},
-		{"anonymous GET missing file", "/missing.txt", "", 401},
+		{name: "user GET existing file", path: "/f.txt", cred: cred, status: 403},
+		{name: "user GET uploaded file", path: "/up.txt", cred: cred, status: 403},
+		{name: "user GET missing file", path: "/missing.txt", cred: cred, status: 403},
+		{name: "user GET file in sub", path: "/sub/g.txt", cred: cred, status: 403},
+		{name: "anonymous GET existing file", path: "/f.txt", cred: "", status: 401},
+		{name: "anonymous GET missing file", path: "/missing.txt", cred: "", status: 401},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,10 +358,10 @@ func TestPermGetAndFileKeys(t *testing.T) {
 			name, path string
 			status     int
 		}{
-			{"exact URL", "/sub/f.txt", 200},
-			{"folder listing", "/sub/?ls", 403},
-			{"folder page", "/sub/", 403},
-			{"text listing", "/sub/?ls=t", 403},
+			{name: "exact URL", path: "/sub/f.txt", status: 200},
+			{name: "folder listing", path: "/sub/?ls", status: 403},
+			{name: "folder page", path: "/sub/", status: 403},
+			{name: "text listing", path: "/sub/?ls=t", status: 403},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -395,15 +395,15 @@ func TestPermGetAndFileKeys(t *testing.T) {
 		name, path, cred string
 		status           int
 	}{
-		{"g without key", "/f.txt", "PW: pw-g", 403},
-		{"g with wrong key", "/f.txt?k=AAAAAAAA", "PW: pw-g", 403},
-		{"g with empty key", "/f.txt?k=", "PW: pw-g", 403},
-		{"g with another file's key", "/f.txt?k=" + keys["other.txt"], "PW: pw-g", 403},
-		{"g with key prefix", "/f.txt?k=" + keys["f.txt"][:4], "PW: pw-g", 403},
-		{"g with the key", "/f.txt?k=" + keys["f.txt"], "PW: pw-g", 200},
-		{"g missing file", "/nope.txt?k=" + keys["f.txt"], "PW: pw-g", 403},
-		{"r without key", "/f.txt", "PW: pw-r", 200},
-		{"anonymous with the key", "/f.txt?k=" + keys["f.txt"], "", 401},
+		{name: "g without key", path: "/f.txt", cred: "PW: pw-g", status: 403},
+		{name: "g with wrong key", path: "/f.txt?k=AAAAAAAA", cred: "PW: pw-g", status: 403},
+		{name: "g with empty key", path: "/f.txt?k=", cred: "PW: pw-g", status: 403},
+		{name: "g with another file's key", path: "/f.txt?k=" + keys["other.txt"], cred: "PW: pw-g", status: 403},
+		{name: "g with key prefix", path: "/f.txt?k=" + keys["f.txt"][:4], cred: "PW: pw-g", status: 403},
+		{name: "g with the key", path: "/f.txt?k=" + keys["f.txt"], cred: "PW: pw-g", status: 200},
+		{name: "g missing file", path: "/nope.txt?k=" + keys["f.txt"], cred: "PW: pw-g", status: 403},
+		{name: "r without key", path: "/f.txt", cred: "PW: pw-r", status: 200},
+		{name: "anonymous with the key", path: "/f.txt?k=" + keys["f.txt"], cred: "", status: 401},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -437,7 +437,7 @@ func TestPermGetAndFileKeys(t *testing.T) {
 	})
 	t.Run("w uploader gets no key", func(t *testing.T) {
 		for _, form := range []struct{ path, accept string }{
-			{"/byW1.txt", ""}, {"/byW2.txt?j", ""}, {"/byW3.txt", "Accept: url"},
+			{path: "/byW1.txt", accept: ""}, {path: "/byW2.txt?j", accept: ""}, {path: "/byW3.txt", accept: "Accept: url"},
 		} {
 			hdr := []string{"PW: pw-w"}
 			if form.accept != "" {
@@ -484,12 +484,12 @@ func TestPermIndexHTML(t *testing.T) {
 		status           int
 		has, hasNot      string
 	}{
-		{"h folder serves index.html", "/site/", "PW: pw-h", 200, "SITE-INDEX", "page.txt"},
-		{"h file by URL", "/site/page.txt", "PW: pw-h", 200, "PAGE", ""},
-		{"h listing refused", "/site/?ls", "PW: pw-h", 403, "", "page.txt"},
-		{"h folder without index", "/noindex/", "PW: pw-h", 403, "", "x.txt"}, // as for a missing one: h learns nothing else
-		{"h missing folder", "/nothere/", "PW: pw-h", 403, "", ""},
-		{"r folder is a listing", "/site/", "PW: pw-r", 200, "page.txt", "SITE-INDEX"},
+		{name: "h folder serves index.html", path: "/site/", cred: "PW: pw-h", status: 200, has: "SITE-INDEX", hasNot: "page.txt"},
+		{name: "h file by URL", path: "/site/page.txt", cred: "PW: pw-h", status: 200, has: "PAGE", hasNot: ""},
+		{name: "h listing refused", path: "/site/?ls", cred: "PW: pw-h", status: 403, has: "", hasNot: "page.txt"},
+		{name: "h folder without index", path: "/noindex/", cred: "PW: pw-h", status: 403, has: "", hasNot: "x.txt"}, // as for a missing one: h learns nothing else
+		{name: "h missing folder", path: "/nothere/", cred: "PW: pw-h", status: 403, has: "", hasNot: ""},
+		{name: "r folder is a listing", path: "/site/", cred: "PW: pw-r", status: 200, has: "page.txt", hasNot: "SITE-INDEX"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -117,16 +117,16 @@ func TestRecentUploads(t *testing.T) {
 		f    string
 		want []string
 	}{
-		{"u1", []string{"/u1-home.txt", "/pub/u1.txt"}},
-		{"U1.TXT", []string{"/pub/u1.txt"}},
-		{".(y)*[z]+", []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
-		{".*", []string{}},
-		{"[", []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
-		{"^/pub/a", []string{"/pub/anon.txt"}},
-		{"boss.txt$", []string{"/pub/boss.txt"}},
-		{"^/pub/boss.txt$", []string{"/pub/boss.txt"}},
-		{"^/pub$", []string{}},
-		{"\\", []string{}},
+		{f: "u1", want: []string{"/u1-home.txt", "/pub/u1.txt"}},
+		{f: "U1.TXT", want: []string{"/pub/u1.txt"}},
+		{f: ".(y)*[z]+", want: []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
+		{f: ".*", want: []string{}},
+		{f: "[", want: []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
+		{f: "^/pub/a", want: []string{"/pub/anon.txt"}},
+		{f: "boss.txt$", want: []string{"/pub/boss.txt"}},
+		{f: "^/pub/boss.txt$", want: []string{"/pub/boss.txt"}},
+		{f: "^/pub$", want: []string{}},
+		{f: "\\", want: []string{}},
 	} {
 		got, b := ruPaths(t, s, "&filter="+url.QueryEscape(tc.f), "PW: bpw")
 		if !slices.Equal(got, tc.want) || b.Filter != tc.f {
@@ -285,7 +285,7 @@ func TestRecentUploadsIndexed(t *testing.T) {
 	args := []string{"-a", "boss:bpw", "-a", "u1:p1", "-v", dir + "::w:rwd,u1:A,boss", "-e2d", "--ups-ring", "1"}
 	s := start(t, args...)
 	for _, f := range []struct{ path, body, pw string }{
-		{"/a/one.txt", "1", "PW: p1"}, {"/a/two.txt", "22", ""}, {"/three.txt", "333", "PW: p1"},
+		{path: "/a/one.txt", body: "1", pw: "PW: p1"}, {path: "/a/two.txt", body: "22", pw: ""}, {path: "/three.txt", body: "333", pw: "PW: p1"},
 	} {
 		var hdr []string
 		if f.pw != "" {

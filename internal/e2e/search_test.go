@@ -134,15 +134,15 @@ func TestSearchForms(t *testing.T) {
 		size     int64
 		mt       string
 	}{
-		{root, "docs/Report Final.txt", 100, "2019-05-01 10:00:00"},
-		{root, "docs/report-draft.TXT", 2000, "2020-02-02 12:00:00"},
-		{root, "docs/notes.md", 50, "2021-06-30 12:34:56"},
-		{root, "logs/app.log", 300 << 10, "2022-01-01 00:00:00"},
-		{root, "logs/old/app.log.1", 1 << 20, "2018-01-01 00:00:00"},
-		{root, "backup.tar.gz", 5 << 20, "2023-03-03 03:03:03"},
-		{music, "Rock/Queen - Bohemian Rhapsody.flac", 30 << 10, "2020-01-01 00:00:00"},
-		{music, "Jazz/Miles Davis - So What.mp3", 8 << 10, "2021-01-01 00:00:00"},
-		{music, "Jazz/live/Take Five.mp3", 6 << 10, "2021-01-02 00:00:00"},
+		{dir: root, rel: "docs/Report Final.txt", size: 100, mt: "2019-05-01 10:00:00"},
+		{dir: root, rel: "docs/report-draft.TXT", size: 2000, mt: "2020-02-02 12:00:00"},
+		{dir: root, rel: "docs/notes.md", size: 50, mt: "2021-06-30 12:34:56"},
+		{dir: root, rel: "logs/app.log", size: 300 << 10, mt: "2022-01-01 00:00:00"},
+		{dir: root, rel: "logs/old/app.log.1", size: 1 << 20, mt: "2018-01-01 00:00:00"},
+		{dir: root, rel: "backup.tar.gz", size: 5 << 20, mt: "2023-03-03 03:03:03"},
+		{dir: music, rel: "Rock/Queen - Bohemian Rhapsody.flac", size: 30 << 10, mt: "2020-01-01 00:00:00"},
+		{dir: music, rel: "Jazz/Miles Davis - So What.mp3", size: 8 << 10, mt: "2021-01-01 00:00:00"},
+		{dir: music, rel: "Jazz/live/Take Five.mp3", size: 6 << 10, mt: "2021-01-02 00:00:00"},
 	}
 	for _, f := range files {
 		setMtime(t, sparse(t, f.dir, f.rel, f.size), day(f.mt))
@@ -153,31 +153,31 @@ func TestSearchForms(t *testing.T) {
 		q    string
 		want []string
 	}{
-		{"report", []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
-		{"REPORT final", []string{"/docs/Report%20Final.txt"}},
-		{`"miles davis - so"`, []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"music jazz", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
-		{"*.log", []string{"/logs/app.log"}},
-		{"app.log*", []string{"/logs/app.log", "/logs/old/app.log.1"}},
-		{"*five*", []string{"/music/Jazz/live/Take%20Five.mp3"}},
-		{"size:>1M", []string{"/backup.tar.gz"}},
-		{"size:<0.01G size:>1M", []string{"/backup.tar.gz"}},
-		{"size:>=1M", []string{"/backup.tar.gz", "/logs/old/app.log.1"}},
-		{"size:<1K", []string{"/docs/Report%20Final.txt", "/docs/notes.md"}},
-		{"size:=2000", []string{"/docs/report-draft.TXT"}},
-		{"size:>7K size:<10K", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"date:<2019-01-01", []string{"/logs/old/app.log.1"}},
-		{"date:2021-01-02", []string{"/music/Jazz/live/Take%20Five.mp3"}},
-		{`date:>="2021-06-30 12:34:56" date:<2022-01-01`, []string{"/docs/notes.md"}},
-		{"date:>2021-06-30 12:34:55 date:<2021-07-01", []string{"/docs/notes.md"}},
-		{"path:music/jazz", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
-		{"path:/logs", []string{"/logs/app.log", "/logs/old/app.log.1"}},
-		{"ext:mp3,flac", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3", "/music/Rock/Queen%20-%20Bohemian%20Rhapsody.flac"}},
-		{"ext:txt", []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
-		{"ext:tar.gz", []string{"/backup.tar.gz"}},
-		{"jazz -live", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"ext:mp3 size:>7K date:<2022-01-01 path:music", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"nothing-like-this", nil},
+		{q: "report", want: []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
+		{q: "REPORT final", want: []string{"/docs/Report%20Final.txt"}},
+		{q: `"miles davis - so"`, want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{q: "music jazz", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
+		{q: "*.log", want: []string{"/logs/app.log"}},
+		{q: "app.log*", want: []string{"/logs/app.log", "/logs/old/app.log.1"}},
+		{q: "*five*", want: []string{"/music/Jazz/live/Take%20Five.mp3"}},
+		{q: "size:>1M", want: []string{"/backup.tar.gz"}},
+		{q: "size:<0.01G size:>1M", want: []string{"/backup.tar.gz"}},
+		{q: "size:>=1M", want: []string{"/backup.tar.gz", "/logs/old/app.log.1"}},
+		{q: "size:<1K", want: []string{"/docs/Report%20Final.txt", "/docs/notes.md"}},
+		{q: "size:=2000", want: []string{"/docs/report-draft.TXT"}},
+		{q: "size:>7K size:<10K", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{q: "date:<2019-01-01", want: []string{"/logs/old/app.log.1"}},
+		{q: "date:2021-01-02", want: []string{"/music/Jazz/live/Take%20Five.mp3"}},
+		{q: `date:>="2021-06-30 12:34:56" date:<2022-01-01`, want: []string{"/docs/notes.md"}},
+		{q: "date:>2021-06-30 12:34:55 date:<2021-07-01", want: []string{"/docs/notes.md"}},
+		{q: "path:music/jazz", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
+		{q: "path:/logs", want: []string{"/logs/app.log", "/logs/old/app.log.1"}},
+		{q: "ext:mp3,flac", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3", "/music/Rock/Queen%20-%20Bohemian%20Rhapsody.flac"}},
+		{q: "ext:txt", want: []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
+		{q: "ext:tar.gz", want: []string{"/backup.tar.gz"}},
+		{q: "jazz -live", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{q: "ext:mp3 size:>7K date:<2022-01-01 path:music", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{q: "nothing-like-this", want: nil},
 	} {
 		code, r := srch(t, s, map[string]any{"q": c.q})
 		if code != 200 {
@@ -238,15 +238,15 @@ func TestSearchRP(t *testing.T) {
 		q    string
 		want []string
 	}{
-		{"path:/a/music/jazz", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
-		{"path:a/music/jazz/live", []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
-		{"path:jazz/live", []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
-		{"path:/Jazz", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
-		{"path:rock", []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
-		{"path:a/music", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3", "/a/music/Rock/%C3%BCn%C3%AF.flac"}},
-		{"path:top", []string{"/top.txt"}},
-		{"path:a/mus -path:jazz", []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
-		{"path:nowhere", nil},
+		{q: "path:/a/music/jazz", want: []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{q: "path:a/music/jazz/live", want: []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{q: "path:jazz/live", want: []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{q: "path:/Jazz", want: []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{q: "path:rock", want: []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{q: "path:a/music", want: []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3", "/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{q: "path:top", want: []string{"/top.txt"}},
+		{q: "path:a/mus -path:jazz", want: []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{q: "path:nowhere", want: nil},
 	} {
 		code, r := srch(t, s, map[string]any{"q": c.q})
 		if code != 200 {
@@ -272,18 +272,18 @@ func TestSearchBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{map[string]any{"q": "size:>5X"}, 400, "position 5"},
-		{map[string]any{"q": `a "open`}, 400, "position 2"},
-		{map[string]any{"q": "date:2020-13-45"}, 400, "YYYY-MM-DD"},
-		{map[string]any{"q": "ext:,"}, 400, "ext"},
-		{map[string]any{"q": 5}, 400, "q must be a string"},
-		{map[string]any{"q": "a", "n": 0}, 400, "n must be"},
-		{map[string]any{"q": "a", "n": "x"}, 400, "n must be"},
-		{map[string]any{"q": strings.Repeat("a", 5000)}, 400, "longer than"},
-		{map[string]any{"srch": true}, 400, "hash"},
-		{map[string]any{"srch": true, "hash": []string{"short"}}, 400, "44"},
-		{map[string]any{"srch": true, "hash": []string{strings.Repeat("!", 44)}}, 400, "base64"},
-		{map[string]any{"q": "artist:x"}, 500, "-e2ts"},
+		{body: map[string]any{"q": "size:>5X"}, code: 400, want: "position 5"},
+		{body: map[string]any{"q": `a "open`}, code: 400, want: "position 2"},
+		{body: map[string]any{"q": "date:2020-13-45"}, code: 400, want: "YYYY-MM-DD"},
+		{body: map[string]any{"q": "ext:,"}, code: 400, want: "ext"},
+		{body: map[string]any{"q": 5}, code: 400, want: "q must be a string"},
+		{body: map[string]any{"q": "a", "n": 0}, code: 400, want: "n must be"},
+		{body: map[string]any{"q": "a", "n": "x"}, code: 400, want: "n must be"},
+		{body: map[string]any{"q": strings.Repeat("a", 5000)}, code: 400, want: "longer than"},
+		{body: map[string]any{"srch": true}, code: 400, want: "hash"},
+		{body: map[string]any{"srch": true, "hash": []string{"short"}}, code: 400, want: "44"},
+		{body: map[string]any{"srch": true, "hash": []string{strings.Repeat("!", 44)}}, code: 400, want: "base64"},
+		{body: map[string]any{"q": "artist:x"}, code: 500, want: "-e2ts"},
 	} {
 		code, r := srch(t, s, c.body)
 		if code != c.code || !strings.Contains(r.Error, c.want) {
@@ -361,11 +361,11 @@ func TestSearchHash(t *testing.T) {
 		hashes []string
 		want   []string
 	}{
-		{"whole file", fa.hashes, []string{"/big/a.bin"}},
-		{"second chunk", fa.hashes[1:2], []string{"/big/a.bin"}},
-		{"full 86-character hash", []string{fa.hashes[2] + strings.Repeat("A", 42)}, []string{"/big/a.bin"}},
-		{"either file", []string{fb.hashes[0], fa.hashes[3]}, []string{"/b.bin", "/big/a.bin"}},
-		{"unknown", []string{u2Hash([]byte("nope"))}, nil},
+		{name: "whole file", hashes: fa.hashes, want: []string{"/big/a.bin"}},
+		{name: "second chunk", hashes: fa.hashes[1:2], want: []string{"/big/a.bin"}},
+		{name: "full 86-character hash", hashes: []string{fa.hashes[2] + strings.Repeat("A", 42)}, want: []string{"/big/a.bin"}},
+		{name: "either file", hashes: []string{fb.hashes[0], fa.hashes[3]}, want: []string{"/b.bin", "/big/a.bin"}},
+		{name: "unknown", hashes: []string{u2Hash([]byte("nope"))}, want: nil},
 	} {
 		code, r := srch(t, s, map[string]any{"srch": true, "hash": c.hashes})
 		if code != 200 || !slices.Equal(r.hrefs(), c.want) {
@@ -392,11 +392,11 @@ func TestSearchTrunc(t *testing.T) {
 		hits  int
 		trunc bool
 	}{
-		{map[string]any{"q": "dat"}, 4, true},             // --srch-hits
-		{map[string]any{"q": "dat", "n": 2}, 2, true},     // n
-		{map[string]any{"q": "dat", "n": 100}, 6, true},   // capped by --srch-max
-		{map[string]any{"q": "f1 dat", "n": 1}, 1, false}, // exactly n matches
-		{map[string]any{"q": "ext:dat -f0 -f1", "n": 5}, 5, false},
+		{body: map[string]any{"q": "dat"}, hits: 4, trunc: true},             // --srch-hits
+		{body: map[string]any{"q": "dat", "n": 2}, hits: 2, trunc: true},     // n
+		{body: map[string]any{"q": "dat", "n": 100}, hits: 6, trunc: true},   // capped by --srch-max
+		{body: map[string]any{"q": "f1 dat", "n": 1}, hits: 1, trunc: false}, // exactly n matches
+		{body: map[string]any{"q": "ext:dat -f0 -f1", "n": 5}, hits: 5, trunc: false},
 	} {
 		code, r := srch(t, s, c.body)
 		if code != 200 || len(r.Hits) != c.hits || r.Trunc != c.trunc {
@@ -569,18 +569,18 @@ func TestSearchTags(t *testing.T) {
 		q    string
 		want []string
 	}{
-		{"artist:daft", []string{"/a.mp3", "/c.ogg"}},
-		{`artist:"nina simone"`, []string{"/b.mp3"}},
-		{"album:discovery", []string{"/a.mp3"}},
-		{`title:"more time"`, []string{"/a.mp3"}},
-		{"genre:jazz", []string{"/b.mp3"}},
-		{"year:1965", []string{"/b.mp3"}},
-		{"year:>=1997", []string{"/a.mp3", "/c.ogg"}},
-		{"artist:punk year:<2000", []string{"/c.ogg"}},
-		{"rate:>200", []string{"/b.mp3"}},
-		{"rate:<200 dur:>2.5", []string{"/a.mp3"}},
-		{"dur:<1.5", []string{"/b.mp3"}},
-		{"-artist:daft", []string{"/b.mp3"}},
+		{q: "artist:daft", want: []string{"/a.mp3", "/c.ogg"}},
+		{q: `artist:"nina simone"`, want: []string{"/b.mp3"}},
+		{q: "album:discovery", want: []string{"/a.mp3"}},
+		{q: `title:"more time"`, want: []string{"/a.mp3"}},
+		{q: "genre:jazz", want: []string{"/b.mp3"}},
+		{q: "year:1965", want: []string{"/b.mp3"}},
+		{q: "year:>=1997", want: []string{"/a.mp3", "/c.ogg"}},
+		{q: "artist:punk year:<2000", want: []string{"/c.ogg"}},
+		{q: "rate:>200", want: []string{"/b.mp3"}},
+		{q: "rate:<200 dur:>2.5", want: []string{"/a.mp3"}},
+		{q: "dur:<1.5", want: []string{"/b.mp3"}},
+		{q: "-artist:daft", want: []string{"/b.mp3"}},
 	} {
 		code, r := srch(t, s, map[string]any{"q": c.q})
 		if code != 200 || !slices.Equal(r.hrefs(), c.want) {

@@ -109,8 +109,8 @@ func TestShareFolderEndToEnd(t *testing.T) {
 	// Decoded: exactly the shared files, byte for byte; neither link
 	// (to a file and to a folder outside the share) is followed.
 	for _, c := range []struct{ target, format string }{
-		{"/shr/projkey/?tar", "tar"}, {"/shr/projkey/?zip", "zip"}, {"/shr/projkey/?tar=gz", "tar=gz"},
-		{"/shr/projkey/?tar=pax", "tar"}, {"/shr/projkey/sub/?zip", "zip"},
+		{target: "/shr/projkey/?tar", format: "tar"}, {target: "/shr/projkey/?zip", format: "zip"}, {target: "/shr/projkey/?tar=gz", format: "tar=gz"},
+		{target: "/shr/projkey/?tar=pax", format: "tar"}, {target: "/shr/projkey/sub/?zip", format: "zip"},
 	} {
 		resp, body := rsRaw(t, s, "GET", c.target, nil)
 		if resp.StatusCode != 200 {
@@ -341,25 +341,25 @@ func TestShareBadInput(t *testing.T) {
 		body string
 		code int
 	}{
-		{"apw", `{"k":"../x","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"a/b","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"a b","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"..","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"` + strings.Repeat("k", 65) + `","vp":["/proj/"]}`, 400},
-		{"apw", `{"k":"taken","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n1","vp":["/nope/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n2","vp":["/proj/../proj-secret/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n3","vp":["/shr/taken/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n4","vp":["/proj/a.txt","/proj/sub/deep.txt"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n5","vp":["/proj/"],"exp":"-5","perms":["read"]}`, 400},
-		{"apw", `{"k":"n6","vp":["/proj/"],"exp":"soon","perms":["read"]}`, 400},
-		{"apw", `{"k":"n7","vp":["/proj/"],"exp":"1e300","perms":["read"]}`, 400},
-		{"apw", `{"k":"n8","vp":["/proj/"],"perms":["admin"]}`, 400},
-		{"apw", `{"k":"n9","vp":["/proj/"],"perms":["read"]`, 400},
-		{"apw", `["k","vp"]`, 400},
-		{"apw", `{"k":"n10","vp":[1,2],"perms":["read"]}`, 400},
-		{"rpw", `{"k":"n11","vp":["/proj/"],"perms":["read","write"]}`, 403},
-		{"", `{"k":"n12","vp":["/proj/"],"perms":["read"]}`, 401},
+		{pw: "apw", body: `{"k":"../x","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"a/b","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"a b","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"..","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"` + strings.Repeat("k", 65) + `","vp":["/proj/"]}`, code: 400},
+		{pw: "apw", body: `{"k":"taken","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n1","vp":["/nope/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n2","vp":["/proj/../proj-secret/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n3","vp":["/shr/taken/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n4","vp":["/proj/a.txt","/proj/sub/deep.txt"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n5","vp":["/proj/"],"exp":"-5","perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n6","vp":["/proj/"],"exp":"soon","perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n7","vp":["/proj/"],"exp":"1e300","perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n8","vp":["/proj/"],"perms":["admin"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n9","vp":["/proj/"],"perms":["read"]`, code: 400},
+		{pw: "apw", body: `["k","vp"]`, code: 400},
+		{pw: "apw", body: `{"k":"n10","vp":[1,2],"perms":["read"]}`, code: 400},
+		{pw: "rpw", body: `{"k":"n11","vp":["/proj/"],"perms":["read","write"]}`, code: 403},
+		{pw: "", body: `{"k":"n12","vp":["/proj/"],"perms":["read"]}`, code: 401},
 	} {
 		hdr := []string{"Content-Type: text/plain"}
 		if tc.pw != "" {

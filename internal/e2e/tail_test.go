@@ -95,12 +95,12 @@ func TestTailFollowsAppender(t *testing.T) {
 		name, q string
 		from    int
 	}{
-		{"start", "?tail", 0},
-		{"empty", "?tail=", 0},
-		{"offset", "?tail=437", 437},
-		{"end", "?tail=1000", 1000},
-		{"fromEnd", "?tail=-250", 750},
-		{"fromEndClamped", "?tail=-5000", 0},
+		{name: "start", q: "?tail", from: 0},
+		{name: "empty", q: "?tail=", from: 0},
+		{name: "offset", q: "?tail=437", from: 437},
+		{name: "end", q: "?tail=1000", from: 1000},
+		{name: "fromEnd", q: "?tail=-250", from: 750},
+		{name: "fromEndClamped", q: "?tail=-5000", from: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fn := "log-" + tc.name + ".txt"
@@ -210,8 +210,8 @@ func TestTailBadOffsets(t *testing.T) {
 		v    string
 		code int
 	}{
-		{"abc", 400}, {"1e3", 400}, {"0x10", 400}, {"11", 416}, {"9223372036854775807", 416},
-		{"99999999999999999999", 400}, {"-9223372036854775808", 400}, {"--5", 400}, {"%2B-5", 400},
+		{v: "abc", code: 400}, {v: "1e3", code: 400}, {v: "0x10", code: 400}, {v: "11", code: 416}, {v: "9223372036854775807", code: 416},
+		{v: "99999999999999999999", code: 400}, {v: "-9223372036854775808", code: 400}, {v: "--5", code: 400}, {v: "%2B-5", code: 400},
 	} {
 		resp, body := s.do(t, "GET", "/a.log?tail="+tc.v, nil)
 		if resp.StatusCode != tc.code {

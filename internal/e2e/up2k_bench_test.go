@@ -51,7 +51,7 @@ func BenchmarkUp2kServer(b *testing.B) {
 	data := make([]byte, size)
 	rand.Read(data)
 	f := u2Make(data)
-	for _, tc := range []struct{ conns, stitch int }{{4, 1}, {4, 4}, {64, 1}} {
+	for _, tc := range []struct{ conns, stitch int }{{conns: 4, stitch: 1}, {conns: 4, stitch: 4}, {conns: 64, stitch: 1}} {
 		b.Run(fmt.Sprintf("conns=%d/stitch=%d", tc.conns, tc.stitch), func(b *testing.B) {
 			vol := b.TempDir()
 			s, err := startErr(b, "-v", vol+"::rw", "--log-level", "warn")

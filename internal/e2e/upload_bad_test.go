@@ -44,15 +44,15 @@ func TestUploadBadShortBody(t *testing.T) {
 	writeFile(t, dir, "sub/keep2.txt", []byte("also precious\n"))
 	host := strings.TrimPrefix(s.URL, "http://")
 	cases := []struct{ name, target string }{
-		{"new file", "/short.bin"},
-		{"new file in an existing folder", "/sub/short.bin"},
-		{"new file in a missing folder", "/newdir/deeper/short.bin"},
-		{"replace keeps the old file", "/keep.txt?replace"},
-		{"append keeps the old file", "/keep.txt?apnd"},
-		{"gz", "/short.txt?gz"},
-		{"xz", "/short.txt?xz"},
-		{"json reply requested", "/short.bin?j"},
-		{"trailing slash (generated name)", "/sub/"},
+		{name: "new file", target: "/short.bin"},
+		{name: "new file in an existing folder", target: "/sub/short.bin"},
+		{name: "new file in a missing folder", target: "/newdir/deeper/short.bin"},
+		{name: "replace keeps the old file", target: "/keep.txt?replace"},
+		{name: "append keeps the old file", target: "/keep.txt?apnd"},
+		{name: "gz", target: "/short.txt?gz"},
+		{name: "xz", target: "/short.txt?xz"},
+		{name: "json reply requested", target: "/short.bin?j"},
+		{name: "trailing slash (generated name)", target: "/sub/"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -91,34 +91,34 @@ func TestUploadBadParams(t *testing.T) {
 		status     int
 		words      []string
 	}{
-		{"unknown ck", "/a.txt?ck=crc32", nil, 400, append([]string{"crc32"}, allCK...)},
-		{"unknown CK header", "/a.txt", []string{"CK: sha3"}, 400, append([]string{"sha3"}, allCK...)},
-		{"gz=10", "/a.txt?gz=10", nil, 400, []string{"gz", "0 to 9"}},
-		{"gz=-1", "/a.txt?gz=-1", nil, 400, []string{"gz", "0 to 9"}},
-		{"gz=abc", "/a.txt?gz=abc", nil, 400, []string{"gz", "0 to 9"}},
-		{"xz=abc", "/a.txt?xz=abc", nil, 400, []string{"xz", "0 to 9"}},
-		{"xz=10", "/a.txt?xz=10", nil, 400, []string{"xz", "0 to 9"}},
-		{"gz and xz together", "/a.txt?gz&xz", nil, 400, []string{"gz", "xz"}},
-		{"gz=1 and xz=1 together", "/a.txt?xz=1&gz=1", nil, 400, []string{"gz", "xz"}},
-		{"rand=0", "/a.txt?rand=0", nil, 400, []string{"rand"}},
-		{"rand=-3", "/a.txt?rand=-3", nil, 400, []string{"rand"}},
-		{"rand=abc", "/a.txt?rand=abc", nil, 400, []string{"rand"}},
-		{"rand=999", "/a.txt?rand=999", nil, 400, []string{"rand"}},
-		{"Rand header abc", "/a.txt", []string{"Rand: abc"}, 400, []string{"rand"}},
-		{"life=abc", "/a.txt?life=abc", nil, 400, []string{"life"}},
-		{"life=-5", "/a.txt?life=-5", nil, 400, []string{"life"}},
-		{"Life header abc", "/a.txt", []string{"Life: abc"}, 400, []string{"life"}},
-		{"life without a volume lifetime", "/a.txt?life=5", nil, 400, []string{"lifetime"}},
-		{"Life header without a volume lifetime", "/a.txt", []string{"Life: 5"}, 400, []string{"lifetime"}},
-		{"replace and apnd together", "/exists.txt?replace&apnd", nil, 400, []string{"replace", "apnd"}},
-		{"want=xml", "/a.txt?want=xml", nil, 400, []string{"want"}},
-		{"name ending in .PARTIAL", "/x.PARTIAL", nil, 400, []string{".PARTIAL"}},
-		{"name ending in .PARTIAL in a missing folder", "/nd/y.PARTIAL", nil, 400, []string{".PARTIAL"}},
-		{"PUT into /.hist", "/.hist/x", nil, 403, []string{"reserved"}},
-		{"PUT into /.HIST (case-insensitive)", "/.HIST/x", nil, 403, []string{"reserved"}},
-		{"PUT onto /.hist itself", "/.hist", nil, 403, []string{"reserved"}},
-		{"a file used as a folder", "/exists.txt/inner.txt", nil, 400, []string{"folder"}},
-		{"path with ..", "/a/../../etc/x", nil, 400, []string{".."}},
+		{name: "unknown ck", path: "/a.txt?ck=crc32", hdr: nil, status: 400, words: append([]string{"crc32"}, allCK...)},
+		{name: "unknown CK header", path: "/a.txt", hdr: []string{"CK: sha3"}, status: 400, words: append([]string{"sha3"}, allCK...)},
+		{name: "gz=10", path: "/a.txt?gz=10", hdr: nil, status: 400, words: []string{"gz", "0 to 9"}},
+		{name: "gz=-1", path: "/a.txt?gz=-1", hdr: nil, status: 400, words: []string{"gz", "0 to 9"}},
+		{name: "gz=abc", path: "/a.txt?gz=abc", hdr: nil, status: 400, words: []string{"gz", "0 to 9"}},
+		{name: "xz=abc", path: "/a.txt?xz=abc", hdr: nil, status: 400, words: []string{"xz", "0 to 9"}},
+		{name: "xz=10", path: "/a.txt?xz=10", hdr: nil, status: 400, words: []string{"xz", "0 to 9"}},
+		{name: "gz and xz together", path: "/a.txt?gz&xz", hdr: nil, status: 400, words: []string{"gz", "xz"}},
+		{name: "gz=1 and xz=1 together", path: "/a.txt?xz=1&gz=1", hdr: nil, status: 400, words: []string{"gz", "xz"}},
+		{name: "rand=0", path: "/a.txt?rand=0", hdr: nil, status: 400, words: []string{"rand"}},
+		{name: "rand=-3", path: "/a.txt?rand=-3", hdr: nil, status: 400, words: []string{"rand"}},
+		{name: "rand=abc", path: "/a.txt?rand=abc", hdr: nil, status: 400, words: []string{"rand"}},
+		{name: "rand=999", path: "/a.txt?rand=999", hdr: nil, status: 400, words: []string{"rand"}},
+		{name: "Rand header abc", path: "/a.txt", hdr: []string{"Rand: abc"}, status: 400, words: []string{"rand"}},
+		{name: "life=abc", path: "/a.txt?life=abc", hdr: nil, status: 400, words: []string{"life"}},
+		{name: "life=-5", path: "/a.txt?life=-5", hdr: nil, status: 400, words: []string{"life"}},
+		{name: "Life header abc", path: "/a.txt", hdr: []string{"Life: abc"}, status: 400, words: []string{"life"}},
+		{name: "life without a volume lifetime", path: "/a.txt?life=5", hdr: nil, status: 400, words: []string{"lifetime"}},
+		{name: "Life header without a volume lifetime", path: "/a.txt", hdr: []string{"Life: 5"}, status: 400, words: []string{"lifetime"}},
+		{name: "replace and apnd together", path: "/exists.txt?replace&apnd", hdr: nil, status: 400, words: []string{"replace", "apnd"}},
+		{name: "want=xml", path: "/a.txt?want=xml", hdr: nil, status: 400, words: []string{"want"}},
+		{name: "name ending in .PARTIAL", path: "/x.PARTIAL", hdr: nil, status: 400, words: []string{".PARTIAL"}},
+		{name: "name ending in .PARTIAL in a missing folder", path: "/nd/y.PARTIAL", hdr: nil, status: 400, words: []string{".PARTIAL"}},
+		{name: "PUT into /.hist", path: "/.hist/x", hdr: nil, status: 403, words: []string{"reserved"}},
+		{name: "PUT into /.HIST (case-insensitive)", path: "/.HIST/x", hdr: nil, status: 403, words: []string{"reserved"}},
+		{name: "PUT onto /.hist itself", path: "/.hist", hdr: nil, status: 403, words: []string{"reserved"}},
+		{name: "a file used as a folder", path: "/exists.txt/inner.txt", hdr: nil, status: 400, words: []string{"folder"}},
+		{name: "path with ..", path: "/a/../../etc/x", hdr: nil, status: 400, words: []string{".."}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,12 +132,12 @@ func TestUploadBadParams(t *testing.T) {
 		name, query string
 		words       []string
 	}{
-		{"multipart unknown ck", "?ck=nope", []string{"nope", "sha512"}},
-		{"multipart bad rand", "?rand=abc", []string{"rand"}},
-		{"multipart bad life", "?life=-5", []string{"life"}},
-		{"multipart life without lifetime", "?life=5", []string{"lifetime"}},
-		{"multipart gz", "?gz", []string{"gz"}},
-		{"multipart apnd", "?apnd", []string{"apnd"}},
+		{name: "multipart unknown ck", query: "?ck=nope", words: []string{"nope", "sha512"}},
+		{name: "multipart bad rand", query: "?rand=abc", words: []string{"rand"}},
+		{name: "multipart bad life", query: "?life=-5", words: []string{"life"}},
+		{name: "multipart life without lifetime", query: "?life=5", words: []string{"lifetime"}},
+		{name: "multipart gz", query: "?gz", words: []string{"gz"}},
+		{name: "multipart apnd", query: "?apnd", words: []string{"apnd"}},
 	}
 	for _, c := range mpCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,9 +157,9 @@ func TestUploadBadHeaders(t *testing.T) {
 		name string
 		hdr  string
 	}{
-		{"one 80 KiB header", "X-Big: " + strings.Repeat("a", 80<<10) + "\r\n"},
-		{"3000 small headers", strings.Repeat("X-Many: 0123456789012345678901234567890\r\n", 3000)},
-		{"1 MiB header", "X-Huge: " + strings.Repeat("b", 1<<20) + "\r\n"},
+		{name: "one 80 KiB header", hdr: "X-Big: " + strings.Repeat("a", 80<<10) + "\r\n"},
+		{name: "3000 small headers", hdr: strings.Repeat("X-Many: 0123456789012345678901234567890\r\n", 3000)},
+		{name: "1 MiB header", hdr: "X-Huge: " + strings.Repeat("b", 1<<20) + "\r\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -186,19 +186,19 @@ func TestUploadBadAuth(t *testing.T) {
 		status             int
 		words              []string
 	}{
-		{"PUT anonymous without w", "PUT", "/a.txt", data, nil, 401, []string{"password"}},
-		{"PUT with a valid password but no w", "PUT", "/a.txt", data, []string{"PW: ropass"}, 403, []string{"ro", "upload"}},
-		{"PUT with ?pw= valid but no w", "PUT", "/a.txt?pw=ropass", data, nil, 403, []string{"upload"}},
-		{"PUT with basic auth valid but no w", "PUT", "/a.txt", data, []string{basic("ro:ropass")}, 403, []string{"upload"}},
-		{"PUT with a wrong PW header", "PUT", "/a.txt", data, []string{"PW: nope"}, 401, []string{"wrong password"}},
-		{"PUT with a wrong ?pw=", "PUT", "/a.txt?pw=nope", data, nil, 401, []string{"wrong password"}},
-		{"multipart anonymous without w", "POST", "/", form, []string{ct}, 401, []string{"password"}},
-		{"multipart with a valid password but no w", "POST", "/sub/", form, []string{ct, "PW: ropass"}, 403, []string{"upload"}},
-		{"multipart with wrong basic auth", "POST", "/", form, []string{ct, basic("ed:wrong")}, 401, []string{"wrong password"}},
-		{"PUT replace by a user with w but no d", "PUT", "/a.txt?replace", data, []string{"PW: edpass"}, 403, []string{"delete"}},
-		{"PUT apnd by a user with w but no d", "PUT", "/a.txt?apnd", data, []string{"PW: edpass"}, 403, []string{"delete"}},
-		{"multipart replace by a user with w but no d", "POST", "/?replace", form, []string{ct, "PW: edpass"}, 403, []string{"delete"}},
-		{"multipart Replace header by a user with w but no d", "POST", "/", form, []string{ct, "PW: edpass", "Replace: 1"}, 403, []string{"delete"}},
+		{name: "PUT anonymous without w", method: "PUT", path: "/a.txt", body: data, hdr: nil, status: 401, words: []string{"password"}},
+		{name: "PUT with a valid password but no w", method: "PUT", path: "/a.txt", body: data, hdr: []string{"PW: ropass"}, status: 403, words: []string{"ro", "upload"}},
+		{name: "PUT with ?pw= valid but no w", method: "PUT", path: "/a.txt?pw=ropass", body: data, hdr: nil, status: 403, words: []string{"upload"}},
+		{name: "PUT with basic auth valid but no w", method: "PUT", path: "/a.txt", body: data, hdr: []string{basic("ro:ropass")}, status: 403, words: []string{"upload"}},
+		{name: "PUT with a wrong PW header", method: "PUT", path: "/a.txt", body: data, hdr: []string{"PW: nope"}, status: 401, words: []string{"wrong password"}},
+		{name: "PUT with a wrong ?pw=", method: "PUT", path: "/a.txt?pw=nope", body: data, hdr: nil, status: 401, words: []string{"wrong password"}},
+		{name: "multipart anonymous without w", method: "POST", path: "/", body: form, hdr: []string{ct}, status: 401, words: []string{"password"}},
+		{name: "multipart with a valid password but no w", method: "POST", path: "/sub/", body: form, hdr: []string{ct, "PW: ropass"}, status: 403, words: []string{"upload"}},
+		{name: "multipart with wrong basic auth", method: "POST", path: "/", body: form, hdr: []string{ct, basic("ed:wrong")}, status: 401, words: []string{"wrong password"}},
+		{name: "PUT replace by a user with w but no d", method: "PUT", path: "/a.txt?replace", body: data, hdr: []string{"PW: edpass"}, status: 403, words: []string{"delete"}},
+		{name: "PUT apnd by a user with w but no d", method: "PUT", path: "/a.txt?apnd", body: data, hdr: []string{"PW: edpass"}, status: 403, words: []string{"delete"}},
+		{name: "multipart replace by a user with w but no d", method: "POST", path: "/?replace", body: form, hdr: []string{ct, "PW: edpass"}, status: 403, words: []string{"delete"}},
+		{name: "multipart Replace header by a user with w but no d", method: "POST", path: "/", body: form, hdr: []string{ct, "PW: edpass", "Replace: 1"}, status: 403, words: []string{"delete"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -411,15 +411,15 @@ func TestUploadPutReplyForms(t *testing.T) {
 		hdr         []string
 		form        string // text, url, json
 	}{
-		{"default text", "", nil, "text"},
-		{"Accept url", "", []string{"Accept: url"}, "url"},
-		{"want=url query", "?want=url", nil, "url"},
-		{"j query", "?j", nil, "json"},
-		{"j query with value", "?j=1", nil, "json"},
-		{"Accept json", "", []string{"Accept: json"}, "json"},
-		{"Accept application/json", "", []string{"Accept: application/json"}, "json"},
-		{"Accept application/json with parameters", "", []string{"Accept: application/json; charset=utf-8"}, "json"},
-		{"j query beats Accept url", "?j", []string{"Accept: url"}, "json"},
+		{name: "default text", query: "", hdr: nil, form: "text"},
+		{name: "Accept url", query: "", hdr: []string{"Accept: url"}, form: "url"},
+		{name: "want=url query", query: "?want=url", hdr: nil, form: "url"},
+		{name: "j query", query: "?j", hdr: nil, form: "json"},
+		{name: "j query with value", query: "?j=1", hdr: nil, form: "json"},
+		{name: "Accept json", query: "", hdr: []string{"Accept: json"}, form: "json"},
+		{name: "Accept application/json", query: "", hdr: []string{"Accept: application/json"}, form: "json"},
+		{name: "Accept application/json with parameters", query: "", hdr: []string{"Accept: application/json; charset=utf-8"}, form: "json"},
+		{name: "j query beats Accept url", query: "?j", hdr: []string{"Accept: url"}, form: "json"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -487,7 +487,7 @@ func TestUploadPutChecksums(t *testing.T) {
 				for _, d := range []struct {
 					label string
 					data  []byte
-				}{{"big", data}, {"small", small}} {
+				}{{label: "big", data: data}, {label: "small", data: small}} {
 					base := strings.NewReplacer("=", "-", " ", "_").Replace(name) + "-" + d.label
 					// JSON form
 					jq := "?j"
@@ -551,20 +551,20 @@ func TestUploadPutCompression(t *testing.T) {
 		xfl               int // gzip header XFL byte, -1 unchecked
 		stored            bool
 	}{
-		{"gz default level 9", "/c/a.txt", "gz", "c/a.txt.gz", "gz", 2, false},
-		{"gz=0 stores", "/c/b.txt", "gz=0", "c/b.txt.gz", "gz", -1, true},
-		{"gz=1", "/c/c.txt", "gz=1", "c/c.txt.gz", "gz", 4, false},
-		{"gz=5", "/c/d.txt", "gz=5", "c/d.txt.gz", "gz", 0, false},
-		{"gz=9", "/c/e.txt", "gz=9", "c/e.txt.gz", "gz", 2, false},
-		{"gz keeps .gz name", "/c/f.gz", "gz", "c/f.gz", "gz", -1, false},
-		{"gz keeps .tar.gz name", "/c/g.tar.gz", "gz=6", "c/g.tar.gz", "gz", -1, false},
-		{"gz keeps upper-case .GZ name", "/c/h.GZ", "gz", "c/h.GZ", "gz", -1, false},
-		{"gz with ck=sha1", "/c/i.txt", "gz&ck=sha1", "c/i.txt.gz", "gz", -1, false},
-		{"xz default level", "/c/j.txt", "xz", "c/j.txt.xz", "xz", -1, false},
-		{"xz=0", "/c/k.txt", "xz=0", "c/k.txt.xz", "xz", -1, false},
-		{"xz=9", "/c/l.txt", "xz=9", "c/l.txt.xz", "xz", -1, false},
-		{"xz keeps .xz name", "/c/m.xz", "xz", "c/m.xz", "xz", -1, false},
-		{"xz with ck=b2s", "/c/n.bin", "xz=3&ck=b2s", "c/n.bin.xz", "xz", -1, false},
+		{name: "gz default level 9", path: "/c/a.txt", query: "gz", want: "c/a.txt.gz", codec: "gz", xfl: 2, stored: false},
+		{name: "gz=0 stores", path: "/c/b.txt", query: "gz=0", want: "c/b.txt.gz", codec: "gz", xfl: -1, stored: true},
+		{name: "gz=1", path: "/c/c.txt", query: "gz=1", want: "c/c.txt.gz", codec: "gz", xfl: 4, stored: false},
+		{name: "gz=5", path: "/c/d.txt", query: "gz=5", want: "c/d.txt.gz", codec: "gz", xfl: 0, stored: false},
+		{name: "gz=9", path: "/c/e.txt", query: "gz=9", want: "c/e.txt.gz", codec: "gz", xfl: 2, stored: false},
+		{name: "gz keeps .gz name", path: "/c/f.gz", query: "gz", want: "c/f.gz", codec: "gz", xfl: -1, stored: false},
+		{name: "gz keeps .tar.gz name", path: "/c/g.tar.gz", query: "gz=6", want: "c/g.tar.gz", codec: "gz", xfl: -1, stored: false},
+		{name: "gz keeps upper-case .GZ name", path: "/c/h.GZ", query: "gz", want: "c/h.GZ", codec: "gz", xfl: -1, stored: false},
+		{name: "gz with ck=sha1", path: "/c/i.txt", query: "gz&ck=sha1", want: "c/i.txt.gz", codec: "gz", xfl: -1, stored: false},
+		{name: "xz default level", path: "/c/j.txt", query: "xz", want: "c/j.txt.xz", codec: "xz", xfl: -1, stored: false},
+		{name: "xz=0", path: "/c/k.txt", query: "xz=0", want: "c/k.txt.xz", codec: "xz", xfl: -1, stored: false},
+		{name: "xz=9", path: "/c/l.txt", query: "xz=9", want: "c/l.txt.xz", codec: "xz", xfl: -1, stored: false},
+		{name: "xz keeps .xz name", path: "/c/m.xz", query: "xz", want: "c/m.xz", codec: "xz", xfl: -1, stored: false},
+		{name: "xz with ck=b2s", path: "/c/n.bin", query: "xz=3&ck=b2s", want: "c/n.bin.xz", codec: "xz", xfl: -1, stored: false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -631,15 +631,15 @@ func TestUploadPutReplace(t *testing.T) {
 		exists      bool
 		status      int
 	}{
-		{"query replace, user with d", "?replace", []string{"PW: edpass"}, true, 201},
-		{"query replace=1 via ?pw", "?replace=1&pw=edpass", nil, true, 201},
-		{"Replace header, user with d", "", []string{"PW: edpass", "Replace: 1"}, true, 201},
-		{"Replace header true via basic auth", "", []string{"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("ed:edpass")), "Replace: true"}, true, 201},
-		{"replace of a missing file creates it", "?replace", []string{"PW: edpass"}, false, 201},
-		{"query replace, anonymous without d", "?replace", nil, true, 401},
-		{"Replace header, anonymous without d", "", []string{"Replace: 1"}, true, 401},
-		{"query replace, user without d", "?replace", []string{"PW: wopass"}, true, 403},
-		{"Replace header, user without d", "", []string{"PW: wopass", "Replace: 1"}, true, 403},
+		{name: "query replace, user with d", query: "?replace", hdr: []string{"PW: edpass"}, exists: true, status: 201},
+		{name: "query replace=1 via ?pw", query: "?replace=1&pw=edpass", hdr: nil, exists: true, status: 201},
+		{name: "Replace header, user with d", query: "", hdr: []string{"PW: edpass", "Replace: 1"}, exists: true, status: 201},
+		{name: "Replace header true via basic auth", query: "", hdr: []string{"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("ed:edpass")), "Replace: true"}, exists: true, status: 201},
+		{name: "replace of a missing file creates it", query: "?replace", hdr: []string{"PW: edpass"}, exists: false, status: 201},
+		{name: "query replace, anonymous without d", query: "?replace", hdr: nil, exists: true, status: 401},
+		{name: "Replace header, anonymous without d", query: "", hdr: []string{"Replace: 1"}, exists: true, status: 401},
+		{name: "query replace, user without d", query: "?replace", hdr: []string{"PW: wopass"}, exists: true, status: 403},
+		{name: "Replace header, user without d", query: "", hdr: []string{"PW: wopass", "Replace: 1"}, exists: true, status: 403},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -681,14 +681,14 @@ func TestUploadPutCollision(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
 	cases := []struct{ name, ext string }{
-		{"a.txt", ".txt"},
-		{"x.tar.gz", ".gz"},
-		{"Makefile", ""},
-		{"README", ".README"},
-		{"f.abcdef", ".abcdef"},
-		{"g.abcdefg", ""},
-		{"sub/dir/h.md", ".md"},
-		{"with space.jpeg", ".jpeg"},
+		{name: "a.txt", ext: ".txt"},
+		{name: "x.tar.gz", ext: ".gz"},
+		{name: "Makefile", ext: ""},
+		{name: "README", ext: ".README"},
+		{name: "f.abcdef", ext: ".abcdef"},
+		{name: "g.abcdefg", ext: ""},
+		{name: "sub/dir/h.md", ext: ".md"},
+		{name: "with space.jpeg", ext: ".jpeg"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -771,8 +771,8 @@ func TestUploadPutAppend(t *testing.T) {
 		hdr    []string
 		status int
 	}{
-		{"anonymous without d", nil, 401},
-		{"user without d", []string{"PW: wopass"}, 403},
+		{name: "anonymous without d", hdr: nil, status: 401},
+		{name: "user without d", hdr: []string{"PW: wopass"}, status: 403},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			writeFile(t, dir, "keep.txt", []byte("keep\n"))
@@ -801,17 +801,17 @@ func TestUploadPutRand(t *testing.T) {
 		n      int
 		ext    string
 	}{
-		{"rand=5 keeps extension", false, "/r/photo.jpg", "rand=5", nil, 5, ".jpg"},
-		{"Rand header 12", false, "/r/doc.pdf", "", []string{"Rand: 12"}, 12, ".pdf"},
-		{"rand=8 without extension", false, "/r/noext", "rand=8", nil, 8, ""},
-		{"rand=10 takes the last extension", false, "/r/x.tar.gz", "rand=10", nil, 10, ".gz"},
-		{"rand=1", false, "/r/one.txt", "rand=1", nil, 1, ".txt"},
-		{"rand=64", false, "/r/long.txt", "rand=64", nil, 64, ".txt"},
-		{"rand with gz", false, "/r/a.txt", "rand=6&gz", nil, 6, ".txt.gz"},
-		{"forced by volume flag", true, "/x.txt", "", nil, 12, ".txt"},
-		{"forced, rand=20 is longer", true, "/y.txt", "rand=20", nil, 20, ".txt"},
-		{"forced, rand=3 is raised to nrand", true, "/z.txt", "rand=3", nil, 12, ".txt"},
-		{"forced, into a subfolder", true, "/sub/w.bin", "", nil, 12, ".bin"},
+		{name: "rand=5 keeps extension", forced: false, path: "/r/photo.jpg", query: "rand=5", hdr: nil, n: 5, ext: ".jpg"},
+		{name: "Rand header 12", forced: false, path: "/r/doc.pdf", query: "", hdr: []string{"Rand: 12"}, n: 12, ext: ".pdf"},
+		{name: "rand=8 without extension", forced: false, path: "/r/noext", query: "rand=8", hdr: nil, n: 8, ext: ""},
+		{name: "rand=10 takes the last extension", forced: false, path: "/r/x.tar.gz", query: "rand=10", hdr: nil, n: 10, ext: ".gz"},
+		{name: "rand=1", forced: false, path: "/r/one.txt", query: "rand=1", hdr: nil, n: 1, ext: ".txt"},
+		{name: "rand=64", forced: false, path: "/r/long.txt", query: "rand=64", hdr: nil, n: 64, ext: ".txt"},
+		{name: "rand with gz", forced: false, path: "/r/a.txt", query: "rand=6&gz", hdr: nil, n: 6, ext: ".txt.gz"},
+		{name: "forced by volume flag", forced: true, path: "/x.txt", query: "", hdr: nil, n: 12, ext: ".txt"},
+		{name: "forced, rand=20 is longer", forced: true, path: "/y.txt", query: "rand=20", hdr: nil, n: 20, ext: ".txt"},
+		{name: "forced, rand=3 is raised to nrand", forced: true, path: "/z.txt", query: "rand=3", hdr: nil, n: 12, ext: ".txt"},
+		{name: "forced, into a subfolder", forced: true, path: "/sub/w.bin", query: "", hdr: nil, n: 12, ext: ".bin"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -895,12 +895,12 @@ func TestUploadPutLife(t *testing.T) {
 		up   up
 		rel  string
 	}{
-		{"life=2 query", up{s60, dir60, "/q.txt?life=2", nil, false}, "q.txt"},
-		{"Life header", up{s60, dir60, "/h.txt", []string{"Life: 2"}, false}, "h.txt"},
-		{"life in a subfolder with gz", up{s60, dir60, "/sub/g.txt?life=2&gz", nil, false}, "sub/g.txt.gz"},
-		{"life above the volume lifetime is capped", up{s2, dir2, "/cap.txt?life=3600", nil, false}, "cap.txt"},
-		{"volume lifetime applies without life", up{s2, dir2, "/plain.txt", nil, false}, "plain.txt"},
-		{"multipart with life=2", up{s60, dir60, "/mp/?life=2", nil, true}, "mp/m.txt"},
+		{name: "life=2 query", up: up{s60, dir60, "/q.txt?life=2", nil, false}, rel: "q.txt"},
+		{name: "Life header", up: up{s60, dir60, "/h.txt", []string{"Life: 2"}, false}, rel: "h.txt"},
+		{name: "life in a subfolder with gz", up: up{s60, dir60, "/sub/g.txt?life=2&gz", nil, false}, rel: "sub/g.txt.gz"},
+		{name: "life above the volume lifetime is capped", up: up{s2, dir2, "/cap.txt?life=3600", nil, false}, rel: "cap.txt"},
+		{name: "volume lifetime applies without life", up: up{s2, dir2, "/plain.txt", nil, false}, rel: "plain.txt"},
+		{name: "multipart with life=2", up: up{s60, dir60, "/mp/?life=2", nil, true}, rel: "mp/m.txt"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -979,12 +979,12 @@ func TestUploadPutPaths(t *testing.T) {
 		folder     string
 		wantURL    string // expected URL path when it differs from want
 	}{
-		{"missing folders are created", "/a/b/c/deep.txt", "a/b/c/deep.txt", "", ""},
-		{"trailing slash gets a generated name", "/drop/", "", "drop/", ""},
-		{"root gets a generated name", "/", "", "", ""},
-		{"existing folder without slash", "/exist", "", "exist/", ""},
-		{"escaped names", "/sp%20ace/%C3%BC%20n%23.txt", "sp ace/ü n#.txt", "", "/sp%20ace/%C3%BC%20n%23.txt"},
-		{"empty body", "/empty.txt", "empty.txt", "", ""},
+		{name: "missing folders are created", path: "/a/b/c/deep.txt", want: "a/b/c/deep.txt", folder: "", wantURL: ""},
+		{name: "trailing slash gets a generated name", path: "/drop/", want: "", folder: "drop/", wantURL: ""},
+		{name: "root gets a generated name", path: "/", want: "", folder: "", wantURL: ""},
+		{name: "existing folder without slash", path: "/exist", want: "", folder: "exist/", wantURL: ""},
+		{name: "escaped names", path: "/sp%20ace/%C3%BC%20n%23.txt", want: "sp ace/ü n#.txt", folder: "", wantURL: "/sp%20ace/%C3%BC%20n%23.txt"},
+		{name: "empty body", path: "/empty.txt", want: "empty.txt", folder: "", wantURL: ""},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1027,12 +1027,12 @@ func TestUploadPutChunked(t *testing.T) {
 		want       string
 		gz         bool
 	}{
-		{"one byte", "/ch/one.bin", []byte{7}, "ch/one.bin", false},
-		{"100 KiB", "/ch/k100.bin", upData(6, 100<<10), "ch/k100.bin", false},
-		{"1.5 MiB", "/ch/m15.bin", upData(7, 3<<19+3), "ch/m15.bin", false},
-		{"empty", "/ch/empty.bin", []byte{}, "ch/empty.bin", false},
-		{"with gz", "/ch/z.txt?gz", upText(300 << 10), "ch/z.txt.gz", true},
-		{"into a new folder with ck=sha256", "/ch/new/n.bin?ck=sha256", upData(8, 70000), "ch/new/n.bin", false},
+		{name: "one byte", path: "/ch/one.bin", data: []byte{7}, want: "ch/one.bin", gz: false},
+		{name: "100 KiB", path: "/ch/k100.bin", data: upData(6, 100<<10), want: "ch/k100.bin", gz: false},
+		{name: "1.5 MiB", path: "/ch/m15.bin", data: upData(7, 3<<19+3), want: "ch/m15.bin", gz: false},
+		{name: "empty", path: "/ch/empty.bin", data: []byte{}, want: "ch/empty.bin", gz: false},
+		{name: "with gz", path: "/ch/z.txt?gz", data: upText(300 << 10), want: "ch/z.txt.gz", gz: true},
+		{name: "into a new folder with ck=sha256", path: "/ch/new/n.bin?ck=sha256", data: upData(8, 70000), want: "ch/new/n.bin", gz: false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1099,20 +1099,20 @@ func TestUploadMultipart(t *testing.T) {
 		pre    bool   // a file of the same name exists already
 		want   string // "replace", "rename" or "" (plain)
 	}{
-		{"single f, ?j", "/mp1/", "?j", nil, "", []file{f1}, "json", "", false, ""},
-		{"several f in one request, ?j", "/mp2/", "?j", nil, "", []file{f1, f2, f3, f4}, "json", "", false, ""},
-		{"leading act=bput", "/mp3/", "?j", nil, "bput", []file{f1, f2}, "json", "", false, ""},
-		{"Accept application/json", "/mp4/", "", []string{"Accept: application/json"}, "bput", []file{f2}, "json", "", false, ""},
-		{"Accept url", "/mp5/", "", []string{"Accept: url"}, "", []file{f1, f3}, "url", "", false, ""},
-		{"default text", "/mp6/", "", nil, "bput", []file{f1, f2}, "text", "", false, ""},
-		{"ck=md5", "/mp7/", "?j&ck=md5", nil, "", []file{f1, f2}, "json", "md5", false, ""},
-		{"CK header b2s", "/mp8/", "?j", []string{"CK: b2s"}, "", []file{f1}, "json", "b2s", false, ""},
-		{"ck=no", "/mp9/", "?j&ck=no", nil, "", []file{f1, f2}, "json", "no", false, ""},
-		{"into missing nested folders", "/mp10/new/deeper/", "?j", nil, "", []file{f1}, "json", "", false, ""},
-		{"folder without trailing slash", "/mp11", "?j", nil, "", []file{f3}, "json", "", false, ""},
-		{"existing name is renamed", "/mp12/", "?j", nil, "", []file{f1}, "json", "", true, "rename"},
-		{"replace with d", "/mp13/", "?j&replace", []string{"PW: edpass"}, "", []file{f1}, "json", "", true, "replace"},
-		{"Replace header with d", "/mp14/", "?j", []string{"PW: edpass", "Replace: 1"}, "bput", []file{f1, f2}, "json", "", true, "replace"},
+		{name: "single f, ?j", folder: "/mp1/", query: "?j", hdr: nil, act: "", files: []file{f1}, form: "json", ck: "", pre: false, want: ""},
+		{name: "several f in one request, ?j", folder: "/mp2/", query: "?j", hdr: nil, act: "", files: []file{f1, f2, f3, f4}, form: "json", ck: "", pre: false, want: ""},
+		{name: "leading act=bput", folder: "/mp3/", query: "?j", hdr: nil, act: "bput", files: []file{f1, f2}, form: "json", ck: "", pre: false, want: ""},
+		{name: "Accept application/json", folder: "/mp4/", query: "", hdr: []string{"Accept: application/json"}, act: "bput", files: []file{f2}, form: "json", ck: "", pre: false, want: ""},
+		{name: "Accept url", folder: "/mp5/", query: "", hdr: []string{"Accept: url"}, act: "", files: []file{f1, f3}, form: "url", ck: "", pre: false, want: ""},
+		{name: "default text", folder: "/mp6/", query: "", hdr: nil, act: "bput", files: []file{f1, f2}, form: "text", ck: "", pre: false, want: ""},
+		{name: "ck=md5", folder: "/mp7/", query: "?j&ck=md5", hdr: nil, act: "", files: []file{f1, f2}, form: "json", ck: "md5", pre: false, want: ""},
+		{name: "CK header b2s", folder: "/mp8/", query: "?j", hdr: []string{"CK: b2s"}, act: "", files: []file{f1}, form: "json", ck: "b2s", pre: false, want: ""},
+		{name: "ck=no", folder: "/mp9/", query: "?j&ck=no", hdr: nil, act: "", files: []file{f1, f2}, form: "json", ck: "no", pre: false, want: ""},
+		{name: "into missing nested folders", folder: "/mp10/new/deeper/", query: "?j", hdr: nil, act: "", files: []file{f1}, form: "json", ck: "", pre: false, want: ""},
+		{name: "folder without trailing slash", folder: "/mp11", query: "?j", hdr: nil, act: "", files: []file{f3}, form: "json", ck: "", pre: false, want: ""},
+		{name: "existing name is renamed", folder: "/mp12/", query: "?j", hdr: nil, act: "", files: []file{f1}, form: "json", ck: "", pre: true, want: "rename"},
+		{name: "replace with d", folder: "/mp13/", query: "?j&replace", hdr: []string{"PW: edpass"}, act: "", files: []file{f1}, form: "json", ck: "", pre: true, want: "replace"},
+		{name: "Replace header with d", folder: "/mp14/", query: "?j", hdr: []string{"PW: edpass", "Replace: 1"}, act: "bput", files: []file{f1, f2}, form: "json", ck: "", pre: true, want: "replace"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

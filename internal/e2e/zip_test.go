@@ -226,19 +226,19 @@ func TestZipBadInput(t *testing.T) {
 		path string
 		code int
 	}{
-		{"/a.zip?zget=" + url.QueryEscape("../../evil.txt"), 400},
-		{"/a.zip?zget=" + url.QueryEscape("/abs.txt"), 400},
-		{"/a.zip?zget=" + url.QueryEscape("dir\\..\\win.txt"), 400},
-		{"/a.zip?zget=", 400},
-		{"/a.zip?zget=" + url.QueryEscape("nope.txt"), 404},
-		{"/a.zip?zget=" + url.QueryEscape(strings.Repeat("x", 5000)), 400},
-		{"/a.zip?zget=%00", 400},
-		{"/bomb.zip?zget=zeros.bin", 400},
-		{"/trunc.zip?zls", 400},
-		{"/trunc.zip?zget=a.txt", 400},
-		{"/notzip.zip?zls", 400},
-		{"/notzip.zip?zget=a", 400},
-		{"/missing.zip?zls", 404},
+		{path: "/a.zip?zget=" + url.QueryEscape("../../evil.txt"), code: 400},
+		{path: "/a.zip?zget=" + url.QueryEscape("/abs.txt"), code: 400},
+		{path: "/a.zip?zget=" + url.QueryEscape("dir\\..\\win.txt"), code: 400},
+		{path: "/a.zip?zget=", code: 400},
+		{path: "/a.zip?zget=" + url.QueryEscape("nope.txt"), code: 404},
+		{path: "/a.zip?zget=" + url.QueryEscape(strings.Repeat("x", 5000)), code: 400},
+		{path: "/a.zip?zget=%00", code: 400},
+		{path: "/bomb.zip?zget=zeros.bin", code: 400},
+		{path: "/trunc.zip?zls", code: 400},
+		{path: "/trunc.zip?zget=a.txt", code: 400},
+		{path: "/notzip.zip?zls", code: 400},
+		{path: "/notzip.zip?zget=a", code: 400},
+		{path: "/missing.zip?zls", code: 404},
 	} {
 		resp, body := s.do(t, "GET", tc.path, nil)
 		if resp.StatusCode != tc.code {
