@@ -20,9 +20,9 @@ import (
 	"time"
 )
 
-// rsRunBin runs hoard with args (after -p 0 -i 127.0.0.1) to completion,
+// runHoard runs hoard with args (after -p 0 -i 127.0.0.1) to completion,
 // with a timeout, and returns its exit status and output.
-func rsRunBin(t *testing.T, args ...string) (code int, stdout, stderr string) {
+func runHoard(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -78,7 +78,7 @@ func TestCLIBadArguments(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := rsRunBin(t, tc.args...)
+			code, stdout, stderr := runHoard(t, tc.args...)
 			if code != tc.code {
 				t.Errorf("exit status = %d, want %d; stderr %q", code, tc.code, stderr)
 			}
@@ -97,7 +97,7 @@ func TestCLIBadArguments(t *testing.T) {
 	}
 	t.Run("missing volume folder", func(t *testing.T) {
 		missing := filepath.Join(dir, "does-not-exist")
-		code, _, stderr := rsRunBin(t, "-v", missing+"::r")
+		code, _, stderr := runHoard(t, "-v", missing+"::r")
 		if code == 0 {
 			t.Errorf("exit status = 0, want an error")
 		}
@@ -106,7 +106,7 @@ func TestCLIBadArguments(t *testing.T) {
 		}
 	})
 	t.Run("help", func(t *testing.T) {
-		code, _, stderr := rsRunBin(t, "-h")
+		code, _, stderr := runHoard(t, "-h")
 		if code != 0 {
 			t.Errorf("-h: exit status = %d, want 0", code)
 		}
@@ -135,7 +135,7 @@ func TestCLIDefaultVolume(t *testing.T) {
 		if string(body) != "THERE" {
 			t.Errorf("body = %q, want THERE", body)
 		}
-		l := rsLsGet(t, s, "/?ls")
+		l := getListing(t, s, "/?ls")
 		if want := []string{"read", "write"}; strings.Join(l.Perms, ",") != strings.Join(want, ",") {
 			t.Errorf("perms = %q, want %q", l.Perms, want)
 		}
@@ -143,24 +143,24 @@ func TestCLIDefaultVolume(t *testing.T) {
 	t.Run("anonymous write", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/new/up.txt", []byte("UP"))
 		wantStatus(t, resp, body, http.StatusCreated)
-		if !rsFileIs(cwd, "new/up.txt", "UP") {
+		if !fileHolds(cwd, "new/up.txt", "UP") {
 			t.Errorf("new/up.txt not stored in the working folder %s", cwd)
 		}
 	})
 	t.Run("no delete", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/there.txt?replace", []byte("X"))
 		wantStatus(t, resp, body, http.StatusUnauthorized)
-		if !rsFileIs(cwd, "there.txt", "THERE") {
+		if !fileHolds(cwd, "there.txt", "THERE") {
 			t.Errorf("there.txt changed")
 		}
 	})
 }
 
-var rsListenRE = regexp.MustCompile(`^listening on http://127\.0\.0\.1:(\d+)$`)
+var listeningLineRE = regexp.MustCompile(`^listening on http://127\.0\.0\.1:(\d+)$`)
 
-// rsStartBin starts hoard directly, returning the process, the listening
+// startHoardProcess starts hoard directly, returning the process, the listening
 // lines (read until want of them arrived) and the rest of stdout.
-func rsStartBin(t *testing.T, want int, args ...string) (*exec.Cmd, []string, *syncBuf, chan error) {
+func startHoardProcess(t *testing.T, want int, args ...string) (*exec.Cmd, []string, *syncBuf, chan error) {
 	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	cmd.Dir = t.TempDir()
@@ -207,7 +207,7 @@ func rsStartBin(t *testing.T, want int, args ...string) (*exec.Cmd, []string, *s
 	return cmd, got, logs, done
 }
 
-func rsWaitExit(t *testing.T, done chan error, within time.Duration, logs *syncBuf) {
+func waitExit(t *testing.T, done chan error, within time.Duration, logs *syncBuf) {
 	t.Helper()
 	select {
 	case err := <-done:
@@ -233,10 +233,10 @@ func TestCLIListenLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd, lines, logs, done := rsStartBin(t, tc.lines, "-p", tc.ports, "-i", "127.0.0.1", "-v", dir+"::r")
+			cmd, lines, logs, done := startHoardProcess(t, tc.lines, "-p", tc.ports, "-i", "127.0.0.1", "-v", dir+"::r")
 			ports := map[string]bool{}
 			for _, l := range lines {
-				m := rsListenRE.FindStringSubmatch(l)
+				m := listeningLineRE.FindStringSubmatch(l)
 				if m == nil {
 					t.Fatalf("line %q, want listening on http://127.0.0.1:PORT", l)
 				}
@@ -258,7 +258,7 @@ func TestCLIListenLine(t *testing.T) {
 				t.Errorf("ports %v, want %d distinct", ports, tc.lines)
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
-			rsWaitExit(t, done, 10*time.Second, logs)
+			waitExit(t, done, 10*time.Second, logs)
 		})
 	}
 }
@@ -268,8 +268,8 @@ func TestCLISignals(t *testing.T) {
 	writeFile(t, dir, "a.txt", []byte("A"))
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String()+" idle", func(t *testing.T) {
-			cmd, lines, logs, done := rsStartBin(t, 1, "-p", "0", "-i", "127.0.0.1", "-v", dir+"::r")
-			addr := strings.TrimPrefix(rsListenRE.FindStringSubmatch(lines[0])[0], "listening on http://")
+			cmd, lines, logs, done := startHoardProcess(t, 1, "-p", "0", "-i", "127.0.0.1", "-v", dir+"::r")
+			addr := strings.TrimPrefix(listeningLineRE.FindStringSubmatch(lines[0])[0], "listening on http://")
 			// An idle keep-alive connection must not hold the exit up.
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
@@ -284,7 +284,7 @@ func TestCLISignals(t *testing.T) {
 			io.ReadAll(resp.Body)
 			start := time.Now()
 			cmd.Process.Signal(sig)
-			rsWaitExit(t, done, 5*time.Second, logs)
+			waitExit(t, done, 5*time.Second, logs)
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("exit took %v with an idle connection, want promptly", d)
 			}
@@ -300,8 +300,8 @@ func TestCLISignals(t *testing.T) {
 		}
 		f.Truncate(size)
 		f.Close()
-		cmd, lines, logs, done := rsStartBin(t, 1, "-p", "0", "-i", "127.0.0.1", "-v", filepath.Dir(big)+"::r")
-		addr := strings.TrimPrefix(rsListenRE.FindStringSubmatch(lines[0])[0], "listening on http://")
+		cmd, lines, logs, done := startHoardProcess(t, 1, "-p", "0", "-i", "127.0.0.1", "-v", filepath.Dir(big)+"::r")
+		addr := strings.TrimPrefix(listeningLineRE.FindStringSubmatch(lines[0])[0], "listening on http://")
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -344,6 +344,6 @@ func TestCLISignals(t *testing.T) {
 		if err != nil || int64(len(first))+n != size {
 			t.Errorf("download after SIGTERM: %d bytes, %v; want all %d bytes", int64(len(first))+n, err, size)
 		}
-		rsWaitExit(t, done, 10*time.Second, logs)
+		waitExit(t, done, 10*time.Second, logs)
 	})
 }

@@ -24,10 +24,10 @@ import (
 // perm_test.go, listing_test.go, traversal_test.go and cli_test.go; their
 // names start with "rs" so they cannot clash with other test files.
 
-// rsRaw sends a hand-written request over a fresh TCP connection, so that
+// rawRequest sends a hand-written request over a fresh TCP connection, so that
 // request targets reach the server exactly as written (Go's client would
 // normalise some of them). It returns the response with its body read.
-func rsRaw(t *testing.T, s *server, method, target string, body []byte, hdr ...string) (*http.Response, []byte) {
+func rawRequest(t *testing.T, s *server, method, target string, body []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
 	if err != nil {
@@ -63,10 +63,10 @@ func rsRaw(t *testing.T, s *server, method, target string, body []byte, hdr ...s
 	return resp, rb
 }
 
-// rsMultipart builds a multipart/form-data body with one file field f per
+// multipartFiles builds a multipart/form-data body with one file field f per
 // name→content pair (in the order given) and returns it with its
 // Content-Type header line.
-func rsMultipart(t *testing.T, files ...[2]string) ([]byte, string) {
+func multipartFiles(t *testing.T, files ...[2]string) ([]byte, string) {
 	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
@@ -83,8 +83,8 @@ func rsMultipart(t *testing.T, files ...[2]string) ([]byte, string) {
 	return buf.Bytes(), "Content-Type: " + mw.FormDataContentType()
 }
 
-// rsRandom returns n pseudo-random bytes from a logged seed.
-func rsRandom(t *testing.T, n int) []byte {
+// loggedRandomBytes returns n pseudo-random bytes from a logged seed.
+func loggedRandomBytes(t *testing.T, n int) []byte {
 	t.Helper()
 	seed := time.Now().UnixNano()
 	t.Logf("random data seed %d", seed)
@@ -95,14 +95,14 @@ func rsRandom(t *testing.T, n int) []byte {
 	return b
 }
 
-var rsExtValueRE = regexp.MustCompile(`filename\*=UTF-8''([^;\s]*)`)
+var filenameStarRE = regexp.MustCompile(`filename\*=UTF-8''([^;\s]*)`)
 
-// rsCheckExtValue checks that the Content-Disposition header cd carries an
+// checkFilenameStar checks that the Content-Disposition header cd carries an
 // RFC 8187 filename* parameter in UTF-8 whose value holds attr-char and
 // %XX only and decodes to name.
-func rsCheckExtValue(t *testing.T, cd, name string) {
+func checkFilenameStar(t *testing.T, cd, name string) {
 	t.Helper()
-	m := rsExtValueRE.FindStringSubmatch(cd)
+	m := filenameStarRE.FindStringSubmatch(cd)
 	if m == nil {
 		t.Errorf("Content-Disposition = %q, want filename*=UTF-8''…", cd)
 		return
@@ -204,7 +204,7 @@ func TestDownloadHeaders(t *testing.T) {
 			if !strings.HasPrefix(cd, "inline;") {
 				t.Errorf("Content-Disposition = %q, want inline; …", cd)
 			}
-			rsCheckExtValue(t, cd, tc.name)
+			checkFilenameStar(t, cd, tc.name)
 			disp, params, err := mime.ParseMediaType(cd)
 			if err != nil || disp != "inline" || params["filename"] != tc.name {
 				t.Errorf("Content-Disposition %q parses as (%q, filename %q, %v), want (inline, %q, nil)", cd, disp, params["filename"], err, tc.name)
@@ -294,7 +294,7 @@ func TestDownloadDisposition(t *testing.T) {
 			if want := tc.disp + ";"; !strings.HasPrefix(cd, want) {
 				t.Errorf("Content-Disposition = %q, want prefix %q", cd, want)
 			}
-			rsCheckExtValue(t, cd, tc.filename)
+			checkFilenameStar(t, cd, tc.filename)
 			disp, params, err := mime.ParseMediaType(cd)
 			if err != nil || disp != tc.disp || params["filename"] != tc.filename {
 				t.Errorf("Content-Disposition %q parses as (%q, %q, %v), want (%q, %q, nil)", cd, disp, params["filename"], err, tc.disp, tc.filename)
@@ -306,7 +306,7 @@ func TestDownloadDisposition(t *testing.T) {
 func TestDownloadRanges(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	data := rsRandom(t, 1<<20+int(time.Now().UnixNano()%(2<<20)))
+	data := loggedRandomBytes(t, 1<<20+int(time.Now().UnixNano()%(2<<20)))
 	size := len(data)
 	writeFile(t, dir, "big.bin", data)
 	writeFile(t, dir, "empty.bin", nil)
@@ -350,7 +350,7 @@ func TestDownloadRanges(t *testing.T) {
 	}{
 		{name: "two ranges", srv: s, parts: [][2]int{{0, 9}, {size - 10, size - 1}}},
 		{name: "three ranges with suffix", srv: s, parts: [][2]int{{100, 199}, {5000, 5000}, {-777, 0}}},
-		{name: "sixteen ranges (the cap)", srv: s, parts: rsManyRanges(16, size)},
+		{name: "sixteen ranges (the cap)", srv: s, parts: manyRanges(16, size)},
 		{name: "seventeen ranges: whole file", srv: s, parts: nil},
 		{name: "--max-ranges 2: two ranges", srv: s2, parts: [][2]int{{0, 0}, {10, 20}}},
 		{name: "--max-ranges 2: three ranges: whole file", srv: s2, parts: nil},
@@ -364,7 +364,7 @@ func TestDownloadRanges(t *testing.T) {
 				if tc.srv == s2 {
 					n = 3
 				}
-				parts = rsManyRanges(n, size)
+				parts = manyRanges(n, size)
 			}
 			for i, p := range parts {
 				if p[0] < 0 {
@@ -455,8 +455,8 @@ func TestDownloadRangesEmptyFile(t *testing.T) {
 	}
 }
 
-// rsManyRanges returns n small disjoint ranges spread over size bytes.
-func rsManyRanges(n, size int) [][2]int {
+// manyRanges returns n small disjoint ranges spread over size bytes.
+func manyRanges(n, size int) [][2]int {
 	out := make([][2]int, n)
 	step := size / (n + 1)
 	for i := range out {
@@ -469,7 +469,7 @@ func rsManyRanges(n, size int) [][2]int {
 func TestDownloadConditional(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	data := rsRandom(t, 100000)
+	data := loggedRandomBytes(t, 100000)
 	p := writeFile(t, dir, "f.bin", data)
 	os.Chtimes(p, mtime2023, mtime2023)
 	s := start(t, "-v", dir+"::r")
@@ -640,7 +640,7 @@ func TestDownloadNames(t *testing.T) {
 					fmt.Fprintf(&all, "%%%02x", p[k])
 				}
 			}
-			resp, body = rsRaw(t, s, "GET", all.String(), nil)
+			resp, body = rawRequest(t, s, "GET", all.String(), nil)
 			wantStatus(t, resp, body, http.StatusOK)
 			if want := fmt.Sprintf("content %d of %s", i, n); string(body) != want {
 				t.Errorf("GET %s = %q, want %q", all.String(), body, want)
@@ -650,7 +650,7 @@ func TestDownloadNames(t *testing.T) {
 	t.Run("listing hrefs lead back to the files", func(t *testing.T) {
 		resp, body := s.do(t, "GET", "/"+url.PathEscape("sub dir")+"/"+url.PathEscape("ünï")+"/?ls", nil)
 		wantStatus(t, resp, body, http.StatusOK)
-		ls := rsDecodeLs(t, body)
+		ls := decodeListing(t, body)
 		if len(ls.Files) != 1 {
 			t.Fatalf("files = %v, want one", ls.Files)
 		}

@@ -17,8 +17,8 @@ import (
 	"time"
 )
 
-// rsLsEntry and rsLsReply are the parts of a ?ls reply the tests read.
-type rsLsEntry struct {
+// listingEntry and listingReply are the parts of a ?ls reply the tests read.
+type listingEntry struct {
 	Href string         `json:"href"`
 	Name string         `json:"name"`
 	Sz   int64          `json:"sz"`
@@ -27,26 +27,26 @@ type rsLsEntry struct {
 	Tags map[string]any `json:"tags"`
 }
 
-type rsLsReply struct {
-	Dirs    []rsLsEntry `json:"dirs"`
-	Files   []rsLsEntry `json:"files"`
-	Acct    string      `json:"acct"`
-	Perms   []string    `json:"perms"`
-	Srvinf  string      `json:"srvinf"`
-	Taglist []string    `json:"taglist"`
+type listingReply struct {
+	Dirs    []listingEntry `json:"dirs"`
+	Files   []listingEntry `json:"files"`
+	Acct    string         `json:"acct"`
+	Perms   []string       `json:"perms"`
+	Srvinf  string         `json:"srvinf"`
+	Taglist []string       `json:"taglist"`
 }
 
-func rsDecodeLs(t *testing.T, body []byte) rsLsReply {
+func decodeListing(t *testing.T, body []byte) listingReply {
 	t.Helper()
-	var r rsLsReply
+	var r listingReply
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatalf("?ls body is not the listing JSON: %v; body: %.300s", err, body)
 	}
 	return r
 }
 
-// rsNames returns the names (href decoded) of a listing's dirs and files.
-func rsNames(t *testing.T, l rsLsReply) (dirs, files []string) {
+// listingNames returns the names (href decoded) of a listing's dirs and files.
+func listingNames(t *testing.T, l listingReply) (dirs, files []string) {
 	t.Helper()
 	for _, e := range l.Dirs {
 		h := strings.SplitN(e.Href, "?", 2)[0]
@@ -69,19 +69,12 @@ func rsNames(t *testing.T, l rsLsReply) (dirs, files []string) {
 	return dirs, files
 }
 
-// rsLsGet fetches a ?ls listing and decodes it.
-func rsLsGet(t *testing.T, s *server, path string, hdr ...string) rsLsReply {
+// getListing fetches a ?ls listing and decodes it.
+func getListing(t *testing.T, s *server, path string, hdr ...string) listingReply {
 	t.Helper()
 	resp, body := s.do(t, "GET", path, nil, hdr...)
 	wantStatus(t, resp, body, http.StatusOK)
-	return rsDecodeLs(t, body)
-}
-
-func rsChtimes(t *testing.T, p string, tm time.Time) {
-	t.Helper()
-	if err := os.Chtimes(p, tm, tm); err != nil {
-		t.Fatal(err)
-	}
+	return decodeListing(t, body)
 }
 
 var mtime2024 = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -106,11 +99,11 @@ func TestListingJSON(t *testing.T) {
 	}
 	for n, sz := range files {
 		p := writeFile(t, dir, n, []byte(strings.Repeat("x", sz)))
-		rsChtimes(t, p, mtime2024)
+		setMtime(t, p, mtime2024)
 	}
 	os.Mkdir(filepath.Join(dir, "d.PARTIAL"), 0o755)
-	rsChtimes(t, filepath.Join(dir, "sub"), mtime2024.Add(time.Hour))
-	rsChtimes(t, filepath.Join(dir, "z dir"), mtime2024.Add(2*time.Hour))
+	setMtime(t, filepath.Join(dir, "sub"), mtime2024.Add(time.Hour))
+	setMtime(t, filepath.Join(dir, "z dir"), mtime2024.Add(2*time.Hour))
 	s := start(t, "-a", "ed:pw1", "-v", dir+"::rw:A,ed")
 
 	resp, body := s.do(t, "GET", "/?ls", nil)
@@ -140,7 +133,7 @@ func TestListingJSON(t *testing.T) {
 			}
 		}
 	})
-	l := rsDecodeLs(t, body)
+	l := decodeListing(t, body)
 	t.Run("acct and perms", func(t *testing.T) {
 		if l.Acct != "*" {
 			t.Errorf("acct = %q, want *", l.Acct)
@@ -154,7 +147,7 @@ func TestListingJSON(t *testing.T) {
 		if !strings.Contains(l.Srvinf, "free") {
 			t.Errorf("srvinf = %q, want free space", l.Srvinf)
 		}
-		ed := rsLsGet(t, s, "/?ls", "PW: pw1")
+		ed := getListing(t, s, "/?ls", "PW: pw1")
 		if ed.Acct != "ed" {
 			t.Errorf("acct with PW = %q, want ed", ed.Acct)
 		}
@@ -165,7 +158,7 @@ func TestListingJSON(t *testing.T) {
 		}
 	})
 	t.Run("dirs", func(t *testing.T) {
-		want := []rsLsEntry{
+		want := []listingEntry{
 			{Href: "sub/", Name: "sub", Ext: "---", Ts: mtime2024.Add(time.Hour).Unix()},
 			{Href: "z%20dir/", Name: "z dir", Ext: "---", Ts: mtime2024.Add(2 * time.Hour).Unix()},
 		}
@@ -181,7 +174,7 @@ func TestListingJSON(t *testing.T) {
 	})
 	t.Run("files", func(t *testing.T) {
 		ts := mtime2024.Unix()
-		want := []rsLsEntry{
+		want := []listingEntry{
 			{Href: "a.txt", Name: "a.txt", Sz: 11, Ts: ts, Ext: "txt"},
 			{Href: "arch.tar.gz", Name: "arch.tar.gz", Sz: 3, Ts: ts, Ext: "gz"},
 			{Href: "b%20c.txt", Name: "b c.txt", Sz: 0, Ts: ts, Ext: "txt"},
@@ -200,7 +193,7 @@ func TestListingJSON(t *testing.T) {
 		}
 	})
 	t.Run("hrefs are percent-encoded", func(t *testing.T) {
-		sub := rsLsGet(t, s, "/z%20dir/?ls")
+		sub := getListing(t, s, "/z%20dir/?ls")
 		if len(sub.Files) != 1 || sub.Files[0].Href != "%2541%20literal%20pct.txt" {
 			t.Fatalf("files = %+v, want one with href %%2541%%20literal%%20pct.txt", sub.Files)
 		}
@@ -251,7 +244,7 @@ func TestListingJSON(t *testing.T) {
 	})
 }
 
-func rsCommas(n int64) string {
+func withCommas(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
@@ -262,16 +255,16 @@ func rsCommas(n int64) string {
 func TestListingText(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	rsChtimes(t, writeFile(t, dir, "a.txt", []byte("hello")), mtime2024)
+	setMtime(t, writeFile(t, dir, "a.txt", []byte("hello")), mtime2024)
 	big := writeFile(t, dir, "big.bin", nil)
 	if err := os.Truncate(big, 1234567); err != nil {
 		t.Fatal(err)
 	}
-	rsChtimes(t, big, mtime2024.Add(-24*time.Hour))
+	setMtime(t, big, mtime2024.Add(-24*time.Hour))
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
-	rsChtimes(t, filepath.Join(dir, "sub"), time.Date(2024, 10, 1, 12, 34, 56, 0, time.UTC))
+	setMtime(t, filepath.Join(dir, "sub"), time.Date(2024, 10, 1, 12, 34, 56, 0, time.UTC))
 	os.Mkdir(filepath.Join(dir, "ünï dir"), 0o755)
-	rsChtimes(t, filepath.Join(dir, "ünï dir"), time.Date(2024, 10, 1, 12, 34, 57, 0, time.UTC))
+	setMtime(t, filepath.Join(dir, "ünï dir"), time.Date(2024, 10, 1, 12, 34, 57, 0, time.UTC))
 	s := start(t, "-v", dir+"::r")
 
 	type row struct {
@@ -286,7 +279,7 @@ func TestListingText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sizes[r.name] = rsCommas(fi.Size())
+		sizes[r.name] = withCommas(fi.Size())
 		width = max(width, len(sizes[r.name]))
 	}
 	var want []string
@@ -381,7 +374,7 @@ func TestListingSymlinks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
-	rsChtimes(t, writeFile(t, dir, "target.txt", []byte("target content")), old)
+	setMtime(t, writeFile(t, dir, "target.txt", []byte("target content")), old)
 	os.Mkdir(filepath.Join(dir, "realdir"), 0o755)
 	for link, to := range map[string]string{"link.txt": "target.txt", "linkdir": "realdir", "broken": "nowhere.txt"} {
 		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
@@ -402,8 +395,8 @@ func TestListingSymlinks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := rsLsGet(t, s, tc.path)
-			dirs, files := rsNames(t, l)
+			l := getListing(t, s, tc.path)
+			dirs, files := listingNames(t, l)
 			if want := []string{"link.txt", "target.txt"}; !reflect.DeepEqual(files, want) {
 				t.Errorf("files = %q, want %q (broken link left out)", files, want)
 			}
@@ -432,8 +425,8 @@ func TestListingSymlinks(t *testing.T) {
 	})
 }
 
-// rsTree fetches a ?tree reply and decodes it into plain Go values.
-func rsTree(t *testing.T, s *server, path string, hdr ...string) map[string]any {
+// getTree fetches a ?tree reply and decodes it into plain Go values.
+func getTree(t *testing.T, s *server, path string, hdr ...string) map[string]any {
 	t.Helper()
 	resp, body := s.do(t, "GET", path, nil, hdr...)
 	wantStatus(t, resp, body, http.StatusOK)
@@ -447,8 +440,8 @@ func rsTree(t *testing.T, s *server, path string, hdr ...string) map[string]any 
 	return m
 }
 
-// rsJ parses a JSON literal for comparisons.
-func rsJ(t *testing.T, s string) map[string]any {
+// parseJSONObject parses a JSON literal for comparisons.
+func parseJSONObject(t *testing.T, s string) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
@@ -486,8 +479,8 @@ func TestListingTree(t *testing.T) {
 			if tc.cred != "" {
 				hdr = append(hdr, tc.cred)
 			}
-			got := rsTree(t, s, tc.path, hdr...)
-			if want := rsJ(t, tc.want); !reflect.DeepEqual(got, want) {
+			got := getTree(t, s, tc.path, hdr...)
+			if want := parseJSONObject(t, tc.want); !reflect.DeepEqual(got, want) {
 				t.Errorf("GET %s = %v, want %v", tc.path, got, want)
 			}
 		})
@@ -599,8 +592,8 @@ func TestListingRedirect(t *testing.T) {
 		})
 	}
 	t.Run("ls needs no slash", func(t *testing.T) {
-		l := rsLsGet(t, s, "/sub?ls")
-		if dirs, _ := rsNames(t, l); !reflect.DeepEqual(dirs, []string{"dïr x"}) {
+		l := getListing(t, s, "/sub?ls")
+		if dirs, _ := listingNames(t, l); !reflect.DeepEqual(dirs, []string{"dïr x"}) {
 			t.Errorf("dirs = %q, want [dïr x]", dirs)
 		}
 	})
@@ -625,7 +618,7 @@ func TestListingMounts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := s.do(t, "GET", tc.path, nil)
 			wantStatus(t, resp, body, http.StatusOK)
-			dirs, files := rsNames(t, rsDecodeLs(t, body))
+			dirs, files := listingNames(t, decodeListing(t, body))
 			if !reflect.DeepEqual(dirs, tc.dirs) || !reflect.DeepEqual(files, tc.files) {
 				t.Errorf("GET %s: dirs %q files %q, want %q %q", tc.path, dirs, files, tc.dirs, tc.files)
 			}
@@ -646,10 +639,10 @@ func TestListingMounts(t *testing.T) {
 		}
 	})
 	t.Run("tree", func(t *testing.T) {
-		if got, want := rsTree(t, s, "/?tree=."), rsJ(t, `{"a":["real","sub"]}`); !reflect.DeepEqual(got, want) {
+		if got, want := getTree(t, s, "/?tree=."), parseJSONObject(t, `{"a":["real","sub"]}`); !reflect.DeepEqual(got, want) {
 			t.Errorf("/?tree=. = %v, want %v", got, want)
 		}
-		if got, want := rsTree(t, s, "/sub/inner/?tree"), rsJ(t, `{"a":["real"],"ksub":{"a":[],"kinner":{"a":[]}}}`); !reflect.DeepEqual(got, want) {
+		if got, want := getTree(t, s, "/sub/inner/?tree"), parseJSONObject(t, `{"a":["real"],"ksub":{"a":[],"kinner":{"a":[]}}}`); !reflect.DeepEqual(got, want) {
 			t.Errorf("/sub/inner/?tree = %v, want %v", got, want)
 		}
 	})
@@ -660,11 +653,11 @@ func TestListingMounts(t *testing.T) {
 		writeFile(t, a, "sub/inner/shadowed.txt", []byte("hidden by the mount"))
 		writeFile(t, b, "b.txt", []byte("B"))
 		s := start(t, "-v", a+"::r", "-v", b+":sub/inner:r")
-		dirs, files := rsNames(t, rsLsGet(t, s, "/sub/?ls"))
+		dirs, files := listingNames(t, getListing(t, s, "/sub/?ls"))
 		if !reflect.DeepEqual(dirs, []string{"inner"}) || !reflect.DeepEqual(files, []string{"s.txt"}) {
 			t.Errorf("/sub/?ls: dirs %q files %q, want [inner] [s.txt]", dirs, files)
 		}
-		dirs, files = rsNames(t, rsLsGet(t, s, "/sub/inner/?ls"))
+		dirs, files = listingNames(t, getListing(t, s, "/sub/inner/?ls"))
 		if len(dirs) != 0 || !reflect.DeepEqual(files, []string{"b.txt"}) {
 			t.Errorf("/sub/inner/?ls: dirs %q files %q, want [] [b.txt]", dirs, files)
 		}
@@ -686,7 +679,7 @@ func TestListingVirtualRoot(t *testing.T) {
 		}
 	})
 	t.Run("ls", func(t *testing.T) {
-		dirs, files := rsNames(t, rsLsGet(t, s, "/?ls"))
+		dirs, files := listingNames(t, getListing(t, s, "/?ls"))
 		if !reflect.DeepEqual(dirs, []string{"music"}) || len(files) != 0 {
 			t.Errorf("/?ls: dirs %q files %q, want [music] []", dirs, files)
 		}
@@ -699,12 +692,12 @@ func TestListingVirtualRoot(t *testing.T) {
 		}
 	})
 	t.Run("tree", func(t *testing.T) {
-		if got, want := rsTree(t, s, "/?tree=."), rsJ(t, `{"a":["music"]}`); !reflect.DeepEqual(got, want) {
+		if got, want := getTree(t, s, "/?tree=."), parseJSONObject(t, `{"a":["music"]}`); !reflect.DeepEqual(got, want) {
 			t.Errorf("/?tree=. = %v, want %v", got, want)
 		}
 	})
 	t.Run("volume", func(t *testing.T) {
-		_, files := rsNames(t, rsLsGet(t, s, "/music/?ls"))
+		_, files := listingNames(t, getListing(t, s, "/music/?ls"))
 		if !reflect.DeepEqual(files, []string{"song.mp3"}) {
 			t.Errorf("files = %q, want [song.mp3]", files)
 		}
@@ -729,7 +722,7 @@ func TestListingVirtualRoot(t *testing.T) {
 		if strings.Contains(string(body), "music") {
 			t.Errorf("401 body names the hidden volume: %s", body)
 		}
-		dirs, _ := rsNames(t, rsLsGet(t, s, "/?ls", "PW: pw1"))
+		dirs, _ := listingNames(t, getListing(t, s, "/?ls", "PW: pw1"))
 		if !reflect.DeepEqual(dirs, []string{"music"}) {
 			t.Errorf("dirs = %q, want [music]", dirs)
 		}

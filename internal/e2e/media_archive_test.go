@@ -5,8 +5,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -54,13 +55,9 @@ func unzipMembers(t *testing.T, b []byte) map[string][]byte {
 	return out
 }
 
-func names(m map[string][]byte) string {
-	var n []string
-	for k := range m {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return strings.Join(n, " ")
+// sortedMembers is an archive's member names, sorted, joined by spaces.
+func sortedMembers(m map[string][]byte) string {
+	return strings.Join(slices.Sorted(maps.Keys(m)), " ")
 }
 
 // The archive modifiers replace entries by their derived forms.
@@ -70,10 +67,10 @@ func TestMediaArchiveModifiers(t *testing.T) {
 	dir := t.TempDir()
 	m := filepath.Join(dir, "music")
 	writeFile(t, m, "d.txt", []byte("words\n"))
-	lavfi(t, filepath.Join(m, "a.flac"), "-f", "lavfi", "-i", "sine=f=440:d=3")
-	lavfi(t, filepath.Join(m, "b.mp3"), "-f", "lavfi", "-i", "sine=f=220:d=1")
-	lavfi(t, filepath.Join(m, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=640x360:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
-	photo := jpegOf(t, twoTone(800, 600))
+	makeMedia(t, filepath.Join(m, "a.flac"), "-f", "lavfi", "-i", "sine=f=440:d=3")
+	makeMedia(t, filepath.Join(m, "b.mp3"), "-f", "lavfi", "-i", "sine=f=220:d=1")
+	makeMedia(t, filepath.Join(m, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=640x360:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
+	photo := encodeJPEG(t, twoToneImage(800, 600))
 	writeFile(t, m, "c.jpg", photo)
 	s := start(t, "-v", dir+"::r")
 	read := func(q string) map[string][]byte {
@@ -97,8 +94,8 @@ func TestMediaArchiveModifiers(t *testing.T) {
 		{q: "tar=p", names: "music/a.png music/b.png music/c.jpg music/clip.mp4 music/d.txt"},
 	} {
 		got := read(tc.q)
-		if names(got) != tc.names {
-			t.Errorf("?%s: members %q, want %q", tc.q, names(got), tc.names)
+		if sortedMembers(got) != tc.names {
+			t.Errorf("?%s: members %q, want %q", tc.q, sortedMembers(got), tc.names)
 			continue
 		}
 		for name, data := range got {
@@ -108,12 +105,12 @@ func TestMediaArchiveModifiers(t *testing.T) {
 		}
 		switch tc.q {
 		case "tar=opus":
-			p := ffprobe(t, got["music/a.opus"])
+			p := probeMedia(t, got["music/a.opus"])
 			if p.Format.FormatName != "ogg" || p.Streams[0].CodecName != "opus" || p.duration() < 2.7 || p.duration() > 3.3 {
 				t.Errorf("a.opus: %+v", p)
 			}
 		case "zip=mp3":
-			p := ffprobe(t, got["music/a.mp3"])
+			p := probeMedia(t, got["music/a.mp3"])
 			if p.Format.FormatName != "mp3" || p.Streams[0].CodecName != "mp3" {
 				t.Errorf("a.mp3: %+v", p)
 			}
@@ -140,7 +137,7 @@ func TestMediaArchiveModifiers(t *testing.T) {
 	s2 := start(t, "--ffmpeg", filepath.Join(t.TempDir(), "none"), "-v", dir+"::r")
 	resp, body := s2.do(t, "GET", "/music/?tar=opus", nil)
 	wantStatus(t, resp, body, 200)
-	if got := untarMembers(t, body); names(got) != names(orig) {
-		t.Errorf("without ffmpeg: %q", names(got))
+	if got := untarMembers(t, body); sortedMembers(got) != sortedMembers(orig) {
+		t.Errorf("without ffmpeg: %q", sortedMembers(got))
 	}
 }

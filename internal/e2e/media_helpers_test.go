@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	_ "golang.org/x/image/webp"
 )
@@ -31,9 +30,9 @@ func ffmpegPath(t testing.TB) string {
 	return p
 }
 
-// lavfi makes a media file at out with ffmpeg's generated sources, e.g.
-// lavfi(t, out, "-f", "lavfi", "-i", "sine=d=2").
-func lavfi(t testing.TB, out string, args ...string) {
+// makeMedia makes a media file at out with ffmpeg's generated sources, e.g.
+// makeMedia(t, out, "-f", "lavfi", "-i", "sine=d=2").
+func makeMedia(t testing.TB, out string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(ffmpegPath(t), append(append([]string{"-nostdin", "-v", "error", "-y"}, args...), out)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -41,8 +40,8 @@ func lavfi(t testing.TB, out string, args ...string) {
 	}
 }
 
-// probe is what ffprobe says about a file.
-type probe struct {
+// mediaProbe is what ffprobe says about a file.
+type mediaProbe struct {
 	Streams []struct {
 		CodecName string `json:"codec_name"`
 		CodecType string `json:"codec_type"`
@@ -57,7 +56,7 @@ type probe struct {
 	} `json:"format"`
 }
 
-func ffprobe(t testing.TB, data []byte) probe {
+func probeMedia(t testing.TB, data []byte) mediaProbe {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "probe.bin")
 	if err := os.WriteFile(f, data, 0o644); err != nil {
@@ -67,20 +66,20 @@ func ffprobe(t testing.TB, data []byte) probe {
 	if err != nil {
 		t.Fatalf("ffprobe: %v", err)
 	}
-	var p probe
+	var p mediaProbe
 	if err := json.Unmarshal(out, &p); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func (p probe) duration() float64 {
+func (p mediaProbe) duration() float64 {
 	d, _ := strconv.ParseFloat(p.Format.Duration, 64)
 	return d
 }
 
-// twoTone is a w×h JPEG, red in its left half and blue in its right.
-func twoTone(w, h int) image.Image {
+// twoToneImage is a w×h JPEG, red in its left half and blue in its right.
+func twoToneImage(w, h int) image.Image {
 	m := image.NewRGBA(image.Rect(0, 0, w, h))
 	for y := range h {
 		for x := range w {
@@ -94,7 +93,7 @@ func twoTone(w, h int) image.Image {
 	return m
 }
 
-func jpegOf(t testing.TB, m image.Image) []byte {
+func encodeJPEG(t testing.TB, m image.Image) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := jpeg.Encode(&b, m, &jpeg.Options{Quality: 90}); err != nil {
@@ -103,10 +102,10 @@ func jpegOf(t testing.TB, m image.Image) []byte {
 	return b.Bytes()
 }
 
-// exifJPEG is m as a JPEG with a hand-written EXIF APP1 segment giving
+// jpegWithOrientation is m as a JPEG with a hand-written EXIF APP1 segment giving
 // orientation o (little-endian TIFF).
-func exifJPEG(t testing.TB, m image.Image, o uint16) []byte {
-	j := jpegOf(t, m)
+func jpegWithOrientation(t testing.TB, m image.Image, o uint16) []byte {
+	j := encodeJPEG(t, m)
 	le := binary.LittleEndian
 	tiff := []byte("II*\x00")
 	tiff = le.AppendUint32(tiff, 8)
@@ -124,8 +123,8 @@ func exifJPEG(t testing.TB, m image.Image, o uint16) []byte {
 	return append(out, j[2:]...)
 }
 
-// pngHeader is a PNG signature and a valid IHDR chunk for w×h only.
-func pngHeader(w, h uint32) []byte {
+// pngHeaderOnly is a PNG signature and a valid IHDR chunk for w×h only.
+func pngHeaderOnly(w, h uint32) []byte {
 	b := []byte("\x89PNG\r\n\x1a\n")
 	ihdr := []byte("IHDR")
 	ihdr = binary.BigEndian.AppendUint32(ihdr, w)
@@ -147,11 +146,11 @@ func imageDims(t testing.TB, b []byte) (int, int, string) {
 	return cfg.Width, cfg.Height, kind
 }
 
-// ffWrapper writes a script to use as --ffmpeg: it records each run
+// ffmpegWrapper writes a script to use as --ffmpeg: it records each run
 // (one line in dir/runs), the number of runs alive at its start (dir/conc)
 // and its pid while alive (dir/run.PID), sleeps pre seconds, then runs the
 // real ffmpeg.
-func ffWrapper(t testing.TB, dir string, pre string) string {
+func ffmpegWrapper(t testing.TB, dir string, pre string) string {
 	t.Helper()
 	real := ffmpegPath(t)
 	script := `#!/bin/sh
@@ -186,7 +185,7 @@ func wrapperStats(t testing.TB, dir string) (runs, maxConc int) {
 	return runs, maxConc
 }
 
-func pngOf(t testing.TB, m image.Image) []byte {
+func encodePNG(t testing.TB, m image.Image) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := png.Encode(&b, m); err != nil {
@@ -194,5 +193,3 @@ func pngOf(t testing.TB, m image.Image) []byte {
 	}
 	return b.Bytes()
 }
-
-func sleep(ms int) { time.Sleep(time.Duration(ms) * time.Millisecond) }

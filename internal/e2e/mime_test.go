@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// e2eInert are the types a test accepts inline without a sandbox: text as
+// inertType are the types a test accepts inline without a sandbox: text as
 // text, pictures other than SVG, sound, video, data, archives.
-func e2eInert(mt string) bool {
+func inertType(mt string) bool {
 	switch {
 	case mt == "text/plain", mt == "text/csv", mt == "application/octet-stream", mt == "application/json",
 		mt == "application/pdf", mt == "application/zip", mt == "application/gzip":
@@ -114,10 +114,10 @@ func checkPolicy(t *testing.T, what string, resp *http.Response) {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	disp, _, _ := mime.ParseMediaType(h.Get("Content-Disposition"))
 	sandbox := strings.Contains(h.Get("Content-Security-Policy"), "sandbox")
-	if !e2eInert(mt) && !sandbox {
+	if !inertType(mt) && !sandbox {
 		t.Errorf("%s: Content-Type %q with no sandbox", what, h.Get("Content-Type"))
 	}
-	if !e2eInert(mt) && !viewable[mt] && disp != "attachment" {
+	if !inertType(mt) && !viewable[mt] && disp != "attachment" {
 		t.Errorf("%s: Content-Type %q shown %q, want attachment", what, h.Get("Content-Type"), disp)
 	}
 	if h.Get("X-Content-Type-Options") != "nosniff" {
@@ -134,7 +134,7 @@ func TestMimeZgetAndTail(t *testing.T) {
 	for _, n := range byExtNames {
 		members = append(members, [2]string{n, "<script>alert(1)</script>"})
 	}
-	writeFile(t, dir, "z.zip", zipOf(t, members, time.Now()))
+	writeFile(t, dir, "z.zip", makeZip(t, members, time.Now()))
 	writeFile(t, dir, "log.txt", []byte("line\n"))
 	s := start(t, "-v", dir+"::r", "--tail-tmax", "1")
 	for _, n := range byExtNames {

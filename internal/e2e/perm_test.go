@@ -13,20 +13,15 @@ import (
 	"testing"
 )
 
-// rsBasic is an Authorization header line for HTTP Basic auth.
-func rsBasic(userpass string) string {
+// basicAuth is an Authorization header line for HTTP Basic auth.
+func basicAuth(userpass string) string {
 	return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(userpass))
 }
 
-// rsFileIs reports whether the file below dir holds exactly want.
-func rsFileIs(dir, rel, want string) bool {
+// fileHolds reports whether the file below dir holds exactly want.
+func fileHolds(dir, rel, want string) bool {
 	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	return err == nil && string(b) == want
-}
-
-func rsExists(dir, rel string) bool {
-	_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel)))
-	return err == nil
 }
 
 // TestPermMatrix checks every permission letter (and a few combinations)
@@ -108,8 +103,8 @@ func TestPermMatrix(t *testing.T) {
 					}
 					return
 				}
-				l := rsDecodeLs(t, body)
-				_, files := rsNames(t, l)
+				l := decodeListing(t, body)
+				_, files := listingNames(t, l)
 				if got := slices.Contains(files, "f.txt"); got != tc.lsShows {
 					t.Errorf("files = %q: lists f.txt %v, want %v", files, got, tc.lsShows)
 				}
@@ -153,7 +148,7 @@ func TestPermMatrix(t *testing.T) {
 			t.Run("PUT", func(t *testing.T) {
 				resp, body := s.do(t, "PUT", "/new.txt", []byte("NEW"), cred)
 				wantStatus(t, resp, body, tc.put)
-				if got := rsFileIs(dir, "new.txt", "NEW"); got != (tc.put == 201) {
+				if got := fileHolds(dir, "new.txt", "NEW"); got != (tc.put == 201) {
 					t.Errorf("new.txt stored: %v, want %v", got, tc.put == 201)
 				}
 			})
@@ -164,7 +159,7 @@ func TestPermMatrix(t *testing.T) {
 				if tc.replace == 201 {
 					want = "R-NEW"
 				}
-				if !rsFileIs(dir, "r.txt", want) {
+				if !fileHolds(dir, "r.txt", want) {
 					t.Errorf("r.txt does not hold %q after the request", want)
 				}
 			})
@@ -174,20 +169,20 @@ func TestPermMatrix(t *testing.T) {
 				wantStatus(t, resp, body, tc.replace)
 			})
 			t.Run("multipart POST", func(t *testing.T) {
-				mp, ct := rsMultipart(t, [2]string{"mp.txt", "MP"})
+				mp, ct := multipartFiles(t, [2]string{"mp.txt", "MP"})
 				resp, body := s.do(t, "POST", "/", mp, cred, ct)
 				wantStatus(t, resp, body, tc.post)
-				if got := rsFileIs(dir, "mp.txt", "MP"); got != (tc.post == 201) {
+				if got := fileHolds(dir, "mp.txt", "MP"); got != (tc.post == 201) {
 					t.Errorf("mp.txt stored: %v, want %v", got, tc.post == 201)
 				}
 			})
 			t.Run("anonymous writes get 401", func(t *testing.T) {
 				resp, body := s.do(t, "PUT", "/anon.txt", []byte("A"))
 				wantStatus(t, resp, body, http.StatusUnauthorized)
-				mp, ct := rsMultipart(t, [2]string{"anon2.txt", "A"})
+				mp, ct := multipartFiles(t, [2]string{"anon2.txt", "A"})
 				resp, body = s.do(t, "POST", "/", mp, ct)
 				wantStatus(t, resp, body, http.StatusUnauthorized)
-				if rsExists(dir, "anon.txt") || rsExists(dir, "anon2.txt") {
+				if pathExists(dir, "anon.txt") || pathExists(dir, "anon2.txt") {
 					t.Errorf("anonymous upload stored, want nothing")
 				}
 			})
@@ -210,12 +205,12 @@ func TestPermAuth(t *testing.T) {
 		{name: "no credentials", path: "/f.txt", hdr: nil, status: 401},
 		{name: "PW header", path: "/f.txt", hdr: []string{"PW: pw-user"}, status: 200},
 		{name: "pw query", path: "/f.txt?pw=pw-user", hdr: nil, status: 200},
-		{name: "basic user:pass", path: "/f.txt", hdr: []string{rsBasic("u:pw-user")}, status: 200},
-		{name: "basic any-name:pass", path: "/f.txt", hdr: []string{rsBasic("whoever:pw-user")}, status: 200},
-		{name: "basic password only", path: "/f.txt", hdr: []string{rsBasic("pw-user")}, status: 200},
+		{name: "basic user:pass", path: "/f.txt", hdr: []string{basicAuth("u:pw-user")}, status: 200},
+		{name: "basic any-name:pass", path: "/f.txt", hdr: []string{basicAuth("whoever:pw-user")}, status: 200},
+		{name: "basic password only", path: "/f.txt", hdr: []string{basicAuth("pw-user")}, status: 200},
 		{name: "cookie", path: "/f.txt", hdr: []string{"Cookie: cppwd=pw-user"}, status: 200},
 		{name: "other user PW", path: "/f.txt", hdr: []string{"PW: pw-other"}, status: 403},
-		{name: "other user basic", path: "/f.txt", hdr: []string{rsBasic("o:pw-other")}, status: 403},
+		{name: "other user basic", path: "/f.txt", hdr: []string{basicAuth("o:pw-other")}, status: 403},
 		{name: "other user cookie", path: "/f.txt", hdr: []string{"Cookie: cppwd=pw-other"}, status: 403},
 		{name: "other user pw query", path: "/f.txt?pw=pw-other", hdr: nil, status: 403},
 		{name: "public, anonymous", path: "/pub/p.txt", hdr: nil, status: 200},
@@ -233,7 +228,7 @@ func TestPermAuth(t *testing.T) {
 		{name: "wrong cookie", path: "/f.txt", hdr: []string{"Cookie: cppwd=wrong-pw"}, status: 401},
 		{name: "wrong PW header", path: "/f.txt", hdr: []string{"PW: wrong-pw"}, status: 401},
 		{name: "wrong pw query", path: "/f.txt?pw=wrong-pw", hdr: nil, status: 401},
-		{name: "wrong basic", path: "/f.txt", hdr: []string{rsBasic("u:wrong-pw")}, status: 401},
+		{name: "wrong basic", path: "/f.txt", hdr: []string{basicAuth("u:wrong-pw")}, status: 401},
 		{name: "wrong PW on a public volume", path: "/pub/p.txt", hdr: []string{"PW: wrong-pw"}, status: 401},
 	}
 	for _, tc := range cases {
@@ -280,7 +275,7 @@ func TestPermWriteOnly(t *testing.T) {
 	t.Run("PUT works, no key or listing in reply", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/up.txt", []byte("UP"), cred)
 		wantStatus(t, resp, body, http.StatusCreated)
-		if !rsFileIs(dir, "up.txt", "UP") {
+		if !fileHolds(dir, "up.txt", "UP") {
 			t.Errorf("up.txt not stored")
 		}
 	})
@@ -315,14 +310,14 @@ func TestPermWriteOnly(t *testing.T) {
 	t.Run("anonymous PUT works", func(t *testing.T) {
 		resp, body := anon.do(t, "PUT", "/up.txt", []byte("UP"))
 		wantStatus(t, resp, body, http.StatusCreated)
-		l := rsLsGet(t, anon, "/?ls")
+		l := getListing(t, anon, "/?ls")
 		if len(l.Dirs) != 0 || len(l.Files) != 0 || !reflect.DeepEqual(l.Perms, []string{"write"}) {
 			t.Errorf("anonymous listing: dirs %v files %v perms %q, want empty, empty, [write]", l.Dirs, l.Files, l.Perms)
 		}
 	})
 	for _, path := range []string{"/?ls", "/sub/?ls"} {
 		t.Run("listing "+path, func(t *testing.T) {
-			l := rsLsGet(t, s, path, cred)
+			l := getListing(t, s, path, cred)
 			if len(l.Dirs) != 0 || len(l.Files) != 0 {
 				t.Errorf("dirs %v files %v, want both empty", l.Dirs, l.Files)
 			}
@@ -344,7 +339,7 @@ func TestPermWriteOnly(t *testing.T) {
 	}
 }
 
-var rsKeyRE = regexp.MustCompile(`\?k=([A-Za-z0-9_-]+)`)
+var fileKeyRE = regexp.MustCompile(`\?k=([A-Za-z0-9_-]+)`)
 
 // TestPermGetAndFileKeys: g downloads by exact URL only; with fk it needs
 // the file's key, which readers see in listings and G uploaders get back.
@@ -376,10 +371,10 @@ func TestPermGetAndFileKeys(t *testing.T) {
 	writeFile(t, dir, "other.txt", []byte("O-DATA"))
 	s := start(t, "-a", "gg:pw-g", "-a", "rr:pw-r", "-a", "up:pw-G", "-a", "wo:pw-w",
 		"-v", dir+"::g,gg:r,rr:wG,up:w,wo:c,fk")
-	l := rsLsGet(t, s, "/?ls", "PW: pw-r")
+	l := getListing(t, s, "/?ls", "PW: pw-r")
 	keys := map[string]string{}
 	for _, e := range l.Files {
-		m := rsKeyRE.FindStringSubmatch(e.Href)
+		m := fileKeyRE.FindStringSubmatch(e.Href)
 		if m == nil {
 			t.Fatalf("reader's href %q has no ?k=, want one with volume flag fk", e.Href)
 		}
@@ -425,7 +420,7 @@ func TestPermGetAndFileKeys(t *testing.T) {
 		if err := json.Unmarshal(body, &up); err != nil {
 			t.Fatal(err)
 		}
-		m := rsKeyRE.FindStringSubmatch(up.URL)
+		m := fileKeyRE.FindStringSubmatch(up.URL)
 		if m == nil {
 			t.Fatalf("url = %q, want a ?k= for a G user", up.URL)
 		}
@@ -449,7 +444,7 @@ func TestPermGetAndFileKeys(t *testing.T) {
 				t.Errorf("PUT %s by a w-only user: reply %q, Location %q, want no file key", form.path, body, resp.Header.Get("Location"))
 			}
 		}
-		mp, ct := rsMultipart(t, [2]string{"byW4.txt", "W-UP"})
+		mp, ct := multipartFiles(t, [2]string{"byW4.txt", "W-UP"})
 		resp, body := s.do(t, "POST", "/?j", mp, "PW: pw-w", ct)
 		wantStatus(t, resp, body, http.StatusCreated)
 		if strings.Contains(string(body), "?k=") {
@@ -460,11 +455,11 @@ func TestPermGetAndFileKeys(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, dir, "f.txt", []byte("F"))
 		s := start(t, "-v", dir+"::r:c,fk=12")
-		l := rsLsGet(t, s, "/?ls")
+		l := getListing(t, s, "/?ls")
 		if len(l.Files) != 1 {
 			t.Fatalf("files = %v, want one", l.Files)
 		}
-		m := rsKeyRE.FindStringSubmatch(l.Files[0].Href)
+		m := fileKeyRE.FindStringSubmatch(l.Files[0].Href)
 		if m == nil || len(m[1]) != 12 {
 			t.Errorf("href = %q, want a 12-character key", l.Files[0].Href)
 		}

@@ -325,11 +325,11 @@ func TestRecentUploadsUnfinished(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-a", "u1:p1", "-v", dir+"::rw:rw,u1")
-	f := u2Make(u2Rand(3 << 20)) // three 1 MiB chunks
-	rep := u2Handshake(t, s, "/up/", "big file.bin", f, 1700000000, nil)
-	u2Chunk(t, s, rep, f, 0)
-	other := u2Make(u2Rand(2 << 20))
-	u2Handshake(t, s, "/up/", "theirs.bin", other, 1700000000, nil, "PW: p1")
+	f := newUp2kFile(randomBytes(3 << 20)) // three 1 MiB chunks
+	rep := up2kHandshake(t, s, "/up/", "big file.bin", f, 1700000000, nil)
+	postChunk(t, s, rep, f, 0)
+	other := newUp2kFile(randomBytes(2 << 20))
+	up2kHandshake(t, s, "/up/", "theirs.bin", other, 1700000000, nil, "PW: p1")
 
 	ups := func(hdr ...string) upsBody {
 		t.Helper()
@@ -351,8 +351,8 @@ func TestRecentUploadsUnfinished(t *testing.T) {
 	if b := ups("PW: p1"); b.Nu != 1 || b.F[0].Vp != "/up/theirs.bin" || *b.F[0].Pd != 0 {
 		t.Fatalf("u1's ?ups: %+v", b)
 	}
-	u2Chunk(t, s, rep, f, 1)
-	u2Chunk(t, s, rep, f, 2)
+	postChunk(t, s, rep, f, 1)
+	postChunk(t, s, rep, f, 2)
 	b = ups()
 	if b.Nu != 0 || b.Nc != 1 || len(b.F) != 1 || b.F[0].Pd != nil || b.F[0].Vp != "/up/big%20file.bin" {
 		t.Fatalf("anonymous ?ups after the upload: %+v", b)

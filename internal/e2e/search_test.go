@@ -30,15 +30,15 @@ type srchHit struct {
 	Href string            `json:"href"`
 }
 
-type srchReply struct {
+type searchReply struct {
 	Hits     []srchHit `json:"hits"`
 	TagOrder []string  `json:"tag_order"`
 	Trunc    bool      `json:"trunc"`
 	Error    string    `json:"error"`
 }
 
-// srch posts a search body and decodes the JSON answer (errors included).
-func srch(t *testing.T, s *server, body any, hdr ...string) (int, srchReply) {
+// postSearch posts a search body and decodes the JSON answer (errors included).
+func postSearch(t *testing.T, s *server, body any, hdr ...string) (int, searchReply) {
 	t.Helper()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -48,7 +48,7 @@ func srch(t *testing.T, s *server, body any, hdr ...string) (int, srchReply) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("search answered %d with Content-Type %q: %s", resp.StatusCode, ct, rb)
 	}
-	var r srchReply
+	var r searchReply
 	if err := json.Unmarshal(rb, &r); err != nil {
 		t.Fatalf("search answer is not JSON: %v: %s", err, rb)
 	}
@@ -56,7 +56,7 @@ func srch(t *testing.T, s *server, body any, hdr ...string) (int, srchReply) {
 }
 
 // rps are the hits' hrefs, sorted.
-func (r srchReply) hrefs() []string {
+func (r searchReply) hrefs() []string {
 	var out []string
 	for _, h := range r.Hits {
 		out = append(out, h.Href)
@@ -70,7 +70,7 @@ func waitReady(t *testing.T, s *server, hdr ...string) {
 	t.Helper()
 	deadline := time.Now().Add(180 * time.Second)
 	for time.Now().Before(deadline) {
-		code, r := srch(t, s, map[string]any{"q": "zzzznothing"}, hdr...)
+		code, r := postSearch(t, s, map[string]any{"q": "zzzznothing"}, hdr...)
 		if code == 200 {
 			return
 		}
@@ -88,7 +88,7 @@ func waitHits(t *testing.T, s *server, q string, want []string, hdr ...string) {
 	t.Helper()
 	var got []string
 	for range 200 {
-		code, r := srch(t, s, map[string]any{"q": q}, hdr...)
+		code, r := postSearch(t, s, map[string]any{"q": q}, hdr...)
 		if code != 200 {
 			t.Fatalf("search %q = %d %s", q, code, r.Error)
 		}
@@ -108,7 +108,7 @@ func setMtime(t *testing.T, p string, tm time.Time) {
 	}
 }
 
-func sparse(t *testing.T, dir, rel string, size int64) string {
+func sparseFile(t *testing.T, dir, rel string, size int64) string {
 	t.Helper()
 	p := writeFile(t, dir, rel, []byte("x"))
 	if err := os.Truncate(p, size); err != nil {
@@ -117,7 +117,7 @@ func sparse(t *testing.T, dir, rel string, size int64) string {
 	return p
 }
 
-func day(s string) time.Time {
+func parseUTC(s string) time.Time {
 	tm, err := time.Parse(time.DateTime, s)
 	if err != nil {
 		panic(err)
@@ -145,7 +145,7 @@ func TestSearchForms(t *testing.T) {
 		{dir: music, rel: "Jazz/live/Take Five.mp3", size: 6 << 10, mt: "2021-01-02 00:00:00"},
 	}
 	for _, f := range files {
-		setMtime(t, sparse(t, f.dir, f.rel, f.size), day(f.mt))
+		setMtime(t, sparseFile(t, f.dir, f.rel, f.size), parseUTC(f.mt))
 	}
 	s := start(t, "-v", root+"::rw", "-v", music+":music:rw", "-e2dsa")
 	waitReady(t, s)
@@ -179,7 +179,7 @@ func TestSearchForms(t *testing.T) {
 		{q: "ext:mp3 size:>7K date:<2022-01-01 path:music", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
 		{q: "nothing-like-this", want: nil},
 	} {
-		code, r := srch(t, s, map[string]any{"q": c.q})
+		code, r := postSearch(t, s, map[string]any{"q": c.q})
 		if code != 200 {
 			t.Errorf("q %q: status %d %s", c.q, code, r.Error)
 			continue
@@ -189,12 +189,12 @@ func TestSearchForms(t *testing.T) {
 		}
 	}
 	// The hit's fields.
-	_, r := srch(t, s, map[string]any{"q": "take five"})
+	_, r := postSearch(t, s, map[string]any{"q": "take five"})
 	if len(r.Hits) != 1 {
 		t.Fatalf("take five: %+v", r)
 	}
 	h := r.Hits[0]
-	if h.RP != "music/Jazz/live/Take%20Five.mp3" || h.Href != "/"+h.RP || h.FN != "Take Five.mp3" || h.SZ != 6<<10 || h.MT != day("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
+	if h.RP != "music/Jazz/live/Take%20Five.mp3" || h.Href != "/"+h.RP || h.FN != "Take Five.mp3" || h.SZ != 6<<10 || h.MT != parseUTC("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
 		t.Errorf("hit = %+v", h)
 	}
 	resp, body := s.do(t, "GET", h.Href, nil, "Range: bytes=0-0")
@@ -213,7 +213,7 @@ func TestSearchRP(t *testing.T) {
 	writeFile(t, music, "Rock/ünï.flac", []byte("rock"))
 	s := start(t, "-v", root+"::r", "-v", music+":a/music:r", "-e2dsa")
 	waitReady(t, s)
-	_, r := srch(t, s, map[string]any{"q": "five"})
+	_, r := postSearch(t, s, map[string]any{"q": "five"})
 	if len(r.Hits) != 1 {
 		t.Fatalf("five: %+v", r)
 	}
@@ -222,7 +222,7 @@ func TestSearchRP(t *testing.T) {
 		t.Errorf("rp %q href %q", h.RP, h.Href)
 	}
 	for _, q := range []string{"five", "flac", "top"} {
-		_, r := srch(t, s, map[string]any{"q": q})
+		_, r := postSearch(t, s, map[string]any{"q": q})
 		if len(r.Hits) != 1 {
 			t.Fatalf("%s: %+v", q, r)
 		}
@@ -230,7 +230,7 @@ func TestSearchRP(t *testing.T) {
 		wantStatus(t, resp, body, http.StatusOK)
 	}
 	// Hash search (u2c -s, up2k.js) answers the same rp.
-	code, hr := srch(t, s, map[string]any{"srch": 1, "hash": u2Make([]byte("five")).hashes, "size": 4, "name": "x.mp3"})
+	code, hr := postSearch(t, s, map[string]any{"srch": 1, "hash": newUp2kFile([]byte("five")).hashes, "size": 4, "name": "x.mp3"})
 	if code != 200 || len(hr.Hits) != 1 || hr.Hits[0].RP != h.RP {
 		t.Errorf("hash search: %d %+v, want rp %q", code, hr, h.RP)
 	}
@@ -248,7 +248,7 @@ func TestSearchRP(t *testing.T) {
 		{q: "path:a/mus -path:jazz", want: []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
 		{q: "path:nowhere", want: nil},
 	} {
-		code, r := srch(t, s, map[string]any{"q": c.q})
+		code, r := postSearch(t, s, map[string]any{"q": c.q})
 		if code != 200 {
 			t.Errorf("q %q: status %d %s", c.q, code, r.Error)
 			continue
@@ -285,7 +285,7 @@ func TestSearchBadInput(t *testing.T) {
 		{body: map[string]any{"srch": true, "hash": []string{strings.Repeat("!", 44)}}, code: 400, want: "base64"},
 		{body: map[string]any{"q": "artist:x"}, code: 500, want: "-e2ts"},
 	} {
-		code, r := srch(t, s, c.body)
+		code, r := postSearch(t, s, c.body)
 		if code != c.code || !strings.Contains(r.Error, c.want) {
 			t.Errorf("%v: %d %q, want %d containing %q", c.body, code, r.Error, c.code, c.want)
 		}
@@ -306,7 +306,7 @@ func TestSearchOff(t *testing.T) {
 	writeFile(t, dir, "a.txt", []byte("a"))
 	s := start(t, "-v", dir+"::rw")
 	for _, body := range []any{map[string]any{"q": "a"}, map[string]any{"srch": true, "hash": []string{strings.Repeat("A", 44)}}} {
-		code, r := srch(t, s, body)
+		code, r := postSearch(t, s, body)
 		if code != 500 || !strings.Contains(r.Error, "-e2d") {
 			t.Errorf("%v: %d %q, want 500 naming -e2d", body, code, r.Error)
 		}
@@ -317,8 +317,8 @@ func TestSearchOff(t *testing.T) {
 // not by text and not by hash; one they can read is.
 func TestSearchPermissions(t *testing.T) {
 	pub, priv, wonly := t.TempDir(), t.TempDir(), t.TempDir()
-	data := u2Rand(1500 << 10)
-	f := u2Make(data)
+	data := randomBytes(1500 << 10)
+	f := newUp2kFile(data)
 	for _, d := range []string{pub, priv, wonly} {
 		writeFile(t, d, "same secret.bin", data)
 	}
@@ -334,11 +334,11 @@ func TestSearchPermissions(t *testing.T) {
 		if hdr != "" {
 			h = []string{hdr}
 		}
-		code, r := srch(t, s, map[string]any{"q": "secret"}, h...)
+		code, r := postSearch(t, s, map[string]any{"q": "secret"}, h...)
 		if code != 200 || !slices.Equal(r.hrefs(), w) {
 			t.Errorf("text search as %q: %d %q, want %q", hdr, code, r.hrefs(), w)
 		}
-		code, r = srch(t, s, map[string]any{"srch": 1, "hash": f.hashes}, h...)
+		code, r = postSearch(t, s, map[string]any{"srch": 1, "hash": f.hashes}, h...)
 		if code != 200 || !slices.Equal(r.hrefs(), w) {
 			t.Errorf("hash search as %q: %d %q, want %q", hdr, code, r.hrefs(), w)
 		}
@@ -349,13 +349,13 @@ func TestSearchPermissions(t *testing.T) {
 // nothing; copyparty's handshake-shaped body with "srch".
 func TestSearchHash(t *testing.T) {
 	dir := t.TempDir()
-	a, b := u2Rand(3<<20+5), u2Rand(100)
+	a, b := randomBytes(3<<20+5), randomBytes(100)
 	writeFile(t, dir, "big/a.bin", a)
 	writeFile(t, dir, "b.bin", b)
 	writeFile(t, dir, "empty", nil)
 	s := start(t, "-v", dir+"::rw", "-e2dsa")
 	waitReady(t, s)
-	fa, fb := u2Make(a), u2Make(b)
+	fa, fb := newUp2kFile(a), newUp2kFile(b)
 	for _, c := range []struct {
 		name   string
 		hashes []string
@@ -365,15 +365,15 @@ func TestSearchHash(t *testing.T) {
 		{name: "second chunk", hashes: fa.hashes[1:2], want: []string{"/big/a.bin"}},
 		{name: "full 86-character hash", hashes: []string{fa.hashes[2] + strings.Repeat("A", 42)}, want: []string{"/big/a.bin"}},
 		{name: "either file", hashes: []string{fb.hashes[0], fa.hashes[3]}, want: []string{"/b.bin", "/big/a.bin"}},
-		{name: "unknown", hashes: []string{u2Hash([]byte("nope"))}, want: nil},
+		{name: "unknown", hashes: []string{up2kChunkHash([]byte("nope"))}, want: nil},
 	} {
-		code, r := srch(t, s, map[string]any{"srch": true, "hash": c.hashes})
+		code, r := postSearch(t, s, map[string]any{"srch": true, "hash": c.hashes})
 		if code != 200 || !slices.Equal(r.hrefs(), c.want) {
 			t.Errorf("%s: %d %q %q, want %q", c.name, code, r.Error, r.hrefs(), c.want)
 		}
 	}
 	// u2c -s / up2k.js search: the handshake body plus "srch": 1.
-	code, r := srch(t, s, map[string]any{"name": "x.bin", "size": len(a), "lmod": 1, "hash": fa.hashes, "srch": 1})
+	code, r := postSearch(t, s, map[string]any{"name": "x.bin", "size": len(a), "lmod": 1, "hash": fa.hashes, "srch": 1})
 	if code != 200 || !slices.Equal(r.hrefs(), []string{"/big/a.bin"}) {
 		t.Errorf("handshake-shaped hash search: %d %q", code, r.hrefs())
 	}
@@ -398,7 +398,7 @@ func TestSearchTrunc(t *testing.T) {
 		{body: map[string]any{"q": "f1 dat", "n": 1}, hits: 1, trunc: false}, // exactly n matches
 		{body: map[string]any{"q": "ext:dat -f0 -f1", "n": 5}, hits: 5, trunc: false},
 	} {
-		code, r := srch(t, s, c.body)
+		code, r := postSearch(t, s, c.body)
 		if code != 200 || len(r.Hits) != c.hits || r.Trunc != c.trunc {
 			t.Errorf("%v: %d, %d hits, trunc %v; want %d hits, trunc %v", c.body, code, len(r.Hits), r.Trunc, c.hits, c.trunc)
 		}
@@ -414,11 +414,11 @@ func TestSearchRateLimit(t *testing.T) {
 	s := start(t, "-v", dir+"::rw", "-e2dsa", "--srch-slow-ms", "0")
 	time.Sleep(100 * time.Millisecond)
 	waitReadySlow(t, s)
-	code, r := srch(t, s, map[string]any{"q": "a"})
+	code, r := postSearch(t, s, map[string]any{"q": "a"})
 	if code != 200 {
 		t.Fatalf("first search: %d %s", code, r.Error)
 	}
-	code, r = srch(t, s, map[string]any{"q": "a"})
+	code, r = postSearch(t, s, map[string]any{"q": "a"})
 	if code != 429 || !regexp.MustCompile(`^rate-limit 0\.7 sec, cost [0-9]+\.[0-9]{2}, idle [0-9]+\.[0-9]{2}$`).MatchString(r.Error) {
 		t.Fatalf("second search: %d %q, want 429 rate-limit", code, r.Error)
 	}
@@ -435,7 +435,7 @@ func TestSearchRateLimit(t *testing.T) {
 		}
 	}
 	time.Sleep(800 * time.Millisecond)
-	if code, r := srch(t, s, map[string]any{"q": "a"}); code != 200 {
+	if code, r := postSearch(t, s, map[string]any{"q": "a"}); code != 200 {
 		t.Fatalf("after the penalty: %d %s", code, r.Error)
 	}
 }
@@ -445,7 +445,7 @@ func TestSearchRateLimit(t *testing.T) {
 func waitReadySlow(t *testing.T, s *server) {
 	t.Helper()
 	for range 200 {
-		code, _ := srch(t, s, map[string]any{"q": "a"})
+		code, _ := postSearch(t, s, map[string]any{"q": "a"})
 		if code == 200 {
 			time.Sleep(800 * time.Millisecond)
 			return
@@ -463,7 +463,7 @@ func TestSearchFirstScan(t *testing.T) {
 		t.Skip("needs a first scan that hashes 1 GiB (slow; -short)")
 	}
 	dir := t.TempDir()
-	sparse(t, dir, "huge.img", 1<<30) // about 2 s of SHA-512
+	sparseFile(t, dir, "huge.img", 1<<30) // about 2 s of SHA-512
 	s := start(t, "-v", dir+"::rw", "-e2dsa")
 	resp, body := s.do(t, "POST", "/", []byte(`{"q":"huge"}`), "Content-Type: application/json")
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "indexing") {
@@ -474,8 +474,8 @@ func TestSearchFirstScan(t *testing.T) {
 	waitReady(t, s)
 	waitHits(t, s, "huge", []string{"/huge.img"})
 	waitHits(t, s, "during", []string{"/during.txt"})
-	zero := u2Hash(make([]byte, 4<<20)) // the sparse file's chunks are zeros
-	code, r := srch(t, s, map[string]any{"srch": true, "hash": []string{zero}})
+	zero := up2kChunkHash(make([]byte, 4<<20)) // the sparse file's chunks are zeros
+	code, r := postSearch(t, s, map[string]any{"srch": true, "hash": []string{zero}})
 	if code != 200 || !slices.Equal(r.hrefs(), []string{"/huge.img"}) {
 		t.Errorf("hash search for a zero chunk: %d %q", code, r.hrefs())
 	}
@@ -492,12 +492,12 @@ func TestSearchFollows(t *testing.T) {
 	wantStatus(t, resp, body, http.StatusCreated)
 	resp, body = s.do(t, "PUT", "/short-lived.txt?life=1", []byte("bye"))
 	wantStatus(t, resp, body, http.StatusCreated)
-	data := u2Rand(2<<20 + 1)
-	u2Upload(t, s, "/up/", "via up2k.bin", u2Make(data), time.Now().Unix(), 2)
+	data := randomBytes(2<<20 + 1)
+	up2kUpload(t, s, "/up/", "via up2k.bin", newUp2kFile(data), time.Now().Unix(), 2)
 	waitHits(t, s, "txt", []string{"/keep/first.txt", "/short-lived.txt"})
 	waitHits(t, s, "up2k", []string{"/up/via%20up2k.bin"})
 	// The up2k upload is found by its chunk hash too.
-	code, r := srch(t, s, map[string]any{"srch": true, "hash": u2Make(data).hashes[1:2]})
+	code, r := postSearch(t, s, map[string]any{"srch": true, "hash": newUp2kFile(data).hashes[1:2]})
 	if code != 200 || !slices.Equal(r.hrefs(), []string{"/up/via%20up2k.bin"}) {
 		t.Errorf("hash search for an up2k upload: %d %q", code, r.hrefs())
 	}
@@ -505,7 +505,7 @@ func TestSearchFollows(t *testing.T) {
 	resp, body = s.do(t, "PUT", "/keep/first.txt?replace", []byte("one, longer"), "PW: pw1")
 	wantStatus(t, resp, body, http.StatusCreated)
 	for range 100 {
-		_, r = srch(t, s, map[string]any{"q": "first size:=11"})
+		_, r = postSearch(t, s, map[string]any{"q": "first size:=11"})
 		if len(r.Hits) == 1 {
 			break
 		}
@@ -582,12 +582,12 @@ func TestSearchTags(t *testing.T) {
 		{q: "dur:<1.5", want: []string{"/b.mp3"}},
 		{q: "-artist:daft", want: []string{"/b.mp3"}},
 	} {
-		code, r := srch(t, s, map[string]any{"q": c.q})
+		code, r := postSearch(t, s, map[string]any{"q": c.q})
 		if code != 200 || !slices.Equal(r.hrefs(), c.want) {
 			t.Errorf("q %q: %d %q %q, want %q", c.q, code, r.Error, r.hrefs(), c.want)
 		}
 	}
-	_, r := srch(t, s, map[string]any{"q": "title:sinnerman"})
+	_, r := postSearch(t, s, map[string]any{"q": "title:sinnerman"})
 	if len(r.Hits) != 1 {
 		t.Fatalf("sinnerman: %+v", r)
 	}
@@ -612,7 +612,7 @@ func TestSearchTagsWithoutFFprobe(t *testing.T) {
 		t.Errorf("no warning about ffprobe at start:\n%s", s.logs)
 	}
 	waitHits(t, s, "song", []string{"/song.mp3"})
-	code, r := srch(t, s, map[string]any{"q": "artist:x"})
+	code, r := postSearch(t, s, map[string]any{"q": "artist:x"})
 	if code != 500 || !strings.Contains(r.Error, "ffprobe") {
 		t.Errorf("tag search without ffprobe: %d %q", code, r.Error)
 	}

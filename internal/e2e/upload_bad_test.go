@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// upRefused checks a refusal: status, the body naming each of words
+// wantRefused checks a refusal: status, the body naming each of words
 // (case-insensitive), plain text, and an unchanged volume.
-func upRefused(t *testing.T, resp *http.Response, body []byte, status int, words []string, dir string, before map[string]string) {
+func wantRefused(t *testing.T, resp *http.Response, body []byte, status int, words []string, dir string, before map[string]string) {
 	t.Helper()
 	wantStatus(t, resp, body, status)
 	low := strings.ToLower(string(body))
@@ -33,8 +33,8 @@ func upRefused(t *testing.T, resp *http.Response, body []byte, status int, words
 	if status == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
 		t.Errorf("WWW-Authenticate on 401: got none, want a Basic challenge")
 	}
-	upSameSnap(t, before, upSnap(t, dir))
-	upNoPartial(t, dir)
+	wantSameSnapshot(t, before, snapshot(t, dir))
+	wantNoPartial(t, dir)
 }
 
 func TestUploadBadShortBody(t *testing.T) {
@@ -56,27 +56,27 @@ func TestUploadBadShortBody(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			raw := fmt.Sprintf("PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n0123456789", c.target, host)
-			resp, body := upRaw(t, s, []byte(raw))
-			upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+			resp, body := sendRaw(t, s, []byte(raw))
+			wantRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
 		})
 	}
 	// A chunked body cut off before its last (zero-length) chunk is just
 	// as incomplete as a short Content-Length body.
 	t.Run("chunked body without its final chunk", func(t *testing.T) {
-		before := upSnap(t, dir)
+		before := snapshot(t, dir)
 		raw := "PUT /cut.bin HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"
-		resp, body := upRaw(t, s, []byte(raw))
-		upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+		resp, body := sendRaw(t, s, []byte(raw))
+		wantRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
 	})
 	t.Run("chunked append without its final chunk", func(t *testing.T) {
-		before := upSnap(t, dir)
+		before := snapshot(t, dir)
 		raw := "PUT /keep.txt?apnd HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"
-		resp, body := upRaw(t, s, []byte(raw))
-		upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+		resp, body := sendRaw(t, s, []byte(raw))
+		wantRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
 	})
-	upWantFile(t, dir, "keep.txt", []byte("precious\n"))
+	wantFile(t, dir, "keep.txt", []byte("precious\n"))
 }
 
 func TestUploadBadParams(t *testing.T) {
@@ -122,9 +122,9 @@ func TestUploadBadParams(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			resp, body := s.do(t, "PUT", c.path, data, c.hdr...)
-			upRefused(t, resp, body, c.status, c.words, dir, before)
+			wantRefused(t, resp, body, c.status, c.words, dir, before)
 		})
 	}
 	// The same modifiers on a multipart upload.
@@ -141,10 +141,10 @@ func TestUploadBadParams(t *testing.T) {
 	}
 	for _, c := range mpCases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
-			form, ct := upForm(t, upPart{"f", "m.txt", data})
+			before := snapshot(t, dir)
+			form, ct := multipartForm(t, formPart{"f", "m.txt", data})
 			resp, body := s.do(t, "POST", "/mp/"+c.query, form, ct)
-			upRefused(t, resp, body, 400, c.words, dir, before)
+			wantRefused(t, resp, body, 400, c.words, dir, before)
 		})
 	}
 }
@@ -163,10 +163,10 @@ func TestUploadBadHeaders(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			raw := "PUT /hdr.bin HTTP/1.1\r\nHost: " + host + "\r\n" + c.hdr + "Content-Length: 5\r\n\r\nhello"
-			resp, body := upRaw(t, s, []byte(raw))
-			upRefused(t, resp, body, http.StatusRequestHeaderFieldsTooLarge, []string{"header"}, dir, before)
+			resp, body := sendRaw(t, s, []byte(raw))
+			wantRefused(t, resp, body, http.StatusRequestHeaderFieldsTooLarge, []string{"header"}, dir, before)
 		})
 	}
 }
@@ -175,7 +175,7 @@ func TestUploadBadAuth(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-a", "ed:edpass", "-a", "ro:ropass", "-v", dir+"::r:rw,ed")
 	data := []byte("unwanted\n")
-	form, ct := upForm(t, upPart{"f", "m.txt", data})
+	form, ct := multipartForm(t, formPart{"f", "m.txt", data})
 	basic := func(up string) string {
 		return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(up))
 	}
@@ -202,15 +202,15 @@ func TestUploadBadAuth(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			resp, body := s.do(t, c.method, c.path, c.body, c.hdr...)
-			upRefused(t, resp, body, c.status, c.words, dir, before)
+			wantRefused(t, resp, body, c.status, c.words, dir, before)
 		})
 	}
 	t.Run("control: the user with w may upload", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/ok.txt", data, "PW: edpass")
 		wantStatus(t, resp, body, http.StatusCreated)
-		upWantFile(t, dir, "ok.txt", data)
+		wantFile(t, dir, "ok.txt", data)
 	})
 }
 
@@ -225,22 +225,22 @@ func TestUploadBadMultipart(t *testing.T) {
 		ct         string
 		words      []string
 	}
-	form := func(parts ...upPart) ([]byte, string) { return upForm(t, parts...) }
+	form := func(parts ...formPart) ([]byte, string) { return multipartForm(t, parts...) }
 	var cases []tc
-	add := func(name, path string, words []string, parts ...upPart) {
+	add := func(name, path string, words []string, parts ...formPart) {
 		b, ct := form(parts...)
 		cases = append(cases, tc{name, path, b, ct, words})
 	}
-	add("only act=bput, no file", "/m/", []string{"no file"}, upPart{"act", "", []byte("bput")})
+	add("only act=bput, no file", "/m/", []string{"no file"}, formPart{"act", "", []byte("bput")})
 	add("no parts at all", "/m/", []string{"no file"})
-	add("bad first field", "/m/", []string{"act", "foo"}, upPart{"foo", "", []byte("bar")}, upPart{"f", "x.txt", good})
-	add("field f without a filename first", "/m/", []string{"act"}, upPart{"f", "", []byte("not a file")})
-	add("unknown act", "/m/", []string{"action", "mkdirx"}, upPart{"act", "", []byte("mkdirx")}, upPart{"f", "x.txt", good})
-	add("file name ending in .PARTIAL", "/m/", []string{".PARTIAL"}, upPart{"f", "x.PARTIAL", good})
-	add("file name ..", "/m/", []string{"name"}, upPart{"f", "..", good})
-	add("into /.hist", "/.hist/", []string{"reserved"}, upPart{"f", "x.txt", good})
-	add("to a file instead of a folder", "/afile.txt", []string{"folder"}, upPart{"f", "x.txt", good})
-	b, _ := form(upPart{"f", "x.txt", good})
+	add("bad first field", "/m/", []string{"act", "foo"}, formPart{"foo", "", []byte("bar")}, formPart{"f", "x.txt", good})
+	add("field f without a filename first", "/m/", []string{"act"}, formPart{"f", "", []byte("not a file")})
+	add("unknown act", "/m/", []string{"action", "mkdirx"}, formPart{"act", "", []byte("mkdirx")}, formPart{"f", "x.txt", good})
+	add("file name ending in .PARTIAL", "/m/", []string{".PARTIAL"}, formPart{"f", "x.PARTIAL", good})
+	add("file name ..", "/m/", []string{"name"}, formPart{"f", "..", good})
+	add("into /.hist", "/.hist/", []string{"reserved"}, formPart{"f", "x.txt", good})
+	add("to a file instead of a folder", "/afile.txt", []string{"folder"}, formPart{"f", "x.txt", good})
+	b, _ := form(formPart{"f", "x.txt", good})
 	cases = append(cases,
 		tc{"no boundary in Content-Type", "/m/", b, "Content-Type: multipart/form-data", []string{"multipart"}},
 		tc{"truncated body (no closing boundary)", "/m/", b[:bytes.Index(b, good)+4], "", []string{"ended before"}},
@@ -254,34 +254,34 @@ func TestUploadBadMultipart(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			status := http.StatusBadRequest
 			if strings.Contains(c.name, ".hist") {
 				status = http.StatusForbidden
 			}
 			resp, body := s.do(t, "POST", c.path, c.body, c.ct)
-			upRefused(t, resp, body, status, c.words, dir, before)
+			wantRefused(t, resp, body, status, c.words, dir, before)
 		})
 	}
 	t.Run("error part after a stored file keeps and lists it", func(t *testing.T) {
-		b, ct := form(upPart{"f", "kept.txt", good}, upPart{"f", "bad.PARTIAL", good}, upPart{"f", "never.txt", good})
+		b, ct := form(formPart{"f", "kept.txt", good}, formPart{"f", "bad.PARTIAL", good}, formPart{"f", "never.txt", good})
 		resp, body := s.do(t, "POST", "/keep/?j", b, ct)
 		wantStatus(t, resp, body, http.StatusBadRequest)
-		var r upMPReply
-		upDecode(t, body, &r)
+		var r multipartReply
+		decodeJSONKeys(t, body, &r)
 		if r.Status != "ERROR" || !strings.Contains(r.Error, ".PARTIAL") {
 			t.Errorf("status, error: got %q, %q, want ERROR and a message naming .PARTIAL", r.Status, r.Error)
 		}
 		if len(r.Files) != 1 || r.Files[0].Fn != "kept.txt" {
 			t.Errorf("files: got %+v, want only kept.txt", r.Files)
 		}
-		upWantFile(t, dir, "keep/kept.txt", good)
+		wantFile(t, dir, "keep/kept.txt", good)
 		for _, p := range []string{"keep/bad.PARTIAL", "keep/never.txt"} {
-			if upExists(dir, p) {
+			if pathExists(dir, p) {
 				t.Errorf("%s: got stored, want not stored", p)
 			}
 		}
-		upNoPartial(t, dir)
+		wantNoPartial(t, dir)
 	})
 }
 
@@ -311,16 +311,16 @@ func TestUploadBadSizeLimits(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			data := upData(uint64(400+i), c.n)
-			before := upSnap(t, dir)
+			data := seededBytes(uint64(400+i), c.n)
+			before := snapshot(t, dir)
 			var resp *http.Response
 			var body []byte
 			switch {
 			case c.mp:
-				b, ct := upForm(t, upPart{"f", "m.bin", data})
+				b, ct := multipartForm(t, formPart{"f", "m.bin", data})
 				resp, body = s.do(t, "POST", c.path, b, ct)
 			case c.chunked:
-				resp, body = upDoChunked(t, s, "PUT", c.path, data)
+				resp, body = doChunked(t, s, "PUT", c.path, data)
 			default:
 				resp, body = s.do(t, "PUT", c.path, data)
 			}
@@ -328,18 +328,18 @@ func TestUploadBadSizeLimits(t *testing.T) {
 			if c.status == 400 {
 				word = "too small"
 			}
-			upRefused(t, resp, body, c.status, []string{word, "1024", "2048"}, dir, before)
+			wantRefused(t, resp, body, c.status, []string{word, "1024", "2048"}, dir, before)
 		})
 	}
 	for _, n := range []int{1024, 1500, 2048} {
 		t.Run(fmt.Sprintf("control: %d bytes fit", n), func(t *testing.T) {
-			data := upData(uint64(n), n)
-			resp, body := upDoChunked(t, s, "PUT", fmt.Sprintf("/ok%d.bin", n), data)
+			data := seededBytes(uint64(n), n)
+			resp, body := doChunked(t, s, "PUT", fmt.Sprintf("/ok%d.bin", n), data)
 			wantStatus(t, resp, body, http.StatusCreated)
-			upWantFile(t, dir, fmt.Sprintf("ok%d.bin", n), data)
+			wantFile(t, dir, fmt.Sprintf("ok%d.bin", n), data)
 			resp, body = s.do(t, "PUT", fmt.Sprintf("/okcl%d.bin", n), data)
 			wantStatus(t, resp, body, http.StatusCreated)
-			upWantFile(t, dir, fmt.Sprintf("okcl%d.bin", n), data)
+			wantFile(t, dir, fmt.Sprintf("okcl%d.bin", n), data)
 		})
 	}
 }

@@ -41,8 +41,8 @@ import (
 
 // ---- helpers -------------------------------------------------------------
 
-// upDigest computes checksum ck of data independently of the server.
-func upDigest(t *testing.T, ck string, data []byte) []byte {
+// digestOf computes checksum ck of data independently of the server.
+func digestOf(t *testing.T, ck string, data []byte) []byte {
 	t.Helper()
 	switch ck {
 	case "", "sha512":
@@ -68,29 +68,29 @@ func upDigest(t *testing.T, ck string, data []byte) []byte {
 	return nil
 }
 
-// upSum is a checksum in the three encodings an upload reply uses.
-type upSum struct {
+// checksums is a checksum in the three encodings an upload reply uses.
+type checksums struct {
 	full  string // URL-safe base64 (padded) of the whole digest: JSON "sha512"
 	b64   string // URL-safe base64 of the first 33 bytes: "sha_b64", text line 2
 	hex56 string // lowercase hex cut to 56 characters: text line 3
 }
 
-func upSums(t *testing.T, ck string, data []byte) upSum {
+func checksumsOf(t *testing.T, ck string, data []byte) checksums {
 	t.Helper()
-	d := upDigest(t, ck, data)
+	d := digestOf(t, ck, data)
 	h := hex.EncodeToString(d)
 	if len(h) > 56 {
 		h = h[:56]
 	}
-	return upSum{
+	return checksums{
 		full:  base64.URLEncoding.EncodeToString(d),
 		b64:   base64.URLEncoding.EncodeToString(d[:min(33, len(d))]),
 		hex56: h,
 	}
 }
 
-// upData returns n deterministic pseudo-random bytes.
-func upData(seed uint64, n int) []byte {
+// seededBytes returns n deterministic pseudo-random bytes.
+func seededBytes(seed uint64, n int) []byte {
 	var key [32]byte
 	key[0] = byte(seed)
 	key[1] = byte(seed >> 8)
@@ -99,8 +99,8 @@ func upData(seed uint64, n int) []byte {
 	return b
 }
 
-// upText returns n bytes of compressible text.
-func upText(n int) []byte {
+// compressibleText returns n bytes of compressible text.
+func compressibleText(n int) []byte {
 	var b bytes.Buffer
 	for i := 0; b.Len() < n; i++ {
 		fmt.Fprintf(&b, "line %d of a compressible upload body; hoard stores it\n", i%977)
@@ -108,8 +108,8 @@ func upText(n int) []byte {
 	return b.Bytes()[:n]
 }
 
-// upPutReply is the JSON reply to a PUT (spec fields plus copyparty's).
-type upPutReply struct {
+// putReply is the JSON reply to a PUT (spec fields plus copyparty's).
+type putReply struct {
 	URL        string `json:"url"`
 	Size       int64  `json:"size"`
 	SHA512     string `json:"sha512"`
@@ -120,8 +120,8 @@ type upPutReply struct {
 	CK         string `json:"ck"`
 }
 
-// upDecode unmarshals a JSON reply into v and returns its keys.
-func upDecode(t *testing.T, body []byte, v any) map[string]json.RawMessage {
+// decodeJSONKeys unmarshals a JSON reply into v and returns its keys.
+func decodeJSONKeys(t *testing.T, body []byte, v any) map[string]json.RawMessage {
 	t.Helper()
 	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("reply is not JSON: %v; got %q", err, body)
@@ -131,11 +131,11 @@ func upDecode(t *testing.T, body []byte, v any) map[string]json.RawMessage {
 	return keys
 }
 
-// upCheckPutJSON checks a PUT's JSON reply against the uploaded data.
-func upCheckPutJSON(t *testing.T, body []byte, ck string, data []byte, wantURL string) upPutReply {
+// checkPutJSON checks a PUT's JSON reply against the uploaded data.
+func checkPutJSON(t *testing.T, body []byte, ck string, data []byte, wantURL string) putReply {
 	t.Helper()
-	var r upPutReply
-	keys := upDecode(t, body, &r)
+	var r putReply
+	keys := decodeJSONKeys(t, body, &r)
 	for _, k := range []string{"url", "size", "upload_time", "fileurl", "filesz", "ck"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("JSON key %q: got absent, want present; reply %s", k, body)
@@ -168,7 +168,7 @@ func upCheckPutJSON(t *testing.T, body []byte, ck string, data []byte, wantURL s
 		}
 		return r
 	}
-	want := upSums(t, ck, data)
+	want := checksumsOf(t, ck, data)
 	if r.SHA512 != want.full {
 		t.Errorf("sha512 (ck=%s): got %q, want %q", wantCK, r.SHA512, want.full)
 	}
@@ -178,9 +178,9 @@ func upCheckPutJSON(t *testing.T, body []byte, ck string, data []byte, wantURL s
 	return r
 }
 
-// upCheckPutText checks copyparty's text reply "<bytes>\n<b64>\n<hex>\n<url>\n"
+// checkPutText checks copyparty's text reply "<bytes>\n<b64>\n<hex>\n<url>\n"
 // and returns the URL.
-func upCheckPutText(t *testing.T, body []byte, ck string, data []byte, wantURL string) string {
+func checkPutText(t *testing.T, body []byte, ck string, data []byte, wantURL string) string {
 	t.Helper()
 	lines := strings.Split(string(body), "\n")
 	if len(lines) != 5 || lines[4] != "" {
@@ -191,7 +191,7 @@ func upCheckPutText(t *testing.T, body []byte, ck string, data []byte, wantURL s
 	}
 	b64, hx := "checksum-disabled", "checksum-disabled"
 	if ck != "no" {
-		s := upSums(t, ck, data)
+		s := checksumsOf(t, ck, data)
 		b64, hx = s.b64, s.hex56
 	}
 	if lines[1] != b64 {
@@ -206,9 +206,9 @@ func upCheckPutText(t *testing.T, body []byte, ck string, data []byte, wantURL s
 	return lines[3]
 }
 
-// upRel turns a reply URL of server s into a slash path inside the volume
+// volumePath turns a reply URL of server s into a slash path inside the volume
 // mounted at /.
-func upRel(t *testing.T, s *server, u string) string {
+func volumePath(t *testing.T, s *server, u string) string {
 	t.Helper()
 	u, _, _ = strings.Cut(u, "?")
 	p, ok := strings.CutPrefix(u, s.URL+"/")
@@ -222,8 +222,8 @@ func upRel(t *testing.T, s *server, u string) string {
 	return rel
 }
 
-// upRead returns the bytes of rel in dir, failing when it is missing.
-func upRead(t *testing.T, dir, rel string) []byte {
+// readVolumeFile returns the bytes of rel in dir, failing when it is missing.
+func readVolumeFile(t *testing.T, dir, rel string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
@@ -232,23 +232,23 @@ func upRead(t *testing.T, dir, rel string) []byte {
 	return b
 }
 
-// upWantFile checks that rel in dir holds exactly want.
-func upWantFile(t *testing.T, dir, rel string, want []byte) {
+// wantFile checks that rel in dir holds exactly want.
+func wantFile(t *testing.T, dir, rel string, want []byte) {
 	t.Helper()
-	got := upRead(t, dir, rel)
+	got := readVolumeFile(t, dir, rel)
 	if !bytes.Equal(got, want) {
 		t.Errorf("stored %s: got %d bytes (sha256 %x), want %d bytes (sha256 %x)", rel, len(got), sha256.Sum256(got), len(want), sha256.Sum256(want))
 	}
 }
 
-func upExists(dir, rel string) bool {
+func pathExists(dir, rel string) bool {
 	_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel)))
 	return err == nil
 }
 
-// upSnap records every path below dir with a digest of its content, to
+// snapshot records every path below dir with a digest of its content, to
 // prove that a refused request changed nothing (tree plus contents).
-func upSnap(t *testing.T, dir string) map[string]string {
+func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	m := map[string]string{}
 	for _, rel := range tree(t, dir) {
@@ -270,8 +270,8 @@ func upSnap(t *testing.T, dir string) map[string]string {
 	return m
 }
 
-// upSameSnap fails unless the two snapshots are equal.
-func upSameSnap(t *testing.T, before, after map[string]string) {
+// wantSameSnapshot fails unless the two snapshots are equal.
+func wantSameSnapshot(t *testing.T, before, after map[string]string) {
 	t.Helper()
 	for p, a := range after {
 		if b, ok := before[p]; !ok {
@@ -287,8 +287,8 @@ func upSameSnap(t *testing.T, before, after map[string]string) {
 	}
 }
 
-// upNoPartial fails when a work file (.PARTIAL) is left in dir.
-func upNoPartial(t *testing.T, dir string) {
+// wantNoPartial fails when a work file (.PARTIAL) is left in dir.
+func wantNoPartial(t *testing.T, dir string) {
 	t.Helper()
 	for _, p := range tree(t, dir) {
 		if strings.HasSuffix(p, ".PARTIAL") {
@@ -297,8 +297,8 @@ func upNoPartial(t *testing.T, dir string) {
 	}
 }
 
-// upDoChunked sends body without Content-Length (chunked transfer encoding).
-func upDoChunked(t *testing.T, s *server, method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
+// doChunked sends body without Content-Length (chunked transfer encoding).
+func doChunked(t *testing.T, s *server, method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path, io.MultiReader(bytes.NewReader(body)))
 	if err != nil {
@@ -308,9 +308,9 @@ func upDoChunked(t *testing.T, s *server, method, path string, body []byte, hdr 
 	return roundTrip(t, req, hdr...)
 }
 
-// upRaw writes raw bytes on a fresh connection, half-closes it and reads
+// sendRaw writes raw bytes on a fresh connection, half-closes it and reads
 // the one response. The request may be incomplete on purpose.
-func upRaw(t *testing.T, s *server, raw []byte) (*http.Response, []byte) {
+func sendRaw(t *testing.T, s *server, raw []byte) (*http.Response, []byte) {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
 	if err != nil {
@@ -341,14 +341,14 @@ func upRaw(t *testing.T, s *server, raw []byte) (*http.Response, []byte) {
 	return resp, body
 }
 
-// upPart is one part of a multipart form; file "" makes a plain field.
-type upPart struct {
+// formPart is one part of a multipart form; file "" makes a plain field.
+type formPart struct {
 	field, file string
 	data        []byte
 }
 
-// upForm builds a multipart/form-data body.
-func upForm(t *testing.T, parts ...upPart) ([]byte, string) {
+// multipartForm builds a multipart/form-data body.
+func multipartForm(t *testing.T, parts ...formPart) ([]byte, string) {
 	t.Helper()
 	var b bytes.Buffer
 	mw := multipart.NewWriter(&b)
@@ -371,33 +371,33 @@ func upForm(t *testing.T, parts ...upPart) ([]byte, string) {
 	return b.Bytes(), "Content-Type: " + mw.FormDataContentType()
 }
 
-// upMPFile is one file of a multipart JSON reply.
-type upMPFile struct {
-	upPutReply
+// multipartFile is one file of a multipart JSON reply.
+type multipartFile struct {
+	putReply
 	Sz     int64  `json:"sz"`
 	Fn     string `json:"fn"`
 	FnOrig string `json:"fn_orig"`
 	Path   string `json:"path"`
 }
 
-type upMPReply struct {
-	Status  string     `json:"status"`
-	Sz      int64      `json:"sz"`
-	Files   []upMPFile `json:"files"`
-	FileURL string     `json:"fileurl"`
-	Error   string     `json:"error"`
+type multipartReply struct {
+	Status  string          `json:"status"`
+	Sz      int64           `json:"sz"`
+	Files   []multipartFile `json:"files"`
+	FileURL string          `json:"fileurl"`
+	Error   string          `json:"error"`
 }
 
-// upWaitGone polls until rel in dir is gone; false after limit.
-func upWaitGone(dir, rel string, limit time.Duration) bool {
+// waitRemoved polls until rel in dir is gone; false after limit.
+func waitRemoved(dir, rel string, limit time.Duration) bool {
 	end := time.Now().Add(limit)
 	for time.Now().Before(end) {
-		if !upExists(dir, rel) {
+		if !pathExists(dir, rel) {
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return !upExists(dir, rel)
+	return !pathExists(dir, rel)
 }
 
 // ---- PUT reply forms -----------------------------------------------------
@@ -405,7 +405,7 @@ func upWaitGone(dir, rel string, limit time.Duration) bool {
 func TestUploadPutReplyForms(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
-	data := upData(1, 3000)
+	data := seededBytes(1, 3000)
 	cases := []struct {
 		name, query string
 		hdr         []string
@@ -433,7 +433,7 @@ func TestUploadPutReplyForms(t *testing.T) {
 			ct := resp.Header.Get("Content-Type")
 			switch c.form {
 			case "text":
-				upCheckPutText(t, body, "sha512", data, wantURL)
+				checkPutText(t, body, "sha512", data, wantURL)
 				if !strings.HasPrefix(ct, "text/plain") {
 					t.Errorf("Content-Type: got %q, want text/plain", ct)
 				}
@@ -445,15 +445,15 @@ func TestUploadPutReplyForms(t *testing.T) {
 					t.Errorf("Content-Type: got %q, want text/plain", ct)
 				}
 			case "json":
-				upCheckPutJSON(t, body, "", data, wantURL)
+				checkPutJSON(t, body, "", data, wantURL)
 				if !strings.HasPrefix(ct, "application/json") {
 					t.Errorf("Content-Type: got %q, want application/json", ct)
 				}
 			}
-			upWantFile(t, dir, name, data)
+			wantFile(t, dir, name, data)
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- checksums -----------------------------------------------------------
@@ -463,7 +463,7 @@ func TestUploadPutChecksums(t *testing.T) {
 	s := start(t, "-v", dir+"::rw")
 	// Larger than one of the server's 512 KiB read buffers and not a
 	// multiple of it.
-	data := upData(2, 1<<20+12345)
+	data := seededBytes(2, 1<<20+12345)
 	small := []byte("one")
 	cks := []string{"", "sha512", "no", "md5", "sha1", "sha256", "b2", "b2s", "blake2", "blake2s"}
 	for _, ck := range cks {
@@ -496,8 +496,8 @@ func TestUploadPutChecksums(t *testing.T) {
 					}
 					resp, body := s.do(t, "PUT", "/"+base+".json.bin"+jq, d.data, hdr...)
 					wantStatus(t, resp, body, http.StatusCreated)
-					upCheckPutJSON(t, body, ck, d.data, s.URL+"/"+base+".json.bin")
-					upWantFile(t, dir, base+".json.bin", d.data)
+					checkPutJSON(t, body, ck, d.data, s.URL+"/"+base+".json.bin")
+					wantFile(t, dir, base+".json.bin", d.data)
 					// text form
 					tq := ""
 					if q != "" {
@@ -509,8 +509,8 @@ func TestUploadPutChecksums(t *testing.T) {
 					if wantCK == "" {
 						wantCK = "sha512"
 					}
-					upCheckPutText(t, body, wantCK, d.data, s.URL+"/"+base+".text.bin")
-					upWantFile(t, dir, base+".text.bin", d.data)
+					checkPutText(t, body, wantCK, d.data, s.URL+"/"+base+".text.bin")
+					wantFile(t, dir, base+".text.bin", d.data)
 				}
 			})
 		}
@@ -535,7 +535,7 @@ func TestUploadPutChecksums(t *testing.T) {
 			}
 		}
 	})
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- compression ---------------------------------------------------------
@@ -543,7 +543,7 @@ func TestUploadPutChecksums(t *testing.T) {
 func TestUploadPutCompression(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
-	data := append(upText(200<<10), upData(3, 777)...)
+	data := append(compressibleText(200<<10), seededBytes(3, 777)...)
 	cases := []struct {
 		name, path, query string
 		want              string // stored name
@@ -575,14 +575,14 @@ func TestUploadPutCompression(t *testing.T) {
 				ck = v
 			}
 			wantURL := s.URL + "/" + c.want
-			r := upCheckPutJSON(t, body, ck, data, wantURL)
+			r := checkPutJSON(t, body, ck, data, wantURL)
 			if got := resp.Header.Get("Location"); got != r.URL {
 				t.Errorf("Location: got %q, want %q", got, r.URL)
 			}
-			if orig := strings.TrimPrefix(c.path, "/"); orig != c.want && upExists(dir, orig) {
+			if orig := strings.TrimPrefix(c.path, "/"); orig != c.want && pathExists(dir, orig) {
 				t.Errorf("uncompressed name %s: got present, want only %s", orig, c.want)
 			}
-			raw := upRead(t, dir, c.want)
+			raw := readVolumeFile(t, dir, c.want)
 			var rd io.Reader
 			var err error
 			switch c.codec {
@@ -615,7 +615,7 @@ func TestUploadPutCompression(t *testing.T) {
 			}
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- replace and collisions ----------------------------------------------
@@ -624,7 +624,7 @@ func TestUploadPutReplace(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-a", "ed:edpass", "-a", "wo:wopass", "-v", dir+"::rw:rwd,ed")
 	old := []byte("old content\n")
-	data := upData(4, 5000)
+	data := seededBytes(4, 5000)
 	cases := []struct {
 		name, query string
 		hdr         []string
@@ -647,7 +647,7 @@ func TestUploadPutReplace(t *testing.T) {
 			if c.exists {
 				writeFile(t, dir, name, old)
 			}
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			resp, body := s.do(t, "PUT", "/"+name+c.query, data, c.hdr...)
 			wantStatus(t, resp, body, c.status)
 			if c.status != 201 {
@@ -660,22 +660,22 @@ func TestUploadPutReplace(t *testing.T) {
 				if resp.Header.Get("Location") != "" {
 					t.Errorf("Location on refusal: got %q, want none", resp.Header.Get("Location"))
 				}
-				upSameSnap(t, before, upSnap(t, dir))
+				wantSameSnapshot(t, before, snapshot(t, dir))
 				return
 			}
 			wantURL := s.URL + "/" + name
-			upCheckPutText(t, body, "sha512", data, wantURL)
-			upWantFile(t, dir, name, data)
+			checkPutText(t, body, "sha512", data, wantURL)
+			wantFile(t, dir, name, data)
 			after := slices.DeleteFunc(tree(t, dir), func(p string) bool { return p == ".hist" || strings.HasPrefix(p, ".hist/") })
 			if len(after) != len(before)+map[bool]int{true: 0, false: 1}[c.exists] {
 				t.Errorf("paths after replace: got %v, want %v plus the new file only", after, slices.Sorted(maps.Keys(before)))
 			}
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
-var upTagRE = `(\d+\.\d{6})-([A-Za-z0-9_-]{8})`
+var collisionTagRE = `(\d+\.\d{6})-([A-Za-z0-9_-]{8})`
 
 func TestUploadPutCollision(t *testing.T) {
 	dir := t.TempDir()
@@ -698,18 +698,18 @@ func TestUploadPutCollision(t *testing.T) {
 			if j := strings.LastIndexByte(c.name, '/'); j >= 0 {
 				folder, base = c.name[:j+1], c.name[j+1:]
 			}
-			re := regexp.MustCompile("^" + regexp.QuoteMeta(folder+base) + "-" + upTagRE + regexp.QuoteMeta(c.ext) + "$")
+			re := regexp.MustCompile("^" + regexp.QuoteMeta(folder+base) + "-" + collisionTagRE + regexp.QuoteMeta(c.ext) + "$")
 			var tags []string
 			var names []string
 			for k := range 2 {
-				data := upData(uint64(100+i*2+k), 700+k)
+				data := seededBytes(uint64(100+i*2+k), 700+k)
 				resp, body := s.do(t, "PUT", "/"+(&url.URL{Path: c.name}).EscapedPath()+"?j", data)
 				wantStatus(t, resp, body, http.StatusCreated)
-				r := upCheckPutJSON(t, body, "", data, "")
+				r := checkPutJSON(t, body, "", data, "")
 				if got := resp.Header.Get("Location"); got != r.URL {
 					t.Errorf("Location: got %q, want %q", got, r.URL)
 				}
-				rel := upRel(t, s, r.URL)
+				rel := volumePath(t, s, r.URL)
 				m := re.FindStringSubmatch(rel)
 				if m == nil {
 					t.Fatalf("renamed path: got %q, want it to match %s", rel, re)
@@ -720,9 +720,9 @@ func TestUploadPutCollision(t *testing.T) {
 				}
 				tags = append(tags, m[2])
 				names = append(names, rel)
-				upWantFile(t, dir, rel, data)
+				wantFile(t, dir, rel, data)
 			}
-			upWantFile(t, dir, c.name, orig)
+			wantFile(t, dir, c.name, orig)
 			if names[0] == names[1] {
 				t.Errorf("second collision name: got %q again, want a new name", names[1])
 			}
@@ -731,7 +731,7 @@ func TestUploadPutCollision(t *testing.T) {
 			}
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- append --------------------------------------------------------------
@@ -744,27 +744,27 @@ func TestUploadPutAppend(t *testing.T) {
 		for i, add := range []string{"line2\n", "line3 is longer\n"} {
 			resp, body := s.do(t, "PUT", "/log.txt?apnd&j", []byte(add), "PW: edpass")
 			wantStatus(t, resp, body, http.StatusCreated)
-			upCheckPutJSON(t, body, "", []byte(add), s.URL+"/log.txt")
+			checkPutJSON(t, body, "", []byte(add), s.URL+"/log.txt")
 			want := "line1\nline2\n"
 			if i == 1 {
 				want += "line3 is longer\n"
 			}
-			upWantFile(t, dir, "log.txt", []byte(want))
+			wantFile(t, dir, "log.txt", []byte(want))
 		}
 	})
 	t.Run("append with ck=md5 and text reply", func(t *testing.T) {
 		writeFile(t, dir, "m.bin", []byte("head"))
-		add := upData(5, 600<<10)
+		add := seededBytes(5, 600<<10)
 		resp, body := s.do(t, "PUT", "/m.bin?apnd&ck=md5", add, "PW: edpass")
 		wantStatus(t, resp, body, http.StatusCreated)
-		upCheckPutText(t, body, "md5", add, s.URL+"/m.bin")
-		upWantFile(t, dir, "m.bin", append([]byte("head"), add...))
+		checkPutText(t, body, "md5", add, s.URL+"/m.bin")
+		wantFile(t, dir, "m.bin", append([]byte("head"), add...))
 	})
 	t.Run("append creates a missing file", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/new/apnd.txt?apnd&j", []byte("first\n"), "PW: edpass")
 		wantStatus(t, resp, body, http.StatusCreated)
-		upCheckPutJSON(t, body, "", []byte("first\n"), s.URL+"/new/apnd.txt")
-		upWantFile(t, dir, "new/apnd.txt", []byte("first\n"))
+		checkPutJSON(t, body, "", []byte("first\n"), s.URL+"/new/apnd.txt")
+		wantFile(t, dir, "new/apnd.txt", []byte("first\n"))
 	})
 	for _, c := range []struct {
 		name   string
@@ -776,13 +776,13 @@ func TestUploadPutAppend(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			writeFile(t, dir, "keep.txt", []byte("keep\n"))
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			resp, body := s.do(t, "PUT", "/keep.txt?apnd", []byte("more\n"), c.hdr...)
 			wantStatus(t, resp, body, c.status)
-			upSameSnap(t, before, upSnap(t, dir))
+			wantSameSnapshot(t, before, snapshot(t, dir))
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- random names --------------------------------------------------------
@@ -819,25 +819,25 @@ func TestUploadPutRand(t *testing.T) {
 			if c.forced {
 				srv, d = fsrv, fdir
 			}
-			data := upData(uint64(200+i), 999)
+			data := seededBytes(uint64(200+i), 999)
 			q := "?j"
 			if c.query != "" {
 				q += "&" + c.query
 			}
 			resp, body := srv.do(t, "PUT", c.path+q, data, c.hdr...)
 			wantStatus(t, resp, body, http.StatusCreated)
-			var r upPutReply
-			upDecode(t, body, &r)
+			var r putReply
+			decodeJSONKeys(t, body, &r)
 			if got := resp.Header.Get("Location"); got != r.URL {
 				t.Errorf("Location: got %q, want %q", got, r.URL)
 			}
-			rel := upRel(t, srv, r.URL)
+			rel := volumePath(t, srv, r.URL)
 			folder := strings.TrimPrefix(c.path[:strings.LastIndexByte(c.path, '/')+1], "/")
 			re := regexp.MustCompile(fmt.Sprintf(`^%s[A-Za-z0-9_-]{%d}%s$`, regexp.QuoteMeta(folder), c.n, regexp.QuoteMeta(c.ext)))
 			if !re.MatchString(rel) {
 				t.Errorf("random name: got %q, want it to match %s", rel, re)
 			}
-			got := upRead(t, d, rel)
+			got := readVolumeFile(t, d, rel)
 			if strings.Contains(c.query, "gz") {
 				zr, err := gzip.NewReader(bytes.NewReader(got))
 				if err != nil {
@@ -848,7 +848,7 @@ func TestUploadPutRand(t *testing.T) {
 			if !bytes.Equal(got, data) {
 				t.Errorf("stored %s: got %d bytes, want the %d uploaded", rel, len(got), len(data))
 			}
-			if upExists(d, strings.TrimPrefix(c.path, "/")) {
+			if pathExists(d, strings.TrimPrefix(c.path, "/")) {
 				t.Errorf("original name %s: got present, want only the random name", c.path)
 			}
 		})
@@ -864,8 +864,8 @@ func TestUploadPutRand(t *testing.T) {
 			t.Errorf("second random name: got %q again, want a different one", got[1])
 		}
 	})
-	upNoPartial(t, dir)
-	upNoPartial(t, fdir)
+	wantNoPartial(t, dir)
+	wantNoPartial(t, fdir)
 }
 
 // ---- lifetimes -----------------------------------------------------------
@@ -909,16 +909,16 @@ func TestUploadPutLife(t *testing.T) {
 			var resp *http.Response
 			var body []byte
 			if c.up.mp {
-				form, ct := upForm(t, upPart{"f", "m.txt", data})
+				form, ct := multipartForm(t, formPart{"f", "m.txt", data})
 				resp, body = c.up.s.do(t, "POST", c.up.path, form, append(c.up.hdr, ct)...)
 			} else {
 				resp, body = c.up.s.do(t, "PUT", c.up.path, data, c.up.hdr...)
 			}
 			wantStatus(t, resp, body, http.StatusCreated)
-			if !upExists(c.up.dir, c.rel) {
+			if !pathExists(c.up.dir, c.rel) {
 				t.Fatalf("%s right after upload: got missing, want present", c.rel)
 			}
-			if !upWaitGone(c.up.dir, c.rel, 10*time.Second) {
+			if !waitRemoved(c.up.dir, c.rel, 10*time.Second) {
 				t.Fatalf("%s 10 s after upload with a 2 s life: got present, want deleted", c.rel)
 			}
 		})
@@ -930,10 +930,10 @@ func TestUploadPutLife(t *testing.T) {
 		resp, body = s60.do(t, "PUT", "/re.txt?replace", []byte("new, no short life"))
 		wantStatus(t, resp, body, http.StatusCreated)
 		time.Sleep(2500 * time.Millisecond)
-		upWantFile(t, dir60, "re.txt", []byte("new, no short life"))
+		wantFile(t, dir60, "re.txt", []byte("new, no short life"))
 	})
 	t.Cleanup(func() {
-		if !upExists(dir60, "stays.txt") {
+		if !pathExists(dir60, "stays.txt") {
 			t.Errorf("stays.txt (1 h lifetime): got deleted, want present")
 		}
 	})
@@ -951,21 +951,21 @@ func TestUploadPutLifeRestart(t *testing.T) {
 	if err := s1.stop(); err != nil {
 		t.Fatalf("stopping the first server: got %v, want exit 0", err)
 	}
-	if !upExists(dir, "restart.txt") {
+	if !pathExists(dir, "restart.txt") {
 		t.Fatalf("restart.txt after stop: got missing, want present (life not over yet)")
 	}
 	start(t, args...)
-	if !upWaitGone(dir, "restart.txt", 10*time.Second) {
+	if !waitRemoved(dir, "restart.txt", 10*time.Second) {
 		t.Fatalf("restart.txt 10 s after upload with life=3 across a restart: got present, want deleted")
 	}
-	if !upExists(dir, "keeper.txt") {
+	if !pathExists(dir, "keeper.txt") {
 		t.Errorf("keeper.txt: got deleted, want present")
 	}
 }
 
 // ---- paths and transfer encodings -----------------------------------------
 
-var upPutNameRE = regexp.MustCompile(`^put-` + upTagRE + `\.bin$`)
+var putNameRE = regexp.MustCompile(`^put-` + collisionTagRE + `\.bin$`)
 
 func TestUploadPutPaths(t *testing.T) {
 	dir := t.TempDir()
@@ -988,17 +988,17 @@ func TestUploadPutPaths(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			data := upData(uint64(300+i), 1234)
+			data := seededBytes(uint64(300+i), 1234)
 			if c.name == "empty body" {
 				data = []byte{}
 			}
 			resp, body := s.do(t, "PUT", c.path+"?j", data)
 			wantStatus(t, resp, body, http.StatusCreated)
-			r := upCheckPutJSON(t, body, "", data, "")
+			r := checkPutJSON(t, body, "", data, "")
 			if got := resp.Header.Get("Location"); got != r.URL {
 				t.Errorf("Location: got %q, want %q", got, r.URL)
 			}
-			rel := upRel(t, s, r.URL)
+			rel := volumePath(t, s, r.URL)
 			if c.want != "" {
 				if rel != c.want {
 					t.Errorf("stored path: got %q, want %q", rel, c.want)
@@ -1008,14 +1008,14 @@ func TestUploadPutPaths(t *testing.T) {
 				}
 			} else {
 				name, ok := strings.CutPrefix(rel, c.folder)
-				if !ok || !upPutNameRE.MatchString(name) {
+				if !ok || !putNameRE.MatchString(name) {
 					t.Errorf("generated path: got %q, want %sput-<time>-<tag>.bin", rel, c.folder)
 				}
 			}
-			upWantFile(t, dir, rel, data)
+			wantFile(t, dir, rel, data)
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 func TestUploadPutChunked(t *testing.T) {
@@ -1028,11 +1028,11 @@ func TestUploadPutChunked(t *testing.T) {
 		gz         bool
 	}{
 		{name: "one byte", path: "/ch/one.bin", data: []byte{7}, want: "ch/one.bin", gz: false},
-		{name: "100 KiB", path: "/ch/k100.bin", data: upData(6, 100<<10), want: "ch/k100.bin", gz: false},
-		{name: "1.5 MiB", path: "/ch/m15.bin", data: upData(7, 3<<19+3), want: "ch/m15.bin", gz: false},
+		{name: "100 KiB", path: "/ch/k100.bin", data: seededBytes(6, 100<<10), want: "ch/k100.bin", gz: false},
+		{name: "1.5 MiB", path: "/ch/m15.bin", data: seededBytes(7, 3<<19+3), want: "ch/m15.bin", gz: false},
 		{name: "empty", path: "/ch/empty.bin", data: []byte{}, want: "ch/empty.bin", gz: false},
-		{name: "with gz", path: "/ch/z.txt?gz", data: upText(300 << 10), want: "ch/z.txt.gz", gz: true},
-		{name: "into a new folder with ck=sha256", path: "/ch/new/n.bin?ck=sha256", data: upData(8, 70000), want: "ch/new/n.bin", gz: false},
+		{name: "with gz", path: "/ch/z.txt?gz", data: compressibleText(300 << 10), want: "ch/z.txt.gz", gz: true},
+		{name: "into a new folder with ck=sha256", path: "/ch/new/n.bin?ck=sha256", data: seededBytes(8, 70000), want: "ch/new/n.bin", gz: false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1040,14 +1040,14 @@ func TestUploadPutChunked(t *testing.T) {
 			if strings.Contains(c.path, "?") {
 				sep = "&"
 			}
-			resp, body := upDoChunked(t, s, "PUT", c.path+sep+"j", c.data)
+			resp, body := doChunked(t, s, "PUT", c.path+sep+"j", c.data)
 			wantStatus(t, resp, body, http.StatusCreated)
 			ck := ""
 			if _, v, ok := strings.Cut(c.path, "ck="); ok {
 				ck = v
 			}
-			upCheckPutJSON(t, body, ck, c.data, s.URL+"/"+c.want)
-			got := upRead(t, dir, c.want)
+			checkPutJSON(t, body, ck, c.data, s.URL+"/"+c.want)
+			got := readVolumeFile(t, dir, c.want)
 			if c.gz {
 				zr, err := gzip.NewReader(bytes.NewReader(got))
 				if err != nil {
@@ -1064,14 +1064,14 @@ func TestUploadPutChunked(t *testing.T) {
 		host := strings.TrimPrefix(s.URL, "http://")
 		raw := "PUT /ch/raw.txt HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\nAccept: url\r\n\r\n" +
 			"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
-		resp, body := upRaw(t, s, []byte(raw))
+		resp, body := sendRaw(t, s, []byte(raw))
 		wantStatus(t, resp, body, http.StatusCreated)
 		if string(body) != s.URL+"/ch/raw.txt" {
 			t.Errorf("body: got %q, want %q", body, s.URL+"/ch/raw.txt")
 		}
-		upWantFile(t, dir, "ch/raw.txt", []byte("hello, world"))
+		wantFile(t, dir, "ch/raw.txt", []byte("hello, world"))
 	})
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- multipart -----------------------------------------------------------
@@ -1084,7 +1084,7 @@ func TestUploadMultipart(t *testing.T) {
 		data []byte
 	}
 	f1 := file{"one.txt", []byte("first file\n")}
-	f2 := file{"two.bin", upData(9, 700<<10)}
+	f2 := file{"two.bin", seededBytes(9, 700<<10)}
 	f3 := file{"a b.txt", []byte("spaced name\n")}
 	f4 := file{"empty.txt", []byte{}}
 	cases := []struct {
@@ -1123,23 +1123,23 @@ func TestUploadMultipart(t *testing.T) {
 					writeFile(t, dir, folder+f.name, orig)
 				}
 			}
-			var parts []upPart
+			var parts []formPart
 			if c.act != "" {
-				parts = append(parts, upPart{"act", "", []byte(c.act)})
+				parts = append(parts, formPart{"act", "", []byte(c.act)})
 			}
 			var total int64
 			for _, f := range c.files {
-				parts = append(parts, upPart{"f", f.name, f.data})
+				parts = append(parts, formPart{"f", f.name, f.data})
 				total += int64(len(f.data))
 			}
-			form, ct := upForm(t, parts...)
+			form, ct := multipartForm(t, parts...)
 			resp, body := s.do(t, "POST", c.folder+c.query, form, append(c.hdr, ct)...)
 			wantStatus(t, resp, body, http.StatusCreated)
 			var urls []string
 			switch c.form {
 			case "json":
-				var r upMPReply
-				keys := upDecode(t, body, &r)
+				var r multipartReply
+				keys := decodeJSONKeys(t, body, &r)
 				if r.Status != "OK" {
 					t.Errorf("status: got %q, want OK", r.Status)
 				}
@@ -1184,7 +1184,7 @@ func TestUploadMultipart(t *testing.T) {
 							}
 						}
 					} else {
-						sum := upSums(t, wantCK, f.data)
+						sum := checksumsOf(t, wantCK, f.data)
 						if got.SHA512 != sum.full || got.ShaB64 != sum.b64 {
 							t.Errorf("files[%d] sha512, sha_b64: got %q, %q, want %q, %q", i, got.SHA512, got.ShaB64, sum.full, sum.b64)
 						}
@@ -1192,7 +1192,7 @@ func TestUploadMultipart(t *testing.T) {
 					if got.FnOrig != f.name {
 						t.Errorf("files[%d] fn_orig: got %q, want %q", i, got.FnOrig, f.name)
 					}
-					rel := upRel(t, s, got.URL)
+					rel := volumePath(t, s, got.URL)
 					if got.Fn != rel[strings.LastIndexByte(rel, '/')+1:] {
 						t.Errorf("files[%d] fn: got %q, want %q (the stored name)", i, got.Fn, rel[strings.LastIndexByte(rel, '/')+1:])
 					}
@@ -1215,14 +1215,14 @@ func TestUploadMultipart(t *testing.T) {
 					if !strings.Contains(string(body), u) {
 						t.Errorf("text reply: got %q, want it to list %s", body, u)
 					}
-					if sum := upSums(t, "sha512", f.data); !strings.Contains(string(body), sum.b64) {
+					if sum := checksumsOf(t, "sha512", f.data); !strings.Contains(string(body), sum.b64) {
 						t.Errorf("text reply: got %q, want it to carry checksum %s", body, sum.b64)
 					}
 					urls = append(urls, u)
 				}
 			}
 			for i, f := range c.files {
-				rel := upRel(t, s, urls[i])
+				rel := volumePath(t, s, urls[i])
 				switch c.want {
 				case "":
 					if rel != folder+f.name {
@@ -1234,31 +1234,31 @@ func TestUploadMultipart(t *testing.T) {
 					}
 				case "rename":
 					ext := f.name[strings.LastIndexByte(f.name, '.'):]
-					re := regexp.MustCompile("^" + regexp.QuoteMeta(folder+f.name) + "-" + upTagRE + regexp.QuoteMeta(ext) + "$")
+					re := regexp.MustCompile("^" + regexp.QuoteMeta(folder+f.name) + "-" + collisionTagRE + regexp.QuoteMeta(ext) + "$")
 					if !re.MatchString(rel) {
 						t.Errorf("renamed path: got %q, want it to match %s", rel, re)
 					}
-					upWantFile(t, dir, folder+f.name, orig)
+					wantFile(t, dir, folder+f.name, orig)
 				}
-				upWantFile(t, dir, rel, f.data)
+				wantFile(t, dir, rel, f.data)
 			}
 		})
 	}
 	t.Run("a plain field after act is ignored", func(t *testing.T) {
-		form, ct := upForm(t, upPart{"act", "", []byte("bput")}, upPart{"note", "", []byte("hi")}, upPart{"f", "n.txt", []byte("n")})
+		form, ct := multipartForm(t, formPart{"act", "", []byte("bput")}, formPart{"note", "", []byte("hi")}, formPart{"f", "n.txt", []byte("n")})
 		resp, body := s.do(t, "POST", "/mp20/?j", form, ct)
 		wantStatus(t, resp, body, http.StatusCreated)
-		upWantFile(t, dir, "mp20/n.txt", []byte("n"))
+		wantFile(t, dir, "mp20/n.txt", []byte("n"))
 	})
 	t.Run("multipart rand", func(t *testing.T) {
-		form, ct := upForm(t, upPart{"f", "pic.png", []byte("png")})
+		form, ct := multipartForm(t, formPart{"f", "pic.png", []byte("png")})
 		resp, body := s.do(t, "POST", "/mp21/?rand=7", form, ct, "Accept: url")
 		wantStatus(t, resp, body, http.StatusCreated)
-		rel := upRel(t, s, string(body))
+		rel := volumePath(t, s, string(body))
 		if !regexp.MustCompile(`^mp21/[A-Za-z0-9_-]{7}\.png$`).MatchString(rel) {
 			t.Errorf("random name: got %q, want mp21/<7 chars>.png", rel)
 		}
-		upWantFile(t, dir, rel, []byte("png"))
+		wantFile(t, dir, rel, []byte("png"))
 	})
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
