@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"archive/tar"
 	"archive/zip"
 	"bytes"
-	"compress/bzip2"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -24,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ulikunitz/xz"
 	"golang.org/x/text/encoding/charmap"
 )
 
@@ -57,84 +52,6 @@ func writeTree(t *testing.T, dir string, files map[string][]byte) {
 	t.Helper()
 	for name, data := range files {
 		writeFile(t, dir, name, data)
-	}
-}
-
-// readArchive decodes an archive with Go's readers: name → content.
-func readArchive(t *testing.T, format string, b []byte) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	if strings.HasPrefix(format, "zip") {
-		zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-		if err != nil {
-			t.Fatalf("%s: zip.NewReader: %v", format, err)
-		}
-		for _, zf := range zr.File {
-			name := zf.Name
-			if zf.Flags&0x800 == 0 {
-				name, _ = charmap.CodePage437.NewDecoder().String(name)
-			}
-			rc, err := zf.Open()
-			if err != nil {
-				t.Fatalf("%s: %s: %v", format, name, err)
-			}
-			data, err := io.ReadAll(rc) // checks the CRC
-			if err != nil {
-				t.Fatalf("%s: %s: %v", format, name, err)
-			}
-			out[name] = data
-		}
-		return out
-	}
-	var r io.Reader = bytes.NewReader(b)
-	var err error
-	switch {
-	case strings.Contains(format, "gz"):
-		r, err = gzip.NewReader(r)
-	case strings.Contains(format, "xz"):
-		r, err = xz.NewReader(r)
-	case strings.Contains(format, "bz2"):
-		r = bzip2.NewReader(r)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", format, err)
-	}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: tar: %v", format, err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", format, h.Name, err)
-		}
-		out[h.Name] = data
-	}
-	return out
-}
-
-// wantArchiveFiles fails unless got holds exactly want's files under prefix.
-func wantArchiveFiles(t *testing.T, what string, got map[string][]byte, prefix string, want map[string][]byte) {
-	t.Helper()
-	if len(got) != len(want) {
-		var names []string
-		for n := range got {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		t.Errorf("%s: %d entries, want %d: %q", what, len(got), len(want), names)
-	}
-	for name, data := range want {
-		g, ok := got[prefix+name]
-		if !ok {
-			t.Errorf("%s: %q missing", what, prefix+name)
-		} else if !bytes.Equal(g, data) {
-			t.Errorf("%s: %q has %d bytes that differ from the %d on disk", what, prefix+name, len(g), len(data))
-		}
 	}
 }
 

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,31 +16,6 @@ import (
 	"testing"
 	"time"
 )
-
-// runHoard runs hoard with args (after -p 0 -i 127.0.0.1) to completion,
-// with a timeout, and returns its exit status and output.
-func runHoard(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
-	cmd.Dir = t.TempDir()
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("hoard %q did not exit within 10 s (it should refuse to start); stdout %q stderr %q", args, o.String(), e.String())
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, o.String(), e.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), o.String(), e.String()
-	}
-	t.Fatalf("running hoard: %v", err)
-	return 0, "", ""
-}
 
 func TestCLIBadArguments(t *testing.T) {
 	t.Parallel()

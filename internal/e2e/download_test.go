@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,65 +21,6 @@ import (
 // This file also holds the small helpers shared by download_test.go,
 // perm_test.go, listing_test.go, traversal_test.go and cli_test.go; their
 // names start with "rs" so they cannot clash with other test files.
-
-// rawRequest sends a hand-written request over a fresh TCP connection, so that
-// request targets reach the server exactly as written (Go's client would
-// normalise some of them). It returns the response with its body read.
-func rawRequest(t *testing.T, s *server, method, target string, body []byte, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(15 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, strings.TrimPrefix(s.URL, "http://"))
-	for _, h := range hdr {
-		b.WriteString(h + "\r\n")
-	}
-	if body != nil {
-		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(body))
-	}
-	b.WriteString("\r\n")
-	if _, err := io.WriteString(conn, b.String()); err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		conn.Write(body) // the server may refuse before reading it
-	}
-	req, _ := http.NewRequest(method, s.URL+"/", nil)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-	if err != nil {
-		t.Fatalf("%s %s: reading response: %v", method, target, err)
-	}
-	defer resp.Body.Close()
-	rb, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, target, err)
-	}
-	return resp, rb
-}
-
-// multipartFiles builds a multipart/form-data body with one file field f per
-// name→content pair (in the order given) and returns it with its
-// Content-Type header line.
-func multipartFiles(t *testing.T, files ...[2]string) ([]byte, string) {
-	t.Helper()
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	for _, f := range files {
-		w, err := mw.CreateFormFile("f", f[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(w, f[1])
-	}
-	if err := mw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes(), "Content-Type: " + mw.FormDataContentType()
-}
 
 // loggedRandomBytes returns n pseudo-random bytes from a logged seed.
 func loggedRandomBytes(t *testing.T, n int) []byte {

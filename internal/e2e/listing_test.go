@@ -17,66 +17,6 @@ import (
 	"time"
 )
 
-// listingEntry and listingReply are the parts of a ?ls reply the tests read.
-type listingEntry struct {
-	Href string         `json:"href"`
-	Name string         `json:"name"`
-	Sz   int64          `json:"sz"`
-	Ts   int64          `json:"ts"`
-	Ext  string         `json:"ext"`
-	Tags map[string]any `json:"tags"`
-}
-
-type listingReply struct {
-	Dirs    []listingEntry `json:"dirs"`
-	Files   []listingEntry `json:"files"`
-	Acct    string         `json:"acct"`
-	Perms   []string       `json:"perms"`
-	Srvinf  string         `json:"srvinf"`
-	Taglist []string       `json:"taglist"`
-}
-
-func decodeListing(t *testing.T, body []byte) listingReply {
-	t.Helper()
-	var r listingReply
-	if err := json.Unmarshal(body, &r); err != nil {
-		t.Fatalf("?ls body is not the listing JSON: %v; body: %.300s", err, body)
-	}
-	return r
-}
-
-// listingNames returns the names (href decoded) of a listing's dirs and files.
-func listingNames(t *testing.T, l listingReply) (dirs, files []string) {
-	t.Helper()
-	for _, e := range l.Dirs {
-		h := strings.SplitN(e.Href, "?", 2)[0]
-		if !strings.HasSuffix(h, "/") {
-			t.Errorf("dir href %q does not end in /", e.Href)
-		}
-		n, err := url.PathUnescape(strings.TrimSuffix(h, "/"))
-		if err != nil {
-			t.Errorf("dir href %q: %v", e.Href, err)
-		}
-		dirs = append(dirs, n)
-	}
-	for _, e := range l.Files {
-		n, err := url.PathUnescape(strings.SplitN(e.Href, "?", 2)[0])
-		if err != nil {
-			t.Errorf("file href %q: %v", e.Href, err)
-		}
-		files = append(files, n)
-	}
-	return dirs, files
-}
-
-// getListing fetches a ?ls listing and decodes it.
-func getListing(t *testing.T, s *server, path string, hdr ...string) listingReply {
-	t.Helper()
-	resp, body := s.do(t, "GET", path, nil, hdr...)
-	wantStatus(t, resp, body, http.StatusOK)
-	return decodeListing(t, body)
-}
-
 var mtime2024 = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func TestListingJSON(t *testing.T) {

@@ -1,64 +1,11 @@
 package e2e
 
 import (
-	"archive/tar"
-	"archive/zip"
 	"bytes"
-	"io"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
-
-// untar returns the members of a tar archive by name.
-func untarMembers(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("reading tar: %v", err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name] = data
-	}
-}
-
-func unzipMembers(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatalf("reading zip: %v", err)
-	}
-	out := map[string][]byte{}
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatalf("zip member %s: %v", f.Name, err)
-		}
-		out[f.Name] = data
-	}
-	return out
-}
-
-// sortedMembers is an archive's member names, sorted, joined by spaces.
-func sortedMembers(m map[string][]byte) string {
-	return strings.Join(slices.Sorted(maps.Keys(m)), " ")
-}
 
 // The archive modifiers replace entries by their derived forms.
 func TestMediaArchiveModifiers(t *testing.T) {

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,25 +11,6 @@ import (
 	"testing"
 	"time"
 )
-
-// slowClient waits as long as a burst on a busy machine needs.
-var slowClient = &http.Client{Timeout: 5 * time.Minute}
-
-// getCtx sends a GET with ctx and returns status, the X-Hoard-Thumb header
-// and the body; err when the request failed.
-func (s *server) getCtx(ctx context.Context, path string) (int, http.Header, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", s.URL+path, nil)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	resp, err := slowClient.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b, err
-}
 
 // Identical concurrent requests make one thumbnail.
 func TestMediaCoalescing(t *testing.T) {

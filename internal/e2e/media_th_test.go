@@ -2,11 +2,12 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,8 +27,6 @@ func mediaDir(t *testing.T) string {
 	makeMedia(t, filepath.Join(dir, "tone.flac"), "-f", "lavfi", "-i", "sine=f=330:d=6")
 	return dir
 }
-
-func thumbURL(name, v string) string { return "/" + url.PathEscape(name) + "?th=" + url.QueryEscape(v) }
 
 func TestMediaThumbForms(t *testing.T) {
 	t.Parallel()
@@ -429,4 +428,40 @@ func TestMediaFolderThumb(t *testing.T) {
 	}
 	resp, body = s.do(t, "GET", "/empty/?th=w0", nil)
 	wantStatus(t, resp, body, 400)
+}
+
+// ---- generated images ----
+
+// jpegWithOrientation is m as a JPEG with a hand-written EXIF APP1 segment giving
+// orientation o (little-endian TIFF).
+func jpegWithOrientation(t testing.TB, m image.Image, o uint16) []byte {
+	j := encodeJPEG(t, m)
+	le := binary.LittleEndian
+	tiff := []byte("II*\x00")
+	tiff = le.AppendUint32(tiff, 8)
+	tiff = le.AppendUint16(tiff, 1)
+	tiff = le.AppendUint16(tiff, 0x0112)
+	tiff = le.AppendUint16(tiff, 3)
+	tiff = le.AppendUint32(tiff, 1)
+	tiff = le.AppendUint16(tiff, o)
+	tiff = le.AppendUint16(tiff, 0)
+	tiff = le.AppendUint32(tiff, 0)
+	app1 := append([]byte("Exif\x00\x00"), tiff...)
+	out := []byte{0xFF, 0xD8, 0xFF, 0xE1}
+	out = binary.BigEndian.AppendUint16(out, uint16(len(app1)+2))
+	out = append(out, app1...)
+	return append(out, j[2:]...)
+}
+
+// pngHeaderOnly is a PNG signature and a valid IHDR chunk for w×h only.
+func pngHeaderOnly(w, h uint32) []byte {
+	b := []byte("\x89PNG\r\n\x1a\n")
+	ihdr := []byte("IHDR")
+	ihdr = binary.BigEndian.AppendUint32(ihdr, w)
+	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
+	ihdr = append(ihdr, 8, 6, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, 13)
+	b = append(b, ihdr...)
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(ihdr))
+	return append(b, make([]byte, 64)...)
 }

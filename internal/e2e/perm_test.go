@@ -1,28 +1,14 @@
 package e2e
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
-
-// basicAuth is an Authorization header line for HTTP Basic auth.
-func basicAuth(userpass string) string {
-	return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(userpass))
-}
-
-// fileHolds reports whether the file below dir holds exactly want.
-func fileHolds(dir, rel, want string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	return err == nil && string(b) == want
-}
 
 // TestPermMatrix checks every permission letter (and a few combinations)
 // against every operation the server has: user u holds the letters, the

@@ -158,27 +158,6 @@ func TestRecentUploadsRingBound(t *testing.T) {
 	}
 }
 
-type dlsRow struct {
-	Sent  int64   `json:"sent"`
-	Size  int64   `json:"size"`
-	Path  string  `json:"path"`
-	Conn  string  `json:"conn"`
-	Uname string  `json:"uname"`
-	Rate  float64 `json:"rate"`
-	Dur   float64 `json:"dur"`
-}
-
-func dlsGet(t *testing.T, s *server, hdr ...string) []dlsRow {
-	t.Helper()
-	resp, body := s.do(t, "GET", "/?dls", nil, hdr...)
-	wantStatus(t, resp, body, 200)
-	var rows []dlsRow
-	if err := json.Unmarshal(body, &rows); err != nil {
-		t.Fatalf("%v: %s", err, body)
-	}
-	return rows
-}
-
 func TestActiveDownloads(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-a", "boss:bpw", "-a", "u1:p1", "-v", dir+"::r:A,boss")

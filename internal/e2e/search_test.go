@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -19,103 +18,6 @@ import (
 	"testing"
 	"time"
 )
-
-type srchHit struct {
-	RP   string            `json:"rp"`
-	FN   string            `json:"fn"`
-	SZ   int64             `json:"sz"`
-	MT   int64             `json:"mt"`
-	TS   int64             `json:"ts"`
-	Tags map[string]string `json:"tags"`
-	Href string            `json:"href"`
-}
-
-type searchReply struct {
-	Hits     []srchHit `json:"hits"`
-	TagOrder []string  `json:"tag_order"`
-	Trunc    bool      `json:"trunc"`
-	Error    string    `json:"error"`
-}
-
-// postSearch posts a search body and decodes the JSON answer (errors included).
-func postSearch(t *testing.T, s *server, body any, hdr ...string) (int, searchReply) {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, rb := s.do(t, "POST", "/", b, append([]string{"Content-Type: application/json"}, hdr...)...)
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("search answered %d with Content-Type %q: %s", resp.StatusCode, ct, rb)
-	}
-	var r searchReply
-	if err := json.Unmarshal(rb, &r); err != nil {
-		t.Fatalf("search answer is not JSON: %v: %s", err, rb)
-	}
-	return resp.StatusCode, r
-}
-
-// rps are the hits' hrefs, sorted.
-func (r searchReply) hrefs() []string {
-	var out []string
-	for _, h := range r.Hits {
-		out = append(out, h.Href)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// waitReady polls until searches stop answering 503 (the first scan).
-func waitReady(t *testing.T, s *server, hdr ...string) {
-	t.Helper()
-	deadline := time.Now().Add(180 * time.Second)
-	for time.Now().Before(deadline) {
-		code, r := postSearch(t, s, map[string]any{"q": "zzzznothing"}, hdr...)
-		if code == 200 {
-			return
-		}
-		if code != 503 {
-			t.Fatalf("search = %d %q while waiting for the scan", code, r.Error)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("the first scan did not finish in 180 s")
-}
-
-// waitHits polls a query until its hits are want (the index follows
-// changes asynchronously).
-func waitHits(t *testing.T, s *server, q string, want []string, hdr ...string) {
-	t.Helper()
-	var got []string
-	for range 200 {
-		code, r := postSearch(t, s, map[string]any{"q": q}, hdr...)
-		if code != 200 {
-			t.Fatalf("search %q = %d %s", q, code, r.Error)
-		}
-		got = r.hrefs()
-		if slices.Equal(got, want) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("search %q = %q, want %q", q, got, want)
-}
-
-func setMtime(t *testing.T, p string, tm time.Time) {
-	t.Helper()
-	if err := os.Chtimes(p, tm, tm); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func sparseFile(t *testing.T, dir, rel string, size int64) string {
-	t.Helper()
-	p := writeFile(t, dir, rel, []byte("x"))
-	if err := os.Truncate(p, size); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func parseUTC(s string) time.Time {
 	tm, err := time.Parse(time.DateTime, s)

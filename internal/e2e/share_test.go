@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,27 +31,6 @@ func shareSetup(t *testing.T) string {
 func shareArgs(dir string, extra ...string) []string {
 	return append([]string{"-a", "alice:apw", "-a", "bob:bpw", "-a", "boss:xpw", "-a", "reader:rpw",
 		"-v", dir + "::rwmd,alice,bob:A,boss:r,reader"}, extra...)
-}
-
-// makeShare posts a share the way copyparty's web UI does and returns the
-// share URL path.
-func makeShare(t *testing.T, s *server, pw string, body map[string]any, code int) string {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	resp, rb := s.do(t, "POST", "/?share", b, "PW: "+pw, "Content-Type: text/plain")
-	wantStatus(t, resp, rb, code)
-	if code != 201 {
-		return ""
-	}
-	txt := strings.TrimSpace(string(rb))
-	if !strings.HasPrefix(txt, "created share: ") {
-		t.Fatalf("body %q", rb)
-	}
-	u, err := url.Parse(txt[15:])
-	if err != nil || u.Host == "" {
-		t.Fatalf("share URL %q", txt[15:])
-	}
-	return u.EscapedPath()
 }
 
 func TestShareFolderEndToEnd(t *testing.T) {
@@ -194,28 +172,6 @@ func TestShareWriteFileAndPassword(t *testing.T) {
 	wantStatus(t, resp, body, 200)
 	resp, body = s.do(t, "GET", "/shr/locked/a.txt", nil, "Cookie: cppwd=s3cret")
 	wantStatus(t, resp, body, 200)
-}
-
-type shareRow struct {
-	K     string   `json:"k"`
-	URL   string   `json:"url"`
-	VP    string   `json:"vp"`
-	Files []string `json:"files"`
-	Perms string   `json:"perms"`
-	PW    bool     `json:"pw"`
-	Un    string   `json:"un"`
-	T1    int64    `json:"t1"`
-}
-
-func listShares(t *testing.T, s *server, pw string) []shareRow {
-	t.Helper()
-	resp, body := s.do(t, "GET", "/?shares&j", nil, "PW: "+pw)
-	wantStatus(t, resp, body, 200)
-	var rows []shareRow
-	if err := json.Unmarshal(body, &rows); err != nil {
-		t.Fatalf("%v: %s", err, body)
-	}
-	return rows
 }
 
 func TestShareListDeleteExpireRestart(t *testing.T) {

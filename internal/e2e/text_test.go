@@ -134,18 +134,6 @@ func TestTextBadEncodings(t *testing.T) {
 	}
 }
 
-// userTree is tree without the server's state folder.
-func userTree(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	for _, p := range tree(t, dir) {
-		if p != ".hist" && !strings.HasPrefix(p, ".hist/") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // TestTextAskedCharset: a label that names a real charset is answered in
 // that charset, by name, even where WHATWG reads it as another one
 // (iso-8859-1 as windows-1252): the bytes agree with the label.

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"crypto/sha512"
 	"encoding/hex"
-	"encoding/json"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -136,11 +135,6 @@ func TestUp2kBadHandshakes(t *testing.T) {
 	if names := tree(t, vol); slices.Contains(names, "up") {
 		t.Fatalf("refused handshakes made folders: %v", names)
 	}
-}
-
-func jsonStrings(hs []string) string {
-	b, _ := json.Marshal(hs)
-	return string(b)
 }
 
 func TestUp2kBadChunks(t *testing.T) {

@@ -6,10 +6,8 @@ package e2e
 // are prefixed "up" so that they cannot clash with other test files.
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -20,9 +18,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
-	"mime/multipart"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -89,16 +84,6 @@ func checksumsOf(t *testing.T, ck string, data []byte) checksums {
 	}
 }
 
-// seededBytes returns n deterministic pseudo-random bytes.
-func seededBytes(seed uint64, n int) []byte {
-	var key [32]byte
-	key[0] = byte(seed)
-	key[1] = byte(seed >> 8)
-	b := make([]byte, n)
-	rand.NewChaCha8(key).Read(b)
-	return b
-}
-
 // compressibleText returns n bytes of compressible text.
 func compressibleText(n int) []byte {
 	var b bytes.Buffer
@@ -106,29 +91,6 @@ func compressibleText(n int) []byte {
 		fmt.Fprintf(&b, "line %d of a compressible upload body; hoard stores it\n", i%977)
 	}
 	return b.Bytes()[:n]
-}
-
-// putReply is the JSON reply to a PUT (spec fields plus copyparty's).
-type putReply struct {
-	URL        string `json:"url"`
-	Size       int64  `json:"size"`
-	SHA512     string `json:"sha512"`
-	UploadTime int64  `json:"upload_time"`
-	FileURL    string `json:"fileurl"`
-	FileSz     int64  `json:"filesz"`
-	ShaB64     string `json:"sha_b64"`
-	CK         string `json:"ck"`
-}
-
-// decodeJSONKeys unmarshals a JSON reply into v and returns its keys.
-func decodeJSONKeys(t *testing.T, body []byte, v any) map[string]json.RawMessage {
-	t.Helper()
-	if err := json.Unmarshal(body, v); err != nil {
-		t.Fatalf("reply is not JSON: %v; got %q", err, body)
-	}
-	var keys map[string]json.RawMessage
-	json.Unmarshal(body, &keys)
-	return keys
 }
 
 // checkPutJSON checks a PUT's JSON reply against the uploaded data.
@@ -220,172 +182,6 @@ func volumePath(t *testing.T, s *server, u string) string {
 		t.Fatalf("url %q: %v", u, err)
 	}
 	return rel
-}
-
-// readVolumeFile returns the bytes of rel in dir, failing when it is missing.
-func readVolumeFile(t *testing.T, dir, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatalf("stored file %s: %v", rel, err)
-	}
-	return b
-}
-
-// wantFile checks that rel in dir holds exactly want.
-func wantFile(t *testing.T, dir, rel string, want []byte) {
-	t.Helper()
-	got := readVolumeFile(t, dir, rel)
-	if !bytes.Equal(got, want) {
-		t.Errorf("stored %s: got %d bytes (sha256 %x), want %d bytes (sha256 %x)", rel, len(got), sha256.Sum256(got), len(want), sha256.Sum256(want))
-	}
-}
-
-func pathExists(dir, rel string) bool {
-	_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel)))
-	return err == nil
-}
-
-// snapshot records every path below dir with a digest of its content, to
-// prove that a refused request changed nothing (tree plus contents).
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for _, rel := range tree(t, dir) {
-		if rel == ".hist" || strings.HasPrefix(rel, ".hist/") {
-			continue // the server's state (its logs of writes in progress) is not the volume's content
-		}
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		fi, err := os.Lstat(p)
-		if err != nil {
-			continue // vanished meanwhile
-		}
-		if fi.IsDir() {
-			m[rel] = "dir"
-			continue
-		}
-		b, _ := os.ReadFile(p)
-		m[rel] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
-	}
-	return m
-}
-
-// wantSameSnapshot fails unless the two snapshots are equal.
-func wantSameSnapshot(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	for p, a := range after {
-		if b, ok := before[p]; !ok {
-			t.Errorf("after the request %s exists (%s); got a new path, want none", p, a)
-		} else if a != b {
-			t.Errorf("after the request %s: got %s, want unchanged %s", p, a, b)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("after the request %s: got missing, want unchanged", p)
-		}
-	}
-}
-
-// wantNoPartial fails when a work file (.PARTIAL) is left in dir.
-func wantNoPartial(t *testing.T, dir string) {
-	t.Helper()
-	for _, p := range tree(t, dir) {
-		if strings.HasSuffix(p, ".PARTIAL") {
-			t.Errorf("stray work file: got %s, want none", p)
-		}
-	}
-}
-
-// doChunked sends body without Content-Length (chunked transfer encoding).
-func doChunked(t *testing.T, s *server, method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path, io.MultiReader(bytes.NewReader(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = -1
-	return roundTrip(t, req, hdr...)
-}
-
-// sendRaw writes raw bytes on a fresh connection, half-closes it and reads
-// the one response. The request may be incomplete on purpose.
-func sendRaw(t *testing.T, s *server, raw []byte) (*http.Response, []byte) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	// Write concurrently: a server that refuses early (431) stops reading,
-	// and a large request would then block here. Closing c ends the writer.
-	go func() {
-		c.Write(raw)
-		c.(*net.TCPConn).CloseWrite()
-	}()
-	// The request, for wantStatus's messages: method and target of line 1.
-	line, _, _ := strings.Cut(string(raw[:min(len(raw), 2000)]), "\r\n")
-	method, target, _ := strings.Cut(line, " ")
-	target, _, _ = strings.Cut(target, " ")
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
-		t.Fatalf("test bug: request target %q: %v", target, err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method, URL: u})
-	if err != nil {
-		t.Fatalf("%s %s: reading response: got %v, want an HTTP response", method, target, err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, body
-}
-
-// formPart is one part of a multipart form; file "" makes a plain field.
-type formPart struct {
-	field, file string
-	data        []byte
-}
-
-// multipartForm builds a multipart/form-data body.
-func multipartForm(t *testing.T, parts ...formPart) ([]byte, string) {
-	t.Helper()
-	var b bytes.Buffer
-	mw := multipart.NewWriter(&b)
-	for _, p := range parts {
-		var w io.Writer
-		var err error
-		if p.file == "" {
-			w, err = mw.CreateFormField(p.field)
-		} else {
-			w, err = mw.CreateFormFile(p.field, p.file)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(p.data)
-	}
-	if err := mw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes(), "Content-Type: " + mw.FormDataContentType()
-}
-
-// multipartFile is one file of a multipart JSON reply.
-type multipartFile struct {
-	putReply
-	Sz     int64  `json:"sz"`
-	Fn     string `json:"fn"`
-	FnOrig string `json:"fn_orig"`
-	Path   string `json:"path"`
-}
-
-type multipartReply struct {
-	Status  string          `json:"status"`
-	Sz      int64           `json:"sz"`
-	Files   []multipartFile `json:"files"`
-	FileURL string          `json:"fileurl"`
-	Error   string          `json:"error"`
 }
 
 // waitRemoved polls until rel in dir is gone; false after limit.

@@ -26,29 +26,6 @@ type zlsRow struct {
 	Dir bool   `json:"dir"`
 }
 
-// makeZip builds a zip in memory from name → content (a name ending in / is
-// a folder), deflated.
-func makeZip(t *testing.T, members [][2]string, mtime time.Time) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, m := range members {
-		h := &zip.FileHeader{Name: m[0], Method: zip.Deflate, Modified: mtime}
-		if strings.HasSuffix(m[0], "/") {
-			h.Method = zip.Store
-		}
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(m[1]))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 func zlsGet(t *testing.T, s *server, path string, hdr ...string) []zlsRow {
 	t.Helper()
 	resp, body := s.do(t, "GET", path+"?zls", nil, hdr...)
