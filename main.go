@@ -134,13 +134,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := store.Open(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		if _, ok := errors.AsType[*store.LockedError](err); ok {
+			return 2
+		}
 		return 1
 	}
 	defer st.Close()
 	dbs, err := openDBs(st, int64(o.dbCache)<<20, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		if errors.Is(err, idx.ErrLocked) {
+			return 2
+		}
 		return 1
 	}
 	defer closeDBs(dbs, log)
@@ -267,12 +273,6 @@ func openDBs(st *store.Store, cache int64, log *slog.Logger) (map[*store.Volume]
 		if db == nil {
 			var err error
 			db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log})
-			if errors.Is(err, idx.ErrLocked) {
-				// Another hoard serves this folder too. Serve anyway; this
-				// volume's up2k sessions then live in memory only.
-				log.Warn("the volume's index is in use by another process; unfinished uploads here will not survive a restart", "volume", "/"+v.VPath, "err", err)
-				continue
-			}
 			if err != nil {
 				closeDBs(out, log)
 				return nil, err

@@ -34,6 +34,7 @@ type Store struct {
 	subs   []func(Event)
 
 	janitor *janitor
+	locks   map[string]*os.File // state folder → its held lock file (lock.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable.
@@ -63,6 +64,7 @@ func Open(cfg Config) (*Store, error) {
 	s := &Store{
 		users:   map[[32]byte]string{},
 		authKey: make([]byte, 32),
+		locks:   map[string]*os.File{},
 		log:     cfg.Logger,
 		now:     cfg.Now,
 	}
@@ -145,6 +147,10 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		s.log.Warn("state folder unavailable; lifetimes and persistent file keys are off for this volume", "volume", "/"+v.VPath, "err", err)
 	} else {
 		v.hist = hist
+		if err := s.lockHist(hist); err != nil {
+			root.Close()
+			return nil, err
+		}
 	}
 	if v.secret, err = v.loadSecret(); err != nil {
 		root.Close()
@@ -249,6 +255,7 @@ func (s *Store) Close() error {
 			first = err
 		}
 	}
+	s.unlock()
 	return first
 }
 

@@ -1,0 +1,47 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// A second hoard on a volume whose state folder a running one holds does
+// not start (two servers on one state folder lose each other's upload
+// sessions): exit status 2, naming the folder and the other's pid. Once
+// the first has stopped, it starts.
+func TestSecondServerOnStateFolderRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	hist := t.TempDir()
+	for _, c := range []struct {
+		name  string
+		args  []string
+		state string
+	}{
+		{"default .hist", []string{"-v", dir + "::rw"}, filepath.Join(dir, ".hist")},
+		{"--hist", []string{"-v", dir + "::rw", "--hist", hist}, hist},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first := start(t, c.args...)
+			code, _, stderr := rsRunBin(t, c.args...)
+			if code != 2 {
+				t.Fatalf("second hoard: exit %d, want 2; stderr:\n%s", code, stderr)
+			}
+			pid := strconv.Itoa(first.cmd.Process.Pid)
+			if !strings.Contains(stderr, c.state) || !strings.Contains(stderr, "pid "+pid) {
+				t.Fatalf("second hoard's message names neither the state folder %s nor pid %s:\n%s", c.state, pid, stderr)
+			}
+			// The first one is unharmed.
+			resp, body := first.do(t, "PUT", "/x-"+strings.ReplaceAll(c.name, " ", "")+".txt", []byte("x"))
+			wantStatus(t, resp, body, 201)
+			if err := first.stop(); err != nil {
+				t.Fatal(err)
+			}
+			second := start(t, c.args...)
+			resp, body = second.do(t, "GET", "/x-"+strings.ReplaceAll(c.name, " ", "")+".txt", nil)
+			wantStatus(t, resp, body, 200)
+		})
+	}
+}
