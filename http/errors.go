@@ -67,8 +67,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, trimPkg(store.ErrNoSub.Error())
 	case errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrNotDir),
 		errors.Is(err, store.ErrShortBody), errors.Is(err, store.ErrNoLifetime),
-		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir):
-		for _, e := range []error{store.ErrPartialName, store.ErrBadName, store.ErrNotDir, store.ErrShortBody, store.ErrNoLifetime, store.ErrOutside, store.ErrIsDir} {
+		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir), errors.Is(err, store.ErrNotRegular):
+		for _, e := range []error{store.ErrPartialName, store.ErrBadName, store.ErrNotDir, store.ErrShortBody, store.ErrNoLifetime, store.ErrOutside, store.ErrIsDir, store.ErrNotRegular} {
 			if errors.Is(err, e) {
 				return http.StatusBadRequest, trimPkg(e.Error())
 			}

@@ -188,7 +188,7 @@ func (v *Volume) loadSecret() ([]byte, error) {
 		return key, err
 	}
 	name := filepath.Join(v.hist, "secret")
-	if b, err := os.ReadFile(name); err == nil && len(b) == 64 {
+	if b, err := readStateFile(name, 4096); err == nil && len(b) == 64 {
 		if _, err := hex.Decode(key, b); err == nil {
 			return key, nil
 		}
@@ -233,7 +233,7 @@ func writeFileAtomic(name string, data []byte) error {
 }
 
 func syncDir(name string) error {
-	d, err := os.Open(name)
+	d, err := os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}

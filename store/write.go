@@ -381,21 +381,14 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 // not exist, so the caller creates it the normal way.
 func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h hash.Hash, opt IngestOptions) (res IngestResult, err error, ok bool) {
 	name := path.Join(dir, opt.Name)
-	f, err := v.root.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, fi, err := v.openRegular(name, os.O_WRONLY|os.O_APPEND) // never blocks on a fifo
+	if errors.Is(err, ErrNotFound) {
 		return res, nil, false
 	}
 	if err != nil {
-		return res, mapErr(err), true
+		return res, err, true
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return res, mapErr(err), true
-	}
-	if !fi.Mode().IsRegular() {
-		return res, ErrIsDir, true
-	}
 	old := fi.Size()
 	var w io.Writer = f
 	var enc io.WriteCloser

@@ -113,7 +113,7 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 	defer s.release(us)
 	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotRegular) || errors.Is(err, store.ErrIsDir) {
 			m.drop(context.WithoutCancel(ctx), s, "its work file is gone")
 			return Written{}, invalidf("unknown wark (see serverlog for details): the upload's work file is gone; handshake again")
 		}
