@@ -44,10 +44,16 @@ func statusOf(err error) (int, string) {
 	var he *httpError
 	var se *store.SizeError
 	var df *store.DiskFullError
+	var sf *store.StateFullError
 	var mb *http.MaxBytesError
 	switch {
 	case errors.As(err, &he):
 		return he.code, he.msg
+	case errors.As(err, &sf):
+		if sf.Opening {
+			return http.StatusServiceUnavailable, trimPkg(sf.Error())
+		}
+		return http.StatusInsufficientStorage, trimPkg(sf.Error())
 	case errors.As(err, &df):
 		return http.StatusInternalServerError, trimPkg(df.Error())
 	case errors.As(err, &se):

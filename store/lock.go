@@ -38,6 +38,11 @@ func (s *Store) lockHist(dir string) error {
 	}
 	name := filepath.Join(dir, lockName)
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// A full state folder must not keep the server from starting.
+		s.log.Warn("cannot make the state folder's lock file (the disk is full); make sure no other hoard uses it", "dir", dir, "err", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("store: locking the state folder %s: %w", dir, err)
 	}

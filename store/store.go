@@ -197,7 +197,8 @@ func (v *Volume) loadSecret() ([]byte, error) {
 		return nil, err
 	}
 	if err := writeFileAtomic(name, []byte(hex.EncodeToString(key))); err != nil {
-		return nil, fmt.Errorf("store: volume %q: writing its key: %w", v.Src, err)
+		// A full state folder must not keep the server from starting.
+		v.store.log.Warn("cannot keep the volume's key in its state folder; its file keys and collision tags change at the next start", "volume", "/"+v.VPath, "err", err)
 	}
 	return key, nil
 }

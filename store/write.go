@@ -278,7 +278,11 @@ func (v *Volume) Free() (uint64, error) {
 
 // CheckSize applies the volume's sz= bounds and df= reserve to an upload of
 // n bytes (n < 0: unknown yet; only the reserve is checked for 0 bytes).
+// An upload that needs the state folder is refused while that is full.
 func (v *Volume) CheckSize(n int64) error {
+	if err := v.checkState(); err != nil {
+		return err
+	}
 	f := v.Flags
 	if n >= 0 && f.SzMax > 0 && (n > f.SzMax || n < f.SzMin) {
 		return &SizeError{Size: n, Min: f.SzMin, Max: f.SzMax}

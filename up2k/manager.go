@@ -67,6 +67,7 @@ type Manager struct {
 
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session
+	waiting  map[SessionStore]bool // stores whose sessions are loaded once they open
 	closed   bool
 }
 
@@ -89,6 +90,7 @@ func New(cfg Config) (*Manager, error) {
 		now:      cfg.Now,
 		dbs:      map[*store.Volume]SessionStore{},
 		sessions: map[skey]*session{},
+		waiting:  map[SessionStore]bool{},
 	}
 	if m.salt == "" {
 		m.salt = "hunter2"
@@ -238,6 +240,9 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 	db := m.dbs[h.Vol]
 	if db == nil {
 		return Reply{}, fmt.Errorf("up2k: volume /%s is not known", h.Vol.VPath)
+	}
+	if err := m.unavailable(db); err != nil {
+		return Reply{}, err
 	}
 	k := skey{db, wark}
 	for {

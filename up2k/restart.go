@@ -14,35 +14,70 @@ import (
 // stores. Each session can be resumed once its recorded chunks have been
 // re-hashed against its work file (in the background, on all cores);
 // chunks that fail become needed again. Sessions whose work file is gone
-// are forgotten. Call Load once, before serving requests.
+// are forgotten. Call Load once, before serving requests. A store that is
+// not open yet (its state folder is full) is loaded once it opens; until
+// then uploads into its volumes are refused.
 func (m *Manager) Load(ctx context.Context) error {
 	seen := map[SessionStore]bool{}
-	var loaded []*session
-	var keys [][]string
 	for _, v := range m.st.Volumes() {
 		db := m.dbs[v]
 		if seen[db] {
 			continue // volumes sharing a state folder share their sessions
 		}
 		seen[db] = true
-		var bad []string
-		err := db.Sessions(ctx, func(wark string, blob []byte, chunks []string) error {
-			s, err := m.restore(v, db, wark, blob)
-			if err != nil {
-				m.log.Warn("forgetting an unreadable upload session", "volume", "/"+v.VPath, "wark", wark, "err", err)
-				bad = append(bad, wark)
-				return nil
+		if a, ok := db.(Availability); ok {
+			select {
+			case <-a.Ready():
+			default:
+				m.mu.Lock()
+				m.waiting[db] = true
+				m.mu.Unlock()
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					select {
+					case <-a.Ready():
+					case <-m.ctx.Done():
+						return
+					}
+					if err := m.loadStore(m.ctx, v, db); err != nil {
+						m.log.Error("loading the upload sessions failed", "volume", "/"+v.VPath, "err", err)
+					}
+					m.mu.Lock()
+					delete(m.waiting, db)
+					m.mu.Unlock()
+				}()
+				continue
 			}
-			loaded = append(loaded, s)
-			keys = append(keys, chunks)
-			return nil
-		})
+		}
+		if err := m.loadStore(ctx, v, db); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadStore takes up the sessions of one store (first used by volume v).
+func (m *Manager) loadStore(ctx context.Context, v *store.Volume, db SessionStore) error {
+	var loaded []*session
+	var keys [][]string
+	var bad []string
+	err := db.Sessions(ctx, func(wark string, blob []byte, chunks []string) error {
+		s, err := m.restore(v, db, wark, blob)
 		if err != nil {
-			return fmt.Errorf("up2k: loading the upload sessions of /%s: %w", v.VPath, err)
+			m.log.Warn("forgetting an unreadable upload session", "volume", "/"+v.VPath, "wark", wark, "err", err)
+			bad = append(bad, wark)
+			return nil
 		}
-		for _, w := range bad {
-			db.DeleteSession(ctx, w)
-		}
+		loaded = append(loaded, s)
+		keys = append(keys, chunks)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("up2k: loading the upload sessions of /%s: %w", v.VPath, err)
+	}
+	for _, w := range bad {
+		db.DeleteSession(ctx, w)
 	}
 	m.mu.Lock()
 	for _, s := range loaded {
@@ -58,6 +93,24 @@ func (m *Manager) Load(ctx context.Context) error {
 			defer m.wg.Done()
 			m.reverify(s, keys[i])
 		}()
+	}
+	return nil
+}
+
+// unavailable returns why uploads into db cannot start now (its state
+// folder is full, or its sessions are not loaded yet), or nil.
+func (m *Manager) unavailable(db SessionStore) error {
+	m.mu.Lock()
+	waiting := m.waiting[db]
+	m.mu.Unlock()
+	a, ok := db.(Availability)
+	if ok {
+		if err := a.Unavailable(); err != nil {
+			return err
+		}
+	}
+	if waiting {
+		return &Error{Kind: Unavailable, Msg: "the unfinished uploads of this volume are being loaded; try again in a few seconds"}
 	}
 	return nil
 }

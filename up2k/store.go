@@ -38,6 +38,16 @@ type SessionStore interface {
 	Files(ctx context.Context, wark string) (map[string][]byte, error)
 }
 
+// Availability is implemented by session stores that can be out of use
+// for a while (idx: while its state folder is full).
+type Availability interface {
+	// Ready is closed once the store can be read (it is open).
+	Ready() <-chan struct{}
+	// Unavailable returns nil when the store can take a new upload's
+	// session, else an error for the client saying why not.
+	Unavailable() error
+}
+
 // MemStore is a SessionStore that keeps everything in memory: for tests,
 // and for volumes whose state folder cannot be written (sessions then do
 // not survive a restart).

@@ -152,6 +152,13 @@ func (m *Manager) live(ctx context.Context, vol *store.Volume, wark string) (*se
 			m.mu.Unlock()
 			return nil, ErrClosed
 		}
+		if m.waiting[db] {
+			m.mu.Unlock()
+			if err := m.unavailable(db); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		s := m.sessions[skey{db, wark}]
 		m.mu.Unlock()
 		if s == nil || db == nil {
