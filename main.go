@@ -58,6 +58,7 @@ type options struct {
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
 	ffmpeg, ffprobe         string
+	regCap, regCapIP        int
 }
 
 func main() {
@@ -87,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.warksalt, "warksalt", "hunter2", "salt of up2k file identifiers (warks)")
 	fs.StringVar(&o.df, "df", "", "keep this much disk free on every volume (plain number: GiB)")
 	fs.IntVar(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
+	fs.IntVar(&o.regCap, "reg-cap", up2k.DefaultMaxUnfinished, "most unfinished up2k uploads in all (503 beyond)")
+	fs.IntVar(&o.regCapIP, "reg-cap-ip", up2k.DefaultMaxUnfinishedIP, "most unfinished up2k uploads from one client address, an IPv6 client's /64 (429 beyond)")
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
 	fs.IntVar(&o.thConvt, "th-convt", 60, "seconds a thumbnail or transcode may take before ffmpeg is killed")
@@ -150,7 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeDBs(dbs, log)
-	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, Logger: log})
+	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, MaxUnfinished: o.regCap, MaxUnfinishedIP: o.regCapIP, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
@@ -338,6 +341,8 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		return cfg, fmt.Errorf("--srch-hits %d: want at least 1", o.srchHits)
 	case o.srchMax < o.srchHits:
 		return cfg, fmt.Errorf("--srch-max %d: want at least --srch-hits (%d)", o.srchMax, o.srchHits)
+	case o.regCap < 1 || o.regCapIP < 1:
+		return cfg, fmt.Errorf("--reg-cap %d, --reg-cap-ip %d: want at least 1", o.regCap, o.regCapIP)
 	case o.snapDrop < 1:
 		return cfg, fmt.Errorf("--snap-drop %d: want at least 1 minute", o.snapDrop)
 	case o.dbCache < 1:

@@ -45,10 +45,16 @@ func statusOf(err error) (int, string) {
 	var se *store.SizeError
 	var df *store.DiskFullError
 	var sf *store.StateFullError
+	var nr *store.NoRoomError
 	var mb *http.MaxBytesError
 	switch {
 	case errors.As(err, &he):
 		return he.code, he.msg
+	case errors.As(err, &nr):
+		if nr.Temporary() {
+			return http.StatusServiceUnavailable, trimPkg(nr.Error())
+		}
+		return http.StatusRequestEntityTooLarge, trimPkg(nr.Error())
 	case errors.As(err, &sf):
 		if sf.Opening {
 			return http.StatusServiceUnavailable, trimPkg(sf.Error())

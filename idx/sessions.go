@@ -2,6 +2,7 @@ package idx
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -18,6 +19,22 @@ func (d *DB) PutSession(ctx context.Context, wark string, blob []byte) error {
 		return err
 	}
 	return d.db.Set(sessionKey(wark), blob, pebble.Sync)
+}
+
+// Session returns the blob of the session wark.
+func (d *DB) Session(ctx context.Context, wark string) ([]byte, error) {
+	if err := checkWark(wark); err != nil {
+		return nil, err
+	}
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	v, closer, err := d.db.Get(sessionKey(wark))
+	if err != nil {
+		return nil, fmt.Errorf("idx: session %s: %w", wark, err)
+	}
+	defer closer.Close()
+	return slices.Clone(v), nil
 }
 
 // PutChunks records chunk receipts of a session in one synced batch.

@@ -35,6 +35,9 @@ type Store struct {
 
 	janitor *janitor
 	locks   map[string]*os.File // state folder → its held lock file (lock.go)
+
+	claimsMu sync.Mutex
+	claims   map[uint64]*fsClaims // per device: free space promised to unfinished uploads (claim.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable.
@@ -49,7 +52,8 @@ type Volume struct {
 	secret []byte // per-volume key for file keys and collision suffixes
 	store  *Store
 
-	dirs dirSyncs // group-committed folder fsyncs
+	dirs   dirSyncs  // group-committed folder fsyncs
+	claims *fsClaims // its file system's claimed free space; nil in a Confine view
 }
 
 // HistName is the state folder's name inside a volume. Requests can never
@@ -129,6 +133,7 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		root:  root,
 		store: s,
 	}
+	v.claims = s.claimsFor(src)
 	if v.Flags.NRand == 0 {
 		v.Flags.NRand = 9
 	}

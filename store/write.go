@@ -287,13 +287,7 @@ func (v *Volume) CheckSize(n int64) error {
 	if n >= 0 && f.SzMax > 0 && (n > f.SzMax || n < f.SzMin) {
 		return &SizeError{Size: n, Min: f.SzMin, Max: f.SzMax}
 	}
-	if free, err := v.Free(); err == nil {
-		need := uint64(max(n, 0))
-		if free < need || free-need < uint64(f.DF) {
-			return &DiskFullError{Free: free, Need: need + uint64(f.DF)}
-		}
-	}
-	return nil
+	return v.roomFor(n) // free space less df= and unfinished uploads' claims
 }
 
 // IngestOptions describe one upload streamed into a volume (PUT, multipart).

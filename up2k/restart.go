@@ -81,7 +81,12 @@ func (m *Manager) loadStore(ctx context.Context, v *store.Volume, db SessionStor
 	}
 	m.mu.Lock()
 	for _, s := range loaded {
-		m.sessions[skey{s.db, s.rec.Wark}] = s
+		k := skey{s.db, s.rec.Wark}
+		if m.sessions[k] != nil {
+			continue // volumes sharing a store
+		}
+		m.sessions[k] = s
+		m.countLocked(s)
 	}
 	m.mu.Unlock()
 	if len(loaded) > 0 {
@@ -136,7 +141,11 @@ func (m *Manager) restore(v *store.Volume, db SessionStore, wark string, blob []
 	if err := store.CheckName(rec.Name); err != nil {
 		return nil, err
 	}
-	return newSession(v, db, rec)
+	s, _, err := newSession(v, db, rec) // its table is loaded again when needed
+	if s != nil {
+		s.mgr = m
+	}
+	return s, err
 }
 
 // reverify hashes the recorded chunks of a restored session against its
@@ -160,16 +169,39 @@ func (m *Manager) reverify(s *session, keys []string) {
 		fail("its work file has the wrong size", err)
 		return
 	}
+	var tab *table
+	if len(keys) > 0 {
+		// A few at a time: each holds its table while it hashes.
+		select {
+		case m.rsem <- struct{}{}:
+			defer func() { <-m.rsem }()
+		case <-ctx.Done():
+			s.err = ctx.Err()
+			close(s.ready)
+			return
+		}
+		if tab, err = m.table(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				s.err = ctx.Err()
+				close(s.ready)
+				return
+			}
+			fail("its stored record is unreadable", err)
+			return
+		}
+	}
 	var items []vitem
 	var known []int
 	for _, k := range keys {
-		u, ok := s.pos[k]
+		u, ok := tab.lookup(k)
 		if !ok {
 			continue
 		}
 		known = append(known, u)
-		for _, j := range s.at[u] {
-			items = append(items, vitem{off: int64(j) * s.rec.CS, n: chunkLen(s.rec.Size, s.rec.CS, j), cmp: s.cmp[u], id: u})
+		cmp := tab.cmp(u)
+		items = append(items, vitem{off: tab.start(u), n: tab.length(u), cmp: cmp, id: u})
+		for _, j := range tab.copies(u) {
+			items = append(items, vitem{off: int64(j) * s.rec.CS, n: tab.length(u), cmp: cmp, id: u})
 		}
 	}
 	t0 := time.Now()
@@ -184,7 +216,7 @@ func (m *Manager) reverify(s *session, keys []string) {
 	var badKeys []string
 	for _, u := range bad {
 		isBad[u] = true
-		badKeys = append(badKeys, s.uniq[u])
+		badKeys = append(badKeys, tab.key(u))
 	}
 	if len(badKeys) > 0 {
 		if err := s.db.DropChunks(ctx, s.rec.Wark, badKeys); err != nil && !errors.Is(err, context.Canceled) {
@@ -193,16 +225,15 @@ func (m *Manager) reverify(s *session, keys []string) {
 	}
 	s.mu.Lock()
 	for _, u := range known {
-		if !isBad[u] && !s.have[u] {
-			s.have[u] = true
-			s.nhave++
+		if !isBad[u] {
+			s.gotLocked(tab, u)
 		}
 	}
 	s.dirSynced = true // it was found by name after a restart
 	s.poke = m.now()
 	s.mu.Unlock()
 	m.log.Info("unfinished upload resumed", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark,
-		"chunks", len(s.uniq), "have", len(known)-len(bad), "damaged", len(bad), "took", time.Since(t0).Round(time.Millisecond))
+		"chunks", s.nu, "have", len(known)-len(bad), "damaged", len(bad), "took", time.Since(t0).Round(time.Millisecond))
 	close(s.ready)
 }
 

@@ -2,6 +2,7 @@ package up2k
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 type SessionStore interface {
 	// PutSession stores a session's blob under its wark.
 	PutSession(ctx context.Context, wark string, blob []byte) error
+	// Session returns the blob stored under wark.
+	Session(ctx context.Context, wark string) ([]byte, error)
 	// PutChunks records receipts for chunks of the session wark.
 	PutChunks(ctx context.Context, wark string, keys []string) error
 	// DropChunks removes receipts (chunks that failed re-verification).
@@ -68,6 +71,16 @@ func (m *MemStore) PutSession(ctx context.Context, wark string, blob []byte) err
 	defer m.mu.Unlock()
 	m.sessions[wark] = slices.Clone(blob)
 	return nil
+}
+
+func (m *MemStore) Session(ctx context.Context, wark string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.sessions[wark]
+	if !ok {
+		return nil, fmt.Errorf("up2k: no session %s", wark)
+	}
+	return slices.Clone(b), nil
 }
 
 func (m *MemStore) PutChunks(ctx context.Context, wark string, keys []string) error {
