@@ -76,6 +76,7 @@ type Manager struct {
 	lanes    *sha512x8.Hasher
 	laneBufs chan struct{}
 	posts    atomic.Int64 // chunk posts in flight
+	checked  atomic.Int64 // bytes hashed to check files (restarts, existing content)
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc

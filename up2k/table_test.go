@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -177,5 +179,35 @@ func TestTableBudget(t *testing.T) {
 	defer m.lruMu.Unlock()
 	if m.lru.Len() != 0 || m.tabMem != 0 {
 		t.Fatalf("finished uploads left %d tables (%d bytes) counted", m.lru.Len(), m.tabMem)
+	}
+}
+
+// A handshake naming a file that is there (unrecorded) with made-up
+// hashes costs the hashing of one chunk, not of the whole file.
+func TestHandshakeOnExistingFileHashesLittle(t *testing.T) {
+	f := newFixture(t, store.Flags{})
+	data := randBytes(32 << 20)
+	if err := os.MkdirAll(filepath.Join(f.dir, "up"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.dir, "up", "big.bin"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := randBytes(len(data)) // same size, other content
+	before := f.m.checked.Load()
+	rep, err := f.hs("big.bin", fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.m.checked.Load() - before; got > 1<<20 {
+		t.Fatalf("a handshake with made-up hashes hashed %d bytes of the file there", got)
+	}
+	if rep.Name == "big.bin" || len(rep.Need) == 0 {
+		t.Fatalf("made-up hashes were taken for the file there: %+v", rep.Name)
+	}
+	// The real hashes: complete at once.
+	rep, err = f.hs("big.bin", data)
+	if err != nil || rep.Name != "big.bin" || len(rep.Need) != 0 {
+		t.Fatalf("real hashes: %v %v", rep.Name, err)
 	}
 }
