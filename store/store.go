@@ -85,6 +85,16 @@ func Open(cfg Config) (*Store, error) {
 	for _, a := range cfg.Accounts {
 		s.users[s.pwKey(a.Pass)] = a.User
 	}
+	if cfg.Hist != "" {
+		// --hist holds what the whole server keeps (shares.json) besides
+		// the volumes' state folders: one server per --hist.
+		if dir, err := filepath.Abs(cfg.Hist); err == nil && os.MkdirAll(dir, 0o700) == nil {
+			if err := s.lockHist(dir); err != nil {
+				s.Close()
+				return nil, err
+			}
+		}
+	}
 	for _, spec := range cfg.Volumes {
 		v, err := s.mount(spec, cfg)
 		if err != nil {

@@ -44,4 +44,12 @@ func TestSecondServerOnStateFolderRefused(t *testing.T) {
 			wantStatus(t, resp, body, 200)
 		})
 	}
+	// Two servers of other volumes on one --hist would share its
+	// shares.json: refused too.
+	other := t.TempDir()
+	first := start(t, "-v", other+"::rw", "--hist", hist)
+	code, _, stderr := rsRunBin(t, "-v", t.TempDir()+"::rw", "--hist", hist)
+	if code != 2 || !strings.Contains(stderr, hist) || !strings.Contains(stderr, "pid "+strconv.Itoa(first.cmd.Process.Pid)) {
+		t.Fatalf("second hoard on the same --hist: exit %d, want 2 naming %s; stderr:\n%s", code, hist, stderr)
+	}
 }
