@@ -220,7 +220,13 @@ func (v *Volume) loadSecret() ([]byte, error) {
 
 // writeFileAtomic writes a small state file outside any volume's root:
 // temp file, fsync, rename, folder fsync.
-func writeFileAtomic(name string, data []byte) error {
+func writeFileAtomic(name string, data []byte) (err error) {
+	defer func() {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			free, keep, _ := StateRoom(filepath.Dir(name))
+			err = fmt.Errorf("%w (%v)", &StateFullError{Free: free, Keep: keep}, err)
+		}
+	}()
 	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-*")
 	if err != nil {
 		return err

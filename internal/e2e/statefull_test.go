@@ -90,11 +90,18 @@ func TestStateFolderFull(t *testing.T) {
 		hist := mountTmpfs(t, "2m")
 		vol := t.TempDir()
 		writeFile(t, vol, "a.txt", []byte("hello\n"))
-		args := []string{"-v", vol + "::rw", "-e2dsa", "--hist", hist}
+		args := []string{"-a", "alice:apw", "-v", vol + "::rw:A,alice", "-e2dsa", "--hist", hist}
 		s := start(t, args...)
 		resp, body := s.do(t, "PUT", "/first.txt", []byte("first\n"))
 		wantStatus(t, resp, body, 201)
 		filler := fill(t, hist)
+		// Shares are kept in the state folder too.
+		b, _ := json.Marshal(map[string]any{"k": "full", "vp": []string{"/a.txt"}, "exp": "60", "perms": []string{"read"}})
+		resp, body = s.do(t, "POST", "/?share", b, "PW: apw", "Content-Type: text/plain")
+		wantStatus(t, resp, body, 507)
+		if !strings.Contains(string(body), "state folder") || strings.Contains(string(body), hist) {
+			t.Fatalf("share with the state folder full: %s", body)
+		}
 		resp, body = s.do(t, "GET", "/a.txt", nil)
 		wantStatus(t, resp, body, 200)
 		resp, body = s.do(t, "PUT", "/b.txt", []byte("bee\n"))
