@@ -54,6 +54,7 @@ type options struct {
 	logLevel                string
 	tailTmax, tailCmax      int
 	upsRing                 int
+	unpost                  int
 	shr                     string
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
@@ -106,6 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.tailTmax, "tail-tmax", 0, "end a ?tail stream after this many seconds (0: never)")
 	fs.IntVar(&o.tailCmax, "tail-cmax", 16, "most ?tail streams at once (503 beyond)")
 	fs.IntVar(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
+	fs.IntVar(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")
 	fs.StringVar(&o.shr, "shr", "/shr/", "URL folder where share links are served (empty: sharing off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -166,6 +168,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ix := startIndex(st, dbs, o, log)
 	defer ix.Close() // before the databases close
+	if ix.Enabled() {
+		st.SetUploadLookup(ix) // who uploaded what, for unpost
+	}
 
 	med := media.New(media.Config{
 		Workers: o.thMT, Timeout: time.Duration(o.thConvt) * time.Second, QueueWait: time.Duration(o.thQueue) * time.Second,
@@ -185,6 +190,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Every request reaches the handler (OPTIONS * too), which
+		// checks each one's framing against what the connection carried.
+		ConnContext:                  srvhttp.FramingContext,
+		DisableGeneralOptionsHandler: true,
 	}
 	srv.RegisterOnShutdown(handler.StopStreams)
 	sigs := make(chan os.Signal, 2)
@@ -196,7 +205,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(srvhttp.FramingListener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				serveErr <- err
 			}
 		}()
@@ -302,7 +311,7 @@ func closeDBs(dbs map[*store.Volume]up2k.SessionStore, log *slog.Logger) {
 
 // storeConfig turns the flags into store's configuration.
 func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
-	cfg := store.Config{Hist: o.hist, Logger: log}
+	cfg := store.Config{Hist: o.hist, Logger: log, Unpost: time.Duration(o.unpost) * time.Second}
 	for _, a := range o.accounts {
 		acc, err := store.ParseAccount(a)
 		if err != nil {
@@ -361,6 +370,8 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		return cfg, fmt.Errorf("--tail-tmax %d: want 0 or more seconds", o.tailTmax)
 	case o.tailCmax < 1:
 		return cfg, fmt.Errorf("--tail-cmax %d: want at least 1", o.tailCmax)
+	case o.unpost < 0:
+		return cfg, fmt.Errorf("--unpost %d: want 0 (off) or more seconds", o.unpost)
 	case o.upsRing < 1:
 		return cfg, fmt.Errorf("--ups-ring %d: want at least 1", o.upsRing)
 	case strings.ContainsAny(strings.Trim(o.shr, "/"), "/\\?#%"):
@@ -400,6 +411,7 @@ func (o *options) extraConfig(st *store.Store, log *slog.Logger) (srvhttp.ExtraC
 	if err != nil {
 		return e, err
 	}
+	st.Subscribe(sh.Follow) // shares of deleted or moved folders stop resolving
 	e.Shares = sh
 	return e, nil
 }

@@ -156,9 +156,6 @@ func (s *Server) needMountRead(q *req) error {
 // mounted below it that the user may read (copyparty's rule), each with its
 // own dotfile permission, in place of any real folder they hide.
 func (s *Server) archiveMounts(q *req) func(url string) []arch.Mount {
-	if q.share {
-		return nil // a share is one folder
-	}
 	nodot := has(q.query, "nodot")
 	return func(url string) []arch.Mount {
 		var parts []string
@@ -172,6 +169,9 @@ func (s *Server) archiveMounts(q *req) func(url string) []arch.Mount {
 				if v.VPath == path.Join(url, name) {
 					p := v.Perms(q.user)
 					m.Vol, m.Read, m.Dots = v, p.Has(store.PermRead), p.Has(store.PermDot) && !nodot
+					if q.share {
+						m.Read = false // a share is one folder: a mount below it hides its folder and stays out
+					}
 				}
 			}
 			out = append(out, m)
@@ -374,6 +374,8 @@ func (s *Server) selectEntry(q *req, wk *arch.Walker, name string) error {
 	v, rel := q.vol, path.Join(q.rel, name) // a share: the shared folder only
 	if !q.share {
 		v, rel = s.st.Resolve(parts)
+	} else if s.st.Shadowed(v, rel) {
+		return store.ErrNotFound // another volume's by URL
 	}
 	if v == nil {
 		if len(s.st.MountsBelow(parts)) > 0 {

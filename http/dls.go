@@ -3,6 +3,7 @@ package http
 import (
 	"io"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -41,7 +42,11 @@ type dlRegistry struct {
 // start registers a transfer of the request's path; label (e.g. " :tar")
 // is appended to the path shown.
 func (r *dlRegistry) start(q *req, size int64, label string) *download {
-	d := &download{vol: q.vol, path: "/" + strings.Join(q.parts, "/") + label, conn: q.r.RemoteAddr, user: q.user, start: time.Now(), size: size}
+	p := "/" + strings.Join(q.parts, "/")
+	if q.share {
+		p = "/" + path.Join(q.vol.VPath, q.rel) // the file's own URL, not the share's key
+	}
+	d := &download{vol: q.vol, path: p + label, conn: q.r.RemoteAddr, user: q.user, start: time.Now(), size: size}
 	r.mu.Lock()
 	if r.all == nil {
 		r.all = map[*download]struct{}{}
@@ -111,7 +116,9 @@ type dlsRow struct {
 }
 
 // dls lists the downloads in progress. Admins only (permission a on some
-// volume); a path is shown only to those who may read its volume.
+// volume), and each sees the downloads of the volumes it administers only
+// (a download of a folder of URLs above several volumes: of all of them);
+// a path is shown only to those who may also read its volume.
 func (s *Server) dlsPage(q *req) error {
 	if err := s.needAdmin(q); err != nil {
 		return err
@@ -119,19 +126,23 @@ func (s *Server) dlsPage(q *req) error {
 	now := time.Now()
 	rows := []dlsRow{}
 	for _, d := range s.dls.list() {
+		vol := d.vol
+		if vol != nil {
+			vol, _ = vol.Outer() // a share's view: its volume
+		}
+		if !s.adminOf(q, vol) {
+			continue
+		}
 		dur := now.Sub(d.start).Seconds()
 		sent := d.sent.Load()
 		row := dlsRow{T0: d.start.Unix(), T1: now.Unix(), Sent: sent, Size: d.size, Path: d.path, Conn: d.conn, Uname: d.user, Dur: dur}
 		if dur > 0 {
 			row.Rate = float64(sent) / dur
 		}
-		if d.vol == nil || !d.vol.Perms(q.user).Has(store.PermRead) {
+		if vol == nil || !vol.Perms(q.user).Has(store.PermRead) {
 			row.Path = ""
 		}
-		if d.vol == nil || !d.vol.Perms(q.user).Has(store.PermAdmin) {
-			row.Conn, row.Uname = "", ""
-		}
-		if row.Uname == "" && row.Conn != "" {
+		if row.Uname == "" {
 			row.Uname = "*"
 		}
 		rows = append(rows, row)
@@ -139,8 +150,23 @@ func (s *Server) dlsPage(q *req) error {
 	return sendJSON(q, rows)
 }
 
+// adminOf reports whether the user is an admin of v, or, for v nil (a
+// folder of URLs above volumes), of every volume.
+func (s *Server) adminOf(q *req, v *store.Volume) bool {
+	if v != nil {
+		return v.Perms(q.user).Has(store.PermAdmin)
+	}
+	for _, v := range s.st.Volumes() {
+		if !v.Perms(q.user).Has(store.PermAdmin) {
+			return false
+		}
+	}
+	return true
+}
+
 // needAdmin checks that the user is an admin (permission a) of at least
-// one volume.
+// one volume: the entry check of ?ru and ?dls, which then show each admin
+// only what lies in the volumes it administers.
 func (s *Server) needAdmin(q *req) error {
 	for _, v := range s.st.Volumes() {
 		if v.Perms(q.user).Has(store.PermAdmin) {

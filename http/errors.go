@@ -47,6 +47,7 @@ func statusOf(err error) (int, string) {
 	var sf *store.StateFullError
 	var nr *store.NoRoomError
 	var mb *http.MaxBytesError
+	var oe *store.OpError
 	switch {
 	case errors.As(err, &he):
 		return he.code, he.msg
@@ -62,6 +63,11 @@ func statusOf(err error) (int, string) {
 		return http.StatusInsufficientStorage, trimPkg(sf.Error())
 	case errors.As(err, &df):
 		return http.StatusInternalServerError, trimPkg(df.Error())
+	case errors.As(err, &oe) && oe.Kind != 0:
+		// File management (store.Delete, Move, Copy, Mkdir). A handler
+		// answers an anonymous user's KindForbidden with 401 first, and
+		// WebDAV's Overwrite: F with 412 for KindExists.
+		return opStatus[oe.Kind], oe.Msg
 	case errors.As(err, &se):
 		if se.Size < se.Min {
 			return http.StatusBadRequest, trimPkg(se.Error()) // too small is bad input, not "too large"
@@ -77,6 +83,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, trimPkg(store.ErrReserved.Error())
 	case errors.Is(err, store.ErrNoSub):
 		return http.StatusForbidden, trimPkg(store.ErrNoSub.Error())
+	case errors.Is(err, store.ErrReadOnly):
+		return http.StatusForbidden, trimPkg(store.ErrReadOnly.Error())
 	case errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrNotDir),
 		errors.Is(err, store.ErrShortBody), errors.Is(err, store.ErrNoLifetime),
 		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir), errors.Is(err, store.ErrNotRegular):
@@ -91,6 +99,17 @@ func statusOf(err error) (int, string) {
 		return http.StatusInternalServerError, "the server's OS denied access to that file"
 	}
 	return http.StatusInternalServerError, "internal server error"
+}
+
+// opStatus is the status of each kind of refused file-management
+// operation (copyparty answers all of them 400; these say more, and its
+// clients only look at the message).
+var opStatus = map[store.Kind]int{
+	store.KindInvalid:   http.StatusBadRequest,
+	store.KindNotFound:  http.StatusNotFound,
+	store.KindForbidden: http.StatusForbidden,
+	store.KindExists:    http.StatusConflict,
+	store.KindConflict:  http.StatusConflict,
 }
 
 func trimPkg(s string) string {

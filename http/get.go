@@ -1,11 +1,11 @@
 package http
 
 import (
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
 	"os"
 	"path"
@@ -21,6 +21,9 @@ func (s *Server) get(q *req) error {
 	if q.vol == nil {
 		return s.virtualFolder(q)
 	}
+	if !q.perm.Has(store.PermRead) {
+		return s.getBlind(q)
+	}
 	f, fi, err := q.vol.Open(q.rel)
 	if errors.Is(err, store.ErrIsDir) {
 		if _, ok := q.query["th"]; ok {
@@ -35,17 +38,10 @@ func (s *Server) get(q *req) error {
 		if errors.Is(err, store.ErrNotDir) || errors.Is(err, store.ErrOutside) {
 			err = store.ErrNotFound
 		}
-		if errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(q.parts)) > 0 {
+		if errors.Is(err, store.ErrNotFound) && !q.share && len(s.st.MountsBelow(q.parts)) > 0 {
 			return s.virtualFolder(q) // a folder on the way to a mount
 		}
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrReserved) {
-			// Only readers learn whether something exists.
-			if err := q.need(store.PermRead, "read"); err != nil {
-				if q.perm.Any(store.PermGet) {
-					return errorf(http.StatusForbidden, "you may not read /%s", strings.Join(q.parts, "/"))
-				}
-				return err
-			}
 			return errorf(http.StatusNotFound, "not found: /%s", strings.Join(q.parts, "/"))
 		}
 		return err
@@ -57,26 +53,86 @@ func (s *Server) get(q *req) error {
 	return s.serveFile(q, f, fi)
 }
 
-// file opens and sends the file at q.rel.
-func (s *Server) file(q *req) error {
+// getBlind answers a GET or HEAD by someone who may not read here (no r):
+// what exists is none of their business, so no answer may depend on it.
+// What the other permissions grant: g a regular file by its exact URL
+// (with its key, under fk), h also a folder's index.html, w an upload page
+// and an empty listing at any folder URL, whether or not the folder exists
+// yet (an upload makes it). Everything else, archives and thumbnails
+// included, gets q.denyRead, whatever is or is not there.
+func (s *Server) getBlind(q *req) error {
+	if q.perm.Has(store.PermGet) && !wantsArchive(q) {
+		if done, err := s.getByURL(q); done {
+			return err
+		}
+	}
+	if q.perm.Has(store.PermWrite) && !wantsArchive(q) && !has(q.query, "th") {
+		mounts := !q.share && len(s.st.MountsBelow(q.parts)) > 0 // by the mount table, not the disk
+		if q.rel == "" || q.slash || has(q.query, "ls") || has(q.query, "tree") || mounts {
+			return s.folder(q) // lists nothing of the volume without r
+		}
+	}
+	return q.denyRead()
+}
+
+// getByURL serves what g (and h) grant without r: the regular file at the
+// exact URL, with its key under fk, and with h a folder's index.html.
+// done is false when there is no such thing to serve; the caller then
+// answers as if nothing were there.
+func (s *Server) getByURL(q *req) (done bool, err error) {
 	f, fi, err := q.vol.Open(q.rel)
+	rel := q.rel
+	if errors.Is(err, store.ErrIsDir) && q.perm.Has(store.PermHTML) && !has(q.query, "th") && !has(q.query, "ls") && !has(q.query, "tree") {
+		rel = path.Join(q.rel, "index.html")
+		f, fi, err = q.vol.Open(rel)
+		if err == nil && q.keyOK(rel, fi) && !q.slash {
+			f.Close()
+			http.Redirect(q.w, q.r, "/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
+			return true, nil
+		}
+	}
 	if err != nil {
-		return err
+		return false, nil
 	}
 	defer f.Close()
-	return s.serveFile(q, f, fi)
+	if !q.keyOK(rel, fi) {
+		return false, nil
+	}
+	if rel != q.rel {
+		q.rel, q.parts = rel, append(q.parts, "index.html")
+	}
+	if has(q.query, "th") {
+		return true, s.thumb(q, fi)
+	}
+	return true, s.serveFile(q, f, fi)
+}
+
+// keyOK reports whether the request carries the file key that a user
+// without r needs under volume flag fk (always true without fk).
+func (q *req) keyOK(rel string, fi fs.FileInfo) bool {
+	if q.vol.Flags.FK == 0 || q.perm.Has(store.PermRead) {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(q.query.Get("k")), []byte(q.vol.FileKey(rel, fi))) == 1
+}
+
+// denyRead is the one answer to someone who may not read here: the same
+// status and message whatever is, or is not, at the path.
+func (q *req) denyRead() error {
+	switch {
+	case q.share:
+		return errorf(http.StatusForbidden, "this share does not let you read /%s", strings.Join(q.parts, "/"))
+	case q.user == "":
+		return errUnauthorized
+	}
+	return errorf(http.StatusForbidden, "user %s may not read /%s", q.user, strings.Join(q.parts, "/"))
 }
 
 // serveFile sends one open file. The body leaves through http.ServeContent
 // with the *os.File itself, which net/http sends with sendfile(2).
 func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
-	if err := q.need(store.PermRead|store.PermGet, "download"); err != nil {
-		return err
-	}
-	if !q.perm.Has(store.PermRead) && q.vol.Flags.FK > 0 {
-		if k := q.query.Get("k"); k != q.vol.FileKey(q.rel, fi) {
-			return errorf(http.StatusForbidden, "this file needs its key (?k=)")
-		}
+	if !q.perm.Any(store.PermRead|store.PermGet) || !q.keyOK(q.rel, fi) {
+		return q.denyRead()
 	}
 	query := q.query
 	if view := fileView(query); view != nil {
@@ -84,7 +140,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	}
 	name := path.Base("/" + q.rel)
 	h := q.w.Header()
-	ct, err := q.fileType(name)
+	ct, pol, err := q.fileType(name)
 	if err != nil {
 		return err
 	}
@@ -96,12 +152,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 		if enc != nil {
 			return s.txtTranscode(q, f, tct, enc)
 		}
-		ct = tct
-	}
-	h.Set("Content-Type", ct)
-	h.Set("X-Content-Type-Options", "nosniff")
-	if activeType(ct) {
-		h.Set("Content-Security-Policy", "sandbox")
+		ct, pol = tct, policyOf(tct, false)
 	}
 	disp := "inline"
 	if dl, ok := query["dl"]; ok {
@@ -110,7 +161,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 			name = path.Base("/" + strings.ReplaceAll(dl[0], "\\", "/"))
 		}
 	}
-	h.Set("Content-Disposition", contentDisposition(disp, name))
+	h.Set("Content-Disposition", contentDisposition(pol.apply(h, ct, disp), name))
 	h.Set("ETag", etag(fi))
 	h.Set("Accept-Ranges", "bytes")
 	h.Set("Cache-Control", "no-cache")
@@ -131,16 +182,19 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	return nil
 }
 
-// fileType is the Content-Type of the file name, or the one ?mime= asks for.
-func (q *req) fileType(name string) (string, error) {
-	ct := contentType(name)
-	if m, ok := q.query["mime"]; ok {
-		if mt, _, err := mime.ParseMediaType(m[0]); err != nil || !strings.Contains(mt, "/") || strings.ContainsAny(m[0], "\r\n") {
-			return "", errorf(http.StatusBadRequest, "bad mime= value %q", m[0])
-		}
-		ct = m[0]
+// fileType is the Content-Type of the file name, or the one ?mime= asks
+// for, and how a body of that type must be sent.
+func (q *req) fileType(name string) (string, bodyPolicy, error) {
+	m, ok := q.query["mime"]
+	if !ok {
+		ct := contentType(name)
+		return ct, policyOf(ct, false), nil
 	}
-	return ct, nil
+	ct, ok := parseMime(m[0])
+	if !ok {
+		return "", bodyPolicy{}, errorf(http.StatusBadRequest, "bad mime= value %q", m[0])
+	}
+	return ct, policyOf(ct, true), nil
 }
 
 // sizedFile answers http.ServeContent's size probe (seek to the end and

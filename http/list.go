@@ -72,9 +72,8 @@ func (s *Server) folder(q *req) error {
 		return s.tree(q)
 	}
 	_, hasLs := query["ls"]
-	canList := q.perm.Any(store.PermRead | store.PermWrite)
-	if !canList && !(q.perm.Has(store.PermHTML) && !hasLs) {
-		return q.need(store.PermRead, "list")
+	if !q.perm.Any(store.PermRead | store.PermWrite) {
+		return q.denyRead()
 	}
 	if !hasLs && !q.slash && len(q.parts) > 0 {
 		// Pages need the slash form so their relative links resolve.
@@ -84,9 +83,6 @@ func (s *Server) folder(q *req) error {
 		}
 		http.Redirect(q.w, q.r, u, http.StatusMovedPermanently)
 		return nil
-	}
-	if !canList {
-		return s.indexHTML(q)
 	}
 	l := listing{path: strings.Join(q.parts, "/"), perms: q.perm.Names(), acct: q.acct(), vol: q.vol}
 	if free, total, err := q.vol.Usage(); err == nil {
@@ -99,10 +95,15 @@ func (s *Server) folder(q *req) error {
 			return err
 		}
 		for _, e := range ents {
+			if q.share && e.Dir && s.st.Shadowed(q.vol, path.Join(q.rel, e.Name)) {
+				continue // another volume's by URL: not in the share
+			}
 			l.entries = append(l.entries, q.entry(e))
 		}
 	}
-	l.entries = s.addMounts(q, l.entries)
+	if !q.share {
+		l.entries = s.addMounts(q, l.entries)
+	}
 	return s.writeListing(q, l)
 }
 
@@ -364,13 +365,6 @@ func (s *Server) subdirs(q *req, parts []string) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// indexHTML serves a folder's index.html to users with the h permission.
-func (s *Server) indexHTML(q *req) error {
-	q.rel = path.Join(q.rel, "index.html")
-	q.parts = append(q.parts, "index.html")
-	return s.file(q)
 }
 
 var pageTmpl = template.Must(template.New("ls").Parse(`<!DOCTYPE html>

@@ -56,7 +56,7 @@ func (s *Server) view(q *req, f *os.File, fi fs.FileInfo) error {
 		return writePage(q, audioPage, page)
 	case strings.HasPrefix(ct, "video/"):
 		return writePage(q, videoPage, page)
-	case strings.HasPrefix(ct, "image/") && !activeType(ct):
+	case strings.HasPrefix(ct, "image/") && policyOf(ct, false) == bodyPolicy{}:
 		return writePage(q, imagePage, page)
 	}
 	// Nothing to render: the file itself.

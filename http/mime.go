@@ -2,8 +2,11 @@ package http
 
 import (
 	"mime"
+	"net/http"
 	"path"
 	"strings"
+
+	"golang.org/x/text/encoding/htmlindex"
 )
 
 // mimeTypes fixes the types of common extensions so that responses do not
@@ -13,6 +16,7 @@ var mimeTypes = map[string]string{
 	"csv": "text/csv; charset=utf-8", "html": "text/html; charset=utf-8", "htm": "text/html; charset=utf-8",
 	"css": "text/css; charset=utf-8", "js": "text/javascript; charset=utf-8", "mjs": "text/javascript; charset=utf-8",
 	"json": "application/json", "xml": "application/xml", "svg": "image/svg+xml", "pdf": "application/pdf",
+	"xhtml": "application/xhtml+xml", "xht": "application/xhtml+xml", "svgz": "image/svg+xml",
 	"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp",
 	"avif": "image/avif", "bmp": "image/bmp", "ico": "image/x-icon", "tif": "image/tiff", "tiff": "image/tiff",
 	"heic": "image/heic", "jxl": "image/jxl",
@@ -37,14 +41,98 @@ func contentType(name string) string {
 	return "application/octet-stream"
 }
 
-// activeType reports whether a browser could run script from a response of
-// this type in the server's origin; such responses get a sandbox CSP.
-func activeType(ct string) bool {
-	ct = strings.ToLower(ct)
-	for _, s := range []string{"html", "xml", "svg", "javascript", "ecmascript", "xsl"} {
-		if strings.Contains(ct, s) {
-			return true
-		}
+// inertTypes are the media types a browser shows (or saves) without running
+// anything from them in the server's origin: text shown as text (with
+// nosniff), pictures other than SVG, sound, video, data and archives. They
+// go out inline and without a sandbox, so that players and viewers work.
+// The list is an allow-list: a type not on it is never taken for harmless.
+var inertTypes = map[string]bool{
+	"text/plain": true, "text/csv": true, "text/tab-separated-values": true, "text/markdown": true,
+	"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true, "image/avif": true,
+	"image/bmp": true, "image/x-icon": true, "image/vnd.microsoft.icon": true, "image/tiff": true,
+	"image/heic": true, "image/heif": true, "image/jxl": true, "image/apng": true,
+	"audio/mpeg": true, "audio/mp3": true, "audio/flac": true, "audio/x-flac": true, "audio/ogg": true,
+	"audio/opus": true, "audio/mp4": true, "audio/aac": true, "audio/wav": true, "audio/x-wav": true,
+	"audio/wave": true, "audio/webm": true, "audio/x-ms-wma": true, "audio/x-caf": true, "audio/x-matroska": true,
+	"video/mp4": true, "video/webm": true, "video/ogg": true, "video/x-matroska": true, "video/quicktime": true,
+	"video/x-msvideo": true, "video/mp2t": true, "video/mpeg": true, "video/3gpp": true,
+	"application/octet-stream": true, "application/json": true, "application/pdf": true,
+	"application/zip": true, "application/gzip": true, "application/x-tar": true, "application/x-xz": true,
+	"application/x-bzip2": true, "application/zstd": true, "application/x-7z-compressed": true,
+	"application/x-iso9660-image": true, "application/wasm": true,
+}
+
+// viewableTypes are the document types a browser renders, script and all,
+// and in which it honours a Content-Security-Policy sandbox: a file of
+// one of these (by its extension) is shown inline in a sandbox, with an
+// opaque origin and no script. Any other type not inert goes out as an
+// attachment in a sandbox: the browser saves it instead of rendering it
+// (multipart/x-mixed-replace, RDF, XSLT, XUL, MHTML, Flash... each of which
+// some browser has rendered with script, or out of reach of the policy).
+var viewableTypes = map[string]bool{
+	"text/html": true, "application/xhtml+xml": true, "image/svg+xml": true,
+	"application/xml": true, "text/xml": true, "text/css": true, "text/javascript": true,
+}
+
+// bodyPolicy is how a body of some type must be sent.
+type bodyPolicy struct {
+	sandbox bool // Content-Security-Policy: sandbox
+	attach  bool // Content-Disposition: attachment, whatever was asked
+}
+
+// policyOf decides how a body of type ct goes out. fromClient is set when
+// the client chose the type (?mime=): then only an inert type is shown
+// inline.
+func policyOf(ct string, fromClient bool) bodyPolicy {
+	mt, _, err := mime.ParseMediaType(ct)
+	mt = strings.ToLower(mt)
+	switch {
+	case err == nil && inertTypes[mt]:
+		return bodyPolicy{}
+	case err == nil && viewableTypes[mt] && !fromClient:
+		return bodyPolicy{sandbox: true}
 	}
-	return false
+	return bodyPolicy{sandbox: true, attach: true}
+}
+
+// apply sets the body's type headers: Content-Type, nosniff, and the
+// sandbox when due. It returns the disposition ("inline" unless the type
+// or want say "attachment").
+func (p bodyPolicy) apply(h http.Header, ct, want string) string {
+	h.Set("Content-Type", ct)
+	h.Set("X-Content-Type-Options", "nosniff")
+	if p.sandbox {
+		h.Set("Content-Security-Policy", "sandbox")
+	}
+	if p.attach {
+		return "attachment"
+	}
+	return want
+}
+
+// parseMime checks a ?mime= value and returns it as the Content-Type to
+// send: type/subtype, lower-cased, plus a charset parameter when it names
+// a WHATWG encoding; other parameters are dropped (a boundary or version
+// means nothing for one file). ok is false for anything else.
+func parseMime(v string) (ct string, ok bool) {
+	if strings.ContainsAny(v, "\r\n\x00") || len(v) > 256 {
+		return "", false
+	}
+	mt, params, err := mime.ParseMediaType(v)
+	if err != nil {
+		return "", false
+	}
+	typ, sub, found := strings.Cut(mt, "/")
+	if !found || typ == "" || sub == "" || strings.Contains(sub, "/") {
+		return "", false
+	}
+	out := map[string]string{}
+	if cs, ok := params["charset"]; ok {
+		if _, err := htmlindex.Get(cs); err != nil {
+			return "", false
+		}
+		out["charset"] = strings.ToLower(cs)
+	}
+	ct = mime.FormatMediaType(mt, out)
+	return ct, ct != ""
 }

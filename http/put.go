@@ -234,11 +234,15 @@ func (q *req) result(o upOpts, res store.IngestResult) upResult {
 	return r
 }
 
-// urlOf is the absolute URL of a path inside the request's volume.
+// urlOf is the absolute URL of a path inside the request's volume; inside
+// a share, its URL in the share (the uploader may reach it no other way).
 func (q *req) urlOf(rel string) string {
 	scheme := "http"
 	if q.r.TLS != nil {
 		scheme = "https"
+	}
+	if q.share {
+		return scheme + "://" + q.r.Host + "/" + escapePath(path.Join(q.parts[0], q.parts[1], rel))
 	}
 	return scheme + "://" + q.r.Host + "/" + escapePath(path.Join(q.vol.VPath, rel))
 }

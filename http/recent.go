@@ -60,8 +60,19 @@ func (r *RecentRing) event(e store.Event) {
 		}
 	case store.Removed:
 		for i := range r.ring {
-			if u := &r.ring[i]; u.Vol == e.Vol && u.Rel == e.Rel {
+			if u := &r.ring[i]; u.Vol == e.Vol && e.Under(u.Rel) {
+				if e.Tree {
+					if _, err := u.Vol.Stat(u.Rel); err == nil {
+						continue // a tree delete that stopped half-way left it
+					}
+				}
 				u.Vol = nil // gone; skipped from now on
+			}
+		}
+	case store.Moved:
+		for i := range r.ring {
+			if u := &r.ring[i]; u.Vol == e.FromVol && e.FromUnder(u.Rel) {
+				u.Vol, u.Rel = e.Vol, e.Rebase(u.Rel)
 			}
 		}
 	}

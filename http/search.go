@@ -21,8 +21,10 @@ const searchTimeout = 30 * time.Second
 // tagOrder is the display order of tags (tag_order lists those present).
 var tagOrder = []string{"artist", "album", "title", "track", "year", "genre", "rate", "dur"}
 
-// searchHit is one hit: the interface description's rp/fn/sz/mt/tags,
-// copyparty's ts, and href, the URL path to fetch the file.
+// searchHit is one hit: the interface description's rp/fn/sz/mt/tags
+// (rp as copyparty sends it: the URL-quoted URL path, mount point included,
+// without the leading slash), copyparty's ts, and href, the URL path to
+// fetch the file.
 type searchHit struct {
 	RP   string            `json:"rp"`
 	FN   string            `json:"fn"`
@@ -146,7 +148,11 @@ func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) e
 			seen[k] = true
 		}
 		mt := h.Mtime / 1e9
-		out.Hits = append(out.Hits, searchHit{RP: h.Rel, FN: h.Name(), SZ: h.Size, MT: mt, TS: mt, Tags: tags, Href: hrefOf(h.Vol, h.Rel)})
+		href := hrefOf(h.Vol, h.Rel)
+		// rp is copyparty's: the quoted URL path without its leading
+		// slash, so that clients (u2c -s, the browser) can append it to
+		// the server's address.
+		out.Hits = append(out.Hits, searchHit{RP: href[1:], FN: h.Name(), SZ: h.Size, MT: mt, TS: mt, Tags: tags, Href: href})
 	}
 	for _, k := range tagOrder {
 		if seen[k] {

@@ -91,9 +91,9 @@ func TestSearchHandler(t *testing.T) {
 	srv := newSearchServer(t)
 	for _, c := range []struct{ body, want string }{
 		{`{"q": "daft"}`, `"href":"/music/Daft%20Punk%20-%20One.mp3"`},
-		{`{"q": "path:/a\u0020b"}`, `"rp":"a b/c.log","fn":"c.log","sz":2000`},
+		{`{"q": "path:/a\u0020b"}`, `"rp":"a%20b/c.log","fn":"c.log","sz":2000`},
 		{`{"srch": true, "hash": ["` + strings.Repeat("b", 44) + `"]}`, `"rp":"docs/report.txt"`},
-		{`{"srch": true, "hash": ["` + strings.Repeat("C", 44) + `"]}`, `"rp":"a b/c.log"`},
+		{`{"srch": true, "hash": ["` + strings.Repeat("C", 44) + `"]}`, `"rp":"a%20b/c.log"`},
 	} {
 		req := httptest.NewRequest("POST", "/", strings.NewReader(c.body))
 		req.Header.Set("Content-Type", "text/plain")

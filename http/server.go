@@ -113,6 +113,19 @@ type req struct {
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if msg := framingError(r); msg != "" {
+		// Framing a proxy could read otherwise (framing.go): refuse it
+		// and close the connection, so nothing after it is taken for a
+		// request.
+		s.log.Debug("request refused for its framing", "method", r.Method, "path", r.URL.Path, "ip", clientIP(r), "why", msg)
+		h := rw.Header()
+		h.Set("Connection", "close")
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("X-Content-Type-Options", "nosniff")
+		rw.WriteHeader(http.StatusBadRequest)
+		io.WriteString(rw, msg+"\n")
+		return
+	}
 	start := time.Now()
 	w := &respWriter{ResponseWriter: rw}
 	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), ip: clientIP(r)}
@@ -191,10 +204,14 @@ func (s *Server) post(q *req) error {
 }
 
 // need checks that the user has at least one permission of p here:
-// anonymous users are asked to log in (401), known users are refused (403).
+// anonymous users are asked to log in (401), known users are refused (403),
+// and so are a share's visitors (no login gives them more).
 func (q *req) need(p store.Perm, what string) error {
 	if q.perm.Any(p) {
 		return nil
+	}
+	if q.share {
+		return errorf(http.StatusForbidden, "this share does not let you %s in /%s", what, strings.Join(q.parts, "/"))
 	}
 	if q.user == "" {
 		return errUnauthorized

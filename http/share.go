@@ -123,24 +123,6 @@ func randomKey(n int) string {
 	return string(b)
 }
 
-// sharePerm turns a share's letters into permissions.
-func sharePerm(letters string) store.Perm {
-	var p store.Perm
-	for _, c := range letters {
-		switch c {
-		case 'r':
-			p |= store.PermRead
-		case 'w':
-			p |= store.PermWrite
-		case 'm':
-			p |= store.PermMove
-		case 'd':
-			p |= store.PermDelete
-		}
-	}
-	return p
-}
-
 // postShare reads the body of POST ?share (at most 64 KiB).
 func (s *Server) postShare(q *req) error {
 	body, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, 64<<10))
@@ -181,9 +163,22 @@ func (s *Server) createShare(q *req, body []byte) error {
 	if vol == nil {
 		return errorf(http.StatusBadRequest, "share: no volume at /%s", strings.Join(parts, "/"))
 	}
-	need := sharePerm(sh.Perms)
-	if have := vol.Perms(q.user); !have.Has(need) {
+	have := vol.Perms(q.user)
+	if !have.Has(sh.Grants()) {
 		return errorf(http.StatusForbidden, "share: you do not have all the permissions you tried to grant (%s) in /%s", sh.Perms, strings.Join(parts, "/"))
+	}
+	sh.VPath = strings.Join(parts, "/")
+	if !have.Has(store.PermRead) {
+		// A creator who may not read learns nothing of what is there: the
+		// path is a folder to upload into, made now if missing, as an
+		// upload into it would make it.
+		if _, ok := s.shares.Get(sh.Key); ok {
+			return errorf(http.StatusBadRequest, "sharekey [%s] is already in use", sh.Key)
+		}
+		if err := vol.MakeDir(rel); err != nil {
+			return err
+		}
+		return s.saveShare(q, sh, pw, "")
 	}
 	fi, err := vol.Stat(rel)
 	if err != nil {
@@ -192,7 +187,6 @@ func (s *Server) createShare(q *req, body []byte) error {
 		}
 		return err
 	}
-	sh.VPath = strings.Join(parts, "/")
 	fn := ""
 	if !fi.IsDir() {
 		if len(parts) == 0 {
@@ -202,7 +196,30 @@ func (s *Server) createShare(q *req, body []byte) error {
 		sh.VPath = strings.Join(parts[:len(parts)-1], "/")
 		sh.Files = []string{fn}
 	}
+	if err := s.checkShareable(sh); err != nil {
+		return err
+	}
 	return s.saveShare(q, sh, pw, fn)
+}
+
+// checkShareable refuses a share that would not be served: one whose folder,
+// or a folder above it, or one of whose files, is a symbolic link (a share
+// is served through a view that follows none of them; share what it leads
+// to instead).
+func (s *Server) checkShareable(sh store.Share) error {
+	view, _, release, err := s.st.OpenShare(sh)
+	if err == nil {
+		defer release()
+		for _, fn := range sh.Files {
+			if _, err = view.Stat(fn); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return errorf(http.StatusBadRequest, "share: /%s is reached through a symbolic link (or is gone); share what it leads to", sh.VPath)
+	}
+	return nil
 }
 
 // saveShare stores a checked share and answers 201 with its URL.
@@ -230,6 +247,7 @@ func (s *Server) saveShare(q *req, sh store.Share, pw, fn string) error {
 func (s *Server) createMultiShare(q *req, sh store.Share, pw string, vps []string) error {
 	var dir []string
 	var vol *store.Volume
+	var dirRel string
 	for i, vp := range vps {
 		parts, slash, err := parsePath(vp)
 		if err != nil {
@@ -243,7 +261,7 @@ func (s *Server) createMultiShare(q *req, sh store.Share, pw string, vps []strin
 			if len(dir) > 0 && dir[0] == s.shrName {
 				return errorf(http.StatusBadRequest, "share: cannot share a share")
 			}
-			if vol, _ = s.st.Resolve(dir); vol == nil {
+			if vol, dirRel = s.st.Resolve(dir); vol == nil {
 				return errorf(http.StatusBadRequest, "share: no volume at /%s", strings.Join(dir, "/"))
 			}
 		} else if strings.Join(parts[:len(parts)-1], "/") != strings.Join(dir, "/") {
@@ -253,20 +271,27 @@ func (s *Server) createMultiShare(q *req, sh store.Share, pw string, vps []strin
 		if slices.Contains(sh.Files, fn) {
 			continue
 		}
-		v, rel := s.st.Resolve(parts)
-		if v != vol {
+		if v, _ := s.st.Resolve(parts); v != vol {
 			return errorf(http.StatusBadRequest, "share: /%s is in another volume", strings.Join(parts, "/"))
-		}
-		fi, err := vol.Stat(rel)
-		if err != nil || fi.IsDir() {
-			return errorf(http.StatusBadRequest, "share: selected file not found: /%s", strings.Join(parts, "/"))
 		}
 		sh.Files = append(sh.Files, fn)
 	}
-	if have := vol.Perms(q.user); !have.Has(sharePerm(sh.Perms)) {
-		return errorf(http.StatusForbidden, "share: you do not have all the permissions you tried to grant (%s) in /%s", sh.Perms, strings.Join(dir, "/"))
+	// Permissions before the files are looked at: a share of files serves
+	// them for reading, so its creator must be able to read them (and
+	// whoever may not learns nothing of what exists).
+	if have := vol.Perms(q.user); !have.Has(sh.Grants() | store.PermRead) {
+		return errorf(http.StatusForbidden, "share: you do not have all the permissions you tried to grant (%s) in /%s; sharing files needs read", sh.Perms, strings.Join(dir, "/"))
+	}
+	for _, fn := range sh.Files {
+		fi, err := vol.Stat(path.Join(dirRel, fn))
+		if err != nil || fi.IsDir() {
+			return errorf(http.StatusBadRequest, "share: selected file not found: /%s", path.Join(strings.Join(dir, "/"), fn))
+		}
 	}
 	sh.VPath = strings.Join(dir, "/")
+	if err := s.checkShareable(sh); err != nil {
+		return err
+	}
 	fn := ""
 	if len(sh.Files) == 1 {
 		fn = sh.Files[0]
@@ -283,10 +308,14 @@ func (s *Server) shareURL(q *req, key string) string {
 }
 
 // shareRoute serves a request below the share prefix: /<shr>/<key>/...
-// reaches exactly the shared folder (or file) with the share's permissions,
-// no more than its creator still has. A password share wants its password
-// (?pw=, PW header, basic auth or the cppwd cookie); account passwords
-// mean nothing here.
+// reaches exactly the shared folder (or files) with the share's
+// permissions, no more than its creator still has. Every operation runs in
+// a view of the volume whose os.Root is opened at the shared folder
+// (store.Volume.Confine, ConfineFiles), so a symbolic link that leads out
+// of it, even one swapped in while the request runs, is refused by the
+// openat walk itself rather than by a check before the open. A password
+// share wants its password (?pw=, PW header, basic auth or the cppwd
+// cookie); account passwords mean nothing here.
 func (s *Server) shareRoute(q *req) error {
 	if len(q.parts) < 2 {
 		return errorf(http.StatusNotFound, "not found: /%s", strings.Join(q.parts, "/"))
@@ -315,39 +344,46 @@ func (s *Server) shareRoute(q *req) error {
 			return errUnauthorized
 		}
 	}
-	vol, base := s.st.Resolve(splitVPath(sh.VPath))
-	if vol == nil {
-		return errorf(http.StatusNotFound, "the shared folder is gone")
-	}
 	rest := q.parts[2:]
 	for _, k := range []string{"tree", "ups", "ru", "dls", "shares", "share"} {
 		if has(q.query, k) {
 			return errorf(http.StatusBadRequest, "?%s is not available inside a share", k)
 		}
 	}
-	if has(q.query, "tar") || has(q.query, "zip") {
-		return s.shareArchive(q, sh, vol, base, rest)
-	}
+	archive := has(q.query, "tar") || has(q.query, "zip")
 	if len(sh.Files) > 0 {
 		// Files of one folder: /<shr>/<key>/<name>; /<shr>/<key> is the
 		// file itself when there is one, a listing of them otherwise.
 		switch {
+		case archive:
+			return errorf(http.StatusBadRequest, "?tar and ?zip are not available in a share of files; download them one by one")
 		case len(rest) > 1 || len(rest) == 1 && !slices.Contains(sh.Files, rest[0]):
 			return errorf(http.StatusNotFound, "not found in this share")
-		case len(rest) == 0 && len(sh.Files) > 1:
-			q.vol, q.rel, q.user = vol, base, ""
-			q.perm = sharePerm(sh.Perms) & vol.Perms(sh.Creator) &^ store.PermWrite
-			return s.shareListing(q, sh.Files)
-		case len(rest) == 0:
+		case len(rest) == 0 && len(sh.Files) == 1:
 			rest = []string{sh.Files[0]}
 		}
 	}
-	if err := vol.CheckNoLinks(base, rest); err != nil {
+	view, perm, release, err := s.st.OpenShare(sh)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotDir) || errors.Is(err, store.ErrOutside) {
+			return errorf(http.StatusNotFound, "the shared folder is gone")
+		}
+		return err
+	}
+	defer release()
+	q.vol, q.user, q.share, q.perm = view, "", true, perm
+	q.rel = path.Join(rest...)
+	if s.st.Shadowed(view, q.rel) {
+		// Another volume is mounted there: by URL the folder is not this
+		// volume's, so the share does not reach it through the disk.
 		return errorf(http.StatusNotFound, "not found in this share")
 	}
-	q.vol, q.user = vol, ""
-	q.rel = path.Join(append([]string{base}, rest...)...)
-	q.perm = sharePerm(sh.Perms) & vol.Perms(sh.Creator)
+	if len(sh.Files) > 1 && len(rest) == 0 {
+		return s.shareListing(q)
+	}
+	if archive {
+		q.perm &^= store.PermWrite
+	}
 	switch q.r.Method {
 	case http.MethodGet, http.MethodHead:
 		return s.get(q)
@@ -360,68 +396,33 @@ func (s *Server) shareRoute(q *req) error {
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported in a share", q.r.Method)
 }
 
-// shareArchive answers ?tar and ?zip inside a folder share. The walk runs
-// in a view of the volume whose os.Root is opened at the shared folder
-// (store.Volume.Confine), so no symbolic link that leads outside it is
-// followed, by the kernel's openat walk rather than a check before the
-// open, and no mounted volume goes in: a share is one folder.
-func (s *Server) shareArchive(q *req, sh store.Share, vol *store.Volume, base string, rest []string) error {
-	if len(sh.Files) > 0 {
-		return errorf(http.StatusBadRequest, "?tar and ?zip are not available in a share of several files; download them one by one")
-	}
-	if q.r.Method != http.MethodGet && q.r.Method != http.MethodHead && q.r.Method != http.MethodPost {
-		q.w.Header().Set("Allow", "GET, HEAD, POST")
-		return errorf(http.StatusMethodNotAllowed, "method %s is not supported for archives", q.r.Method)
-	}
-	cv, release, err := vol.Confine(base)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotDir) {
-			return errorf(http.StatusNotFound, "the shared folder is gone")
-		}
-		return err
-	}
-	defer release()
-	q.vol, q.user, q.share = cv, "", true
-	q.rel = path.Join(rest...)
-	q.perm = sharePerm(sh.Perms) & vol.Perms(sh.Creator) &^ store.PermWrite
-	if q.r.Method == http.MethodPost {
-		return s.post(q)
-	}
-	return s.get(q)
-}
-
-// shareListing lists the files of a several-file share.
-func (s *Server) shareListing(q *req, files []string) error {
+// shareListing lists the files of a several-file share (the view lists
+// just them, and none through a link).
+func (s *Server) shareListing(q *req) error {
 	if q.r.Method != http.MethodGet && q.r.Method != http.MethodHead {
-		return errorf(http.StatusMethodNotAllowed, "a several-file share takes no uploads")
+		return errorf(http.StatusMethodNotAllowed, "a share of files takes no uploads")
 	}
 	if !q.perm.Has(store.PermRead) {
-		return errorf(http.StatusForbidden, "this share does not allow listing")
+		return q.denyRead()
 	}
 	if !q.slash && !has(q.query, "ls") {
 		http.Redirect(q.w, q.r, "/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
 		return nil
 	}
+	ents, err := q.vol.List(q.r.Context(), "", store.ListOptions{Dots: true})
+	if err != nil {
+		return err
+	}
 	l := listing{path: strings.Join(q.parts, "/"), perms: q.perm.Names(), acct: "*", vol: q.vol}
-	for _, fn := range files {
-		fi, err := q.vol.Stat(path.Join(q.rel, fn))
-		if err != nil || fi.IsDir() || q.vol.CheckNoLinks(q.rel, []string{fn}) != nil {
-			continue
-		}
-		l.entries = append(l.entries, q.entry(store.Entry{Name: fn, Size: fi.Size(), Mtime: fi.ModTime()}))
+	for _, e := range ents {
+		l.entries = append(l.entries, q.entry(e))
 	}
 	return s.writeListing(q, l)
 }
 
-func splitVPath(vp string) []string {
-	if vp == "" {
-		return nil
-	}
-	return strings.Split(vp, "/")
-}
-
 // editShare answers copyparty's POST /<shr>/<key>?eshare=rm (delete) and
-// ?eshare=<minutes> (extend): by the share's creator or an admin.
+// ?eshare=<minutes> (extend): by the share's creator, or an admin of every
+// volume the share reaches (store.MayManageShare).
 func (s *Server) editShare(q *req, key string) error {
 	if err := s.authenticate(q); err != nil {
 		return err
@@ -433,8 +434,8 @@ func (s *Server) editShare(q *req, key string) error {
 	if !ok {
 		return errorf(http.StatusNotFound, "no such share (or it expired)")
 	}
-	if sh.Creator != q.user && s.needAdmin(q) != nil {
-		return errorf(http.StatusForbidden, "share %s belongs to another user and you are not an admin", key)
+	if !s.st.MayManageShare(q.user, sh) {
+		return errorf(http.StatusForbidden, "share %s belongs to another user, and you are not an admin of every volume it reaches", key)
 	}
 	act := q.query.Get("eshare")
 	if act != "rm" {
@@ -469,8 +470,9 @@ type shareRow struct {
 	Expires int64    `json:"t1"`
 }
 
-// listShares answers ?shares: the requester's shares (all of them for
-// admins), as HTML, or JSON with ?j.
+// listShares answers ?shares: the requester's shares, and those of others
+// that the requester is an admin of every reached volume of, as HTML, or
+// JSON with ?j.
 func (s *Server) listShares(q *req) error {
 	if s.shares == nil {
 		return errorf(http.StatusBadRequest, "sharing is disabled on this server (--shr)")
@@ -478,10 +480,9 @@ func (s *Server) listShares(q *req) error {
 	if q.user == "" {
 		return errUnauthorized
 	}
-	all := s.needAdmin(q) == nil
 	rows := []shareRow{}
 	for _, sh := range s.shares.List() {
-		if sh.Creator != q.user && !all {
+		if !s.st.MayManageShare(q.user, sh) {
 			continue
 		}
 		u := s.shareURL(q, sh.Key) + "/"

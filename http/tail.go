@@ -39,22 +39,22 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 		return errorf(http.StatusServiceUnavailable, "too many ?tail streams (%d); retry later", s.tailMax)
 	}
 	defer s.tails.Add(-1)
-	ct, err := q.fileType(path.Base("/" + q.rel))
+	name := path.Base("/" + q.rel)
+	ct, pol, err := q.fileType(name)
 	if err != nil {
 		return err
 	}
 	if t, ok := q.query["txt"]; ok {
-		_, name, err := txtEncoding(t[0])
+		_, cs, err := txtEncoding(t[0])
 		if err != nil {
 			return err
 		}
-		ct = "text/plain; charset=" + name
+		ct = "text/plain; charset=" + cs
+		pol = policyOf(ct, false)
 	}
 	h := q.w.Header()
-	h.Set("Content-Type", ct)
-	h.Set("X-Content-Type-Options", "nosniff")
-	if activeType(ct) {
-		h.Set("Content-Security-Policy", "sandbox")
+	if disp := pol.apply(h, ct, "inline"); disp != "inline" {
+		h.Set("Content-Disposition", contentDisposition(disp, name))
 	}
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/htmlindex"
+	"golang.org/x/text/encoding/ianaindex"
 	"golang.org/x/text/transform"
 )
 
@@ -33,8 +34,13 @@ func fileView(query map[string][]string) func(s *Server, q *req, f *os.File, fi 
 // txtSniff is how much of a file ?txt reads to decide whether it is UTF-8.
 const txtSniff = 64 << 10
 
-// txtEncoding parses the value of ?txt= (a WHATWG encoding label; empty is
-// utf-8) and returns the canonical name. enc is nil for utf-8.
+// txtEncoding parses the value of ?txt= (an encoding label; empty is
+// utf-8) and returns the encoder and the charset name to send. Labels are
+// accepted as the WHATWG Encoding Standard accepts them, but where the
+// label is a charset IANA registers (iso-8859-1, latin1, us-ascii,
+// iso-8859-9...), that charset is named and used, even when WHATWG reads
+// the label as another (windows-1252 for iso-8859-1): the client gets the
+// charset it asked for, bytes and label agreeing. enc is nil for utf-8.
 func txtEncoding(label string) (enc encoding.Encoding, name string, err error) {
 	label = strings.TrimSpace(label)
 	if label == "" {
@@ -51,10 +57,27 @@ func txtEncoding(label string) (enc encoding.Encoding, name string, err error) {
 	if err != nil || name == "replacement" {
 		return nil, "", errorf(http.StatusBadRequest, "txt=%q: not an encoding text can be served in", label)
 	}
+	if ie, iname, ok := ianaCharset(label); ok {
+		e, name = ie, iname
+	}
 	if name == "utf-8" {
 		return nil, name, nil
 	}
 	return e, name, nil
+}
+
+// ianaCharset looks label up among IANA's charset names and aliases and
+// returns its encoder and preferred MIME name, lower-cased.
+func ianaCharset(label string) (encoding.Encoding, string, bool) {
+	e, err := ianaindex.IANA.Encoding(label)
+	if err != nil || e == nil {
+		return nil, "", false
+	}
+	name, err := ianaindex.MIME.Name(e)
+	if err != nil || name == "" {
+		return nil, "", false
+	}
+	return e, strings.ToLower(name), true
 }
 
 // txtType decides how ?txt serves f: a content type, and an encoder when

@@ -17,13 +17,8 @@ import (
 // X-Hoard-Thumb: cached, made, shared (joined an identical request's job)
 // or icon (the file cannot be thumbnailed).
 func (s *Server) thumb(q *req, fi fs.FileInfo) error {
-	if err := q.need(store.PermRead|store.PermGet, "download"); err != nil {
-		return err
-	}
-	if !q.perm.Has(store.PermRead) && q.vol.Flags.FK > 0 {
-		if k := q.query.Get("k"); k != q.vol.FileKey(q.rel, fi) {
-			return errorf(http.StatusForbidden, "this file needs its key (?k=)")
-		}
+	if !q.perm.Any(store.PermRead|store.PermGet) || !q.keyOK(q.rel, fi) {
+		return q.denyRead()
 	}
 	p, err := media.ParseTh(q.query.Get("th"))
 	if err != nil {
@@ -118,8 +113,8 @@ var folderCovers = []string{"folder.png", "folder.jpg", "cover.png", "cover.jpg"
 // folderThumb answers ?th on a folder: the thumbnail of its cover picture
 // when it has one, else a folder icon.
 func (s *Server) folderThumb(q *req) error {
-	if err := q.need(store.PermRead, "see the contents of"); err != nil {
-		return err
+	if !q.perm.Has(store.PermRead) {
+		return q.denyRead()
 	}
 	for _, c := range folderCovers {
 		rel := path.Join(q.rel, c)

@@ -51,12 +51,16 @@ func (s *Server) postJSON(q *req) error {
 	if err := q.needUpload(); err != nil {
 		return err
 	}
+	if q.share {
+		return errShareUp2k
+	}
 	h, err := handshakeOf(fields)
 	if err != nil {
 		return err
 	}
 	h.Vol, h.Dir = q.vol, q.rel
 	h.MayDelete = q.perm.Has(store.PermDelete)
+	h.MayRead = q.perm.Has(store.PermRead)
 	h.User, h.IP = q.user, q.ip
 	rep, err := s.up.Handshake(q.r.Context(), h)
 	if err != nil {
@@ -72,6 +76,11 @@ func (s *Server) postJSON(q *req) error {
 	}
 	return writeJSON(q, http.StatusOK, out)
 }
+
+// errShareUp2k refuses up2k inside a share: its sessions, partial files
+// and index records belong to a volume, and a share is served through a
+// view of one folder (store.Volume.Confine) that they cannot be confined to.
+var errShareUp2k = errorf(http.StatusBadRequest, "up2k uploads are not available inside a share; upload with PUT or a multipart POST")
 
 // hsReply is copyparty's handshake answer (in its key order) plus the
 // interface description's need (the same list as hash).
@@ -171,6 +180,9 @@ func (s *Server) postChunk(q *req) error {
 	}
 	if err := q.needUpload(); err != nil {
 		return err
+	}
+	if q.share {
+		return errShareUp2k
 	}
 	h := q.r.Header
 	wark, hashes := strings.TrimSpace(h.Get("X-Up2k-Wark")), h.Get("X-Up2k-Hash")

@@ -149,12 +149,8 @@ func (s *Server) zget(q *req, f *os.File, fi fs.FileInfo) error {
 	defer rc.Close()
 	h := q.w.Header()
 	ct := contentType(path.Base(m.Name))
-	h.Set("Content-Type", ct)
-	h.Set("X-Content-Type-Options", "nosniff")
-	if activeType(ct) {
-		h.Set("Content-Security-Policy", "sandbox")
-	}
-	h.Set("Content-Disposition", contentDisposition("inline", path.Base(m.Name)))
+	disp := policyOf(ct, false).apply(h, ct, "inline")
+	h.Set("Content-Disposition", contentDisposition(disp, path.Base(m.Name)))
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Content-Length", strconv.FormatUint(m.UncompressedSize64, 10))
 	if q.r.Method == http.MethodHead {

@@ -28,11 +28,11 @@ func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term
 				return false, err
 			}
 		}
-		c := &cand{full: full}
+		c := &cand{full: full, pre: len(pre)}
 		if full != "" {
 			c.name = full[bytesLastSlash(full)+1:]
 			for _, t := range pathTerms {
-				if !t.matchPath(c.full, c.name) {
+				if !t.matchPath(c.full, c.name, c.pre) {
 					return true, nil
 				}
 			}
@@ -46,7 +46,7 @@ func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term
 			c.full = pre + lower(rec.Rel)
 			c.name = c.full[bytesLastSlash(c.full)+1:]
 			for _, t := range pathTerms {
-				if !t.matchPath(c.full, c.name) {
+				if !t.matchPath(c.full, c.name, c.pre) {
 					return true, nil
 				}
 			}

@@ -75,10 +75,11 @@ type Indexer struct {
 	order []*volIdx
 	Limit *Limiter
 
-	mu    sync.Mutex
-	cond  *sync.Cond
-	queue []store.Event
-	stop  bool
+	mu       sync.Mutex
+	cond     *sync.Cond
+	queue    []store.Event
+	applying *store.Event // the change being applied (UploadOf looks at it)
+	stop     bool
 
 	ctx    context.Context // scans
 	cancel context.CancelFunc
@@ -192,6 +193,10 @@ func (x *Indexer) Wait(ctx context.Context) error {
 }
 
 func (x *Indexer) enqueue(e store.Event) {
+	if e.Kind == store.Moved || e.Kind == store.Copied {
+		x.enqueueManaged(e) // manage.go
+		return
+	}
 	if x.vols[e.Vol] == nil || strings.HasPrefix(e.Rel, ".") || strings.Contains(e.Rel, "/.") {
 		return // dotfiles are not indexed (nor found by scans)
 	}
@@ -216,17 +221,26 @@ func (x *Indexer) events() {
 		}
 		e := x.queue[0]
 		x.queue = x.queue[1:]
+		x.applying = &e
 		x.mu.Unlock()
 		vi := x.vols[e.Vol]
 		var err error
-		switch e.Kind {
-		case store.Removed:
+		switch {
+		case e.Kind == store.Moved || e.Kind == store.Copied:
+			err = x.applyManaged(x.evctx, e) // manage.go
+		case vi == nil: // re-pointed by a move to a volume without an index
+		case e.Kind == store.Removed && e.Tree:
+			err = x.removeTree(x.evctx, vi, e.Rel)
+		case e.Kind == store.Removed:
 			err = vi.db.DeleteRecord(e.Rel)
-		case store.Created:
+		case e.Kind == store.Created && !isDotPath(e.Rel):
 			err = x.indexFile(x.evctx, vi, e.Rel, nil, &e)
 		}
+		x.mu.Lock()
+		x.applying = nil
+		x.mu.Unlock()
 		if err != nil && x.evctx.Err() == nil {
-			x.log.Warn("could not index a change", "volume", "/"+vi.v.VPath, "path", e.Rel, "err", err)
+			x.log.Warn("could not index a change", "change", e.Kind, "volume", "/"+e.Vol.VPath, "path", e.Rel, "err", err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import "strings"
 type cand struct {
 	full string // lower-cased path: volume mount point, "/", path in the volume
 	name string // lower-cased file name
+	pre  int    // length of the mount point and "/" in full (0 at the root)
 	rec  *Record
 }
 
@@ -36,8 +37,9 @@ func (t *Term) pathOnly() bool {
 	return false
 }
 
-// matchPath decides a pathOnly term.
-func (t *Term) matchPath(full, name string) bool {
+// matchPath decides a pathOnly term on a path full whose first pre bytes
+// are the volume's mount point and "/".
+func (t *Term) matchPath(full, name string, pre int) bool {
 	var ok bool
 	switch t.Kind {
 	case KText:
@@ -46,7 +48,9 @@ func (t *Term) matchPath(full, name string) bool {
 		g := lower(t.Text)
 		ok = glob(g, name) || glob(g, full)
 	case KPath:
-		ok = strings.HasPrefix(full, lower(t.Text))
+		// A URL path (mount point included) or a path in the volume.
+		p := lower(t.Text)
+		ok = strings.HasPrefix(full, p) || strings.HasPrefix(full[pre:], p)
 	case KExt:
 		e := ext(name)
 		for _, x := range t.List {
@@ -66,7 +70,7 @@ func (t *Term) matchPath(full, name string) bool {
 // match decides any term.
 func (t *Term) match(c *cand) bool {
 	if t.pathOnly() {
-		return t.matchPath(c.full, c.name)
+		return t.matchPath(c.full, c.name, c.pre)
 	}
 	var ok bool
 	r := c.rec

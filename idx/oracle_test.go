@@ -72,7 +72,7 @@ var oracleQueries = []string{
 	"-rock", "rock -live", "-mp3 -flac -txt",
 	"size:>1M", "size:<1K", "size:=0", "size:>=10M", "size:<=1.5G", "size:>100M ext:flac", "size:1234",
 	"date:>2020-01-01", "date:<2016-06-01", "date:=2018-03-04", "date:>=2019-01-01 date:<=2019-12-31", `date:>"2021-06-30 12:34:56"`,
-	"path:music", "path:/music/rock", "path:docs/2020", "path:photos/ holiday", "path:a/b/c/d/", "path:nope",
+	"path:music", "path:/music/rock", "path:docs/2020", "path:photos/ holiday", "path:a/b/c/d/", "path:nope", "path:music/music", "path:jazz", "path:/music/jazz live", "path:mus/docs", "-path:music/rock", "path:a path:a/b",
 	"ext:mp3", "ext:mp3,flac", "ext:tar.gz", "ext:gz", "ext:jpg size:>1K", "-ext:txt",
 	"artist:punk", `artist:"nina simone"`, "artist:mo", "album:album", "title:beta", "genre:rock", "genre:jazz artist:björk",
 	"year:1999", "year:>=2000", "year:<1970 rate:>=256", "rate:1411", "rate:<128", "dur:>300", "dur:<=60.5", "dur:>100 dur:<200",
@@ -140,7 +140,7 @@ func testOracle(t *testing.T, first uint64) {
 			var want []string
 			for _, r := range recs {
 				full := pre + lower(r.Rel)
-				c := &cand{full: full, name: full[bytesLastSlash(full)+1:], rec: r}
+				c := &cand{full: full, name: full[bytesLastSlash(full)+1:], pre: len(pre), rec: r}
 				ok := true
 				for i := range query.Terms {
 					ok = ok && query.Terms[i].match(c)

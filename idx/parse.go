@@ -20,7 +20,7 @@ type keyword struct {
 var keywordList = []*keyword{
 	{KSize, "size:<op><number>[K|M|G|T]", "file size; op is > < = >= <=; units are KiB, MiB, GiB, TiB; a bare number is bytes", compileSize},
 	{KDate, "date:<op>YYYY-MM-DD[ HH:MM:SS]", "modification time (UTC); a day compares as a whole day", compileDate},
-	{KPath, "path:<prefix>", "path (volume mount point included) starts with prefix", compilePath},
+	{KPath, "path:<prefix>", "path starts with prefix: the URL path (volume mount point included) or the path in the volume", compilePath},
 	{KExt, "ext:<a>,<b>", "file extension is one of the list", compileExt},
 	{KArtist, "artist:<text>", "artist tag contains text (quote values with spaces)", compileTagText},
 	{KAlbum, "album:<text>", "album tag contains text", compileTagText},

@@ -157,15 +157,17 @@ func makePlan(r pebble.Reader, db *pebble.DB, pre string, terms []Term) (plan, e
 				continue
 			}
 		case KPath:
+			// A URL path (mount point included) or a path in the
+			// volume: the union of both readings' ranges.
 			p := lower(t.Text)
-			switch {
-			case strings.HasPrefix(pre, p):
+			if strings.HasPrefix(pre, p) {
 				continue // the whole volume is below the prefix
-			case strings.HasPrefix(p, pre):
+			}
+			lo := append([]byte{famPath}, p...)
+			s = source{name: "path", ranges: []krange{{lo, prefixEnd(lo), true, ""}}}
+			if pre != "" && strings.HasPrefix(p, pre) {
 				lo := append([]byte{famPath}, p[len(pre):]...)
-				s = source{name: "path", ranges: []krange{{lo, prefixEnd(lo), true, ""}}}
-			default:
-				return plan{none: true}, nil
+				s.ranges = append(s.ranges, krange{lo, prefixEnd(lo), true, ""})
 			}
 		case KExt:
 			// One conjunct: the union of the extensions' lists (of

@@ -27,6 +27,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
+	// Unpost is how long after an upload its uploader may delete it
+	// without the d permission (copyparty's --unpost); 0 turns it off.
+	Unpost time.Duration
 }
 
 // Account is a user name and password.

@@ -2,9 +2,11 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"syscall"
 )
@@ -28,7 +30,13 @@ func (v *Volume) OpenDir(rel string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
+	if v.only != nil {
+		return nil, ErrNotFound // a view of files has no folders to walk
+	}
 	root, err := v.root.OpenRoot(r)
+	if r2, ok := v.retry(r, err); ok {
+		root, err = v.root.OpenRoot(r2)
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -112,4 +120,37 @@ func checkRegular(f *os.File) (*os.File, fs.FileInfo, error) {
 		return nil, nil, ErrNotFound
 	}
 	return f, fi, nil
+}
+
+// MakeDir makes the folder rel, and its parents, where missing, and makes
+// the new names durable. A file in the way is ErrNotDir.
+func (v *Volume) MakeDir(rel string) error {
+	r, err := cleanRel(rel)
+	if err != nil {
+		return err
+	}
+	if v.only != nil {
+		return ErrReadOnly
+	}
+	if r == "." {
+		return nil
+	}
+	if v.Flags.NoSub {
+		return ErrNoSub
+	}
+	if fi, err := v.root.Stat(r); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := v.root.MkdirAll(r, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) { // a file has one of the names
+			return fmt.Errorf("%w: %v", ErrNotDir, err)
+		}
+		return mapErr(err)
+	}
+	for p := r; p != "."; p = path.Dir(p) {
+		if err := v.syncDir(path.Dir(p)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -7,6 +7,12 @@
 // its final name without clobbering anything (or replacing, when asked), and
 // the folder is synced before the caller is told the file exists.
 //
+// File management (manage.go: Delete, Move, Copy, Mkdir) checks the
+// permissions at both ends, refuses with an *OpError of a Kind, walks
+// trees in constant memory without following links, and journals what a
+// crash could leave half done (manage_journal.go).
+//
 // store knows nothing about HTTP, the index or uploads in progress; other
-// packages learn about changes through Subscribe.
+// packages learn about changes through Subscribe (one event per tree), and
+// unpost asks an injected UploadLookup (the index) who uploaded a file.
 package store

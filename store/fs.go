@@ -68,7 +68,20 @@ func (v *Volume) Stat(rel string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := v.inScope(r, true); err != nil {
+		return nil, err
+	}
+	if v.only != nil && r != "." {
+		fi, err := v.root.Lstat(r) // never through a link
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, ErrNotFound
+		}
+		return fi, mapErr(err)
+	}
 	fi, err := v.root.Stat(r)
+	if r2, ok := v.retry(r, err); ok {
+		fi, err = v.root.Stat(r2)
+	}
 	return fi, mapErr(err)
 }
 
@@ -79,14 +92,27 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := v.inScope(r, false); err != nil {
+		return nil, nil, err
+	}
 	// O_NONBLOCK does nothing to a regular file's reads, but it spares
 	// os's fcntl pair (set and clear non-blocking mode) on every open, and
 	// a fifo put in a file's place cannot hang the open.
 	f, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if r2, ok := v.retry(r, err); ok {
+		f, err = v.root.OpenFile(r2, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	return checkRegular(f)
+	f, fi, err := checkRegular(f)
+	if err == nil {
+		if err = v.noLink(r, fi); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
+	}
+	return f, fi, err
 }
 
 // Entry is one item of a folder listing.
@@ -113,7 +139,14 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 	if err != nil {
 		return nil, err
 	}
+	if v.only != nil && r != "." {
+		return nil, ErrNotFound
+	}
 	d, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0) // see Open
+	if r2, ok := v.retry(r, err); ok {
+		r = r2 // entries are looked at by this path
+		d, err = v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -158,6 +191,9 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 
 func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool) {
 	name := de.Name()
+	if v.only != nil && (!slices.Contains(v.only, name) || !de.Type().IsRegular()) {
+		return Entry{}, false // a view of files: those, and not through links
+	}
 	if strings.HasSuffix(name, PartialSuffix) {
 		v.sweepOrphan(dir, de)
 		return Entry{}, false
@@ -177,7 +213,11 @@ func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool
 	}
 	e := Entry{Name: name, Dir: li.IsDir(), Size: li.Size(), Mtime: li.ModTime(), Mode: li.Mode()}
 	if li.Mode()&fs.ModeSymlink != 0 {
-		ti, err := v.root.Stat(path.Join(dir, name))
+		p := path.Join(dir, name)
+		ti, err := v.root.Stat(p)
+		if p2, ok := v.retry(p, err); ok {
+			ti, err = v.root.Stat(p2)
+		}
 		if err != nil {
 			return Entry{}, false // broken, or leads outside the volume
 		}

@@ -99,6 +99,9 @@ func (j *janitor) load(v *Volume) {
 // scheduleExpiry records that rel (whose identity is fi) is to be deleted at
 // deadline; the record is durable before this returns.
 func (v *Volume) scheduleExpiry(rel string, fi fs.FileInfo, deadline time.Time) error {
+	if v.outer != nil {
+		return v.outer.scheduleExpiry(v.outerRel(rel), fi, deadline)
+	}
 	if v.hist == "" {
 		return fmt.Errorf("store: volume %q has no state folder, so its lifetime cannot be kept", v.Src)
 	}

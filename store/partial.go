@@ -39,12 +39,16 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 	if err != nil {
 		return nil, "", err
 	}
+	if v.outer != nil {
+		return nil, "", ErrReadOnly // up2k works on volumes, never on views
+	}
 	if v.Flags.NoSub && d != "." {
 		return nil, "", ErrNoSub
 	}
 	if err := v.checkTarget(d, name); err != nil {
 		return nil, "", err
 	}
+	d = v.reach(d) // links.go
 	if d != "." {
 		if err := v.root.MkdirAll(d, 0o755); err != nil {
 			return nil, "", mapErr(err)
@@ -94,6 +98,7 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
+	d = v.reach(d)
 	work := name + PartialSuffix
 	// A work file is hoard's own: never a link (which could lead the
 	// chunks into another file), a fifo or a device.
@@ -121,7 +126,7 @@ func (v *Volume) SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	return v.syncDir(d)
+	return v.syncDir(v.reach(d))
 }
 
 // SetMtime sets the modification (and access) time of the file at rel.
@@ -130,7 +135,7 @@ func (v *Volume) SetMtime(rel string, t time.Time) error {
 	if err != nil {
 		return err
 	}
-	return mapErr(v.root.Chtimes(r, t, t))
+	return mapErr(v.root.Chtimes(v.reach(r), t, t))
 }
 
 // copyStep is how much CopyFile copies between checks of its context.
@@ -190,6 +195,7 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 	if err != nil {
 		return "", nil, err
 	}
+	s, d = v.reach(s), v.reach(d) // links.go
 	if d != "." {
 		if err := v.root.MkdirAll(d, 0o755); err != nil {
 			return "", nil, mapErr(err)

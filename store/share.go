@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -224,4 +225,103 @@ func (s *Shares) save() error {
 		return fmt.Errorf("store: saving shares: %w", err)
 	}
 	return nil
+}
+
+// Grants is what the share's letters (rwmd) allow, before they are cut
+// to what its creator may do.
+func (sh *Share) Grants() Perm {
+	var p Perm
+	for _, c := range sh.Perms {
+		switch c {
+		case 'r':
+			p |= PermRead
+		case 'w':
+			p |= PermWrite
+		case 'm':
+			p |= PermMove
+		case 'd':
+			p |= PermDelete
+		}
+	}
+	return p
+}
+
+// ShareAccess resolves a share: the volume and folder it lies in (vol is
+// nil when no volume has its path any more) and what its visitors may do
+// there, which is what the share grants cut to what its creator may still
+// do. A share of files takes no uploads: its scope is those files, and an
+// upload would make another.
+func (s *Store) ShareAccess(sh Share) (vol *Volume, base string, perm Perm) {
+	vol, base = s.Resolve(splitPath(sh.VPath))
+	if vol == nil {
+		return nil, "", 0
+	}
+	perm = sh.Grants() & vol.Perms(sh.Creator)
+	if len(sh.Files) > 0 {
+		perm &^= PermWrite | PermMove | PermDelete
+	}
+	return vol, base, perm
+}
+
+// ShareReach returns the volumes a share reaches: the one its folder lies
+// in, and every volume whose folder on disk lies inside the shared folder
+// (through the share's view of the disk they are reachable too, whatever
+// their own URL). A share whose volume is gone reaches every volume, so
+// that only its creator, or an admin of everything, handles it.
+func (s *Store) ShareReach(sh Share) []*Volume {
+	vol, base, _ := s.ShareAccess(sh)
+	if vol == nil {
+		return s.Volumes()
+	}
+	out := []*Volume{vol}
+	dir := filepath.Join(vol.Src, filepath.FromSlash(base))
+	for _, w := range s.vols {
+		if w == vol {
+			continue
+		}
+		if rel, err := filepath.Rel(dir, w.Src); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && len(sh.Files) == 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// MayManageShare reports whether user may see the share among theirs and
+// change or delete it: its creator may; anyone else only as an admin
+// (permission a) of every volume it reaches. Admin is per volume: being
+// admin of one volume says nothing about shares of another.
+func (s *Store) MayManageShare(user string, sh Share) bool {
+	if user == "" {
+		return false
+	}
+	if sh.Creator == user {
+		return true
+	}
+	for _, v := range s.ShareReach(sh) {
+		if !v.Perms(user).Has(PermAdmin) {
+			return false
+		}
+	}
+	return true
+}
+
+// OpenShare opens the view a share is served through (Confine at its
+// folder; for a share of files, ConfineFiles) and says what its visitors
+// may do there (ShareAccess). When the folder is gone, is no folder, or is
+// reached through a symbolic link, the error is ErrNotFound, ErrNotDir or
+// ErrOutside. The caller calls release when done with the view.
+func (s *Store) OpenShare(sh Share) (view *Volume, perm Perm, release func() error, err error) {
+	vol, base, perm := s.ShareAccess(sh)
+	if vol == nil {
+		return nil, 0, nil, ErrNotFound
+	}
+	if len(sh.Files) > 0 {
+		view, release, err = vol.ConfineFiles(base, sh.Files)
+	} else {
+		view, release, err = vol.Confine(base)
+	}
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return view, perm, release, nil
 }

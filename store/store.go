@@ -38,6 +38,8 @@ type Store struct {
 
 	claimsMu sync.Mutex
 	claims   map[uint64]*fsClaims // per device: free space promised to unfinished uploads (claim.go)
+
+	ops opState // file management (manage.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable.
@@ -46,6 +48,8 @@ type Volume struct {
 	VPath string // URL path without slashes at either end; "" is the root
 	Flags Flags
 
+	real string // Src with its symbolic links resolved, at mount (links.go)
+
 	perms  map[string]Perm
 	root   *os.Root
 	hist   string // absolute state folder; "" when it could not be made
@@ -53,7 +57,14 @@ type Volume struct {
 	store  *Store
 
 	dirs   dirSyncs  // group-committed folder fsyncs
-	claims *fsClaims // its file system's claimed free space; nil in a Confine view
+	claims *fsClaims // its file system's claimed free space (claim.go)
+
+	// A view (Confine, ConfineFiles) is the folder base of the volume
+	// outer, with root opened there; only, when not nil, are the only
+	// names it reaches (a share of files).
+	outer *Volume
+	base  string
+	only  []string
 }
 
 // HistName is the state folder's name inside a volume. Requests can never
@@ -108,6 +119,8 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	slices.SortStableFunc(s.vols, func(a, b *Volume) int { return depth(b.VPath) - depth(a.VPath) })
+	s.ops.unpost = cfg.Unpost
+	s.recoverOps() // what a crash interrupted (manage_journal.go)
 	s.janitor = startJanitor(s)
 	return s, nil
 }
@@ -135,7 +148,12 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
 	}
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		real = ""
+	}
 	v := &Volume{
+		real:  real,
 		Src:   src,
 		VPath: spec.VPath,
 		Flags: cfg.Global.merge(spec.Flags),
@@ -350,6 +368,9 @@ func (v *Volume) Perms(user string) Perm {
 func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	if v.Flags.FK == 0 || fi == nil {
 		return ""
+	}
+	if v.outer != nil {
+		return v.outer.FileKey(v.outerRel(rel), fi) // the key of the file's own URL
 	}
 	var ino uint64
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

@@ -41,9 +41,13 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v.Flags.NoSub && d != "." {
+	if v.only != nil {
+		return nil, ErrReadOnly
+	}
+	if v.Flags.NoSub && v.outerRel(d) != "" {
 		return nil, ErrNoSub
 	}
+	d = v.reach(d) // links.go
 	made := ""
 	if d != "." {
 		// Note the topmost missing folder so that a failed upload leaves
@@ -322,6 +326,10 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 	if err != nil {
 		return IngestResult{}, err
 	}
+	if v.only != nil {
+		return IngestResult{}, ErrReadOnly
+	}
+	d = v.reach(d) // links.go
 	if err := v.checkTarget(d, opt.Name); err != nil {
 		return IngestResult{}, err
 	}

@@ -42,10 +42,20 @@ func (m *Manager) existing(ctx context.Context, h Handshake, cs int64, wark stri
 		others = append(others, rel)
 	}
 	if len(others) == 0 {
+		if !h.MayRead {
+			return Reply{}, false, nil // no hashing of what is there for one who may not read it
+		}
 		return m.unrecorded(ctx, h, cs, wark, target)
 	}
 	if h.Vol.Flags.NoDupe {
-		return Reply{}, false, &Error{Kind: Conflict, Msg: "upload rejected, file already exists:\n" + urlPath(h.Vol, others[0]) + " "}
+		where := urlPath(h.Vol, others[0])
+		if !h.MayRead {
+			where = "(elsewhere in this volume)"
+		}
+		return Reply{}, false, &Error{Kind: Conflict, Msg: "upload rejected, file already exists:\n" + where + " "}
+	}
+	if !h.MayRead {
+		return Reply{}, false, nil // upload it: a copy would tell that the content is here
 	}
 	// Prefer a source in the same folder, then the rest in path order.
 	slices.SortStableFunc(others, func(a, b string) int {

@@ -158,6 +158,7 @@ func New(cfg Config) (*Manager, error) {
 		m.dbs[v] = db
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	cfg.Store.Subscribe(m.follow) // follow.go
 	m.wg.Add(1)
 	go m.expireLoop()
 	return m, nil
@@ -203,7 +204,12 @@ type Handshake struct {
 	// MayDelete: the user has the d permission, which replace and umod
 	// need (they are ignored otherwise).
 	MayDelete bool
-	User, IP  string
+	// MayRead: the user has the r permission. Without it a handshake
+	// learns nothing of what the volume holds: content already there (at
+	// another path, or at this one under no record) is not copied but
+	// uploaded, and no answer names another file's or upload's path.
+	MayRead  bool
+	User, IP string
 }
 
 // Reply is the answer to a handshake.
@@ -358,8 +364,12 @@ func (m *Manager) resume(ctx context.Context, s *session, h Handshake) (Reply, b
 		return Reply{}, true, nil
 	}
 	if !s.samePath(h.Dir, h.Name) {
+		where := urlPath(s.vol, s.rel())
+		if !h.MayRead && (s.rec.User != h.User || s.rec.IP != h.IP) {
+			where = "(elsewhere)" // not this uploader's: its path is not theirs to learn
+		}
 		s.mu.Unlock()
-		return Reply{}, false, &Error{Kind: Retry, Msg: "partial upload exists at a different location; please resume uploading here instead:\n" + urlPath(s.vol, s.rel()) + " "}
+		return Reply{}, false, &Error{Kind: Retry, Msg: "partial upload exists at a different location; please resume uploading here instead:\n" + where + " "}
 	}
 	rep := Reply{Name: s.rec.Name, Dir: s.rec.Dir, Size: s.rec.Size, Lmod: s.rec.Lmod, Wark: s.rec.Wark, Sparse: true}
 	if s.done {

@@ -90,7 +90,7 @@ func randBytes(n int) []byte {
 
 func (f *fixture) hs(name string, data []byte) (Reply, error) {
 	_, hs := hashes(data)
-	return f.m.Handshake(context.Background(), Handshake{Vol: f.vol, Dir: "up", Name: name, Size: int64(len(data)), Lmod: 1600000000, Hashes: hs, IP: "127.0.0.1"})
+	return f.m.Handshake(context.Background(), Handshake{Vol: f.vol, Dir: "up", Name: name, Size: int64(len(data)), Lmod: 1600000000, Hashes: hs, IP: "127.0.0.1", MayRead: true})
 }
 
 func (f *fixture) post(wark string, data []byte, cs int64, idx ...int) (Written, error) {
@@ -175,12 +175,12 @@ func TestUploadResumeAndRestart(t *testing.T) {
 		t.Fatalf("final handshake: %+v %v", rep3, err)
 	}
 	// Same content elsewhere: a copy, no upload.
-	rep4, err := f.m.Handshake(context.Background(), Handshake{Vol: f.vol, Dir: "other", Name: "b.bin", Size: int64(len(data)), Hashes: rep3.Need[:0:0], Lmod: 5})
+	rep4, err := f.m.Handshake(context.Background(), Handshake{Vol: f.vol, Dir: "other", Name: "b.bin", Size: int64(len(data)), Hashes: rep3.Need[:0:0], Lmod: 5, MayRead: true})
 	if err == nil {
 		t.Fatalf("a handshake without hashes for %d bytes was accepted: %+v", len(data), rep4)
 	}
 	_, hs := hashes(data)
-	rep4, err = f.m.Handshake(context.Background(), Handshake{Vol: f.vol, Dir: "other", Name: "b.bin", Size: int64(len(data)), Hashes: hs, Lmod: 5})
+	rep4, err = f.m.Handshake(context.Background(), Handshake{Vol: f.vol, Dir: "other", Name: "b.bin", Size: int64(len(data)), Hashes: hs, Lmod: 5, MayRead: true})
 	if err != nil || len(rep4.Need) != 0 || rep4.Rel() != "other/b.bin" {
 		t.Fatalf("dupe handshake: %+v %v", rep4, err)
 	}

@@ -487,7 +487,8 @@ func TestPermIndexHTML(t *testing.T) {
 		{"h folder serves index.html", "/site/", "PW: pw-h", 200, "SITE-INDEX", "page.txt"},
 		{"h file by URL", "/site/page.txt", "PW: pw-h", 200, "PAGE", ""},
 		{"h listing refused", "/site/?ls", "PW: pw-h", 403, "", "page.txt"},
-		{"h folder without index", "/noindex/", "PW: pw-h", 404, "", "x.txt"},
+		{"h folder without index", "/noindex/", "PW: pw-h", 403, "", "x.txt"}, // as for a missing one: h learns nothing else
+		{"h missing folder", "/nothere/", "PW: pw-h", 403, "", ""},
 		{"r folder is a listing", "/site/", "PW: pw-r", 200, "page.txt", "SITE-INDEX"},
 	}
 	for _, tc := range cases {

@@ -194,11 +194,69 @@ func TestSearchForms(t *testing.T) {
 		t.Fatalf("take five: %+v", r)
 	}
 	h := r.Hits[0]
-	if h.RP != "Jazz/live/Take Five.mp3" || h.FN != "Take Five.mp3" || h.SZ != 6<<10 || h.MT != day("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
+	if h.RP != "music/Jazz/live/Take%20Five.mp3" || h.Href != "/"+h.RP || h.FN != "Take Five.mp3" || h.SZ != 6<<10 || h.MT != day("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
 		t.Errorf("hit = %+v", h)
 	}
 	resp, body := s.do(t, "GET", h.Href, nil, "Range: bytes=0-0")
 	wantStatus(t, resp, body, http.StatusPartialContent)
+}
+
+// TestSearchRP: a hit's rp is copyparty's, the URL-quoted URL path with
+// the volume's mount point and without the leading slash, so the server's
+// address + "/" + rp fetches the file (what u2c -s and the browser do);
+// path: takes a URL-path prefix or one inside the volume.
+func TestSearchRP(t *testing.T) {
+	root, music := t.TempDir(), t.TempDir()
+	writeFile(t, root, "top.txt", []byte("top"))
+	writeFile(t, music, "Jazz/live/Take Five #1?.mp3", []byte("five"))
+	writeFile(t, music, "Jazz/So What.mp3", []byte("what"))
+	writeFile(t, music, "Rock/ünï.flac", []byte("rock"))
+	s := start(t, "-v", root+"::r", "-v", music+":a/music:r", "-e2dsa")
+	waitReady(t, s)
+	_, r := srch(t, s, map[string]any{"q": "five"})
+	if len(r.Hits) != 1 {
+		t.Fatalf("five: %+v", r)
+	}
+	h := r.Hits[0]
+	if h.RP != "a/music/Jazz/live/Take%20Five%20%231%3F.mp3" || h.Href != "/"+h.RP {
+		t.Errorf("rp %q href %q", h.RP, h.Href)
+	}
+	for _, q := range []string{"five", "flac", "top"} {
+		_, r := srch(t, s, map[string]any{"q": q})
+		if len(r.Hits) != 1 {
+			t.Fatalf("%s: %+v", q, r)
+		}
+		resp, body := s.do(t, "GET", "/"+r.Hits[0].RP, nil)
+		wantStatus(t, resp, body, http.StatusOK)
+	}
+	// Hash search (u2c -s, up2k.js) answers the same rp.
+	code, hr := srch(t, s, map[string]any{"srch": 1, "hash": u2Make([]byte("five")).hashes, "size": 4, "name": "x.mp3"})
+	if code != 200 || len(hr.Hits) != 1 || hr.Hits[0].RP != h.RP {
+		t.Errorf("hash search: %d %+v, want rp %q", code, hr, h.RP)
+	}
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"path:/a/music/jazz", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{"path:a/music/jazz/live", []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{"path:jazz/live", []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{"path:/Jazz", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{"path:rock", []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{"path:a/music", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3", "/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{"path:top", []string{"/top.txt"}},
+		{"path:a/mus -path:jazz", []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{"path:nowhere", nil},
+	} {
+		code, r := srch(t, s, map[string]any{"q": c.q})
+		if code != 200 {
+			t.Errorf("q %q: status %d %s", c.q, code, r.Error)
+			continue
+		}
+		if got := r.hrefs(); !slices.Equal(got, c.want) {
+			t.Errorf("q %q = %q, want %q", c.q, got, c.want)
+		}
+	}
 }
 
 // TestSearchBadInput: syntax errors name the position; bad bodies are 400

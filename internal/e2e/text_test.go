@@ -91,11 +91,12 @@ func TestTextLabelsAndDefaults(t *testing.T) {
 	if string(body) != "é" {
 		t.Fatalf("range body %q", body)
 	}
-	// A WHATWG alias gives the canonical name.
-	resp, body = s.do(t, "GET", "/a.log?txt=latin1", nil)
+	// A WHATWG alias that is no charset name of its own gives the
+	// canonical name.
+	resp, body = s.do(t, "GET", "/a.log?txt=cp1252", nil)
 	wantStatus(t, resp, body, 200)
 	if resp.Header.Get("Content-Type") != "text/plain; charset=windows-1252" || string(body) != "h\xe9llo\n" {
-		t.Fatalf("?txt=latin1: %q %q", resp.Header.Get("Content-Type"), body)
+		t.Fatalf("?txt=cp1252: %q %q", resp.Header.Get("Content-Type"), body)
 	}
 	// A file that is not UTF-8 is taken to be in the named encoding and
 	// goes out unchanged.
@@ -143,4 +144,37 @@ func userTree(t *testing.T, dir string) []string {
 		}
 	}
 	return out
+}
+
+// TestTextAskedCharset: a label that names a real charset is answered in
+// that charset, by name, even where WHATWG reads it as another one
+// (iso-8859-1 as windows-1252): the bytes agree with the label.
+func TestTextAskedCharset(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::r")
+	writeFile(t, dir, "a.log", []byte("héllo €\n"))
+	for _, c := range []struct{ label, charset, body string }{
+		{"iso-8859-1", "iso-8859-1", "h\xe9llo \x1a\n"},
+		{"ISO-8859-1", "iso-8859-1", "h\xe9llo \x1a\n"},
+		{"latin1", "iso-8859-1", "h\xe9llo \x1a\n"},
+		{"us-ascii", "us-ascii", "h\x1allo \x1a\n"},
+		{"iso-8859-9", "iso-8859-9", "h\xe9llo \x1a\n"},
+		{"windows-1252", "windows-1252", "h\xe9llo \x80\n"},
+		{"cp1252", "windows-1252", "h\xe9llo \x80\n"},
+		{"utf8", "utf-8", "héllo €\n"},
+		{"UTF-8", "utf-8", "héllo €\n"},
+		{"iso-8859-15", "iso-8859-15", "h\xe9llo \xa4\n"},
+	} {
+		resp, body := s.do(t, "GET", "/a.log?txt="+url.QueryEscape(c.label), nil)
+		wantStatus(t, resp, body, 200)
+		if got := resp.Header.Get("Content-Type"); got != "text/plain; charset="+c.charset || string(body) != c.body {
+			t.Errorf("?txt=%s: %q %q, want charset=%s %q", c.label, got, body, c.charset, c.body)
+		}
+	}
+	// ?tail names it the same way.
+	resp, body := s.do(t, "HEAD", "/a.log?tail&txt=iso-8859-1", nil)
+	wantStatus(t, resp, body, 200)
+	if got := resp.Header.Get("Content-Type"); got != "text/plain; charset=iso-8859-1" {
+		t.Errorf("?tail&txt=iso-8859-1: %q", got)
+	}
 }

@@ -7,9 +7,11 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,4 +156,49 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestU2CSearchURLs: u2c -s prints the server's address + "/" + each
+// hit's rp; those URLs fetch the files, also from a volume mounted below
+// the root.
+func TestU2CSearchURLs(t *testing.T) {
+	u2cNeed(t)
+	root, music, src := t.TempDir(), t.TempDir(), t.TempDir()
+	a, b := u2Rand(2<<20+7), u2Rand(1000)
+	writeFile(t, music, "Jazz/Take Five.bin", a)
+	writeFile(t, root, "b #1.bin", b)
+	writeFile(t, src, "a.bin", a)
+	writeFile(t, src, "b.bin", b)
+	writeFile(t, src, "c.bin", u2Rand(100))
+	s := start(t, "-v", root+"::r", "-v", music+":a/music:r", "-e2dsa")
+	waitReady(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := u2cRun(t, ctx, "-s", s.URL+"/", src)
+	if err != nil {
+		t.Fatalf("u2c -s: %v\n%s", err, out)
+	}
+	var urls []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "found: "))
+		if strings.HasPrefix(l, "http://") {
+			urls = append(urls, l)
+		}
+	}
+	slices.Sort(urls)
+	want := []string{s.URL + "/a/music/Jazz/Take%20Five.bin", s.URL + "/b%20%231.bin"}
+	if !slices.Equal(urls, want) {
+		t.Fatalf("u2c -s printed %q, want %q\n%s", urls, want, out)
+	}
+	for i, u := range urls {
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Equal(body, [][]byte{a, b}[i]) {
+			t.Errorf("GET %s: %d, %d bytes", u, resp.StatusCode, len(body))
+		}
+	}
 }

@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// e2eInert are the types a test accepts inline without a sandbox: text as
+// text, pictures other than SVG, sound, video, data, archives.
+func e2eInert(mt string) bool {
+	switch {
+	case mt == "text/plain", mt == "text/csv", mt == "application/octet-stream", mt == "application/json",
+		mt == "application/pdf", mt == "application/zip", mt == "application/gzip":
+		return true
+	case strings.HasPrefix(mt, "image/") && !strings.Contains(mt, "svg") && !strings.Contains(mt, "xml"):
+		return true
+	case strings.HasPrefix(mt, "audio/"), strings.HasPrefix(mt, "video/"):
+		return true
+	}
+	return false
+}
+
+// TestMimeAllowList: ?mime= shows inline only types that cannot run
+// anything; every other type the client names (multipart/x-mixed-replace,
+// text/rdf, html...) is sent in a sandbox as an attachment, and so is a
+// file whose extension maps (here or in the host's mime.types) to a type
+// that is neither inert nor a document type the sandbox is known to hold.
+func TestMimeAllowList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	payload := "--x\r\nContent-Type: text/html\r\n\r\n<script>alert(document.domain)</script>\r\n--x--\r\n"
+	writeFile(t, dir, "evil.txt", []byte(payload))
+	s := start(t, "-v", dir+"::rw")
+	for _, c := range []struct {
+		mime   string
+		ct     string // "" when 400
+		inline bool
+	}{
+		{"multipart/x-mixed-replace;boundary=x", "multipart/x-mixed-replace", false},
+		{"multipart/x-mixed-replace; boundary=\"x\"", "multipart/x-mixed-replace", false},
+		{"text/rdf", "text/rdf", false},
+		{"text/html", "text/html", false},
+		{"TEXT/HTML; charset=utf-8", "text/html; charset=utf-8", false},
+		{"application/xhtml+xml", "application/xhtml+xml", false},
+		{"image/svg+xml", "image/svg+xml", false},
+		{"text/xsl", "text/xsl", false},
+		{"application/vnd.mozilla.xul+xml", "application/vnd.mozilla.xul+xml", false},
+		{"message/rfc822", "message/rfc822", false},
+		{"application/x-shockwave-flash", "application/x-shockwave-flash", false},
+		{"application/hta", "application/hta", false},
+		{"text/javascript", "text/javascript", false},
+		{"text/plain", "text/plain", true},
+		{"Text/Plain; Charset=UTF-8", "text/plain; charset=utf-8", true},
+		{"text/plain; charset=latin1; foo=bar", "text/plain; charset=latin1", true},
+		{"image/png", "image/png", true},
+		{"video/mp4", "video/mp4", true},
+		{"text/plain; charset=utf-7", "", false},
+		{"text/plain; charset=x-nope", "", false},
+	} {
+		t.Run(c.mime, func(t *testing.T) {
+			resp, body := s.do(t, "GET", "/evil.txt?mime="+url.QueryEscape(c.mime), nil)
+			if c.ct == "" {
+				wantStatus(t, resp, body, http.StatusBadRequest)
+				return
+			}
+			wantStatus(t, resp, body, http.StatusOK)
+			h := resp.Header
+			if got := h.Get("Content-Type"); got != c.ct {
+				t.Errorf("Content-Type = %q, want %q", got, c.ct)
+			}
+			disp, _, _ := mime.ParseMediaType(h.Get("Content-Disposition"))
+			sandbox := strings.Contains(h.Get("Content-Security-Policy"), "sandbox")
+			if c.inline && (disp != "inline" || sandbox) {
+				t.Errorf("inert type: disposition %q, sandbox %v; want inline, none", disp, sandbox)
+			}
+			if !c.inline && (disp != "attachment" || !sandbox) {
+				t.Errorf("disposition %q, CSP %q; want attachment in a sandbox", disp, h.Get("Content-Security-Policy"))
+			}
+			if h.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("no nosniff")
+			}
+		})
+	}
+
+	// By extension: whatever type the name maps to (here or in the host's
+	// mime.types), see checkPolicy.
+	for _, name := range byExtNames {
+		t.Run(name, func(t *testing.T) {
+			resp, body := s.do(t, "PUT", "/"+name, []byte(payload))
+			wantStatus(t, resp, body, http.StatusCreated)
+			for _, q := range []string{"", "?dl"} {
+				resp, body = s.do(t, "GET", "/"+name+q, nil)
+				wantStatus(t, resp, body, http.StatusOK)
+				checkPolicy(t, name+q, resp)
+			}
+		})
+	}
+}
+
+// byExtNames have extensions that map to active or odd types in common
+// mime.types files.
+var byExtNames = []string{"a.hta", "a.swf", "a.eml", "a.rdf", "a.xsl", "a.xslt", "a.xul", "a.shtml", "a.xht", "a.xhtml", "a.svgz", "a.html", "a.svg", "a.xml", "a.js", "a.css", "a.mht", "a.vtt", "a.appcache", "a.jnlp", "a.txt", "a.png", "a.mp4"}
+
+// checkPolicy: a body that is not inert is sandboxed, and shown inline
+// only when it is a document type the sandbox holds.
+func checkPolicy(t *testing.T, what string, resp *http.Response) {
+	t.Helper()
+	viewable := map[string]bool{"text/html": true, "application/xhtml+xml": true, "image/svg+xml": true, "application/xml": true, "text/xml": true, "text/css": true, "text/javascript": true}
+	h := resp.Header
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	disp, _, _ := mime.ParseMediaType(h.Get("Content-Disposition"))
+	sandbox := strings.Contains(h.Get("Content-Security-Policy"), "sandbox")
+	if !e2eInert(mt) && !sandbox {
+		t.Errorf("%s: Content-Type %q with no sandbox", what, h.Get("Content-Type"))
+	}
+	if !e2eInert(mt) && !viewable[mt] && disp != "attachment" {
+		t.Errorf("%s: Content-Type %q shown %q, want attachment", what, h.Get("Content-Type"), disp)
+	}
+	if h.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("%s: no nosniff", what)
+	}
+}
+
+// TestMimeZgetAndTail: a zip member and a ?tail stream get the same
+// treatment as a file.
+func TestMimeZgetAndTail(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var members [][2]string
+	for _, n := range byExtNames {
+		members = append(members, [2]string{n, "<script>alert(1)</script>"})
+	}
+	writeFile(t, dir, "z.zip", zipOf(t, members, time.Now()))
+	writeFile(t, dir, "log.txt", []byte("line\n"))
+	s := start(t, "-v", dir+"::r", "--tail-tmax", "1")
+	for _, n := range byExtNames {
+		resp, body := s.do(t, "GET", "/z.zip?zget="+n, nil)
+		wantStatus(t, resp, body, http.StatusOK)
+		checkPolicy(t, "zget "+n, resp)
+	}
+	resp, body := s.do(t, "GET", "/log.txt?tail&mime="+url.QueryEscape("multipart/x-mixed-replace;boundary=x"), nil)
+	wantStatus(t, resp, body, http.StatusOK)
+	disp, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Disposition"))
+	if disp != "attachment" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "sandbox") {
+		t.Errorf("?tail&mime=multipart: %q disposition %q CSP %q", resp.Header.Get("Content-Type"), disp, resp.Header.Get("Content-Security-Policy"))
+	}
+}
