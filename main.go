@@ -285,6 +285,13 @@ func openDBs(st *store.Store, cache int64, log *slog.Logger) (map[*store.Volume]
 		if db == nil {
 			var err error
 			db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log})
+			if errors.Is(err, idx.ErrLocked) && !v.Writable() {
+				// Another hoard serves this folder too (its state folder
+				// lock lets servers that only read share it): serve it
+				// without the index.
+				log.Warn("the volume's index is in use by another process; this read-only volume is served without it", "volume", "/"+v.VPath, "err", err)
+				continue
+			}
 			if err != nil {
 				closeDBs(out, log)
 				return nil, err

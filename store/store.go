@@ -100,7 +100,13 @@ func Open(cfg Config) (*Store, error) {
 		// --hist holds what the whole server keeps (shares.json) besides
 		// the volumes' state folders: one server per --hist.
 		if dir, err := filepath.Abs(cfg.Hist); err == nil && os.MkdirAll(dir, 0o700) == nil {
-			if err := s.lockHist(dir); err != nil {
+			writes := false
+			for _, spec := range cfg.Volumes {
+				for _, p := range spec.Perms {
+					writes = writes || p&(PermWrite|PermMove|PermDelete) != 0
+				}
+			}
+			if err := s.lockHist(dir, writes); err != nil {
 				s.Close()
 				return nil, err
 			}
@@ -180,7 +186,7 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		s.log.Warn("state folder unavailable; lifetimes and persistent file keys are off for this volume", "volume", "/"+v.VPath, "err", err)
 	} else {
 		v.hist = hist
-		if err := s.lockHist(hist); err != nil {
+		if err := s.lockHist(hist, v.Writable()); err != nil {
 			root.Close()
 			return nil, err
 		}

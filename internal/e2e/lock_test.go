@@ -44,11 +44,26 @@ func TestSecondServerOnStateFolderRefused(t *testing.T) {
 			wantStatus(t, resp, body, 200)
 		})
 	}
+	// Servers that only read may share a state folder (as before, the
+	// second one without the index); a writer then is refused, naming
+	// them.
+	ro := t.TempDir()
+	writeFile(t, ro, "r.txt", []byte("r"))
+	r1 := start(t, "-v", ro+"::r", "-e2dsa")
+	r2 := start(t, "-v", ro+"::r")
+	for _, s := range []*server{r1, r2} {
+		resp, body := s.do(t, "GET", "/r.txt", nil)
+		wantStatus(t, resp, body, 200)
+	}
+	code, _, stderr := rsRunBin(t, "-v", ro+"::rw")
+	if code != 2 || !strings.Contains(stderr, filepath.Join(ro, ".hist")) || !strings.Contains(stderr, "read-only") {
+		t.Fatalf("a writer next to read-only servers: exit %d, want 2 naming the state folder; stderr:\n%s", code, stderr)
+	}
 	// Two servers of other volumes on one --hist would share its
 	// shares.json: refused too.
 	other := t.TempDir()
 	first := start(t, "-v", other+"::rw", "--hist", hist)
-	code, _, stderr := rsRunBin(t, "-v", t.TempDir()+"::rw", "--hist", hist)
+	code, _, stderr = rsRunBin(t, "-v", t.TempDir()+"::rw", "--hist", hist)
 	if code != 2 || !strings.Contains(stderr, hist) || !strings.Contains(stderr, "pid "+strconv.Itoa(first.cmd.Process.Pid)) {
 		t.Fatalf("second hoard on the same --hist: exit %d, want 2 naming %s; stderr:\n%s", code, hist, stderr)
 	}
