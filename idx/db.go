@@ -74,8 +74,9 @@ type DB struct {
 	closed bool
 	full   store.RateLog // the "state folder is full" warning
 
-	wmu    sync.Mutex    // serializes file-index writes (read old record, replace)
-	nextID atomic.Uint64 // last file id handed out
+	wmu      sync.Mutex    // serializes file-index writes (read old record, replace)
+	nextID   atomic.Uint64 // last file id handed out
+	nextNote atomic.Uint64 // last journal note id handed out (journal.go)
 }
 
 // retryOpen is how often a DB that could not be opened for lack of room
@@ -155,6 +156,10 @@ func (d *DB) open(o *pebble.Options) error {
 		return err
 	}
 	if err := d.initFiles(); err != nil {
+		db.Close()
+		return err
+	}
+	if err := d.initNotes(); err != nil {
 		db.Close()
 		return err
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -96,6 +97,16 @@ func (v *Volume) checkState() error {
 	err := CheckStateRoom(v.hist, 0)
 	if err != nil {
 		stateLog.Log(v.store.log, slog.LevelWarn, "the state folder is full; refusing uploads that need it until space is freed", "volume", "/"+v.VPath, "err", err)
+	}
+	return err
+}
+
+// stateErr makes a write to the state folder dir that met a full disk a
+// *StateFullError (wrapping err); other errors are returned as they are.
+func stateErr(err error, dir string) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		free, keep, _ := StateRoom(dir)
+		return fmt.Errorf("%w (%v)", &StateFullError{Free: free, Keep: keep}, err)
 	}
 	return err
 }
