@@ -30,6 +30,10 @@ type Config struct {
 	// Unpost is how long after an upload its uploader may delete it
 	// without the d permission (copyparty's --unpost); 0 turns it off.
 	Unpost time.Duration
+	// PwHash, when set, hashes passwords (--ah-alg): accounts hold hashes
+	// (or clear passwords, hashed at Open) and clients' passwords are
+	// hashed to be checked.
+	PwHash *PwHash
 }
 
 // Account is a user name and password.
