@@ -32,7 +32,8 @@ type prodOptions struct {
 	h2               bool
 	ahAlg, ahSalt    string
 	ahGen            string
-	configDirForTest string // where the default --ah-salt lives; "" is the user's config folder
+	configDirForTest string
+	origin           map[string]string // flag name → file:line of the config line that set it last // where the default --ah-salt lives; "" is the user's config folder
 }
 
 func (p *prodOptions) register(fs *flag.FlagSet) {
@@ -63,6 +64,13 @@ var helpGroups = []struct {
 	{"thumbnails and transcodes", []string{"th-mt", "th-convt", "th-queue", "th-cache-max", "th-max-mpx", "ffmpeg", "ffprobe"}},
 }
 
+// helpArgs name the values of flags in -h.
+var helpArgs = map[string]string{
+	"c": "FILE", "log-level": "LEVEL", "p": "PORTS", "i": "ADDRS", "cert": "PATH", "key": "PATH",
+	"a": "USER:PASS", "v": "SRC:DST:PERMS", "ah-alg": "ALG", "ah-salt": "SALT", "ah-gen": "PW",
+	"hist": "DIR", "shr": "PATH", "warksalt": "SALT", "df": "SIZE", "ffmpeg": "PROGRAM", "ffprobe": "PROGRAM",
+}
+
 const helpExamples = `examples:
   hoard -v .::r                                    read-only share of the current folder
   hoard -a ed:hunter2 -v /srv/pub:pub:r:rw,ed     /pub readable by all, writable by ed
@@ -83,8 +91,13 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 			dash = "-"
 		}
 		arg, usage := flag.UnquoteUsage(f)
-		if isBool(f) {
+		switch {
+		case isBool(f):
 			arg = ""
+		case helpArgs[f.Name] != "":
+			arg = helpArgs[f.Name]
+		case arg == "int":
+			arg = "N"
 		}
 		name := dash + f.Name
 		if arg != "" {
@@ -161,6 +174,10 @@ func parseArgs(fs *flag.FlagSet, p *prodOptions, args []string, stdout, stderr i
 			if e.name == "a" || e.name == "v" {
 				at[e.value] = e.at
 			}
+			if p.origin == nil {
+				p.origin = map[string]string{}
+			}
+			p.origin[e.name] = e.at
 		}
 		all = append(all, entries...)
 	}
@@ -174,6 +191,19 @@ func parseArgs(fs *flag.FlagSet, p *prodOptions, args []string, stdout, stderr i
 		return p.genHashes(stdout, stderr), true
 	}
 	return 0, false
+}
+
+// locate prefixes an error about a flag's value with the file and line
+// of the config file that set it, if one did.
+func (p *prodOptions) locate(msg string) string {
+	for name, at := range p.origin {
+		for _, dash := range []string{"-", "--"} {
+			if rest, ok := strings.CutPrefix(msg, dash+name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, ":")) {
+				return at + ": " + msg
+			}
+		}
+	}
+	return msg
 }
 
 func listValues(fs *flag.FlagSet, name string) []string {

@@ -113,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		fmt.Fprintf(stderr, "hoard: -log-level %q: want debug, info, warn or error\n", o.logLevel)
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(fmt.Sprintf("--log-level %q: want debug, info, warn or error", o.logLevel)))
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -121,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	cfg, err := o.storeConfig(log)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(strings.TrimPrefix(err.Error(), "store: ")))
 		return 2
 	}
 	tl, err := newTLSSetup(&o.prod, log)

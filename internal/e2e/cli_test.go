@@ -106,12 +106,12 @@ func TestCLIBadArguments(t *testing.T) {
 		}
 	})
 	t.Run("help", func(t *testing.T) {
-		code, _, stderr := rsRunBin(t, "-h")
+		code, stdout, _ := rsRunBin(t, "-h")
 		if code != 0 {
 			t.Errorf("-h: exit status = %d, want 0", code)
 		}
 		for _, f := range []string{"-v", "-a", "-p", "max-ranges"} {
-			if !strings.Contains(stderr, f) {
+			if !strings.Contains(stdout, f) {
 				t.Errorf("-h output lacks %q", f)
 			}
 		}
