@@ -278,6 +278,8 @@ func parseConfig(lines []cfgLine) ([]cfgEntry, error) {
 				switch {
 				case e.name == "":
 					return nil, configError(l, "an option without a name")
+				case strings.ContainsAny(e.name, " \t="):
+					return nil, configError(l, "option %q: a name has no spaces or =; write \"name: value\"", e.name)
 				case e.name == "c":
 					return nil, configError(l, "config files include others with a line \"%% FILE\", not with c")
 				}

@@ -273,8 +273,8 @@ func (m *muxListener) accept(ch chan net.Conn) (net.Conn, error) {
 func (m *muxListener) Close() error {
 	var err error
 	m.closeOnce.Do(func() {
-		err = m.ln.Close()
 		m.stop(net.ErrClosed)
+		err = m.ln.Close()
 	})
 	return err
 }
