@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"hoard/store"
@@ -270,7 +271,7 @@ func parseConfig(lines []cfgLine) ([]cfgEntry, error) {
 		}
 		switch {
 		case section == "":
-			return nil, configError(l, "%q is outside any section; start with [global], [accounts] or [/path]", ln)
+			return nil, configError(l, "a line (%s) outside any section; start with [global], [accounts] or [/path]", cfgQuote(ln))
 		case section == "[global]":
 			for _, e := range cfgSplit(ln) {
 				e.name = strings.TrimLeft(e.name, "-")
@@ -279,7 +280,7 @@ func parseConfig(lines []cfgLine) ([]cfgEntry, error) {
 				case e.name == "":
 					return nil, configError(l, "an option without a name")
 				case strings.ContainsAny(e.name, " \t="):
-					return nil, configError(l, "option %q: a name has no spaces or =; write \"name: value\"", e.name)
+					return nil, configError(l, "option %s: a name has no spaces or =; write \"name: value\"", cfgQuote(e.name))
 				case e.name == "c":
 					return nil, configError(l, "config files include others with a line \"%% FILE\", not with c")
 				}
@@ -297,7 +298,7 @@ func parseConfig(lines []cfgLine) ([]cfgEntry, error) {
 			out = append(out, cfgEntry{at: l.at(), name: "a", value: user + ":" + pass, hasValue: true})
 		case vol.src == "":
 			if strings.Contains(ln, ":") {
-				return nil, configError(l, "the first line after [/%s] must be the folder that volume serves, and a ':' cannot be part of a folder here (%q)", vol.vpath, ln)
+				return nil, configError(l, "the first line after [/%s] must be the folder that volume serves, and a ':' cannot be part of a folder here (%s)", vol.vpath, cfgQuote(ln))
 			}
 			vol.src = ln
 		case sub == "accs:":
@@ -309,13 +310,27 @@ func parseConfig(lines []cfgLine) ([]cfgEntry, error) {
 				return nil, err
 			}
 		default:
-			return nil, configError(l, "%q: after a volume's folder come \"accs:\" and \"flags:\" sections", ln)
+			return nil, configError(l, "%s: after a volume's folder come \"accs:\" and \"flags:\" sections", cfgQuote(ln))
 		}
 	}
 	if err := endVolume(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// cfgQuote quotes the start of a line an error is about, up to a colon or
+// space: a misplaced line may hold a password after it.
+func cfgQuote(ln string) string {
+	cut := len(ln)
+	if i := strings.IndexAny(ln, ": \t="); i >= 0 {
+		cut = i
+	}
+	cut = min(cut, 40)
+	if cut < len(ln) {
+		return strconv.Quote(ln[:cut]) + "…"
+	}
+	return strconv.Quote(ln)
 }
 
 // cfgErrText is store.ParseVolume's error without its echo of the spec.

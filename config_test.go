@@ -154,7 +154,7 @@ func TestApplyConfig(t *testing.T) {
 		{cfgEntry{at: "f:7", name: "srch-hit", value: "1", hasValue: true}, "f:7: unknown flag -srch-hit; the closest is --srch-hits"},
 		{cfgEntry{at: "f:8", name: "srch-hits"}, "f:8: srch-hits needs a value"},
 		{cfgEntry{at: "f:9", name: "srch-hits", value: "x", hasValue: true}, "f:9: srch-hits: "},
-		{cfgEntry{at: "f:10", name: "a", value: "nopass", hasValue: true}, "f:10: account"},
+		{cfgEntry{at: "f:10", name: "a", value: "nopass", hasValue: true}, "f:10: an account without a colon"},
 		{cfgEntry{at: "f:11", name: "v", value: "/x", hasValue: true}, "f:11: volume"},
 		{cfgEntry{at: "f:12", name: "e2d", value: "maybe", hasValue: true}, "f:12: e2d: "},
 	} {

@@ -218,6 +218,29 @@ func TestConfigErrors(t *testing.T) {
 	})
 }
 
+// TestConfigErrorsHidePasswords: an error about an account or a
+// misplaced line does not repeat the password.
+func TestConfigErrorsHidePasswords(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{
+		"[accounts]\n  e d: s3cret-pw\n",
+		"ed: s3cret-pw\n",
+		"[accounts]\n  ed: s3cret-pw\n[/]\n  /tmp\n  ed: s3cret-pw\n",
+		"[global]\n  ah-salt s3cret-pw\n",
+	} {
+		code, _, stderr := rsRunBin(t, "-c", cfgFile(t, text))
+		if code != 2 || strings.Contains(stderr, "s3cret") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 without the password", text, code, stderr)
+		}
+	}
+	for _, arg := range []string{"s3cret-pw", "bad user:s3cret-pw"} {
+		code, _, stderr := rsRunBin(t, "-a", arg, "-v", t.TempDir()+"::r")
+		if code != 2 || strings.Contains(stderr, "s3cret") {
+			t.Errorf("-a %q: exit %d, stderr %q; want 2 without the password", arg, code, stderr)
+		}
+	}
+}
+
 // TestConfigFolder: -c FOLDER reads its *.conf files in name order.
 func TestConfigFolder(t *testing.T) {
 	t.Parallel()
