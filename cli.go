@@ -172,7 +172,8 @@ func parseArgs(fs *flag.FlagSet, p *prodOptions, args []string, stdout, stderr i
 		}
 		for _, e := range entries {
 			if e.name == "a" || e.name == "v" {
-				at[e.value] = e.at
+				at[e.value] = e.at // checked with their place already (applyConfig)
+				continue
 			}
 			if p.origin == nil {
 				p.origin = map[string]string{}

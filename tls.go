@@ -161,7 +161,6 @@ type muxListener struct {
 
 	closeOnce sync.Once
 	stopOnce  sync.Once
-	wg        sync.WaitGroup
 }
 
 func newMuxListener(ln net.Listener, t *tlsSetup) *muxListener {
