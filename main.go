@@ -43,7 +43,7 @@ type options struct {
 	e2d, e2ds, e2dsa        bool
 	e2t, e2ts, e2tsr        bool
 	e2s, e2a                bool
-	dedup                   bool
+	dedup, singleHash       bool
 	srchHits, srchMax       int
 	hist, warksalt, df      string
 	snapDrop, dbCache, thMT int
@@ -87,6 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.srchMax, "srch-max", 10000, "largest number of search hits a client may ask for")
 	fs.StringVar(&o.hist, "hist", "", "keep every volume's state (.hist) below this folder instead")
 	fs.StringVar(&o.warksalt, "warksalt", "hunter2", "salt of up2k file identifiers (warks)")
+	fs.BoolVar(&o.singleHash, "single-hash", false, "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
 	fs.StringVar(&o.df, "df", "", "keep this much disk free on every volume (plain number: GiB)")
 	fs.IntVar(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
@@ -146,7 +147,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeDBs(dbs, log)
-	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, Logger: log})
+	// The index starts first: its journal replays what a crash left, and
+	// it hears of uploads that up2k finds published at start.
+	ix := startIndex(st, dbs, o, log)
+	defer ix.Close() // before the databases close
+	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
@@ -156,9 +161,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
 	}
-
-	ix := startIndex(st, dbs, o, log)
-	defer ix.Close() // before the databases close
+	st.SweepLeftovers(up.Owns) // what a crash left, once up2k knows its sessions
 	if ix.Enabled() {
 		st.SetUploadLookup(ix) // who uploaded what, for unpost
 	}

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"hoard/store"
@@ -79,11 +78,8 @@ type place struct {
 type devIno struct{ dev, ino uint64 }
 
 func idOf(fi fs.FileInfo) (devIno, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return devIno{}, false
-	}
-	return devIno{uint64(st.Dev), st.Ino}, true
+	dev, ino, ok := store.FileID(fi)
+	return devIno{dev, ino}, ok
 }
 
 // AddFolder adds every file below the folder rel, named prefix + its path

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -253,7 +252,7 @@ func (e *env) put(ctx context.Context, u string, body io.Reader, n int64) error 
 // removed and everything written so far reaches the disk (untimed).
 func settle(abs string) {
 	os.RemoveAll(abs)
-	syscall.Sync()
+	syncAll()
 }
 
 // prefault writes and deletes an untimed scratch file of 2n bytes next to
@@ -383,7 +382,7 @@ func putLarge(e *env) ([]figure, error) {
 			return nil, err
 		}
 		os.Remove(filepath.Join(abs, name))
-		syscall.Sync()
+		syncAll()
 		n++
 	}
 	return []figure{{Name: "1 upload at a time", Unit: "MB/s", Value: float64(size) * float64(n) / total.Seconds() / 1e6}}, nil

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -193,12 +192,6 @@ func vmHWM(pid int) float64 {
 		k += statusKiB(p, "VmHWM")
 	}
 	return float64(k) / 1024
-}
-
-func clientCPU() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // meter accumulates the timed windows of one measurement: wall time, the
@@ -466,7 +459,7 @@ func diskWrite(fx *fixtures, n int64, sync bool) (float64, error) {
 		}
 	}
 	if sync {
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+		if err := fdatasync(f); err != nil {
 			return 0, err
 		}
 	}

@@ -101,7 +101,7 @@ func (t *target) spawn(ctx context.Context, c *config, tmp, dir string) error {
 	args := []string{"-p", "0", "-i", "127.0.0.1", "-v", dir + "::rwd", "-e2dsa", "-hist", hist}
 	args = append(args, strings.Fields(c.hoardArgs)...)
 	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = childAttr()
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw

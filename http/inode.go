@@ -2,12 +2,11 @@ package http
 
 import (
 	"io/fs"
-	"syscall"
+
+	"hoard/store"
 )
 
 func inode(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
-	}
-	return 0
+	_, ino, _ := store.FileID(fi)
+	return ino
 }

@@ -10,16 +10,15 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"hoard/store"
 )
 
 // Tail settings and their defaults.
 const (
 	defTailMax  = 16                     // concurrent ?tail streams
-	tailPoll    = 200 * time.Millisecond // wait between reads without inotify
+	tailPoll    = 200 * time.Millisecond // longest wait between reads (without inotify: every wait)
 	tailRestat  = time.Second            // how often the path is checked for a replacement
 	tailBufSize = 64 << 10
 )
@@ -77,8 +76,8 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 	w.rw.WriteHeader(http.StatusOK)
 	w.rc.Flush()
 
-	wait := newTailWaiter(f)
-	defer wait.close()
+	wait := store.WatchFile(f, tailPoll)
+	defer wait.Close()
 	buf := make([]byte, tailBufSize)
 	pos := start
 	ino := inode(fi)
@@ -105,10 +104,10 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 			return nil
 		}
 		// Is the file still the one at the path, and still growing?
-		if ev := wait.changed; ev || time.Now().After(nextStat) {
+		if ev := wait.Changed(); ev || time.Now().After(nextStat) {
 			nextStat = time.Now().Add(tailRestat)
 			cur, err := f.Stat()
-			if err != nil || nlink(cur) == 0 || cur.Size() < pos {
+			if err != nil || store.Links(cur) == 0 || cur.Size() < pos {
 				return nil // deleted or truncated
 			}
 			pi, err := q.vol.Stat(q.rel)
@@ -116,7 +115,7 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 				return nil // deleted or replaced
 			}
 		}
-		if !wait.wait(ctx) {
+		if !wait.Wait(ctx) {
 			return nil
 		}
 	}
@@ -146,13 +145,6 @@ func tailStart(v string, size int64) (int64, error) {
 	return n, nil
 }
 
-func nlink(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Nlink)
-	}
-	return 1
-}
-
 // tailWriter counts what a tail sent, for ?dls.
 type tailWriter struct {
 	rw http.ResponseWriter
@@ -164,72 +156,4 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 	n, err := w.rw.Write(p)
 	w.dl.sent.Add(int64(n))
 	return n, err
-}
-
-// tailWaiter waits for the file to change: inotify on the open file (by
-// its /proc/self/fd path, so the watch is on the inode the volume's root
-// opened), or a short sleep when inotify is not available.
-type tailWaiter struct {
-	fd      int // inotify descriptor; -1 polls
-	changed bool
-	buf     []byte
-}
-
-func newTailWaiter(f *os.File) *tailWaiter {
-	w := &tailWaiter{fd: -1}
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		return w
-	}
-	const mask = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
-	if _, err := unix.InotifyAddWatch(fd, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), mask); err != nil {
-		unix.Close(fd)
-		return w
-	}
-	w.fd, w.buf = fd, make([]byte, 4096)
-	return w
-}
-
-// wait returns when the file may have changed (true) or ctx ended (false).
-// It wakes at least every tailPoll, so a departed client is noticed soon.
-func (w *tailWaiter) wait(ctx context.Context) bool {
-	w.changed = false
-	if w.fd < 0 {
-		t := time.NewTimer(tailPoll)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
-	for {
-		if ctx.Err() != nil {
-			return false
-		}
-		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, int(tailPoll/time.Millisecond))
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return ctx.Err() == nil
-		}
-		if n > 0 {
-			for {
-				if _, err := unix.Read(w.fd, w.buf); err != nil {
-					break // EAGAIN: drained
-				}
-			}
-			w.changed = true
-			return ctx.Err() == nil
-		}
-		if n == 0 {
-			return ctx.Err() == nil // periodic wake: re-read and re-check
-		}
-	}
-}
-
-func (w *tailWaiter) close() {
-	if w.fd >= 0 {
-		unix.Close(w.fd)
-	}
 }

@@ -1,55 +1,11 @@
 package http
 
 import (
-	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
-
-// TestTailWaiterWakes checks both ways of waiting: inotify wakes on a write,
-// and the polling fallback (no inotify) wakes by itself; both stop when the
-// context ends.
-func TestTailWaiterWakes(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := newTailWaiter(f)
-	defer w.close()
-	if w.fd < 0 {
-		t.Skip("no inotify here")
-	}
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		os.WriteFile(p, []byte("xy"), 0o644)
-	}()
-	if !w.wait(context.Background()) {
-		t.Fatal("inotify wait returned false")
-	}
-	for i := 0; i < 10 && !w.changed; i++ {
-		w.wait(context.Background()) // a periodic wake may come first
-	}
-	if !w.changed {
-		t.Fatal("no change event after a write")
-	}
-	poll := &tailWaiter{fd: -1}
-	if !poll.wait(context.Background()) {
-		t.Fatal("polling wait returned false")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if w.wait(ctx) || poll.wait(ctx) {
-		t.Fatal("wait ignored a canceled context")
-	}
-}
 
 // FuzzTailStart: any ?tail= value gives a start inside the file or a 400
 // or 416, never a panic.

@@ -54,8 +54,9 @@ type DB struct {
 	db  *pebble.DB
 	log *slog.Logger
 
-	wmu    sync.Mutex    // serializes file-index writes (read old record, replace)
-	nextID atomic.Uint64 // last file id handed out
+	wmu      sync.Mutex    // serializes file-index writes (read old record, replace)
+	nextID   atomic.Uint64 // last file id handed out
+	nextNote atomic.Uint64 // last journal note id handed out (journal.go)
 }
 
 // Open opens (creating when needed) the database in dir with production
@@ -102,6 +103,10 @@ func Open(dir string, opt Options) (*DB, error) {
 		return nil, err
 	}
 	if err := d.initFiles(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := d.initNotes(); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -64,7 +64,13 @@ type volIdx struct {
 	tags  bool   // index tags (-e2t…)
 	retag bool   // -e2tsr: probe every file again in the first scan
 	ready atomic.Bool
+	// replaying counts the journal's notes still to be indexed at start
+	// (journal.go); searches wait for them as for the first scan.
+	replaying atomic.Int64
 }
+
+// usable reports whether the volume answers searches.
+func (vi *volIdx) usable() bool { return vi.ready.Load() && vi.replaying.Load() == 0 }
 
 // Indexer keeps the file index of every indexed volume current and
 // answers searches over them. It is safe for concurrent use.
@@ -77,7 +83,7 @@ type Indexer struct {
 
 	mu       sync.Mutex
 	cond     *sync.Cond
-	queue    []store.Event
+	queue    []queued
 	applying *store.Event // the change being applied (UploadOf looks at it)
 	stop     bool
 
@@ -88,6 +94,18 @@ type Indexer struct {
 	evwg   sync.WaitGroup
 	wg     sync.WaitGroup
 	seed   maphash.Seed
+
+	jmu     sync.RWMutex // journal calls (journal.go) against Close
+	jclosed bool
+}
+
+// queued is a change waiting to be indexed; replay marks one read back
+// from the journal at start.
+type queued struct {
+	e      store.Event
+	replay bool
+	vi     *volIdx // a replay's volume, whose database holds its note
+	noteDB *DB
 }
 
 // drainMax bounds how long Close goes on indexing queued changes.
@@ -133,7 +151,9 @@ func (x *Indexer) Start() {
 	if len(x.order) == 0 {
 		return
 	}
+	x.replay()
 	x.cfg.Store.Subscribe(x.enqueue)
+	x.cfg.Store.SetJournal(x)
 	x.evwg.Add(1)
 	go x.events()
 	x.wg.Add(1)
@@ -146,6 +166,9 @@ func (x *Indexer) Start() {
 // drainMax, so that a plain -e2d volume (no scan at start) does not lose
 // the uploads of the last moment to a restart.
 func (x *Indexer) Close() {
+	x.jmu.Lock()
+	x.jclosed = true // changes from here on are not noted
+	x.jmu.Unlock()
 	x.cancel()
 	x.mu.Lock()
 	x.stop = true
@@ -179,7 +202,7 @@ func (x *Indexer) Wait(ctx context.Context) error {
 	for {
 		done := true
 		for _, vi := range x.order {
-			done = done && vi.ready.Load()
+			done = done && vi.usable()
 		}
 		if done {
 			return nil
@@ -192,16 +215,22 @@ func (x *Indexer) Wait(ctx context.Context) error {
 	}
 }
 
+// indexed reports whether the path is indexed at all: dotfiles are not
+// (nor found by scans).
+func indexed(rel string) bool {
+	return !strings.HasPrefix(rel, ".") && !strings.Contains(rel, "/.")
+}
+
 func (x *Indexer) enqueue(e store.Event) {
 	if e.Kind == store.Moved || e.Kind == store.Copied {
 		x.enqueueManaged(e) // manage.go
 		return
 	}
-	if x.vols[e.Vol] == nil || strings.HasPrefix(e.Rel, ".") || strings.Contains(e.Rel, "/.") {
-		return // dotfiles are not indexed (nor found by scans)
+	if x.vols[e.Vol] == nil || !indexed(e.Rel) {
+		return
 	}
 	x.mu.Lock()
-	x.queue = append(x.queue, e)
+	x.queue = append(x.queue, queued{e: e, noteDB: x.noteDB(e)})
 	x.cond.Signal()
 	x.mu.Unlock()
 }
@@ -219,13 +248,16 @@ func (x *Indexer) events() {
 			x.mu.Unlock()
 			return
 		}
-		e := x.queue[0]
+		q := x.queue[0]
 		x.queue = x.queue[1:]
+		e := q.e
 		x.applying = &e
 		x.mu.Unlock()
 		vi := x.vols[e.Vol]
 		var err error
 		switch {
+		case q.replay:
+			err = x.replayNote(e)
 		case e.Kind == store.Moved || e.Kind == store.Copied:
 			err = x.applyManaged(x.evctx, e) // manage.go
 		case vi == nil: // re-pointed by a move to a volume without an index
@@ -242,7 +274,41 @@ func (x *Indexer) events() {
 		if err != nil && x.evctx.Err() == nil {
 			x.log.Warn("could not index a change", "change", e.Kind, "volume", "/"+e.Vol.VPath, "path", e.Rel, "err", err)
 		}
+		if e.Note != 0 && x.evctx.Err() == nil {
+			// After the record (in the write-ahead log's order): a crash
+			// between the two replays the note once more.
+			if db := q.noteDB; db != nil {
+				db.dropNote(e.Note)
+			} else if db := x.noteDB(e); db != nil {
+				db.dropNote(e.Note)
+			}
+		}
+		if q.replay {
+			q.vi.replaying.Add(-1)
+		}
 	}
+}
+
+// reindex indexes a path named by a journal note as the path is now: the
+// note's uploader, time and up2k identity are kept only when the file is
+// still the one noted (same size and mtime); a file deleted since is
+// forgotten.
+func (x *Indexer) reindex(vi *volIdx, e *store.Event) error {
+	fi, err := vi.v.Stat(e.Rel)
+	if err != nil || !fi.Mode().IsRegular() {
+		return x.indexFile(x.evctx, vi, e.Rel, nil, nil) // forgets it
+	}
+	old, _ := vi.db.Record(e.Rel)
+	if e.Kind == store.Created && fi.Size() == e.Size && fi.ModTime().Equal(e.Mtime) {
+		if old != nil && (old.Size != fi.Size() || old.Mtime != fi.ModTime().UnixNano()) {
+			old = nil
+		}
+		if old != nil && old.Wark != "" && old.At == e.At.Unix() {
+			return nil // indexed before the crash
+		}
+		return x.indexFile(x.evctx, vi, e.Rel, old, e)
+	}
+	return x.indexFile(x.evctx, vi, e.Rel, old, nil)
 }
 
 // compactAfter is how many files a scan must have indexed before the
@@ -452,7 +518,7 @@ func (x *Indexer) usable(vols []*store.Volume) ([]*volIdx, error) {
 	var out []*volIdx
 	for _, v := range vols {
 		if vi := x.vols[v]; vi != nil {
-			if !vi.ready.Load() {
+			if !vi.usable() {
 				return nil, &BusyError{RetryAfter: 5 * time.Second}
 			}
 			out = append(out, vi)

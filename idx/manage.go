@@ -39,13 +39,13 @@ func (x *Indexer) enqueueManaged(e store.Event) {
 	defer x.mu.Unlock()
 	if e.Kind == store.Moved {
 		for i := range x.queue {
-			q := &x.queue[i]
+			q := &x.queue[i].e
 			if q.Kind == store.Created && q.Vol == e.FromVol && e.FromUnder(q.Rel) {
 				q.Vol, q.Rel = e.Vol, e.Rebase(q.Rel)
 			}
 		}
 	}
-	x.queue = append(x.queue, e)
+	x.queue = append(x.queue, queued{e: e, noteDB: x.noteDB(e)})
 	x.cond.Signal()
 }
 
@@ -356,7 +356,10 @@ func (x *Indexer) UploadOf(v *store.Volume, rel string) (store.UploadInfo, bool,
 		return store.UploadInfo{}, false, nil
 	}
 	x.mu.Lock()
-	pending := append([]store.Event{}, x.queue...)
+	pending := make([]store.Event, 0, len(x.queue)+1)
+	for _, q := range x.queue {
+		pending = append(pending, q.e)
+	}
 	if x.applying != nil {
 		pending = append([]store.Event{*x.applying}, pending...)
 	}

@@ -12,10 +12,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrNoFFmpeg is returned for work that needs FFmpeg when it is not
@@ -61,8 +58,7 @@ func (s *Service) ffRun(ctx context.Context, bin string, args []string, in, out 
 	cmd.Stdin, cmd.Stdout = stdin, stdout
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedBuf{b: &stderr, n: 4 << 10}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	ownGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -70,7 +66,7 @@ func (s *Service) ffRun(ctx context.Context, bin string, args []string, in, out 
 		}
 		return err
 	}
-	unix.Setpriority(unix.PRIO_PROCESS, cmd.Process.Pid, s.cfg.Nice)
+	renice(cmd.Process.Pid, s.cfg.Nice)
 	err := cmd.Wait()
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -15,11 +15,9 @@ import (
 	"os/exec"
 	"path"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"hoard/store"
@@ -305,12 +303,6 @@ func (j *job) output(how How) (*Result, error) {
 	return &Result{File: f, Size: fi.Size(), ModTime: fi.ModTime(), Format: j.rq.Params.Format, How: how}, nil
 }
 
-// reopen opens a new file description of f's file (its own offset), by
-// the descriptor, so no path is looked up again.
-func reopen(f *os.File) (*os.File, error) {
-	return os.Open("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-}
-
 // leave drops one waiter of j; the last one to leave cancels the job
 // and, once it is done, lets go of its output.
 func (s *Service) leave(j *job) {
@@ -503,10 +495,7 @@ func (s *Service) convert(ctx context.Context, j *job) (err error) {
 func cacheName(rq Request, dir string) string {
 	h := sha256.New()
 	if rq.File != nil {
-		var dev, ino uint64
-		if st, ok := rq.Info.Sys().(*syscall.Stat_t); ok {
-			dev, ino = uint64(st.Dev), st.Ino
-		}
+		dev, ino, _ := store.FileID(rq.Info)
 		fmt.Fprintf(h, "fd\x00%d\x00%d\x00%s", dev, ino, path.Ext(rq.Rel))
 	} else {
 		fmt.Fprintf(h, "%s\x00%s\x00%s", dir, rq.Vol.VPath, rq.Rel)

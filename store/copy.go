@@ -9,8 +9,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // ioBufSize is the read size on upload paths: large reads keep syscalls and
@@ -67,7 +65,7 @@ func (v *Volume) copyIn(ctx context.Context, w io.Writer, f *os.File, r io.Reade
 				}
 				off += int64(c.n)
 				if fd >= 0 && off-synced >= writebackEvery {
-					unix.SyncFileRange(fd, synced, off-synced, unix.SYNC_FILE_RANGE_WRITE)
+					StartWriteback(fd, synced, off-synced)
 					synced = off
 				}
 			}

@@ -51,6 +51,9 @@ type Event struct {
 	// knew it (up2k uploads), for a file of exactly Size and Mtime.
 	Wark   string
 	Chunks []string
+	// Note is the change's journal note (journal.go), 0 when it has none;
+	// the index forgets it once the change is indexed.
+	Note uint64
 
 	// Tree: Rel (and From) name a folder, and the change covers it and
 	// everything below it (Removed, Moved, Copied).
@@ -110,6 +113,14 @@ func (s *Store) emit(e Event) {
 	if e.Vol != nil && e.Vol.outer != nil {
 		// A change made through a view is its volume's change.
 		e.Rel, e.Vol = e.Vol.outerRel(e.Rel), e.Vol.outer
+	}
+	if e.Note == 0 {
+		// A change that was not noted ahead (to overlap the note's flush
+		// with the change's own) is noted now, before it is answered.
+		var err error
+		if e.Note, err = s.note(e); err != nil {
+			s.log.Error("noting a change for the index failed; a crash before it is indexed loses it from search until a scan", "volume", "/"+e.Vol.VPath, "path", e.Rel, "err", err)
+		}
 	}
 	s.subsMu.RLock()
 	subs := s.subs

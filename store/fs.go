@@ -242,14 +242,14 @@ const orphanAge = time.Hour
 // a crash left behind, when a listing comes across it.
 func (v *Volume) sweepOrphan(dir string, de fs.DirEntry) {
 	name := de.Name()
-	if !strings.HasPrefix(name, tempPrefix) || !de.Type().IsRegular() {
+	if !isTempName(name) || !de.Type().IsRegular() {
 		return
 	}
 	fi, err := de.Info()
 	if err != nil || v.store.now().Sub(fi.ModTime()) < orphanAge {
 		return
 	}
-	if err := v.root.Remove(path.Join(dir, name)); err == nil {
+	if v.store.removeUnlessLive(v, path.Join(dir, name)) {
 		v.store.log.Info("removed the work file of an upload that never finished", "volume", "/"+v.VPath, "path", path.Join(dir, name), "size", fi.Size())
 	}
 }

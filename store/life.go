@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -106,8 +105,8 @@ func (v *Volume) scheduleExpiry(rel string, fi fs.FileInfo, deadline time.Time) 
 		return fmt.Errorf("store: volume %q has no state folder, so its lifetime cannot be kept", v.Src)
 	}
 	e := &expiry{Rel: relOf(rel), Deadline: deadline, vol: v}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		e.Ino = st.Ino
+	if _, ino, ok := FileID(fi); ok {
+		e.Ino = ino
 	}
 	dir := expireDir(v)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -176,14 +175,17 @@ func (j *janitor) expire(e *expiry) {
 	v := e.vol
 	fi, err := v.root.Lstat(e.Rel)
 	if err == nil {
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !fi.IsDir() && (!ok || e.Ino == 0 || st.Ino == e.Ino) {
+		_, ino, ok := FileID(fi)
+		if !fi.IsDir() && (!ok || e.Ino == 0 || ino == e.Ino) {
+			ev := Event{Kind: Removed, Vol: v, Rel: e.Rel, At: j.s.now()}
+			ev.Note, _ = j.s.note(ev) // so that a crash cannot leave it in the index
 			if err := v.root.Remove(e.Rel); err != nil {
+				j.s.forget(v, ev.Note)
 				j.s.log.Warn("lifetime ended but the file could not be deleted", "volume", "/"+v.VPath, "path", e.Rel, "err", err)
 				return // keep the record; retried at next start
 			}
 			j.s.log.Info("lifetime ended; deleted", "volume", "/"+v.VPath, "path", e.Rel)
-			j.s.emit(Event{Kind: Removed, Vol: v, Rel: e.Rel, At: j.s.now()})
+			j.s.emit(ev)
 		}
 	}
 	os.Remove(e.file)

@@ -2,15 +2,17 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // This file holds what resumable (up2k) uploads need from a volume: the
@@ -54,6 +56,35 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 			return nil, "", mapErr(err)
 		}
 	}
+	// The work file is made under a PUT work file's name, marked as an
+	// up2k work file and sized there, and only then moved to its own name
+	// without clobbering: a crash leaves either a .hoard-*.PARTIAL (swept
+	// by its name) or a marked work file (swept when no session owns it),
+	// never an unmarked one that could be a user's. Where the file system
+	// has no user attributes, such a leftover stays.
+	dirf, err := v.root.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	defer dirf.Close()
+	tmp := newTempName()
+	v.store.tempLive(v, path.Join(d, tmp), true)
+	defer v.store.tempLive(v, path.Join(d, tmp), false)
+	f, err := v.root.OpenFile(path.Join(d, tmp), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, "", mapErr(err)
+	}
+	placed := false
+	defer func() {
+		if !placed {
+			f.Close()
+			v.root.Remove(path.Join(d, tmp))
+		}
+	}()
+	unix.Fsetxattr(int(f.Fd()), partialMark, []byte("1"), 0)
+	if err := f.Truncate(size); err != nil {
+		return nil, "", v.writeErr(err, size)
+	}
 	for i := range 10 {
 		cand := name
 		if i > 0 {
@@ -71,18 +102,20 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 			return nil, "", mapErr(err)
 		}
 		work := cand + PartialSuffix
-		f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+		err = renameAt(dirf, tmp, dirf, work, false) // RENAME_NOREPLACE where it exists
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.ENOTSUP) {
+			// No renameat2 here: a hard link does not clobber either.
+			if err = v.root.Link(path.Join(d, tmp), path.Join(d, work)); err == nil {
+				v.root.Remove(path.Join(d, tmp))
+			}
+		}
 		if errors.Is(err, fs.ErrExist) {
 			continue // another upload has this name
 		}
 		if err != nil {
 			return nil, "", mapErr(err)
 		}
-		if err := f.Truncate(size); err != nil {
-			f.Close()
-			v.root.Remove(path.Join(d, work))
-			return nil, "", v.writeErr(err, size)
-		}
+		placed = true
 		return &Temp{File: f, v: v, dir: d, name: work}, cand, nil
 	}
 	return nil, "", ErrExists
@@ -110,11 +143,144 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 // Close closes the work file and keeps it on disk (to be opened again with
 // OpenPartial). The Temp cannot be published afterwards.
 func (t *Temp) Close() error {
+	if t.linked {
+		t.linked = false
+		return t.File.Close()
+	}
 	if t.done {
 		return nil
 	}
 	t.done = true
 	return t.File.Close()
+}
+
+// partialMark is the extended attribute that marks up2k work files.
+const partialMark = "user.hoard.partial"
+
+// PublishLinked publishes an up2k work file like Publish (fsync, no-clobber
+// link or collision rename, folder fsync, journal note, event), but keeps
+// the work file as a second name of the published file until DropWork. A
+// crash before the caller has recorded the upload as finished thus leaves
+// the work file next to the file it became (PublishedAs finds it), and
+// never a session whose work file is gone without a trace. The Temp stays
+// open until DropWork or Close. (Where the file system has no hard links
+// the work file is renamed instead.)
+func (t *Temp) PublishLinked(name string, opt PublishOptions) (string, fs.FileInfo, error) {
+	return t.publish(name, opt, true)
+}
+
+// DropWork removes the work file of an upload published by PublishLinked
+// (the published file stays) and closes it. A crash before the removal is
+// durable leaves a work file without a session, which SweepLeftovers
+// removes at the next start.
+func (t *Temp) DropWork() error {
+	if !t.linked {
+		return nil
+	}
+	t.linked = false
+	err := t.v.root.Remove(path.Join(t.dir, t.name))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		// The published file (same inode) needs no mark.
+		unix.Fremovexattr(int(t.File.Fd()), partialMark)
+	}
+	t.File.Close()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // renamed into place: there is no second name
+	}
+	return mapErr(err)
+}
+
+// PublishedAs finds the file that the up2k work file name.PARTIAL in
+// folder dir was published as when PublishLinked completed but its caller
+// was cut short (a crash before the upload was recorded as finished): the
+// other name of the same inode in the folder. rel is "" when the work file
+// has no other name there.
+func (v *Volume) PublishedAs(dir, name string) (rel string, fi fs.FileInfo, err error) {
+	d, err := cleanRel(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := checkName(name); err != nil {
+		return "", nil, err
+	}
+	wfi, err := v.root.Lstat(path.Join(d, name+PartialSuffix))
+	if err != nil {
+		return "", nil, mapErr(err)
+	}
+	ws, ok := wfi.Sys().(*syscall.Stat_t)
+	if !ok || ws.Nlink < 2 || !wfi.Mode().IsRegular() {
+		return "", nil, nil
+	}
+	f, err := v.root.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", nil, mapErr(err)
+	}
+	defer f.Close()
+	for {
+		des, rerr := f.ReadDir(1024)
+		for _, de := range des {
+			n := de.Name()
+			if !de.Type().IsRegular() || strings.HasSuffix(n, PartialSuffix) {
+				continue
+			}
+			fi, err := de.Info()
+			if err != nil {
+				continue
+			}
+			if s, ok := fi.Sys().(*syscall.Stat_t); ok && s.Ino == ws.Ino && s.Dev == ws.Dev {
+				return relOf(path.Join(d, n)), fi, nil
+			}
+		}
+		if rerr != nil || len(des) == 0 {
+			if rerr != nil && !errors.Is(rerr, io.EOF) {
+				return "", nil, mapErr(rerr)
+			}
+			return "", nil, nil
+		}
+	}
+}
+
+// Announce reports a file that an upload published before a crash cut its
+// bookkeeping short (found at start by PublishedAs or by its content): its
+// lifetime is scheduled and the index is told, as publishing would have.
+func (v *Volume) Announce(rel string, opt PublishOptions) (fs.FileInfo, error) {
+	r, err := cleanRel(rel)
+	if err != nil {
+		return nil, err
+	}
+	life, err := v.lifeFor(opt.Life)
+	if err != nil {
+		life = 0
+	}
+	fi, err := v.root.Lstat(r)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	now := v.store.now()
+	if life > 0 {
+		if err := v.scheduleExpiry(r, fi, now.Add(life)); err != nil {
+			return nil, err
+		}
+	}
+	v.store.emit(Event{Kind: Created, Vol: v, Rel: relOf(r), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Wark: opt.Wark, Chunks: opt.Chunks})
+	return fi, nil
+}
+
+// RemoveWork removes the up2k work file name.PARTIAL in folder dir (an
+// upload found published at start whose work file is its second name).
+func (v *Volume) RemoveWork(dir, name string) error {
+	d, err := cleanRel(dir)
+	if err != nil {
+		return err
+	}
+	if err := checkName(name); err != nil {
+		return err
+	}
+	err = v.root.Remove(path.Join(d, name+PartialSuffix))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return mapErr(err)
 }
 
 // SyncDir fsyncs the folder dir of the volume, making the names in it
@@ -199,16 +365,44 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 			return "", nil, mapErr(err)
 		}
 	}
-	var b [9]byte
-	rand.Read(b[:])
-	tmp := path.Join(d, ".hoard-"+base64.RawURLEncoding.EncodeToString(b[:])+PartialSuffix)
+	tmp := path.Join(d, newTempName())
+	v.store.tempLive(v, tmp, true)
+	defer v.store.tempLive(v, tmp, false)
 	if err := v.root.Link(s, tmp); err != nil {
 		return "", nil, mapErr(err)
 	}
-	final, err := v.place(tmp, d, name, opt)
+	sfi, err := v.root.Lstat(tmp)
 	if err != nil {
 		v.root.Remove(tmp)
+		return "", nil, mapErr(err)
+	}
+	now := v.store.now()
+	ev := Event{Kind: Created, Vol: v, Rel: relOf(path.Join(d, name)), Size: sfi.Size(), Mtime: sfi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP}
+	nid, err := v.store.note(ev)
+	if err != nil {
+		v.root.Remove(tmp)
+		return "", nil, fmt.Errorf("store: noting the upload for the index: %w", err)
+	}
+	if life > 0 { // before the file appears (see publish)
+		if err := v.scheduleExpiry(ev.Rel, sfi, now.Add(life)); err != nil {
+			v.root.Remove(tmp)
+			v.store.forget(v, nid)
+			return "", nil, err
+		}
+	}
+	final, err := v.place(tmp, d, name, opt, false)
+	if err != nil {
+		v.root.Remove(tmp)
+		v.store.forget(v, nid)
 		return "", nil, err
+	}
+	if rel := relOf(final); rel != ev.Rel {
+		ev.Rel = rel
+		if id, err := v.store.renote(ev, nid); err == nil {
+			nid = id
+		} else {
+			nid = 0 // emit notes it
+		}
 	}
 	if err := v.syncDir(d); err != nil {
 		return "", nil, err
@@ -217,13 +411,12 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 	if err != nil {
 		return "", nil, mapErr(err)
 	}
-	now := v.store.now()
-	if life > 0 {
+	if life > 0 && relOf(final) != relOf(path.Join(d, name)) {
 		if err := v.scheduleExpiry(final, fi, now.Add(life)); err != nil {
 			return "", nil, err
 		}
 	}
-	v.store.emit(Event{Kind: Created, Vol: v, Rel: relOf(final), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP})
+	v.store.emit(Event{Kind: Created, Vol: v, Rel: relOf(final), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Note: nid})
 	return relOf(final), fi, nil
 }
 

@@ -32,10 +32,22 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 
-	subsMu sync.RWMutex
-	subs   []func(Event)
+	subsMu  sync.RWMutex
+	subs    []func(Event)
+	journal Journal
 
 	janitor *janitor
+
+	// crash recovery (recover.go)
+	started   time.Time             // when Open ran (wall clock)
+	runs      map[string]*histRun   // by state folder; nil when not ours
+	alogs     map[string]*appendLog // by log path
+	crashMu   sync.Mutex            // protects temps and flocks
+	temps     map[string]int        // work files being written, by absolute path
+	flocks    map[fileID]*fileLock  // appends in progress, by file
+	sweeps    sync.WaitGroup        // SweepLeftovers
+	sweepCtx  context.Context       // cancelled by Close
+	sweepStop context.CancelFunc
 
 	ops opState // file management (manage.go)
 }
@@ -55,6 +67,7 @@ type Volume struct {
 	store  *Store
 
 	dirs dirSyncs // group-committed folder fsyncs
+	run  *histRun // the state folder's run lock; nil when not held (recover.go)
 
 	// A view (Confine, ConfineFiles) is the folder base of the volume
 	// outer, with root opened there; only, when not nil, are the only
@@ -78,7 +91,13 @@ func Open(cfg Config) (*Store, error) {
 		authKey: make([]byte, 32),
 		log:     cfg.Logger,
 		now:     cfg.Now,
+		started: time.Now(),
+		runs:    map[string]*histRun{},
+		alogs:   map[string]*appendLog{},
+		temps:   map[string]int{},
+		flocks:  map[fileID]*fileLock{},
 	}
+	s.sweepCtx, s.sweepStop = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -111,6 +130,15 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	slices.SortStableFunc(s.vols, func(a, b *Volume) int { return depth(b.VPath) - depth(a.VPath) })
+	for _, v := range s.vols {
+		s.claimHist(v)
+	}
+	for _, v := range s.vols {
+		if l := s.appendLogFor(v); l != nil && !l.recovered {
+			l.recovered = true
+			s.recoverAppends(v, l)
+		}
+	}
 	s.ops.unpost = cfg.Unpost
 	s.recoverOps() // what a crash interrupted (manage_journal.go)
 	s.janitor = startJanitor(s)
@@ -264,10 +292,17 @@ func syncDir(name string) error {
 	return nil
 }
 
-// Close stops the janitor and closes every volume.
+// Close stops the janitor and closes every volume. It records a clean
+// stop in each state folder (unless a crash's leftovers are still to be
+// swept).
 func (s *Store) Close() error {
 	if s.janitor != nil {
 		s.janitor.stop()
+	}
+	s.sweepStop()
+	s.sweeps.Wait()
+	for _, l := range s.alogs {
+		l.close()
 	}
 	var first error
 	for _, v := range s.vols {
@@ -275,6 +310,7 @@ func (s *Store) Close() error {
 			first = err
 		}
 	}
+	s.releaseHists()
 	return first
 }
 
@@ -352,10 +388,7 @@ func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	if v.outer != nil {
 		return v.outer.FileKey(v.outerRel(rel), fi) // the key of the file's own URL
 	}
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
+	_, ino, _ := FileID(fi)
 	m := hmac.New(sha512.New, v.secret)
 	fmt.Fprintf(m, "fk\x00%s\x00%d\x00%d", rel, fi.Size(), ino)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:v.Flags.FK]

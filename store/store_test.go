@@ -297,17 +297,18 @@ func TestListSweepsOrphanWorkFiles(t *testing.T) {
 	st, dirs := openStore(t, "::rw")
 	v := st.Volumes()[0]
 	old := time.Now().Add(-2 * time.Hour)
-	for _, n := range []string{".hoard-old.PARTIAL", ".hoard-new.PARTIAL", "movie.mkv.PARTIAL"} {
+	// Only hoard's own work file names are swept (.hoard-<12 base64>.PARTIAL).
+	for _, n := range []string{".hoard-old012345678.PARTIAL", ".hoard-new012345678.PARTIAL", "movie.mkv.PARTIAL", ".hoard-mine.PARTIAL"} {
 		p := filepath.Join(dirs[0], n)
 		os.WriteFile(p, []byte("x"), 0o644)
-		if n != ".hoard-new.PARTIAL" {
+		if n != ".hoard-new012345678.PARTIAL" {
 			os.Chtimes(p, old, old)
 		}
 	}
 	if _, err := v.List(context.Background(), "", ListOptions{Dots: true}); err != nil {
 		t.Fatal(err)
 	}
-	for n, want := range map[string]bool{".hoard-old.PARTIAL": false, ".hoard-new.PARTIAL": true, "movie.mkv.PARTIAL": true} {
+	for n, want := range map[string]bool{".hoard-old012345678.PARTIAL": false, ".hoard-new012345678.PARTIAL": true, "movie.mkv.PARTIAL": true, ".hoard-mine.PARTIAL": true} {
 		if _, err := os.Stat(filepath.Join(dirs[0], n)); (err == nil) != want {
 			t.Errorf("%s exists = %v, want %v", n, err == nil, want)
 		}

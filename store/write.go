@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash"
@@ -11,13 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // tempPrefix starts the names of PUT and multipart work files.
@@ -32,6 +27,9 @@ type Temp struct {
 	name string // work file name inside dir
 	done bool
 	made string // topmost folder created for this file; Abort removes it again while empty
+	// linked: published by PublishLinked, the work file still a second
+	// name of the published file (DropWork removes it).
+	linked bool
 }
 
 // CreateTemp makes the folder dir (and its parents) if needed and creates a
@@ -66,10 +64,12 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 		}
 	}
 	for range 10 {
-		var b [9]byte
-		rand.Read(b[:])
-		name := tempPrefix + base64.RawURLEncoding.EncodeToString(b[:]) + PartialSuffix
+		name := newTempName()
+		v.store.tempLive(v, path.Join(d, name), true)
 		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+		if err != nil {
+			v.store.tempLive(v, path.Join(d, name), false)
+		}
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -93,6 +93,7 @@ func (t *Temp) Abort() {
 	t.done = true
 	t.File.Close()
 	t.v.root.Remove(path.Join(t.dir, t.name))
+	t.v.store.tempLive(t.v, path.Join(t.dir, t.name), false)
 	for p := t.dir; t.made != ""; p = path.Dir(p) {
 		if t.v.root.Remove(p) != nil || p == t.made {
 			break
@@ -118,7 +119,13 @@ type PublishOptions struct {
 // fsync, close, link without clobbering (or rename over, with Replace),
 // fsync the folder. When name is taken and Replace is off, the file gets
 // copyparty's collision suffix. It returns the final path inside the volume.
+// On an indexed volume the change is noted in the journal (journal.go)
+// while the file is flushed, so it is indexed even after a crash.
 func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, error) {
+	return t.publish(name, opt, false)
+}
+
+func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.FileInfo, error) {
 	if t.done {
 		return "", nil, errors.New("store: work file already finished")
 	}
@@ -134,42 +141,101 @@ func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, er
 	// The mtime is set on the open file before its fsync, so the flush
 	// that makes the bytes durable makes the mtime durable too.
 	mtimeSet := opt.Mtime.IsZero() || setMtime(t.File, opt.Mtime) == nil
-	if err := t.File.Sync(); err != nil {
-		t.Abort()
-		return "", nil, t.v.writeErr(err, 0)
-	}
-	err = t.File.Close()
-	t.done = true
-	tmp := path.Join(t.dir, t.name)
+	tfi, err := t.File.Stat()
 	if err != nil {
-		t.v.root.Remove(tmp)
-		return "", nil, t.v.writeErr(err, 0)
+		t.Abort()
+		return "", nil, mapErr(err)
+	}
+	now := t.v.store.now()
+	ev := Event{Kind: Created, Vol: t.v, Rel: relOf(path.Join(t.dir, name)), Size: tfi.Size(), Mtime: tfi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Wark: opt.Wark, Chunks: opt.Chunks}
+	if !opt.Mtime.IsZero() {
+		ev.Mtime = opt.Mtime
+	}
+	// The journal's note is flushed while the file is.
+	pn := t.v.store.noteAsync(ev)
+	serr := t.File.Sync()
+	nid, nerr := pn.wait()
+	if serr != nil || nerr != nil {
+		t.v.store.forget(t.v, nid)
+		t.Abort()
+		if serr != nil {
+			return "", nil, t.v.writeErr(serr, 0)
+		}
+		return "", nil, fmt.Errorf("store: noting the upload for the index: %w", nerr)
+	}
+	tmp := path.Join(t.dir, t.name)
+	if !keep {
+		defer t.v.store.tempLive(t.v, tmp, false) // gone by then, published or removed
+		err = t.File.Close()
+		t.done = true
+		if err != nil {
+			t.v.root.Remove(tmp)
+			t.v.store.forget(t.v, nid)
+			return "", nil, t.v.writeErr(err, 0)
+		}
+	}
+	fail := func(err error) (string, fs.FileInfo, error) {
+		if keep {
+			t.Abort()
+		} else {
+			t.v.root.Remove(tmp)
+		}
+		t.v.store.forget(t.v, nid)
+		return "", nil, err
 	}
 	if !mtimeSet {
 		if err := t.v.root.Chtimes(tmp, opt.Mtime, opt.Mtime); err != nil {
-			t.v.root.Remove(tmp)
-			return "", nil, mapErr(err)
+			return fail(mapErr(err))
 		}
 	}
-	final, err := t.v.place(tmp, t.dir, name, opt)
-	if err != nil {
-		t.v.root.Remove(tmp)
-		return "", nil, err
+	// The lifetime is recorded before the file appears, so that no crash
+	// leaves it published for ever (the record names the file's inode: if
+	// the name ends up elsewhere, the record is dropped at its deadline).
+	if life > 0 {
+		if err := t.v.scheduleExpiry(ev.Rel, tfi, now.Add(life)); err != nil {
+			return fail(err)
+		}
 	}
-	if err := t.v.syncDir(t.dir); err != nil {
+	final, err := t.v.place(tmp, t.dir, name, opt, keep)
+	if err != nil {
+		return fail(err)
+	}
+	if keep {
+		t.done, t.linked = true, true
+	}
+	if rel := relOf(final); rel != ev.Rel {
+		// Renamed on a collision: note the name it got (while the folder
+		// is flushed) and forget the one it was meant to have.
+		ev.Rel = rel
+		pn = t.v.store.noteAsync(ev)
+	} else {
+		pn = nil
+	}
+	err = t.v.syncDir(t.dir)
+	if pn != nil {
+		id, nerr := pn.wait()
+		if nerr == nil {
+			t.v.store.forget(t.v, nid)
+			nid = id
+		} else {
+			t.v.store.log.Error("noting a renamed upload for the index failed; a crash before it is indexed loses it from search until a scan", "volume", "/"+t.v.VPath, "path", ev.Rel, "err", nerr)
+			nid = 0
+		}
+	}
+	if err != nil {
 		return "", nil, err
 	}
 	fi, err := t.v.root.Stat(final)
 	if err != nil {
 		return "", nil, mapErr(err)
 	}
-	now := t.v.store.now()
-	if life > 0 {
+	if life > 0 && relOf(final) != relOf(path.Join(t.dir, name)) {
 		if err := t.v.scheduleExpiry(final, fi, now.Add(life)); err != nil {
 			return "", nil, err
 		}
 	}
-	t.v.store.emit(Event{Kind: Created, Vol: t.v, Rel: relOf(final), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Wark: opt.Wark, Chunks: opt.Chunks})
+	ev.Size, ev.Mtime, ev.Note = fi.Size(), fi.ModTime(), nid
+	t.v.store.emit(ev)
 	return relOf(final), fi, nil
 }
 
@@ -207,22 +273,42 @@ func (v *Volume) lifeFor(life time.Duration) (time.Duration, error) {
 var placeMu sync.Mutex
 
 // place moves tmp to its final name in dir and returns the final path.
-func (v *Volume) place(tmp, dir, name string, opt PublishOptions) (string, error) {
+// With keep, tmp stays as a second name of the file (when the file system
+// has hard links).
+func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool) (string, error) {
 	final := path.Join(dir, name)
 	if opt.Replace {
 		if fi, err := v.root.Lstat(final); err == nil && fi.IsDir() {
 			return "", ErrIsDir
+		}
+		if keep {
+			// Rename a second link over the file, so tmp stays.
+			t2 := path.Join(dir, newTempName())
+			v.store.tempLive(v, t2, true)
+			defer v.store.tempLive(v, t2, false)
+			err := v.root.Link(tmp, t2)
+			if err == nil {
+				if err = v.root.Rename(t2, final); err != nil {
+					v.root.Remove(t2)
+				}
+				return final, mapErr(err)
+			}
+			if !noLinks(err) {
+				return "", mapErr(err)
+			}
 		}
 		return final, mapErr(v.root.Rename(tmp, final))
 	}
 	for i := 0; ; i++ {
 		err := v.root.Link(tmp, final)
 		if err == nil {
-			v.root.Remove(tmp)
+			if !keep {
+				v.root.Remove(tmp)
+			}
 			return final, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOTSUP) && !errors.Is(err, syscall.EXDEV) {
+			if !noLinks(err) {
 				return "", mapErr(err)
 			}
 			// No hard links here (some FUSE and network file systems):
@@ -241,6 +327,11 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions) (string, error
 		}
 		final = path.Join(dir, v.collisionName(name, opt.ClientIP, i))
 	}
+}
+
+// noLinks reports a link(2) error of a file system without hard links.
+func noLinks(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EXDEV)
 }
 
 // collisionName is copyparty's rename for a taken name:
@@ -273,11 +364,8 @@ func (v *Volume) writeErr(err error, need int64) error {
 
 // Free returns the bytes available to hoard on the volume's file system.
 func (v *Volume) Free() (uint64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(v.Src, &st); err != nil {
-		return 0, err
-	}
-	return st.Bavail * uint64(st.Bsize), nil
+	free, _, err := statfs(v.Src)
+	return free, err
 }
 
 // CheckSize applies the volume's sz= bounds and df= reserve to an upload of
@@ -386,7 +474,11 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 }
 
 // appendTo appends body to an existing file. ok is false when the file does
-// not exist, so the caller creates it the normal way.
+// not exist, so the caller creates it the normal way. Appends to one file
+// take turns. Before the first byte is written, the old length is noted in
+// the volume's append log (recover.go), so that an append a crash cuts off
+// is cut back at the next start as a failed one is at once: an append is
+// there in full once acknowledged, and not at all otherwise.
 func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h hash.Hash, opt IngestOptions) (res IngestResult, err error, ok bool) {
 	name := path.Join(dir, opt.Name)
 	f, err := v.root.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
@@ -404,11 +496,26 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	if !fi.Mode().IsRegular() {
 		return res, ErrIsDir, true
 	}
+	id, _ := idOf(fi)
+	defer v.store.lockFile(id)()
+	if fi, err = f.Stat(); err != nil { // its length once it is our turn
+		return res, mapErr(err), true
+	}
 	old := fi.Size()
+	var alog *appendLog
+	var rec uint64
+	if b, at := v.store.base(v); b != nil {
+		if alog = v.store.appendLogFor(b); alog != nil {
+			if rec, err = alog.begin(path.Join(at, name), id, old); err != nil {
+				return res, fmt.Errorf("store: noting the append in the state folder: %w", err), true
+			}
+		}
+	}
 	var w io.Writer = f
 	var enc io.WriteCloser
 	if opt.Encode != nil {
 		if enc, err = opt.Encode(f); err != nil {
+			alog.end(rec)
 			return res, err, true
 		}
 		w = enc
@@ -417,20 +524,40 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	if err == nil && enc != nil {
 		err = v.writeErr(enc.Close(), opt.Size)
 	}
+	now := v.store.now()
+	ev := Event{Kind: Created, Vol: v, Rel: relOf(name), Size: old + n, Mtime: now, At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP}
+	var nid uint64
 	if err == nil {
+		// The journal's note is flushed while the file is.
+		pn := v.store.noteAsync(ev)
 		err = v.writeErr(f.Sync(), opt.Size)
+		var nerr error
+		nid, nerr = pn.wait()
+		if err == nil && nerr != nil {
+			err = fmt.Errorf("store: noting the append for the index: %w", nerr)
+		}
+	}
+	if err == nil && alog != nil {
+		// Closed in the log only once the bytes are durable; if that
+		// fails, the append is undone now rather than at the next start.
+		if err = alog.end(rec); err != nil {
+			err = fmt.Errorf("store: noting the append's end in the state folder: %w", err)
+		}
+		alog = nil
 	}
 	if err != nil {
 		// Leave the file as it was: cut it back and make that durable.
-		f.Truncate(old)
-		f.Sync()
+		if terr := f.Truncate(old); terr == nil && f.Sync() == nil {
+			alog.end(rec) // cut back: nothing left to undo at start
+		}
+		v.store.forget(v, nid)
 		return res, err, true
 	}
 	if fi, err = f.Stat(); err != nil {
 		return res, mapErr(err), true
 	}
-	now := v.store.now()
-	v.store.emit(Event{Kind: Created, Vol: v, Rel: relOf(name), Size: fi.Size(), Mtime: fi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP})
+	ev.Size, ev.Mtime, ev.Note = fi.Size(), fi.ModTime(), nid
+	v.store.emit(ev)
 	res = IngestResult{Rel: relOf(name), Size: n, Time: now, Info: fi}
 	if h != nil {
 		res.Sum = h.Sum(nil)
@@ -440,20 +567,9 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 
 // Usage returns the free and total bytes of the volume's file system.
 func (v *Volume) Usage() (free, total uint64, err error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(v.Src, &st); err != nil {
-		return 0, 0, err
-	}
-	return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), nil
+	return statfs(v.Src)
 }
 
 // ClientTag is copyparty's 8-character keyed hash of a client address, as
 // used in collision suffixes and nameless upload names.
 func (v *Volume) ClientTag(ip string) string { return v.clientTag(ip) }
-
-// setMtime sets f's access and modification times to mt through its open
-// descriptor (no path lookup inside the volume).
-func setMtime(f *os.File, mt time.Time) error {
-	ts := unix.NsecToTimespec(mt.UnixNano())
-	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), []unix.Timespec{ts, ts}, 0)
-}

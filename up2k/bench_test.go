@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"hoard/idx"
 	"hoard/store"
 	"hoard/up2k"
@@ -138,7 +136,7 @@ func BenchmarkLimitDisk(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		if err := store.Datasync(f); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -112,6 +112,7 @@ func New(cfg Config) (*Manager, error) {
 		m.lanes = sha512x8.NewHasher()
 		m.laneBufs = make(chan struct{}, laneBufs)
 	}
+	m.log.Info("chunk hashing", "avx512_lanes", m.lanes != nil, "cpu_has_lanes", sha512x8.Available())
 	for _, v := range cfg.Store.Volumes() {
 		db := cfg.DBs[v]
 		if db == nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"time"
 
 	"hoard/store"
@@ -98,10 +100,25 @@ func (m *Manager) reverify(s *session, keys []string) {
 	}
 	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
 	if err != nil {
+		// Published where the file system has no hard links (the work
+		// file was renamed), and the record not made before a crash?
+		if errors.Is(err, store.ErrNotFound) {
+			if rel, ok := m.publishedByContent(ctx, s); ok {
+				m.closePublished(ctx, s, rel)
+				return
+			}
+		}
 		fail("its work file is gone", err)
 		return
 	}
 	defer t.Close()
+	// Published, and the record not made before a crash: the work file
+	// is a second name of the published file.
+	if rel, _, err := s.vol.PublishedAs(s.rec.Dir, s.rec.Name); err == nil && rel != "" {
+		t.Close()
+		m.closePublished(ctx, s, rel)
+		return
+	}
 	fi, err := t.File.Stat()
 	if err != nil || fi.Size() != s.rec.Size {
 		fail("its work file has the wrong size", err)
@@ -151,6 +168,69 @@ func (m *Manager) reverify(s *session, keys []string) {
 	m.log.Info("unfinished upload resumed", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark,
 		"chunks", len(s.uniq), "have", len(known)-len(bad), "damaged", len(bad), "took", time.Since(t0).Round(time.Millisecond))
 	close(s.ready)
+}
+
+// closePublished finishes the bookkeeping of a session whose file was
+// published before a crash: the index is told (and the lifetime set), the
+// session becomes the file record, and the work file (when it is a second
+// name of the file) is removed. A crash in between repeats what is left
+// at the next start.
+func (m *Manager) closePublished(ctx context.Context, s *session, rel string) {
+	fi, err := s.vol.Announce(rel, s.publishOptions())
+	if err == nil {
+		err = s.db.Finish(ctx, s.rec.Wark, rel, metaOf(fi, m.now().Unix(), s.rec.User))
+	}
+	if err != nil {
+		// Shutting down, or the state folder failing: the session stays
+		// as stored, and the next start tries again.
+		m.log.Error("an upload published before a crash could not be recorded as finished", "volume", "/"+s.vol.VPath, "path", rel, "wark", s.rec.Wark, "err", err)
+		s.err = ErrClosed
+		close(s.ready)
+		return
+	}
+	if err := s.vol.RemoveWork(s.rec.Dir, s.rec.Name); err != nil {
+		m.log.Warn("removing a published upload's work file failed", "volume", "/"+s.vol.VPath, "path", rel, "err", err)
+	}
+	s.mu.Lock()
+	s.done, s.final, s.finalInfo.lmod = true, rel, fi.ModTime().Unix()
+	s.mu.Unlock()
+	m.log.Info("an upload published just before a crash is recorded as finished", "volume", "/"+s.vol.VPath, "path", rel, "wark", s.rec.Wark)
+	m.remove(s)
+	s.err = errRetry // looked up again, it is found by its record
+	close(s.ready)
+}
+
+// publishedByContent looks for the file of a session whose work file is
+// gone: where hard links are missing, publishing renames the work file, so
+// a crash before the record leaves the file under its final name (or a
+// collision name of it) and no work file. It must have the session's size
+// and every chunk hash.
+func (m *Manager) publishedByContent(ctx context.Context, s *session) (string, bool) {
+	ents, err := s.vol.List(ctx, s.rec.Dir, store.ListOptions{Dots: true, Lstat: true})
+	if err != nil {
+		return "", false
+	}
+	items := make([]vitem, len(s.rec.Hashes))
+	for i, h := range s.rec.Hashes {
+		_, cmp, _ := ParseHash(h)
+		items[i] = vitem{off: int64(i) * s.rec.CS, n: chunkLen(s.rec.Size, s.rec.CS, i), cmp: cmp, id: i}
+	}
+	for _, e := range ents {
+		if e.Dir || e.Link || !e.Mode.IsRegular() || e.Size != s.rec.Size || (e.Name != s.rec.Name && !strings.HasPrefix(e.Name, s.rec.Name+"-")) {
+			continue
+		}
+		rel := path.Join(s.rec.Dir, e.Name)
+		f, _, err := s.vol.Open(rel)
+		if err != nil {
+			continue
+		}
+		bad, err := m.hashCheck(ctx, f, items)
+		f.Close()
+		if err == nil && len(bad) == 0 {
+			return rel, true
+		}
+	}
+	return "", false
 }
 
 // expireLoop discards sessions idle for longer than m.idle.

@@ -1,6 +1,7 @@
 package up2k
 
 import (
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -60,4 +61,23 @@ func (u *Unfinished) Percent() int {
 		return 100
 	}
 	return int(u.Done * 100 / u.Size)
+}
+
+// Owns reports whether an upload session (live, or loaded and being
+// re-checked) has its work file in folder dir of v under the final name
+// name: the start-up sweep of a crash's leftovers keeps those. Paths are
+// compared on disk, so a volume mounted inside another (or twice) agrees.
+func (m *Manager) Owns(v *store.Volume, dir, name string) bool {
+	want := filepath.Join(v.Src, filepath.FromSlash(dir), name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return true // its sessions are no longer known here, but they are stored
+	}
+	for k, s := range m.sessions {
+		if k.wark == s.rec.Wark && s.rec.Name == name && filepath.Join(s.vol.Src, filepath.FromSlash(s.rec.Dir), s.rec.Name) == want {
+			return true
+		}
+	}
+	return false
 }

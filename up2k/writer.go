@@ -3,7 +3,6 @@ package up2k
 import (
 	"context"
 	"crypto/sha512"
-	"encoding/json"
 	"errors"
 	"hash"
 	"io"
@@ -12,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"hoard/store"
 	"hoard/up2k/sha512x8"
@@ -477,7 +474,7 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 			// Start writing back now, so that the fdatasync that confirms
 			// the chunk finds little left to do. (Not for small chunks:
 			// their flush costs less than the extra call.)
-			unix.SyncFileRange(fd, kick, kicked, unix.SYNC_FILE_RANGE_WRITE)
+			store.StartWriteback(fd, kick, kicked)
 			kick, kicked = -1, 0
 		}
 		if !pc.end {
@@ -585,7 +582,7 @@ func (x *xfer) store(ctx context.Context, batch []int) error {
 		defer close(recorded)
 		perr = s.db.PutChunks(ctx, s.rec.Wark, keys)
 	}()
-	serr := unix.Fdatasync(int(x.f.Fd()))
+	serr := store.Datasync(x.f)
 	if serr == nil && syncDir {
 		serr = s.vol.SyncDir(s.rec.Dir)
 	}
@@ -646,60 +643,46 @@ func copyWithin(f *os.File, src, dst, n int64) error {
 	return nil
 }
 
-// finish publishes the file of a session whose chunks are all stored:
-// fsync, mtime, no-clobber publish (collision rename), folder fsync, then
-// the file record replaces the session in one synced change. t is the
-// work file handle of the post that stored the last chunks (its fsync
-// reports any write-back error since it was opened), or nil to open one.
+// finish publishes the file of a session whose chunks are all stored, in
+// an order that leaves every crash point recoverable: fsync (with the
+// mtime), no-clobber link under the final name (collision rename), folder
+// fsync; only then is the session replaced by the file record in one
+// synced change, and the work file, until then a second name of the
+// published file, is removed. A crash before the record leaves the session
+// with its work file linked to the published file, which the next start
+// finds and closes (restart.go); a crash after it leaves a work file
+// without a session, which the start-up sweep removes. t is the work file
+// handle of the post that stored the last chunks (its fsync reports any
+// write-back error since it was opened), or nil to open one.
 func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string, error) {
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	if t == nil {
-		t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+		if t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name); err == nil {
+			defer t.Close()
+		}
 	}
-	// The record is committed while the file is published: both are
-	// durable before the reply, and each costs a flush, so they overlap.
-	// A crash between them leaves a record of a missing file (dropped as
-	// stale when looked up) or a published file without a record (found
-	// by its hashes when asked for again). The name and mtime are known
-	// ahead; a collision rename corrects the record afterwards.
 	now := m.now().Unix()
-	want := s.rel()
-	var ferr error
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		meta, _ := json.Marshal(fileMeta{Size: s.rec.Size, Mtime: time.Unix(s.rec.Lmod, 0).UnixNano(), At: now, User: s.rec.User})
-		ferr = s.db.Finish(ctx, s.rec.Wark, want, meta)
-	}()
 	var rel string
 	var fi os.FileInfo
 	if err == nil {
-		rel, fi, err = t.Publish(s.rec.Name, store.PublishOptions{
-			Replace: s.rec.Replace, Mtime: time.Unix(s.rec.Lmod, 0), Life: time.Duration(s.rec.Life) * time.Second,
-			Uploader: s.rec.User, ClientIP: s.rec.IP, Wark: s.rec.Wark, Chunks: s.keys(),
-		})
+		rel, fi, err = t.PublishLinked(s.rec.Name, s.publishOptions())
 	}
-	<-recorded
 	if err != nil {
 		// Publishing removes the work file when it fails, so this upload
 		// starts over (the client's next handshake makes a new session).
 		m.log.Error("publishing an upload failed; it must start over", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark, "err", err)
 		m.drop(ctx, s, "publishing failed")
-		if ferr == nil {
-			s.db.DeleteFile(ctx, s.rec.Wark, want)
-		}
 		s.mu.Lock()
 		s.finishing = false
 		close(s.fin)
 		s.mu.Unlock()
 		return "", err
 	}
-	if ferr == nil && (rel != want || fi.Size() != s.rec.Size || fi.ModTime().UnixNano() != time.Unix(s.rec.Lmod, 0).UnixNano()) {
-		// Renamed on a collision (or the mtime did not stick): record
-		// what is really there.
-		if ferr = s.db.PutFile(ctx, s.rec.Wark, rel, metaOf(fi, now, s.rec.User)); ferr == nil && rel != want {
-			ferr = s.db.DeleteFile(ctx, s.rec.Wark, want)
+	ferr := s.db.Finish(ctx, s.rec.Wark, rel, metaOf(fi, now, s.rec.User))
+	if ferr == nil {
+		if err := t.DropWork(); err != nil {
+			m.log.Warn("removing a published upload's work file failed; the start after a crash sweeps it", "volume", "/"+s.vol.VPath, "path", rel, "err", err)
 		}
 	}
 	s.mu.Lock()
@@ -707,13 +690,23 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 	s.finishing = false
 	close(s.fin)
 	s.mu.Unlock()
-	m.remove(s)
 	if ferr != nil {
+		// The session stays, done: handshakes find the file through it,
+		// and the next start closes it (its work file is still linked).
 		m.log.Error("upload published, but recording it failed", "volume", "/"+s.vol.VPath, "path", rel, "wark", s.rec.Wark, "err", ferr)
 		return rel, ferr
 	}
+	m.remove(s)
 	m.log.Info("upload finished", "volume", "/"+s.vol.VPath, "path", rel, "size", s.rec.Size, "wark", s.rec.Wark, "user", s.rec.User, "ip", s.rec.IP)
 	return rel, nil
+}
+
+// publishOptions are the options the session's file is published with.
+func (s *session) publishOptions() store.PublishOptions {
+	return store.PublishOptions{
+		Replace: s.rec.Replace, Mtime: time.Unix(s.rec.Lmod, 0), Life: time.Duration(s.rec.Life) * time.Second,
+		Uploader: s.rec.User, ClientIP: s.rec.IP, Wark: s.rec.Wark, Chunks: s.keys(),
+	}
 }
 
 // remove takes s out of the live sessions (if it is still the one there).

@@ -118,27 +118,46 @@ func startErr(t testing.TB, args ...string) (*server, error) {
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
 	cmd.Dir = t.TempDir()
 	s := &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
-	cmd.Stderr = s.logs
-	out, err := cmd.StdoutPipe()
+	// Standard output and error share one pipe, read in order: whatever
+	// hoard logged before its address line is in s.logs when start
+	// returns. (With a pipe each, a start-up warning could still be on
+	// its way while the address had arrived.)
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = pw, pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
 		return nil, err
 	}
 	urls := make(chan string, 1)
+	drained := make(chan struct{})
 	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+		defer close(drained)
+		defer pr.Close()
+		br := bufio.NewReader(pr)
+		for {
+			line, err := br.ReadString('\n')
+			s.logs.Write([]byte(line))
+			if m := listenRE.FindStringSubmatch(line); m != nil {
 				select {
 				case urls <- m[1]:
 				default:
 				}
 			}
+			if err != nil {
+				return
+			}
 		}
 	}()
-	go func() { s.done <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		<-drained // the last lines are in s.logs before done says so
+		s.done <- err
+	}()
 	select {
 	case u := <-urls:
 		s.URL = strings.TrimSuffix(u, "/")

@@ -79,6 +79,9 @@ func TestMediaCoalescing(t *testing.T) {
 // each): never more ffmpeg processes than --th-mt, one run per file,
 // every request answered.
 func TestMediaPoolLimitBurst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 200-request burst (slow; -short)")
+	}
 	t.Parallel()
 	dir := t.TempDir()
 	img := pngOf(t, twoTone(64, 48))
@@ -121,6 +124,9 @@ func TestMediaPoolLimitBurst(t *testing.T) {
 
 // Past the queue deadline a request gets 503 with Retry-After.
 func TestMediaQueueDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a queue deadline behind a 4 s ffmpeg (slow; -short)")
+	}
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "a.png", pngOf(t, twoTone(64, 48)))
@@ -176,6 +182,9 @@ func alive(dir string) []int {
 // A client that leaves stops its job (ffmpeg killed); a conversion over
 // --th-convt is killed too.
 func TestMediaCancelAndTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for ffmpeg timeouts (slow; -short)")
+	}
 	t.Parallel()
 	ffmpegPath(t)
 	dir := t.TempDir()

@@ -225,6 +225,9 @@ func TestMediaCacheHit(t *testing.T) {
 }
 
 func TestMediaCacheCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seven large noise thumbnails (slow; -short)")
+	}
 	t.Parallel()
 	dir := t.TempDir()
 	// Noise compresses badly: each 960×768 thumbnail is a few hundred KiB,

@@ -459,6 +459,9 @@ func waitReadySlow(t *testing.T, s *server) {
 // get 503 with Retry-After and uploads still work; afterwards the file is
 // found, by name and by hash.
 func TestSearchFirstScan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a first scan that hashes 1 GiB (slow; -short)")
+	}
 	dir := t.TempDir()
 	sparse(t, dir, "huge.img", 1<<30) // about 2 s of SHA-512
 	s := start(t, "-v", dir+"::rw", "-e2dsa")

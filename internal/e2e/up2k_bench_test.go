@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"hoard/store"
 )
 
 // u2PeakRSS reads the server's peak resident memory (VmHWM) in bytes.
@@ -175,7 +175,7 @@ func BenchmarkUp2kServer(b *testing.B) {
 			for j := range 256 {
 				fh.WriteAt(data[j<<20:(j+1)<<20], int64(j)<<20)
 			}
-			if err := unix.Fdatasync(int(fh.Fd())); err != nil {
+			if err := store.Datasync(fh); err != nil {
 				b.Fatal(err)
 			}
 		}

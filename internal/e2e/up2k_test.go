@@ -554,6 +554,10 @@ func TestUp2kTwoClients(t *testing.T) {
 						errs <- fmt.Sprintf("client %d chunk: %d %s", c, code, b)
 					}
 				}
+				// The other client may still be writing the chunks this
+				// one was refused (slow under load): give it time before
+				// asking again, longer each round.
+				time.Sleep(time.Duration(round+1) * 25 * time.Millisecond)
 			}
 			errs <- fmt.Sprintf("client %d never finished", c)
 		}()

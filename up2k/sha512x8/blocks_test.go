@@ -66,7 +66,7 @@ func sum8(t testing.TB, msgs [][]byte) [][64]byte {
 }
 
 func TestBlocks8(t *testing.T) {
-	if !haveAVX512 {
+	if !haveKernel {
 		t.Skip("no AVX-512 here; the kernel is not used")
 	}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -96,7 +96,7 @@ func TestBlocks8(t *testing.T) {
 }
 
 func BenchmarkBlocks8(b *testing.B) {
-	if !haveAVX512 {
+	if !haveKernel {
 		b.Skip("no AVX-512")
 	}
 	const per = 64 << 10

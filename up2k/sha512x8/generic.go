@@ -9,7 +9,7 @@ import (
 // compress runs the lanes: the AVX-512 kernel where the CPU has it,
 // otherwise the same work one lane at a time in Go.
 func compress(st *[8][8]uint64, ptrs *[8]*byte, strides *[8]uint64, mask uint8, n int) {
-	if haveAVX512 {
+	if useLanes {
 		blocks8(st, ptrs, strides, mask, n)
 		return
 	}

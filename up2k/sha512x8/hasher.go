@@ -9,7 +9,7 @@ import (
 // Available reports whether this CPU runs the lanes. Without them a
 // Hasher still works, one message at a time, and callers are better off
 // with crypto/sha512.
-func Available() bool { return haveAVX512 }
+func Available() bool { return useLanes }
 
 // maxRun bounds one kernel call (in blocks), so that a stream with new
 // data joins a free lane within tens of microseconds.

@@ -15,15 +15,15 @@ import (
 // and checks every sum and that every piece is released once.
 func TestHasher(t *testing.T) {
 	for _, lanes := range []bool{true, false} {
-		if lanes && !haveAVX512 {
+		if lanes && !haveKernel {
 			continue
 		}
 		for _, workers := range []int{1, 4} {
 			name := fmt.Sprintf("%s/workers=%d", map[bool]string{true: "avx512", false: "go"}[lanes], workers)
 			t.Run(name, func(t *testing.T) {
-				if !lanes && haveAVX512 {
-					haveAVX512 = false
-					defer func() { haveAVX512 = true }()
+				if !lanes && useLanes {
+					useLanes = false
+					defer func() { useLanes = true }()
 				}
 				h := newHasher(workers)
 				defer h.Close()
