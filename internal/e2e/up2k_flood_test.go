@@ -153,7 +153,7 @@ func freeSpace(t *testing.T, dir string) int64 {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	return int64(st.Bavail) * st.Bsize
+	return int64(st.Bavail) * int64(st.Bsize) // Bsize is int64 on Linux, uint32 on darwin
 }
 
 // floodBound is what the server's peak resident memory must stay under
