@@ -37,18 +37,16 @@ func (e *StateFullError) Error() string {
 // folder dir and how many of them hoard keeps free: 1/32 of its size,
 // 256 KiB to 64 MiB (room for the database's write-ahead log and a flush).
 func StateRoom(dir string) (free, keep uint64, err error) {
-	var st syscall.Statfs_t
 	for {
-		err = syscall.Statfs(dir, &st)
-		if err != syscall.EINTR {
-			break
+		free, total, err := statfs(dir) // statfs.go: the fields' types differ by system
+		if err == syscall.EINTR {
+			continue
 		}
+		if err != nil {
+			return 0, 0, err
+		}
+		return free, min(max(total/32, 256<<10), 64<<20), nil
 	}
-	if err != nil {
-		return 0, 0, err
-	}
-	total := st.Blocks * uint64(st.Bsize)
-	return st.Bavail * uint64(st.Bsize), min(max(total/32, 256<<10), 64<<20), nil
 }
 
 // CheckStateRoom returns a *StateFullError when the state folder dir has
