@@ -59,6 +59,8 @@ type options struct {
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
 	ffmpeg, ffprobe         string
+	regCap, regCapIP        int
+	prod                    prodOptions // cli.go, tls.go, config.go
 }
 
 func main() {
@@ -89,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.singleHash, "single-hash", false, "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
 	fs.StringVar(&o.df, "df", "", "keep this much disk free on every volume (plain number: GiB)")
 	fs.IntVar(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
+	fs.IntVar(&o.regCap, "reg-cap", up2k.DefaultMaxUnfinished, "most unfinished up2k uploads in all (503 beyond)")
+	fs.IntVar(&o.regCapIP, "reg-cap-ip", up2k.DefaultMaxUnfinishedIP, "most unfinished up2k uploads from one client address, an IPv6 client's /64 (429 beyond)")
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
 	fs.IntVar(&o.thConvt, "th-convt", 60, "seconds a thumbnail or transcode may take before ffmpeg is killed")
@@ -107,19 +111,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
 	fs.IntVar(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")
 	fs.StringVar(&o.shr, "shr", "/shr/", "URL folder where share links are served (empty: sharing off)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "hoard: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	o.prod.register(fs)
+	if code, exit := parseArgs(fs, &o.prod, args, stdout, stderr); exit {
+		return code
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		fmt.Fprintf(stderr, "hoard: -log-level %q: want debug, info, warn or error\n", o.logLevel)
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(fmt.Sprintf("--log-level %q: want debug, info, warn or error", o.logLevel)))
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -127,7 +125,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	cfg, err := o.storeConfig(log)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(strings.TrimPrefix(err.Error(), "store: ")))
+		return 2
+	}
+	tl, err := newTLSSetup(&o.prod, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 2
 	}
 	listeners, err := listen(o.addrs, o.ports)
@@ -137,13 +140,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := store.Open(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		if _, ok := errors.AsType[*store.LockedError](err); ok {
+			return 2
+		}
 		return 1
 	}
 	defer st.Close()
 	dbs, err := openDBs(st, int64(o.dbCache)<<20, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		if errors.Is(err, idx.ErrLocked) {
+			return 2
+		}
 		return 1
 	}
 	defer closeDBs(dbs, log)
@@ -151,7 +160,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// it hears of uploads that up2k finds published at start.
 	ix := startIndex(st, dbs, o, log)
 	defer ix.Close() // before the databases close
-	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, Logger: log})
+	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, MaxUnfinished: o.regCap, MaxUnfinishedIP: o.regCapIP, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
@@ -179,14 +188,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, ArchTransform: med.Transform, Extra: extra})
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           withTLSState(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// Every request reaches the handler (OPTIONS * too), which
 		// checks each one's framing against what the connection carried.
-		ConnContext:                  srvhttp.FramingContext,
+		ConnContext:                  tlsConnContext, // and framing's
 		DisableGeneralOptionsHandler: true,
 	}
 	srv.RegisterOnShutdown(handler.StopStreams)
@@ -195,14 +204,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var wg sync.WaitGroup
 	serveErr := make(chan error, len(listeners))
 	for _, ln := range listeners {
-		fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(srvhttp.FramingListener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				serveErr <- err
-			}
-		}()
+		for _, scheme := range tl.schemes() {
+			fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr()) // tests read the first
+		}
+		for _, l := range tl.wrap(ln) { // framing over TLS over TCP (tls.go)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					serveErr <- err
+				}
+			}()
+		}
 	}
 	code := 0
 	select {
@@ -279,10 +292,11 @@ func openDBs(st *store.Store, cache int64, log *slog.Logger) (map[*store.Volume]
 		if db == nil {
 			var err error
 			db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log})
-			if errors.Is(err, idx.ErrLocked) {
-				// Another hoard serves this folder too. Serve anyway; this
-				// volume's up2k sessions then live in memory only.
-				log.Warn("the volume's index is in use by another process; unfinished uploads here will not survive a restart", "volume", "/"+v.VPath, "err", err)
+			if errors.Is(err, idx.ErrLocked) && !v.Writable() {
+				// Another hoard serves this folder too (its state folder
+				// lock lets servers that only read share it): serve it
+				// without the index.
+				log.Warn("the volume's index is in use by another process; this read-only volume is served without it", "volume", "/"+v.VPath, "err", err)
 				continue
 			}
 			if err != nil {
@@ -330,6 +344,11 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		log.Warn("no -v given: serving the current folder at / with read and write access for everyone")
 		cfg.Volumes = []store.VolumeSpec{{Src: ".", Perms: map[string]store.Perm{"*": store.PermRead | store.PermWrite}}}
 	}
+	ph, err := o.prod.pwHash()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.PwHash = ph
 	g := &cfg.Global
 	g.Dedup = o.dedup
 	g.E2D = o.e2d || o.e2ds || o.e2dsa || o.e2t || o.e2ts || o.e2tsr || o.e2s || o.e2a
@@ -350,6 +369,8 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		return cfg, fmt.Errorf("--srch-hits %d: want at least 1", o.srchHits)
 	case o.srchMax < o.srchHits:
 		return cfg, fmt.Errorf("--srch-max %d: want at least --srch-hits (%d)", o.srchMax, o.srchHits)
+	case o.regCap < 1 || o.regCapIP < 1:
+		return cfg, fmt.Errorf("--reg-cap %d, --reg-cap-ip %d: want at least 1", o.regCap, o.regCapIP)
 	case o.snapDrop < 1:
 		return cfg, fmt.Errorf("--snap-drop %d: want at least 1 minute", o.snapDrop)
 	case o.dbCache < 1:

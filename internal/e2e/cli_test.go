@@ -36,8 +36,8 @@ func TestCLIBadArguments(t *testing.T) {
 		{name: "bad fk", args: []string{"-v", dir + "::r:c,fk=x"}, code: 2, names: []string{"fk"}},
 		{name: "bad user name in permissions", args: []string{"-v", dir + "::r,bad user"}, code: 2, names: []string{"bad user"}},
 		{name: "two volumes at one path", args: []string{"-v", dir + "::r", "-v", dir + "::w"}, code: 2, names: []string{"mounted at /"}},
-		{name: "account without colon", args: []string{"-a", "nocolon", "-v", dir + "::r"}, code: 2, names: []string{"nocolon"}},
-		{name: "account without user", args: []string{"-a", ":pw", "-v", dir + "::r"}, code: 2, names: []string{":pw"}},
+		{name: "account without colon", args: []string{"-a", "nocolon", "-v", dir + "::r"}, code: 2, names: []string{"USER:PASS"}},
+		{name: "account without user", args: []string{"-a", ":pw", "-v", dir + "::r"}, code: 2, names: []string{"bad user name \"\""}},
 		{name: "account without password", args: []string{"-a", "ed:", "-v", dir + "::r"}, code: 2, names: []string{"ed"}},
 		{name: "two accounts, same password", args: []string{"-a", "ann:same", "-a", "bob:same", "-v", dir + "::r"}, code: 2, names: []string{"ann", "bob", "password"}},
 		{name: "one account twice", args: []string{"-a", "ann:x1", "-a", "ann:x2", "-v", dir + "::r"}, code: 2, names: []string{"ann"}},
@@ -78,12 +78,12 @@ func TestCLIBadArguments(t *testing.T) {
 		}
 	})
 	t.Run("help", func(t *testing.T) {
-		code, _, stderr := runHoard(t, "-h")
+		code, stdout, _ := runHoard(t, "-h")
 		if code != 0 {
 			t.Errorf("-h: exit status = %d, want 0", code)
 		}
 		for _, f := range []string{"-v", "-a", "-p", "max-ranges"} {
-			if !strings.Contains(stderr, f) {
+			if !strings.Contains(stdout, f) {
 				t.Errorf("-h output lacks %q", f)
 			}
 		}

@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -109,7 +110,7 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-var listenRE = regexp.MustCompile(`listening on (http://\S+)`)
+var listenRE = regexp.MustCompile(`listening on (https?://\S+)`) // the first line: http unless --https-only
 
 // start runs hoard with args plus -p 0 -i 127.0.0.1 in a new empty
 // folder and waits until it listens. At cleanup it sends SIGTERM and
@@ -556,6 +557,17 @@ func decodeJSONKeys(t *testing.T, body []byte, v any) map[string]json.RawMessage
 }
 
 // ---- files on disk ----
+
+// readFile returns the bytes of the file at p, failing the test when it
+// cannot be read.
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // userTree is tree without the server's state folder.
 func userTree(t *testing.T, dir string) []string {
@@ -1500,3 +1512,236 @@ func wrapperStats(t testing.TB, dir string) (runs, maxConc int) {
 }
 
 func thumbURL(name, v string) string { return "/" + url.PathEscape(name) + "?th=" + url.QueryEscape(v) }
+
+// ---- permissions ----
+
+const (
+	pageShowsNothing = ""
+	indexPageText    = "INDEX-PAGE"
+	listedFileName   = "x.txt"
+)
+
+// permCase is one row of the permission matrix.
+type permCase struct {
+	letters    string
+	getFile    int
+	getMissing int
+	ls         int
+	lsShows    bool     // ?ls lists the files
+	perms      []string // ?ls perms when ls is 200
+	html       int      // GET /sub/
+	htmlHas    string   // what the page must contain
+	put        int
+	replace    int
+	post       int
+	dots       bool // ?ls&dots lists .dot
+}
+
+var permCases = []permCase{
+	{letters: "r", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read"}, html: 200, htmlHas: listedFileName, put: 403, replace: 403, post: 403, dots: false},
+	{letters: "w", getFile: 403, getMissing: 403, ls: 200, lsShows: false, perms: []string{"write"}, html: 200, htmlHas: pageShowsNothing, put: 201, replace: 403, post: 201, dots: false},
+	{letters: "m", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: pageShowsNothing, put: 403, replace: 403, post: 403, dots: false},
+	{letters: "d", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: pageShowsNothing, put: 403, replace: 403, post: 403, dots: false},
+	{letters: "g", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: pageShowsNothing, put: 403, replace: 403, post: 403, dots: false},
+	{letters: "G", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: pageShowsNothing, put: 403, replace: 403, post: 403, dots: false},
+	{letters: "h", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 200, htmlHas: indexPageText, put: 403, replace: 403, post: 403, dots: false},
+	{letters: ".", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: pageShowsNothing, put: 403, replace: 403, post: 403, dots: false},
+	{letters: "a", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: pageShowsNothing, put: 403, replace: 403, post: 403, dots: false},
+	{letters: "A", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write", "move", "delete", "dot", "admin"}, html: 200, htmlHas: listedFileName, put: 201, replace: 201, post: 201, dots: true},
+	{letters: "rw", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write"}, html: 200, htmlHas: listedFileName, put: 201, replace: 403, post: 201, dots: false},
+	{letters: "rwd", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write", "delete"}, html: 200, htmlHas: listedFileName, put: 201, replace: 201, post: 201, dots: false},
+	{letters: "r.", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "dot"}, html: 200, htmlHas: listedFileName, put: 403, replace: 403, post: 403, dots: true},
+	{letters: "wd", getFile: 403, getMissing: 403, ls: 200, lsShows: false, perms: []string{"write", "delete"}, html: 200, htmlHas: pageShowsNothing, put: 201, replace: 201, post: 201, dots: false},
+	{letters: "rg", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "get"}, html: 200, htmlHas: listedFileName, put: 403, replace: 403, post: 403, dots: false},
+}
+
+// runPermCase checks one row against a server that start runs with user
+// u (password pw1) holding tc.letters on the volume dir at /.
+func runPermCase(t *testing.T, tc permCase, start func(dir string) *server) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f.txt", []byte("F-CONTENT"))
+	writeFile(t, dir, "r.txt", []byte("R-OLD"))
+	writeFile(t, dir, ".dot", []byte("D"))
+	writeFile(t, dir, "sub/index.html", []byte("<p>"+indexPageText+"</p>"))
+	writeFile(t, dir, "sub/x.txt", []byte("X"))
+	s := start(dir)
+	cred := "PW: pw1"
+
+	t.Run("anonymous gets 401", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/f.txt", nil)
+		wantStatus(t, resp, body, http.StatusUnauthorized)
+		if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, `Basic realm="hoard"`) {
+			t.Errorf("WWW-Authenticate = %q, want Basic realm=\"hoard\"", got)
+		}
+	})
+	t.Run("GET file", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/f.txt", nil, cred)
+		wantStatus(t, resp, body, tc.getFile)
+		if got := strings.Contains(string(body), "F-CONTENT"); got != (tc.getFile == 200) {
+			t.Errorf("body has the file: %v, want %v", got, tc.getFile == 200)
+		}
+	})
+	t.Run("GET missing file", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/missing.txt", nil, cred)
+		wantStatus(t, resp, body, tc.getMissing)
+	})
+	t.Run("ls", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/?ls", nil, cred)
+		wantStatus(t, resp, body, tc.ls)
+		if tc.ls != 200 {
+			if strings.Contains(string(body), "f.txt") {
+				t.Errorf("refused listing names f.txt: %s", body)
+			}
+			return
+		}
+		l := decodeListing(t, body)
+		_, files := listingNames(t, l)
+		if got := slices.Contains(files, "f.txt"); got != tc.lsShows {
+			t.Errorf("files = %q: lists f.txt %v, want %v", files, got, tc.lsShows)
+		}
+		if !tc.lsShows && (len(l.Dirs) != 0 || len(l.Files) != 0) {
+			t.Errorf("write-only listing: dirs %v files %v, want both empty", l.Dirs, l.Files)
+		}
+		if !reflect.DeepEqual(l.Perms, tc.perms) {
+			t.Errorf("perms = %q, want %q", l.Perms, tc.perms)
+		}
+		if l.Acct != "u" {
+			t.Errorf("acct = %q, want u", l.Acct)
+		}
+	})
+	t.Run("ls=t", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/sub/?ls=t", nil, cred)
+		wantStatus(t, resp, body, tc.ls)
+		if got := strings.Contains(string(body), "x.txt"); got != tc.lsShows {
+			t.Errorf("text listing names x.txt: %v, want %v", got, tc.lsShows)
+		}
+	})
+	t.Run("GET folder page", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/sub/", nil, cred)
+		wantStatus(t, resp, body, tc.html)
+		if tc.htmlHas != "" && !strings.Contains(string(body), tc.htmlHas) {
+			t.Errorf("page lacks %q: %.300s", tc.htmlHas, body)
+		}
+		if tc.htmlHas != listedFileName && strings.Contains(string(body), "x.txt") {
+			t.Errorf("page names x.txt, want no listing: %.300s", body)
+		}
+		if tc.htmlHas != indexPageText && strings.Contains(string(body), indexPageText) {
+			t.Errorf("page serves index.html, want not: %.300s", body)
+		}
+	})
+	t.Run("dots", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/?ls&dots", nil, cred)
+		wantStatus(t, resp, body, tc.ls)
+		if got := strings.Contains(string(body), ".dot"); got != tc.dots {
+			t.Errorf("?ls&dots lists .dot: %v, want %v", got, tc.dots)
+		}
+	})
+	t.Run("PUT", func(t *testing.T) {
+		resp, body := s.do(t, "PUT", "/new.txt", []byte("NEW"), cred)
+		wantStatus(t, resp, body, tc.put)
+		if got := fileHolds(dir, "new.txt", "NEW"); got != (tc.put == 201) {
+			t.Errorf("new.txt stored: %v, want %v", got, tc.put == 201)
+		}
+	})
+	t.Run("PUT replace", func(t *testing.T) {
+		resp, body := s.do(t, "PUT", "/r.txt?replace", []byte("R-NEW"), cred)
+		wantStatus(t, resp, body, tc.replace)
+		want := "R-OLD"
+		if tc.replace == 201 {
+			want = "R-NEW"
+		}
+		if !fileHolds(dir, "r.txt", want) {
+			t.Errorf("r.txt does not hold %q after the request", want)
+		}
+	})
+	t.Run("PUT Replace header", func(t *testing.T) {
+		writeFile(t, dir, "r2.txt", []byte("R-OLD"))
+		resp, body := s.do(t, "PUT", "/r2.txt", []byte("R-NEW"), cred, "Replace: 1")
+		wantStatus(t, resp, body, tc.replace)
+	})
+	t.Run("multipart POST", func(t *testing.T) {
+		mp, ct := multipartFiles(t, [2]string{"mp.txt", "MP"})
+		resp, body := s.do(t, "POST", "/", mp, cred, ct)
+		wantStatus(t, resp, body, tc.post)
+		if got := fileHolds(dir, "mp.txt", "MP"); got != (tc.post == 201) {
+			t.Errorf("mp.txt stored: %v, want %v", got, tc.post == 201)
+		}
+	})
+	t.Run("anonymous writes get 401", func(t *testing.T) {
+		resp, body := s.do(t, "PUT", "/anon.txt", []byte("A"))
+		wantStatus(t, resp, body, http.StatusUnauthorized)
+		mp, ct := multipartFiles(t, [2]string{"anon2.txt", "A"})
+		resp, body = s.do(t, "POST", "/", mp, ct)
+		wantStatus(t, resp, body, http.StatusUnauthorized)
+		if pathExists(dir, "anon.txt") || pathExists(dir, "anon2.txt") {
+			t.Errorf("anonymous upload stored, want nothing")
+		}
+	})
+}
+
+// ---- config files ----
+
+// configFile writes a config file and returns its path.
+func configFile(t *testing.T, text string) string {
+	t.Helper()
+	return writeFile(t, t.TempDir(), "hoard.conf", []byte(text))
+}
+
+// ---- clients from other addresses ----
+
+// clientFromAddr is an HTTP client whose connections come from the loopback
+// address ip (127.0.0.2, …), so that the server sees several clients.
+func clientFromAddr(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}}
+}
+
+// ---- copyparty's u2c.py ----
+
+// u2cRun runs u2c.py with args and returns its output.
+func u2cRun(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	py := os.Getenv("HOARD_PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	cmd := exec.CommandContext(ctx, py, append([]string{os.Getenv("HOARD_U2C"), "-ns"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func u2cNeed(t *testing.T) {
+	t.Helper()
+	if os.Getenv("HOARD_U2C") == "" {
+		t.Skip("HOARD_U2C is not set: skipping the test with copyparty's u2c.py; set it to the path of bin/u2c.py from github.com/9001/copyparty to run it")
+	}
+}
+
+// u2cSameTree compares every file below src with its copy below dst:
+// content, and mtime to the second.
+func u2cSameTree(t *testing.T, src, dst string) int {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join(dst, rel))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: not uploaded intact (%v)", rel, err)
+			return nil
+		}
+		fa, _ := os.Stat(p)
+		fb, _ := os.Stat(filepath.Join(dst, rel))
+		if fa.ModTime().Unix() != fb.ModTime().Unix() {
+			t.Errorf("%s: mtime %v, want %v", rel, fb.ModTime(), fa.ModTime())
+		}
+		n++
+		return nil
+	})
+	return n
+}

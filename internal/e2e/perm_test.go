@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -15,162 +14,11 @@ import (
 // anonymous user holds nothing.
 func TestPermMatrix(t *testing.T) {
 	t.Parallel()
-	const (
-		none  = ""
-		index = "INDEX-PAGE"
-		list  = "x.txt"
-	)
-	cases := []struct {
-		letters    string
-		getFile    int
-		getMissing int
-		ls         int
-		lsShows    bool     // ?ls lists the files
-		perms      []string // ?ls perms when ls is 200
-		html       int      // GET /sub/
-		htmlHas    string   // what the page must contain
-		put        int
-		replace    int
-		post       int
-		dots       bool // ?ls&dots lists .dot
-	}{
-		{letters: "r", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read"}, html: 200, htmlHas: list, put: 403, replace: 403, post: 403, dots: false},
-		{letters: "w", getFile: 403, getMissing: 403, ls: 200, lsShows: false, perms: []string{"write"}, html: 200, htmlHas: none, put: 201, replace: 403, post: 201, dots: false},
-		{letters: "m", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
-		{letters: "d", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
-		{letters: "g", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
-		{letters: "G", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
-		{letters: "h", getFile: 200, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 200, htmlHas: index, put: 403, replace: 403, post: 403, dots: false},
-		{letters: ".", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
-		{letters: "a", getFile: 403, getMissing: 403, ls: 403, lsShows: false, perms: nil, html: 403, htmlHas: none, put: 403, replace: 403, post: 403, dots: false},
-		{letters: "A", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write", "move", "delete", "dot", "admin"}, html: 200, htmlHas: list, put: 201, replace: 201, post: 201, dots: true},
-		{letters: "rw", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write"}, html: 200, htmlHas: list, put: 201, replace: 403, post: 201, dots: false},
-		{letters: "rwd", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "write", "delete"}, html: 200, htmlHas: list, put: 201, replace: 201, post: 201, dots: false},
-		{letters: "r.", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "dot"}, html: 200, htmlHas: list, put: 403, replace: 403, post: 403, dots: true},
-		{letters: "wd", getFile: 403, getMissing: 403, ls: 200, lsShows: false, perms: []string{"write", "delete"}, html: 200, htmlHas: none, put: 201, replace: 201, post: 201, dots: false},
-		{letters: "rg", getFile: 200, getMissing: 404, ls: 200, lsShows: true, perms: []string{"read", "get"}, html: 200, htmlHas: list, put: 403, replace: 403, post: 403, dots: false},
-	}
-	for _, tc := range cases {
+	for _, tc := range permCases {
 		t.Run("perm "+tc.letters, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			writeFile(t, dir, "f.txt", []byte("F-CONTENT"))
-			writeFile(t, dir, "r.txt", []byte("R-OLD"))
-			writeFile(t, dir, ".dot", []byte("D"))
-			writeFile(t, dir, "sub/index.html", []byte("<p>"+index+"</p>"))
-			writeFile(t, dir, "sub/x.txt", []byte("X"))
-			s := start(t, "-a", "u:pw1", "-v", dir+"::"+tc.letters+",u")
-			cred := "PW: pw1"
-
-			t.Run("anonymous gets 401", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/f.txt", nil)
-				wantStatus(t, resp, body, http.StatusUnauthorized)
-				if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, `Basic realm="hoard"`) {
-					t.Errorf("WWW-Authenticate = %q, want Basic realm=\"hoard\"", got)
-				}
-			})
-			t.Run("GET file", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/f.txt", nil, cred)
-				wantStatus(t, resp, body, tc.getFile)
-				if got := strings.Contains(string(body), "F-CONTENT"); got != (tc.getFile == 200) {
-					t.Errorf("body has the file: %v, want %v", got, tc.getFile == 200)
-				}
-			})
-			t.Run("GET missing file", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/missing.txt", nil, cred)
-				wantStatus(t, resp, body, tc.getMissing)
-			})
-			t.Run("ls", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/?ls", nil, cred)
-				wantStatus(t, resp, body, tc.ls)
-				if tc.ls != 200 {
-					if strings.Contains(string(body), "f.txt") {
-						t.Errorf("refused listing names f.txt: %s", body)
-					}
-					return
-				}
-				l := decodeListing(t, body)
-				_, files := listingNames(t, l)
-				if got := slices.Contains(files, "f.txt"); got != tc.lsShows {
-					t.Errorf("files = %q: lists f.txt %v, want %v", files, got, tc.lsShows)
-				}
-				if !tc.lsShows && (len(l.Dirs) != 0 || len(l.Files) != 0) {
-					t.Errorf("write-only listing: dirs %v files %v, want both empty", l.Dirs, l.Files)
-				}
-				if !reflect.DeepEqual(l.Perms, tc.perms) {
-					t.Errorf("perms = %q, want %q", l.Perms, tc.perms)
-				}
-				if l.Acct != "u" {
-					t.Errorf("acct = %q, want u", l.Acct)
-				}
-			})
-			t.Run("ls=t", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/sub/?ls=t", nil, cred)
-				wantStatus(t, resp, body, tc.ls)
-				if got := strings.Contains(string(body), "x.txt"); got != tc.lsShows {
-					t.Errorf("text listing names x.txt: %v, want %v", got, tc.lsShows)
-				}
-			})
-			t.Run("GET folder page", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/sub/", nil, cred)
-				wantStatus(t, resp, body, tc.html)
-				if tc.htmlHas != "" && !strings.Contains(string(body), tc.htmlHas) {
-					t.Errorf("page lacks %q: %.300s", tc.htmlHas, body)
-				}
-				if tc.htmlHas != list && strings.Contains(string(body), "x.txt") {
-					t.Errorf("page names x.txt, want no listing: %.300s", body)
-				}
-				if tc.htmlHas != index && strings.Contains(string(body), index) {
-					t.Errorf("page serves index.html, want not: %.300s", body)
-				}
-			})
-			t.Run("dots", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/?ls&dots", nil, cred)
-				wantStatus(t, resp, body, tc.ls)
-				if got := strings.Contains(string(body), ".dot"); got != tc.dots {
-					t.Errorf("?ls&dots lists .dot: %v, want %v", got, tc.dots)
-				}
-			})
-			t.Run("PUT", func(t *testing.T) {
-				resp, body := s.do(t, "PUT", "/new.txt", []byte("NEW"), cred)
-				wantStatus(t, resp, body, tc.put)
-				if got := fileHolds(dir, "new.txt", "NEW"); got != (tc.put == 201) {
-					t.Errorf("new.txt stored: %v, want %v", got, tc.put == 201)
-				}
-			})
-			t.Run("PUT replace", func(t *testing.T) {
-				resp, body := s.do(t, "PUT", "/r.txt?replace", []byte("R-NEW"), cred)
-				wantStatus(t, resp, body, tc.replace)
-				want := "R-OLD"
-				if tc.replace == 201 {
-					want = "R-NEW"
-				}
-				if !fileHolds(dir, "r.txt", want) {
-					t.Errorf("r.txt does not hold %q after the request", want)
-				}
-			})
-			t.Run("PUT Replace header", func(t *testing.T) {
-				writeFile(t, dir, "r2.txt", []byte("R-OLD"))
-				resp, body := s.do(t, "PUT", "/r2.txt", []byte("R-NEW"), cred, "Replace: 1")
-				wantStatus(t, resp, body, tc.replace)
-			})
-			t.Run("multipart POST", func(t *testing.T) {
-				mp, ct := multipartFiles(t, [2]string{"mp.txt", "MP"})
-				resp, body := s.do(t, "POST", "/", mp, cred, ct)
-				wantStatus(t, resp, body, tc.post)
-				if got := fileHolds(dir, "mp.txt", "MP"); got != (tc.post == 201) {
-					t.Errorf("mp.txt stored: %v, want %v", got, tc.post == 201)
-				}
-			})
-			t.Run("anonymous writes get 401", func(t *testing.T) {
-				resp, body := s.do(t, "PUT", "/anon.txt", []byte("A"))
-				wantStatus(t, resp, body, http.StatusUnauthorized)
-				mp, ct := multipartFiles(t, [2]string{"anon2.txt", "A"})
-				resp, body = s.do(t, "POST", "/", mp, ct)
-				wantStatus(t, resp, body, http.StatusUnauthorized)
-				if pathExists(dir, "anon.txt") || pathExists(dir, "anon2.txt") {
-					t.Errorf("anonymous upload stored, want nothing")
-				}
+			runPermCase(t, tc, func(dir string) *server {
+				return start(t, "-a", "u:pw1", "-v", dir+"::"+tc.letters+",u")
 			})
 		})
 	}

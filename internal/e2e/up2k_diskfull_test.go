@@ -24,11 +24,15 @@ func TestUp2kDiskFull(t *testing.T) {
 	s := start(t, "-v", vol+"::rw", "--hist", t.TempDir())
 	f := newUp2kFile(randomBytes(20 << 20))
 	rep := up2kHandshake(t, s, "/", "big.bin", f, 1600000000, nil)
-	// Too big for what is free: refused at the handshake, nothing made.
+	// Too big for what is free: the client's error (413 naming the free
+	// space), refused at the handshake, nothing made.
 	resp, b := postHandshake(t, s, "/", map[string]any{"name": "huge.bin", "size": 40 << 20, "hash": newUp2kFile(make([]byte, 40<<20)).hashes})
-	wantStatus(t, resp, b, 500)
-	if !strings.Contains(string(b), "free") {
+	wantStatus(t, resp, b, 413)
+	if !strings.Contains(string(b), "free space") {
 		t.Fatalf("disk full at handshake: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(vol, "huge.bin.PARTIAL")); err == nil {
+		t.Fatal("a refused handshake left its work file")
 	}
 	filler := filepath.Join(mnt, "filler")
 	if err := os.WriteFile(filler, randomBytes(16<<20), 0o644); err != nil {

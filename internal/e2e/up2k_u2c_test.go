@@ -18,54 +18,6 @@ import (
 	"time"
 )
 
-// u2cRun runs u2c.py with args and returns its output.
-func u2cRun(t *testing.T, ctx context.Context, args ...string) (string, error) {
-	t.Helper()
-	py := os.Getenv("HOARD_PYTHON")
-	if py == "" {
-		py = "python3"
-	}
-	cmd := exec.CommandContext(ctx, py, append([]string{os.Getenv("HOARD_U2C"), "-ns"}, args...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
-}
-
-func u2cNeed(t *testing.T) {
-	t.Helper()
-	if os.Getenv("HOARD_U2C") == "" {
-		t.Skip("HOARD_U2C is not set: skipping the test with copyparty's u2c.py; set it to the path of bin/u2c.py from github.com/9001/copyparty to run it")
-	}
-}
-
-// u2cSameTree compares every file below src with its copy below dst:
-// content, and mtime to the second.
-func u2cSameTree(t *testing.T, src, dst string) int {
-	t.Helper()
-	n := 0
-	filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		a, _ := os.ReadFile(p)
-		b, err := os.ReadFile(filepath.Join(dst, rel))
-		if err != nil || !bytes.Equal(a, b) {
-			t.Errorf("%s: not uploaded intact (%v)", rel, err)
-			return nil
-		}
-		fa, _ := os.Stat(p)
-		fb, _ := os.Stat(filepath.Join(dst, rel))
-		if fa.ModTime().Unix() != fb.ModTime().Unix() {
-			t.Errorf("%s: mtime %v, want %v", rel, fb.ModTime(), fa.ModTime())
-		}
-		n++
-		return nil
-	})
-	return n
-}
-
 func TestUp2kU2C(t *testing.T) {
 	u2cNeed(t)
 	vol, src := t.TempDir(), t.TempDir()
