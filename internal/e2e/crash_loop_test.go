@@ -162,7 +162,7 @@ func (m *crashModel) load(s *server, round int) {
 	}
 	for _, u := range ups {
 		rng := seeds()
-		wg.Go(func() { m.upWorker(s, u, rng, stop, lastChunk) })
+		wg.Go(func() { m.up2kWorker(s, u, rng, stop, lastChunk) })
 	}
 	aim := m.rng.IntN(3) == 0
 	wait := time.Duration(20+m.rng.IntN(700)) * time.Millisecond
@@ -244,8 +244,8 @@ func (m *crashModel) appendWorker(s *server, i int, rng *mrand.Rand, stop chan s
 	}
 }
 
-// hs handshakes for u; ok is false when the server is gone.
-func (m *crashModel) hs(s *server, u *crashUp) (handshakeReply, bool) {
+// handshake handshakes for u; ok is false when the server is gone.
+func (m *crashModel) handshake(s *server, u *crashUp) (handshakeReply, bool) {
 	b, _ := json.Marshal(map[string]any{"name": u.name, "size": len(u.f.data), "lmod": 1600000000, "hash": u.f.hashes})
 	req, _ := http.NewRequest("POST", s.URL+"/u/", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
@@ -282,8 +282,8 @@ func (m *crashModel) checkNeed(u *crashUp, rep handshakeReply, when string) {
 	}
 }
 
-func (m *crashModel) upWorker(s *server, u *crashUp, rng *mrand.Rand, stop chan struct{}, lastChunk chan struct{}) {
-	rep, ok := m.hs(s, u)
+func (m *crashModel) up2kWorker(s *server, u *crashUp, rng *mrand.Rand, stop chan struct{}, lastChunk chan struct{}) {
+	rep, ok := m.handshake(s, u)
 	if !ok {
 		return
 	}
@@ -394,7 +394,7 @@ func (m *crashModel) verify(s *server, round int) {
 		if u.done && u.f == nil {
 			continue // verified complete earlier
 		}
-		rep, ok := m.hs(s, u)
+		rep, ok := m.handshake(s, u)
 		if !ok {
 			t.Fatalf("%s: handshake for %s failed", where, u.name)
 		}
