@@ -2,7 +2,7 @@
 // PUT and multipart uploads, range downloads by sendfile, listings.
 //
 // With no flags it serves the current folder at / on port 3923, readable
-// and writable by everyone. See README.md for the flags.
+// and writable by everyone. hoard -h lists the flags; docs/ explains them.
 package main
 
 import (
