@@ -122,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	cfg, err := o.storeConfig(log)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(strings.TrimPrefix(err.Error(), "store: ")))
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(err.Error()))
 		return 2
 	}
 	tl, err := newTLSSetup(&o.prod, log)

@@ -38,7 +38,7 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 	f, err := archiveFormat(q)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "arch: "))
+		return err
 	}
 	if f.Mod != "" && s.archFn == nil {
 		return errorf(http.StatusNotImplemented, "archive modifier %s needs the media support, not built yet", f.Mod)

@@ -249,6 +249,9 @@ func (s *Server) fail(q *req, err error) {
 	for _, k := range []string{"Content-Disposition", "Content-Security-Policy", "ETag", "Last-Modified", "Content-Encoding", "Location"} {
 		h.Del(k)
 	}
+	if ra := retryAfter(err); ra != "" {
+		h.Set("Retry-After", ra)
+	}
 	if code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Basic realm="hoard", charset="UTF-8"`)
 	}

@@ -65,7 +65,7 @@ func parseShareReq(body []byte, now time.Time) (sh store.Share, pw string, vps [
 		sh.Key = randomKey(12)
 	}
 	if err := store.CheckShareKey(sh.Key); err != nil {
-		return sh, "", nil, errorf(http.StatusBadRequest, "share key %q: %s", sh.Key, trimPkg(err.Error()))
+		return sh, "", nil, err
 	}
 	if vps, err = stringList(r.VP, "vp"); err != nil {
 		return sh, "", nil, err

@@ -46,12 +46,12 @@ const MaxShares = 10000
 var shareKeyRE = regexp.MustCompile(`^[0-9A-Za-z_-]{1,64}$`)
 
 // ErrShareKey is a share key hoard does not accept.
-var ErrShareKey = errors.New("store: a share key is 1 to 64 of the characters 0-9 A-Z a-z _ -")
+var ErrShareKey = &Error{Kind: KindInvalid, Msg: "a share key is 1 to 64 of the characters 0-9 A-Z a-z _ -"}
 
 // CheckShareKey validates a share key.
 func CheckShareKey(k string) error {
 	if !shareKeyRE.MatchString(k) {
-		return ErrShareKey
+		return &Error{Kind: KindInvalid, Msg: fmt.Sprintf("share key %q: %s", k, ErrShareKey.Msg), is: ErrShareKey}
 	}
 	return nil
 }
@@ -67,11 +67,11 @@ func OpenShares(file string, now func() time.Time) (*Shares, error) {
 		return s, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: shares: %w", err)
+		return nil, fmt.Errorf("shares: %w", err)
 	}
 	var list []*Share
 	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("store: shares file %s is corrupt: %w", file, err)
+		return nil, fmt.Errorf("shares file %s is corrupt: %w", file, err)
 	}
 	for _, sh := range list {
 		if CheckShareKey(sh.Key) == nil {
@@ -134,10 +134,10 @@ func (s *Shares) Add(sh Share) error {
 	defer s.mu.Unlock()
 	s.purge()
 	if old, ok := s.m[sh.Key]; ok && !old.expired(s.now()) {
-		return fmt.Errorf("store: share key %q: %w", sh.Key, ErrExists)
+		return fmt.Errorf("share key %q: %w", sh.Key, ErrExists)
 	}
 	if len(s.m) >= MaxShares {
-		return fmt.Errorf("store: there are already %d shares", MaxShares)
+		return fmt.Errorf("there are already %d shares", MaxShares)
 	}
 	sh.Files = slices.Clone(sh.Files)
 	s.m[sh.Key] = &sh
@@ -222,7 +222,7 @@ func (s *Shares) save() error {
 		return err
 	}
 	if err := writeFileAtomic(s.file, b); err != nil {
-		return fmt.Errorf("store: saving shares: %w", err)
+		return fmt.Errorf("saving shares: %w", err)
 	}
 	return nil
 }

@@ -155,18 +155,18 @@ func depth(vp string) int {
 func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 	src, err := filepath.Abs(spec.Src)
 	if err != nil {
-		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+		return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
 	}
 	fi, err := os.Stat(src)
 	if err != nil {
-		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+		return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("store: volume %q: not a folder", spec.Src)
+		return nil, fmt.Errorf("volume %q: not a folder", spec.Src)
 	}
 	root, err := os.OpenRoot(src)
 	if err != nil {
-		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+		return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
 	}
 	real, err := filepath.EvalSymlinks(src)
 	if err != nil {
@@ -221,7 +221,7 @@ func (s *Store) checkHistPlacement() error {
 				continue
 			}
 			if !slices.ContainsFunc(strings.Split(filepath.ToSlash(rel), "/"), func(c string) bool { return strings.EqualFold(c, HistName) }) {
-				return fmt.Errorf("store: the state folder %q of volume %q lies inside volume %q, where it would be served; put it elsewhere or in a folder named %s", v.hist, v.Src, w.Src, HistName)
+				return fmt.Errorf("the state folder %q of volume %q lies inside volume %q, where it would be served; put it elsewhere or in a folder named %s", v.hist, v.Src, w.Src, HistName)
 			}
 		}
 	}
@@ -245,7 +245,7 @@ func (v *Volume) loadSecret() ([]byte, error) {
 		return nil, err
 	}
 	if err := writeFileAtomic(name, []byte(hex.EncodeToString(key))); err != nil {
-		return nil, fmt.Errorf("store: volume %q: writing its key: %w", v.Src, err)
+		return nil, fmt.Errorf("volume %q: writing its key: %w", v.Src, err)
 	}
 	return key, nil
 }
