@@ -238,21 +238,27 @@ type Classed interface {
 	Class() (Kind, string)
 }
 
-// Classify finds err's kind, client-safe message and retry hint. A full
-// disk anywhere in the chain wins (it is the cause the client can act
-// on); else the outermost Classed error decides. ok is false for an error
+// Classify finds err's kind, client-safe message and retry hint. A lack
+// of space (NoRoomError, StateFullError, DiskFullError) anywhere in the
+// chain wins, it is the cause the client can act on; else the outermost
+// Classed error decides. ok is false for an error
 // of no kind (an I/O error).
 func Classify(err error) (k Kind, msg string, retryAfter time.Duration, ok bool) {
 	if err == nil {
 		return 0, "", 0, false
 	}
-	var df *DiskFullError
-	if errors.As(err, &df) {
-		k, msg = df.Class()
-		return k, msg, 0, true
-	}
 	var c Classed
-	if !errors.As(err, &c) {
+	var nr *NoRoomError
+	var sf *StateFullError
+	var df *DiskFullError
+	switch {
+	case errors.As(err, &nr):
+		c = nr
+	case errors.As(err, &sf):
+		c = sf
+	case errors.As(err, &df):
+		c = df
+	case !errors.As(err, &c):
 		return 0, "", 0, false
 	}
 	k, msg = c.Class()

@@ -17,8 +17,11 @@ const (
 	// uploaded to another path, or a source file is busy (422).
 	Retry = store.KindRetry
 	// Unavailable is a server that cannot take uploads right now, e.g.
-	// while it shuts down (503).
+	// while it shuts down, or with too many unfinished uploads (503).
 	Unavailable = store.KindUnavailable
+	// Limited is a client over its share: too many unfinished uploads
+	// from its address (429).
+	Limited = store.KindRateLimited
 )
 
 // Error is an up2k failure the client is told about: a *store.Error. Msg
