@@ -1,6 +1,8 @@
 package http
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -19,7 +21,7 @@ func (s *Server) thumb(q *req, fi fs.FileInfo) error {
 	if !q.perm.Any(store.PermRead|store.PermGet) || !q.keyOK(q.rel, fi) {
 		return q.denyRead()
 	}
-	p, err := media.ParseTh(q.query.Get("th"))
+	p, err := parseTh(q)
 	if err != nil {
 		return err
 	}
@@ -111,7 +113,7 @@ func (s *Server) folderThumb(q *req) error {
 			return s.thumb(q, fi)
 		}
 	}
-	if _, err := media.ParseTh(q.query.Get("th")); err != nil {
+	if _, err := parseTh(q); err != nil {
 		return err
 	}
 	h := q.w.Header()
@@ -144,3 +146,13 @@ func itoa(n int) string {
 
 // errNoThumbs: this server was started without the media service.
 var errNoThumbs = &store.Error{Kind: store.KindDisabled, Msg: "thumbnails are not enabled on this server"}
+
+// parseTh decodes ?th, naming the parameter in its error.
+func parseTh(q *req) (media.Params, error) {
+	p, err := media.ParseTh(q.query.Get("th"))
+	var pe *media.ParamError
+	if errors.As(err, &pe) {
+		return p, &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf("bad ?th value %q: %s", pe.Value, pe.Why), err: err}
+	}
+	return p, err
+}

@@ -84,15 +84,24 @@ type Params struct {
 // ErrBadParams wraps every ParseTh error.
 var ErrBadParams = &store.Error{Kind: store.KindInvalid, Msg: "bad thumbnail parameters"}
 
-// paramError is a ParseTh error: KindInvalid, matching ErrBadParams.
-type paramError struct{ msg string }
+// ParamError is a ParseTh error: KindInvalid, matching ErrBadParams.
+type ParamError struct {
+	Value string // the parameters as given
+	Why   string // what is wrong with them
+}
 
-func (e *paramError) Error() string               { return e.msg }
-func (e *paramError) Class() (store.Kind, string) { return store.KindInvalid, e.msg }
-func (e *paramError) Is(target error) bool        { return target == ErrBadParams }
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("bad thumbnail parameters %q: %s", e.Value, e.Why)
+}
+
+// Class is store.KindInvalid.
+func (e *ParamError) Class() (store.Kind, string) { return store.KindInvalid, e.Error() }
+
+// Is matches ErrBadParams.
+func (e *ParamError) Is(target error) bool { return target == ErrBadParams }
 
 func badParams(v, format string, args ...any) error {
-	return &paramError{msg: fmt.Sprintf("bad thumbnail parameters %q: ", v) + fmt.Sprintf(format, args...)}
+	return &ParamError{Value: v, Why: fmt.Sprintf(format, args...)}
 }
 
 // ParseTh parses the value of ?th: empty (a JPEG thumbnail of the default
