@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,6 +48,35 @@ var shareKeyRE = regexp.MustCompile(`^[0-9A-Za-z_-]{1,64}$`)
 
 // ErrShareKey is a share key hoard does not accept.
 var ErrShareKey = &Error{Kind: KindInvalid, Msg: "a share key is 1 to 64 of the characters 0-9 A-Z a-z _ -"}
+
+// shareKeyAlphabet leaves out the look-alikes 0 O 1 l I.
+const shareKeyAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// NewShareKey returns a random share key of n characters, each uniform
+// over shareKeyAlphabet.
+func NewShareKey(n int) string { return newShareKey(rand.Reader, n) }
+
+// newShareKey draws from r by rejection sampling: bytes at or above the
+// largest multiple of the alphabet's size are thrown away, so no
+// character is likelier than another (a plain modulo favours the first
+// 256 mod 57 of them).
+func newShareKey(r io.Reader, n int) string {
+	const size = len(shareKeyAlphabet)
+	const limit = 256 - 256%size
+	out := make([]byte, 0, n)
+	buf := make([]byte, 2*n)
+	for len(out) < n {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			panic("store: no randomness: " + err.Error()) // crypto/rand never fails on supported systems
+		}
+		for _, b := range buf {
+			if int(b) < limit && len(out) < n {
+				out = append(out, shareKeyAlphabet[int(b)%size])
+			}
+		}
+	}
+	return string(out)
+}
 
 // CheckShareKey validates a share key.
 func CheckShareKey(k string) error {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -422,6 +423,17 @@ func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	m := hmac.New(sha512.New, v.secret)
 	fmt.Fprintf(m, "fk\x00%s\x00%d\x00%d", rel, fi.Size(), ino)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:v.Flags.FK]
+}
+
+// KeyOK reports whether a user with permissions p may open the file at
+// rel with key: always without volume flag fk or with r, else only with
+// the file's key (compared in constant time).
+func (v *Volume) KeyOK(p Perm, rel string, fi fs.FileInfo, key string) bool {
+	if v.Flags.FK == 0 || p.Has(PermRead) {
+		return true
+	}
+	want := v.FileKey(rel, fi)
+	return want != "" && subtle.ConstantTimeCompare([]byte(key), []byte(want)) == 1
 }
 
 // clientTag is copyparty's 8-character keyed hash of a client address, used
