@@ -46,27 +46,17 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 		return nil, ErrNoSub
 	}
 	d = v.reach(d) // links.go
-	made := ""
-	if d != "." {
-		// Note the topmost missing folder so that a failed upload leaves
-		// no empty folders behind.
-		for p := d; p != "."; p = path.Dir(p) {
-			if _, err := v.root.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
-				break
-			}
-			made = p
-		}
-		if err := v.root.MkdirAll(d, 0o755); err != nil {
-			if errors.Is(err, fs.ErrExist) { // a file has one of the folder names
-				return nil, fmt.Errorf("%w: %v", ErrNotDir, err)
-			}
-			return nil, mapErr(err)
-		}
+	// The folder is made and held open, checked not to be (in) a state
+	// folder, and the work file is made in it by descriptor (guard.go).
+	dirf, made, err := v.mkdirs(d)
+	if err != nil {
+		return nil, v.writeErr(err, 0)
 	}
+	defer func() { dirf.Close() }()
 	for range 10 {
 		name := newTempName()
 		v.store.tempLive(v, path.Join(d, name), true)
-		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+		f, err := openFileAt(dirf, name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			v.store.tempLive(v, path.Join(d, name), false)
 		}
@@ -74,7 +64,11 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 			continue
 		}
 		if errors.Is(err, fs.ErrNotExist) && d != "." {
-			v.root.MkdirAll(d, 0o755) // an aborted upload removed the folder it had made
+			// An aborted upload removed the folder it had made.
+			dirf.Close()
+			if dirf, _, err = v.mkdirs(d); err != nil {
+				return nil, v.writeErr(err, 0)
+			}
 			continue
 		}
 		if err != nil {
@@ -484,6 +478,9 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	f, err := v.root.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, nil, false
+	}
+	if err == nil {
+		err = v.guard(f, name) // never into a state file (guard.go)
 	}
 	if err != nil {
 		return res, mapErr(err), true
