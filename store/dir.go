@@ -154,7 +154,7 @@ func (v *Volume) MakeDir(rel string) error {
 	if v.Flags.NoSub {
 		return ErrNoSub
 	}
-	r = v.reach(r) // links.go
+	r = v.reach(r)              // links.go
 	d, made, err := v.mkdirs(r) // never into a state folder (guard.go)
 	if err != nil {
 		return mapErr(err)
