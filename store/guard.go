@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The state folder is never reached through a symbolic link.
@@ -198,4 +200,14 @@ func (v *Volume) mkdirs(d string) (dir *os.File, made string, err error) {
 		cur = path.Join(cur, name)
 	}
 	return dir, made, nil
+}
+
+// linkAt makes the hard link nname in ndir to oname in odir (no link in
+// either name is followed).
+func linkAt(odir *os.File, oname string, ndir *os.File, nname string) error {
+	err := retryEINTR(func() error { return unix.Linkat(fdOf(odir), oname, fdOf(ndir), nname, 0) })
+	if err != nil {
+		return &os.LinkError{Op: "linkat", Old: oname, New: nname, Err: err}
+	}
+	return nil
 }

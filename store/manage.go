@@ -197,7 +197,7 @@ func (v *Volume) openEnd(dir, name string) (*end, error) {
 
 // canonical is the path inside v of the open folder f (given is the path
 // it was opened by), symbolic links resolved. A folder reached through a
-// link into the state folder is refused like the state folder itself.
+// link into the state folder is refused as a missing one is (guard.go).
 func (v *Volume) canonical(f *os.File, given string) (string, error) {
 	if given == "." {
 		given = ""
@@ -220,7 +220,7 @@ func (v *Volume) canonical(f *os.File, given string) (string, error) {
 	rel = filepath.ToSlash(rel)
 	for c := range strings.SplitSeq(rel, "/") {
 		if strings.EqualFold(c, HistName) {
-			return "", ErrReserved
+			return "", ErrNotFound // no oracle for what it holds
 		}
 	}
 	return rel, nil
