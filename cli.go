@@ -58,7 +58,7 @@ var helpGroups = []struct {
 	{"network", []string{"p", "i"}},
 	{"TLS", []string{"cert", "key", "http-only", "https-only", "h2"}},
 	{"accounts and volumes", []string{"a", "v", "ah-alg", "ah-salt", "ah-gen", "hist", "shr"}},
-	{"uploads", []string{"dedup", "warksalt", "df", "snap-drop", "unpost", "ups-ring", "single-hash"}},
+	{"uploads", []string{"dedup", "warksalt", "df", "snap-drop", "reg-cap", "reg-cap-ip", "unpost", "ups-ring", "single-hash"}},
 	{"indexing and search", []string{"e2d", "e2ds", "e2dsa", "e2t", "e2ts", "e2tsr", "e2s", "e2a", "re-maxage", "db-cache", "srch-hits", "srch-max", "srch-slow-ms"}},
 	{"downloads and archives", []string{"max-ranges", "arch-mt", "tail-tmax", "tail-cmax"}},
 	{"thumbnails and transcodes", []string{"th-mt", "th-convt", "th-queue", "th-cache-max", "th-max-mpx", "ffmpeg", "ffprobe"}},

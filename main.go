@@ -59,6 +59,7 @@ type options struct {
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
 	ffmpeg, ffprobe         string
+	regCap, regCapIP        int
 	prod                    prodOptions // cli.go, tls.go, config.go
 }
 
@@ -90,6 +91,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.singleHash, "single-hash", false, "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
 	fs.StringVar(&o.df, "df", "", "keep this much disk free on every volume (plain number: GiB)")
 	fs.IntVar(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
+	fs.IntVar(&o.regCap, "reg-cap", up2k.DefaultMaxUnfinished, "most unfinished up2k uploads in all (503 beyond)")
+	fs.IntVar(&o.regCapIP, "reg-cap-ip", up2k.DefaultMaxUnfinishedIP, "most unfinished up2k uploads from one client address, an IPv6 client's /64 (429 beyond)")
 	fs.IntVar(&o.dbCache, "db-cache", 64, "index block cache, MiB")
 	fs.IntVar(&o.thMT, "th-mt", runtime.NumCPU(), "thumbnail and transcode workers")
 	fs.IntVar(&o.thConvt, "th-convt", 60, "seconds a thumbnail or transcode may take before ffmpeg is killed")
@@ -137,13 +140,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := store.Open(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		if _, ok := errors.AsType[*store.LockedError](err); ok {
+			return 2
+		}
 		return 1
 	}
 	defer st.Close()
 	dbs, err := openDBs(st, int64(o.dbCache)<<20, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		if errors.Is(err, idx.ErrLocked) {
+			return 2
+		}
 		return 1
 	}
 	defer closeDBs(dbs, log)
@@ -151,7 +160,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// it hears of uploads that up2k finds published at start.
 	ix := startIndex(st, dbs, o, log)
 	defer ix.Close() // before the databases close
-	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, Logger: log})
+	up, err := up2k.New(up2k.Config{Store: st, DBs: dbs, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, MaxUnfinished: o.regCap, MaxUnfinishedIP: o.regCapIP, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
@@ -283,10 +292,11 @@ func openDBs(st *store.Store, cache int64, log *slog.Logger) (map[*store.Volume]
 		if db == nil {
 			var err error
 			db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log})
-			if errors.Is(err, idx.ErrLocked) {
-				// Another hoard serves this folder too. Serve anyway; this
-				// volume's up2k sessions then live in memory only.
-				log.Warn("the volume's index is in use by another process; unfinished uploads here will not survive a restart", "volume", "/"+v.VPath, "err", err)
+			if errors.Is(err, idx.ErrLocked) && !v.Writable() {
+				// Another hoard serves this folder too (its state folder
+				// lock lets servers that only read share it): serve it
+				// without the index.
+				log.Warn("the volume's index is in use by another process; this read-only volume is served without it", "volume", "/"+v.VPath, "err", err)
 				continue
 			}
 			if err != nil {
@@ -359,6 +369,8 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		return cfg, fmt.Errorf("--srch-hits %d: want at least 1", o.srchHits)
 	case o.srchMax < o.srchHits:
 		return cfg, fmt.Errorf("--srch-max %d: want at least --srch-hits (%d)", o.srchMax, o.srchHits)
+	case o.regCap < 1 || o.regCapIP < 1:
+		return cfg, fmt.Errorf("--reg-cap %d, --reg-cap-ip %d: want at least 1", o.regCap, o.regCapIP)
 	case o.snapDrop < 1:
 		return cfg, fmt.Errorf("--snap-drop %d: want at least 1 minute", o.snapDrop)
 	case o.dbCache < 1:

@@ -128,12 +128,11 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 	}
 	d = v.reach(d)
 	work := name + PartialSuffix
-	f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR|syscall.O_NONBLOCK, 0)
-	if err == nil {
-		err = v.guard(f, path.Join(d, work)) // guard.go
-	}
+	// A work file is hoard's own: never a link (which could lead the
+	// chunks into another file), a fifo or a device.
+	f, _, err := v.openLeaf(d, work, os.O_RDWR)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, err
 	}
 	return &Temp{File: f, v: v, dir: d, name: work}, nil
 }
@@ -359,9 +358,11 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 	}
 	s, d = v.reach(s), v.reach(d) // links.go
 	if d != "." {
-		if err := v.root.MkdirAll(d, 0o755); err != nil {
-			return "", nil, mapErr(err)
+		dirf, _, err := v.mkdirs(d) // never in a state folder (guard.go)
+		if err != nil {
+			return "", nil, v.writeErr(err, 0)
 		}
+		dirf.Close()
 	}
 	tmp := path.Join(d, newTempName())
 	v.store.tempLive(v, tmp, true)
