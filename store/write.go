@@ -489,10 +489,7 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	if errors.Is(err, ErrNotFound) {
 		return res, nil, false
 	}
-	if err == nil {
-		err = v.guard(f, name) // never into a state file (guard.go)
-	}
-	if err != nil {
+	if err != nil { // a state file is ErrNotFound (openRegular, guard.go)
 		return res, err, true
 	}
 	defer f.Close()
