@@ -125,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	cfg, err := o.storeConfig(log)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(strings.TrimPrefix(err.Error(), "store: ")))
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(err.Error()))
 		return 2
 	}
 	tl, err := newTLSSetup(&o.prod, log)
@@ -140,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	st, err := store.Open(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		fmt.Fprintf(stderr, "hoard: %s\n", err)
 		if _, ok := errors.AsType[*store.LockedError](err); ok {
 			return 2
 		}
@@ -186,7 +186,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 1
 	}
-	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, ArchTransform: med.Transform, Extra: extra})
+	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra})
 	srv := &http.Server{
 		Handler:           withTLSState(handler),
 		ReadHeaderTimeout: 10 * time.Second,

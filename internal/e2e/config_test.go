@@ -73,23 +73,23 @@ func TestConfigEquivalent(t *testing.T) {
 	flags := []string{"--e2d", "--dedup", "--srch-hits", "7", "--log-level", "debug",
 		"-a", "ed:pw#ed", "-a", "k:pw-k",
 		"-v", pub + "::r:rw,ed", "-v", priv + ":priv:rwmd,ed,k:g", "-v", inc + ":inbox:w:c,nodupe,sz=1-10"}
-	type mediaProbe struct {
+	type configProbe struct {
 		method, path string
 		body         string
 		hdr          []string
 	}
-	probes := []mediaProbe{
-		{"GET", "/p.txt", "", nil},
-		{"GET", "/priv/s.txt", "", nil},
-		{"GET", "/priv/?ls", "", nil},
-		{"GET", "/priv/?ls", "", []string{"PW: pw-k"}},
-		{"GET", "/priv/?ls", "", []string{"PW: pw#ed"}},
-		{"PUT", "/x.txt", "x", nil},
-		{"PUT", "/x.txt", "x", []string{"PW: pw-k"}},
-		{"PUT", "/inbox/big.txt", "0123456789abc", nil},
-		{"PUT", "/inbox/ok.txt", "ok", nil},
-		{"GET", "/inbox/ok.txt", "", nil},
-		{"GET", "/?ls", "", []string{"PW: pw#ed"}},
+	probes := []configProbe{
+		{method: "GET", path: "/p.txt", body: "", hdr: nil},
+		{method: "GET", path: "/priv/s.txt", body: "", hdr: nil},
+		{method: "GET", path: "/priv/?ls", body: "", hdr: nil},
+		{method: "GET", path: "/priv/?ls", body: "", hdr: []string{"PW: pw-k"}},
+		{method: "GET", path: "/priv/?ls", body: "", hdr: []string{"PW: pw#ed"}},
+		{method: "PUT", path: "/x.txt", body: "x", hdr: nil},
+		{method: "PUT", path: "/x.txt", body: "x", hdr: []string{"PW: pw-k"}},
+		{method: "PUT", path: "/inbox/big.txt", body: "0123456789abc", hdr: nil},
+		{method: "PUT", path: "/inbox/ok.txt", body: "ok", hdr: nil},
+		{method: "GET", path: "/inbox/ok.txt", body: "", hdr: nil},
+		{method: "GET", path: "/?ls", body: "", hdr: []string{"PW: pw#ed"}},
 	}
 	run := func(args ...string) ([]string, *server) {
 		s := start(t, args...)

@@ -97,7 +97,7 @@ func shareSwapRace(t *testing.T, swapBase bool) {
 		}
 	}()
 
-	type mediaProbe struct {
+	type raceProbe struct {
 		method, path, ct string
 		body             func(n int64) []byte
 		hdr              []string
@@ -111,7 +111,7 @@ func shareSwapRace(t *testing.T, swapBase bool) {
 		mw.Close()
 		return b.Bytes()
 	}
-	probes := []mediaProbe{
+	probes := []raceProbe{
 		{method: "GET", path: "/shr/race/in/f.txt"},
 		{method: "GET", path: "/shr/race/in/f.txt", hdr: []string{"Range: bytes=0-9"}},
 		{method: "GET", path: "/shr/race/in/f.txt", hdr: []string{"Range: bytes=0-3,5-9"}},
