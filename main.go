@@ -59,6 +59,7 @@ type options struct {
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
 	ffmpeg, ffprobe         string
+	prod                    prodOptions // cli.go, tls.go, config.go
 }
 
 func main() {
@@ -107,19 +108,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
 	fs.IntVar(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")
 	fs.StringVar(&o.shr, "shr", "/shr/", "URL folder where share links are served (empty: sharing off)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "hoard: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	o.prod.register(fs)
+	if code, exit := parseArgs(fs, &o.prod, args, stdout, stderr); exit {
+		return code
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		fmt.Fprintf(stderr, "hoard: -log-level %q: want debug, info, warn or error\n", o.logLevel)
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(fmt.Sprintf("--log-level %q: want debug, info, warn or error", o.logLevel)))
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -127,7 +122,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	cfg, err := o.storeConfig(log)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(strings.TrimPrefix(err.Error(), "store: ")))
+		return 2
+	}
+	tl, err := newTLSSetup(&o.prod, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "hoard: %v\n", err)
 		return 2
 	}
 	listeners, err := listen(o.addrs, o.ports)
@@ -179,14 +179,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, ArchTransform: med.Transform, Extra: extra})
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           withTLSState(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// Every request reaches the handler (OPTIONS * too), which
 		// checks each one's framing against what the connection carried.
-		ConnContext:                  srvhttp.FramingContext,
+		ConnContext:                  tlsConnContext, // and framing's
 		DisableGeneralOptionsHandler: true,
 	}
 	srv.RegisterOnShutdown(handler.StopStreams)
@@ -195,14 +195,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var wg sync.WaitGroup
 	serveErr := make(chan error, len(listeners))
 	for _, ln := range listeners {
-		fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(srvhttp.FramingListener(ln)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				serveErr <- err
-			}
-		}()
+		for _, scheme := range tl.schemes() {
+			fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr()) // tests read the first
+		}
+		for _, l := range tl.wrap(ln) { // framing over TLS over TCP (tls.go)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					serveErr <- err
+				}
+			}()
+		}
 	}
 	code := 0
 	select {
@@ -330,6 +334,11 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 		log.Warn("no -v given: serving the current folder at / with read and write access for everyone")
 		cfg.Volumes = []store.VolumeSpec{{Src: ".", Perms: map[string]store.Perm{"*": store.PermRead | store.PermWrite}}}
 	}
+	ph, err := o.prod.pwHash()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.PwHash = ph
 	g := &cfg.Global
 	g.Dedup = o.dedup
 	g.E2D = o.e2d || o.e2ds || o.e2dsa || o.e2t || o.e2ts || o.e2tsr || o.e2s || o.e2a

@@ -52,7 +52,7 @@ func (s *Server) authenticate(q *req) error {
 		if pw == "" {
 			continue
 		}
-		if user, ok := s.st.Authenticate(pw); ok {
+		if user, ok := s.st.AuthenticateContext(q.r.Context(), pw); ok {
 			if fromCookie {
 				// A browser sends the cookie on cross-site requests too;
 				// refuse those that change things (CSRF). Requests with
@@ -66,7 +66,7 @@ func (s *Server) authenticate(q *req) error {
 		}
 	}
 	if fromCookie {
-		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: "/", Expires: time.Unix(0, 0), HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: "/", Expires: time.Unix(0, 0), HttpOnly: true, Secure: q.r.TLS != nil, SameSite: http.SameSiteStrictMode})
 		return nil
 	}
 	s.slowGuess(q)

@@ -89,6 +89,10 @@ func (c *framingConn) CloseWrite() error {
 	return nil
 }
 
+// NetConn returns the connection below (a *tls.Conn under TLS), as
+// tls.Conn's NetConn does.
+func (c *framingConn) NetConn() net.Conn { return c.Conn }
+
 // next returns the head of the request the server is about to handle.
 func (c *framingConn) next() (head, bool) {
 	c.mu.Lock()

@@ -30,6 +30,10 @@ type Config struct {
 	// Unpost is how long after an upload its uploader may delete it
 	// without the d permission (copyparty's --unpost); 0 turns it off.
 	Unpost time.Duration
+	// PwHash, when set, hashes passwords (--ah-alg): accounts hold hashes
+	// (or clear passwords, hashed at Open) and clients' passwords are
+	// hashed to be checked.
+	PwHash *PwHash
 }
 
 // Account is a user name and password.
@@ -70,14 +74,16 @@ type Flags struct {
 
 var userRE = regexp.MustCompile(`^[A-Za-z0-9_.@+-]{1,64}$`)
 
-// ParseAccount parses an -a USER:PASS argument.
+// ParseAccount parses an -a USER:PASS argument. Its errors never quote
+// the password (they end up in logs): an argument without a colon may be
+// a password alone.
 func ParseAccount(s string) (Account, error) {
 	user, pass, ok := strings.Cut(s, ":")
 	if !ok {
-		return Account{}, fmt.Errorf("store: account %q: want USER:PASS", s)
+		return Account{}, errors.New("store: an account without a colon: want USER:PASS")
 	}
 	if !userRE.MatchString(user) || user == "*" {
-		return Account{}, fmt.Errorf("store: account %q: bad user name %q (letters, digits, _ . @ + - only)", s, user)
+		return Account{}, fmt.Errorf("store: account: bad user name %q (letters, digits, _ . @ + - only) before the password", user)
 	}
 	if pass == "" {
 		return Account{}, fmt.Errorf("store: account %q: empty password", user)

@@ -25,8 +25,9 @@ import (
 // Store is the set of mounted volumes and the accounts that may use them.
 // It is safe for concurrent use; its configuration is immutable after Open.
 type Store struct {
-	vols    []*Volume // sorted by VPath depth, deepest first, for Resolve
-	users   map[[32]byte]string
+	vols    []*Volume           // sorted by VPath depth, deepest first, for Resolve
+	users   map[[32]byte]string // keyed digest of the password (or of its hash) → user
+	hashed  *hashAuth           // with --ah-alg: verifies passwords against hashes (pwhash.go)
 	authKey []byte
 	log     *slog.Logger
 	now     func() time.Time
@@ -107,8 +108,14 @@ func Open(cfg Config) (*Store, error) {
 	if _, err := rand.Read(s.authKey); err != nil {
 		return nil, err
 	}
-	for _, a := range cfg.Accounts {
-		s.users[s.pwKey(a.Pass)] = a.User
+	if cfg.PwHash != nil {
+		if err := s.hashAccounts(cfg.PwHash, cfg.Accounts); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, a := range cfg.Accounts {
+			s.users[s.pwKey(a.Pass)] = a.User
+		}
 	}
 	for _, spec := range cfg.Volumes {
 		v, err := s.mount(spec, cfg)
@@ -319,10 +326,11 @@ func (s *Store) pwKey(pw string) [32]byte {
 }
 
 // Authenticate returns the user whose password is pw. The lookup is by a
-// keyed digest, so its timing reveals nothing about stored passwords.
+// keyed digest, so its timing reveals nothing about stored passwords. With
+// hashed passwords (Config.PwHash) a password is hashed once and then
+// known by its keyed digest.
 func (s *Store) Authenticate(pw string) (user string, ok bool) {
-	user, ok = s.users[s.pwKey(pw)]
-	return user, ok
+	return s.AuthenticateContext(context.Background(), pw)
 }
 
 // Resolve finds the volume that serves the URL path parts (already decoded

@@ -64,8 +64,8 @@ func TestCLIBadArguments(t *testing.T) {
 		{"bad fk", []string{"-v", dir + "::r:c,fk=x"}, 2, []string{"fk"}},
 		{"bad user name in permissions", []string{"-v", dir + "::r,bad user"}, 2, []string{"bad user"}},
 		{"two volumes at one path", []string{"-v", dir + "::r", "-v", dir + "::w"}, 2, []string{"mounted at /"}},
-		{"account without colon", []string{"-a", "nocolon", "-v", dir + "::r"}, 2, []string{"nocolon"}},
-		{"account without user", []string{"-a", ":pw", "-v", dir + "::r"}, 2, []string{":pw"}},
+		{"account without colon", []string{"-a", "nocolon", "-v", dir + "::r"}, 2, []string{"USER:PASS"}},
+		{"account without user", []string{"-a", ":pw", "-v", dir + "::r"}, 2, []string{"bad user name \"\""}},
 		{"account without password", []string{"-a", "ed:", "-v", dir + "::r"}, 2, []string{"ed"}},
 		{"two accounts, same password", []string{"-a", "ann:same", "-a", "bob:same", "-v", dir + "::r"}, 2, []string{"ann", "bob", "password"}},
 		{"one account twice", []string{"-a", "ann:x1", "-a", "ann:x2", "-v", dir + "::r"}, 2, []string{"ann"}},
@@ -106,12 +106,12 @@ func TestCLIBadArguments(t *testing.T) {
 		}
 	})
 	t.Run("help", func(t *testing.T) {
-		code, _, stderr := rsRunBin(t, "-h")
+		code, stdout, _ := rsRunBin(t, "-h")
 		if code != 0 {
 			t.Errorf("-h: exit status = %d, want 0", code)
 		}
 		for _, f := range []string{"-v", "-a", "-p", "max-ranges"} {
-			if !strings.Contains(stderr, f) {
+			if !strings.Contains(stdout, f) {
 				t.Errorf("-h output lacks %q", f)
 			}
 		}

@@ -75,7 +75,7 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-var listenRE = regexp.MustCompile(`listening on (http://\S+)`)
+var listenRE = regexp.MustCompile(`listening on (https?://\S+)`) // the first line: http unless --https-only
 
 // start runs hoard with args plus -p 0 -i 127.0.0.1 and waits until it
 // listens. At cleanup it sends SIGTERM and requires exit status 0.

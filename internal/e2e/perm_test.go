@@ -34,165 +34,178 @@ func rsExists(dir, rel string) bool {
 // anonymous user holds nothing.
 func TestPermMatrix(t *testing.T) {
 	t.Parallel()
-	const (
-		none  = ""
-		index = "INDEX-PAGE"
-		list  = "x.txt"
-	)
-	cases := []struct {
-		letters    string
-		getFile    int
-		getMissing int
-		ls         int
-		lsShows    bool     // ?ls lists the files
-		perms      []string // ?ls perms when ls is 200
-		html       int      // GET /sub/
-		htmlHas    string   // what the page must contain
-		put        int
-		replace    int
-		post       int
-		dots       bool // ?ls&dots lists .dot
-	}{
-		{"r", 200, 404, 200, true, []string{"read"}, 200, list, 403, 403, 403, false},
-		{"w", 403, 403, 200, false, []string{"write"}, 200, none, 201, 403, 201, false},
-		{"m", 403, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"d", 403, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"g", 200, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"G", 200, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"h", 200, 403, 403, false, nil, 200, index, 403, 403, 403, false},
-		{".", 403, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"a", 403, 403, 403, false, nil, 403, none, 403, 403, 403, false},
-		{"A", 200, 404, 200, true, []string{"read", "write", "move", "delete", "dot", "admin"}, 200, list, 201, 201, 201, true},
-		{"rw", 200, 404, 200, true, []string{"read", "write"}, 200, list, 201, 403, 201, false},
-		{"rwd", 200, 404, 200, true, []string{"read", "write", "delete"}, 200, list, 201, 201, 201, false},
-		{"r.", 200, 404, 200, true, []string{"read", "dot"}, 200, list, 403, 403, 403, true},
-		{"wd", 403, 403, 200, false, []string{"write", "delete"}, 200, none, 201, 201, 201, false},
-		{"rg", 200, 404, 200, true, []string{"read", "get"}, 200, list, 403, 403, 403, false},
-	}
-	for _, tc := range cases {
+	for _, tc := range permCases {
 		t.Run("perm "+tc.letters, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			writeFile(t, dir, "f.txt", []byte("F-CONTENT"))
-			writeFile(t, dir, "r.txt", []byte("R-OLD"))
-			writeFile(t, dir, ".dot", []byte("D"))
-			writeFile(t, dir, "sub/index.html", []byte("<p>"+index+"</p>"))
-			writeFile(t, dir, "sub/x.txt", []byte("X"))
-			s := start(t, "-a", "u:pw1", "-v", dir+"::"+tc.letters+",u")
-			cred := "PW: pw1"
-
-			t.Run("anonymous gets 401", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/f.txt", nil)
-				wantStatus(t, resp, body, http.StatusUnauthorized)
-				if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, `Basic realm="hoard"`) {
-					t.Errorf("WWW-Authenticate = %q, want Basic realm=\"hoard\"", got)
-				}
-			})
-			t.Run("GET file", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/f.txt", nil, cred)
-				wantStatus(t, resp, body, tc.getFile)
-				if got := strings.Contains(string(body), "F-CONTENT"); got != (tc.getFile == 200) {
-					t.Errorf("body has the file: %v, want %v", got, tc.getFile == 200)
-				}
-			})
-			t.Run("GET missing file", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/missing.txt", nil, cred)
-				wantStatus(t, resp, body, tc.getMissing)
-			})
-			t.Run("ls", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/?ls", nil, cred)
-				wantStatus(t, resp, body, tc.ls)
-				if tc.ls != 200 {
-					if strings.Contains(string(body), "f.txt") {
-						t.Errorf("refused listing names f.txt: %s", body)
-					}
-					return
-				}
-				l := rsDecodeLs(t, body)
-				_, files := rsNames(t, l)
-				if got := slices.Contains(files, "f.txt"); got != tc.lsShows {
-					t.Errorf("files = %q: lists f.txt %v, want %v", files, got, tc.lsShows)
-				}
-				if !tc.lsShows && (len(l.Dirs) != 0 || len(l.Files) != 0) {
-					t.Errorf("write-only listing: dirs %v files %v, want both empty", l.Dirs, l.Files)
-				}
-				if !reflect.DeepEqual(l.Perms, tc.perms) {
-					t.Errorf("perms = %q, want %q", l.Perms, tc.perms)
-				}
-				if l.Acct != "u" {
-					t.Errorf("acct = %q, want u", l.Acct)
-				}
-			})
-			t.Run("ls=t", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/sub/?ls=t", nil, cred)
-				wantStatus(t, resp, body, tc.ls)
-				if got := strings.Contains(string(body), "x.txt"); got != tc.lsShows {
-					t.Errorf("text listing names x.txt: %v, want %v", got, tc.lsShows)
-				}
-			})
-			t.Run("GET folder page", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/sub/", nil, cred)
-				wantStatus(t, resp, body, tc.html)
-				if tc.htmlHas != "" && !strings.Contains(string(body), tc.htmlHas) {
-					t.Errorf("page lacks %q: %.300s", tc.htmlHas, body)
-				}
-				if tc.htmlHas != list && strings.Contains(string(body), "x.txt") {
-					t.Errorf("page names x.txt, want no listing: %.300s", body)
-				}
-				if tc.htmlHas != index && strings.Contains(string(body), index) {
-					t.Errorf("page serves index.html, want not: %.300s", body)
-				}
-			})
-			t.Run("dots", func(t *testing.T) {
-				resp, body := s.do(t, "GET", "/?ls&dots", nil, cred)
-				wantStatus(t, resp, body, tc.ls)
-				if got := strings.Contains(string(body), ".dot"); got != tc.dots {
-					t.Errorf("?ls&dots lists .dot: %v, want %v", got, tc.dots)
-				}
-			})
-			t.Run("PUT", func(t *testing.T) {
-				resp, body := s.do(t, "PUT", "/new.txt", []byte("NEW"), cred)
-				wantStatus(t, resp, body, tc.put)
-				if got := rsFileIs(dir, "new.txt", "NEW"); got != (tc.put == 201) {
-					t.Errorf("new.txt stored: %v, want %v", got, tc.put == 201)
-				}
-			})
-			t.Run("PUT replace", func(t *testing.T) {
-				resp, body := s.do(t, "PUT", "/r.txt?replace", []byte("R-NEW"), cred)
-				wantStatus(t, resp, body, tc.replace)
-				want := "R-OLD"
-				if tc.replace == 201 {
-					want = "R-NEW"
-				}
-				if !rsFileIs(dir, "r.txt", want) {
-					t.Errorf("r.txt does not hold %q after the request", want)
-				}
-			})
-			t.Run("PUT Replace header", func(t *testing.T) {
-				writeFile(t, dir, "r2.txt", []byte("R-OLD"))
-				resp, body := s.do(t, "PUT", "/r2.txt", []byte("R-NEW"), cred, "Replace: 1")
-				wantStatus(t, resp, body, tc.replace)
-			})
-			t.Run("multipart POST", func(t *testing.T) {
-				mp, ct := rsMultipart(t, [2]string{"mp.txt", "MP"})
-				resp, body := s.do(t, "POST", "/", mp, cred, ct)
-				wantStatus(t, resp, body, tc.post)
-				if got := rsFileIs(dir, "mp.txt", "MP"); got != (tc.post == 201) {
-					t.Errorf("mp.txt stored: %v, want %v", got, tc.post == 201)
-				}
-			})
-			t.Run("anonymous writes get 401", func(t *testing.T) {
-				resp, body := s.do(t, "PUT", "/anon.txt", []byte("A"))
-				wantStatus(t, resp, body, http.StatusUnauthorized)
-				mp, ct := rsMultipart(t, [2]string{"anon2.txt", "A"})
-				resp, body = s.do(t, "POST", "/", mp, ct)
-				wantStatus(t, resp, body, http.StatusUnauthorized)
-				if rsExists(dir, "anon.txt") || rsExists(dir, "anon2.txt") {
-					t.Errorf("anonymous upload stored, want nothing")
-				}
+			runPermCase(t, tc, func(dir string) *server {
+				return start(t, "-a", "u:pw1", "-v", dir+"::"+tc.letters+",u")
 			})
 		})
 	}
+}
+
+const (
+	pmNone  = ""
+	pmIndex = "INDEX-PAGE"
+	pmList  = "x.txt"
+)
+
+// permCase is one row of the permission matrix.
+type permCase struct {
+	letters    string
+	getFile    int
+	getMissing int
+	ls         int
+	lsShows    bool     // ?ls lists the files
+	perms      []string // ?ls perms when ls is 200
+	html       int      // GET /sub/
+	htmlHas    string   // what the page must contain
+	put        int
+	replace    int
+	post       int
+	dots       bool // ?ls&dots lists .dot
+}
+
+var permCases = []permCase{
+	{"r", 200, 404, 200, true, []string{"read"}, 200, pmList, 403, 403, 403, false},
+	{"w", 403, 403, 200, false, []string{"write"}, 200, pmNone, 201, 403, 201, false},
+	{"m", 403, 403, 403, false, nil, 403, pmNone, 403, 403, 403, false},
+	{"d", 403, 403, 403, false, nil, 403, pmNone, 403, 403, 403, false},
+	{"g", 200, 403, 403, false, nil, 403, pmNone, 403, 403, 403, false},
+	{"G", 200, 403, 403, false, nil, 403, pmNone, 403, 403, 403, false},
+	{"h", 200, 403, 403, false, nil, 200, pmIndex, 403, 403, 403, false},
+	{".", 403, 403, 403, false, nil, 403, pmNone, 403, 403, 403, false},
+	{"a", 403, 403, 403, false, nil, 403, pmNone, 403, 403, 403, false},
+	{"A", 200, 404, 200, true, []string{"read", "write", "move", "delete", "dot", "admin"}, 200, pmList, 201, 201, 201, true},
+	{"rw", 200, 404, 200, true, []string{"read", "write"}, 200, pmList, 201, 403, 201, false},
+	{"rwd", 200, 404, 200, true, []string{"read", "write", "delete"}, 200, pmList, 201, 201, 201, false},
+	{"r.", 200, 404, 200, true, []string{"read", "dot"}, 200, pmList, 403, 403, 403, true},
+	{"wd", 403, 403, 200, false, []string{"write", "delete"}, 200, pmNone, 201, 201, 201, false},
+	{"rg", 200, 404, 200, true, []string{"read", "get"}, 200, pmList, 403, 403, 403, false},
+}
+
+// runPermCase checks one row against a server that start runs with user
+// u (password pw1) holding tc.letters on the volume dir at /.
+func runPermCase(t *testing.T, tc permCase, start func(dir string) *server) {
+	dir := t.TempDir()
+	writeFile(t, dir, "f.txt", []byte("F-CONTENT"))
+	writeFile(t, dir, "r.txt", []byte("R-OLD"))
+	writeFile(t, dir, ".dot", []byte("D"))
+	writeFile(t, dir, "sub/index.html", []byte("<p>"+pmIndex+"</p>"))
+	writeFile(t, dir, "sub/x.txt", []byte("X"))
+	s := start(dir)
+	cred := "PW: pw1"
+
+	t.Run("anonymous gets 401", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/f.txt", nil)
+		wantStatus(t, resp, body, http.StatusUnauthorized)
+		if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, `Basic realm="hoard"`) {
+			t.Errorf("WWW-Authenticate = %q, want Basic realm=\"hoard\"", got)
+		}
+	})
+	t.Run("GET file", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/f.txt", nil, cred)
+		wantStatus(t, resp, body, tc.getFile)
+		if got := strings.Contains(string(body), "F-CONTENT"); got != (tc.getFile == 200) {
+			t.Errorf("body has the file: %v, want %v", got, tc.getFile == 200)
+		}
+	})
+	t.Run("GET missing file", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/missing.txt", nil, cred)
+		wantStatus(t, resp, body, tc.getMissing)
+	})
+	t.Run("ls", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/?ls", nil, cred)
+		wantStatus(t, resp, body, tc.ls)
+		if tc.ls != 200 {
+			if strings.Contains(string(body), "f.txt") {
+				t.Errorf("refused listing names f.txt: %s", body)
+			}
+			return
+		}
+		l := rsDecodeLs(t, body)
+		_, files := rsNames(t, l)
+		if got := slices.Contains(files, "f.txt"); got != tc.lsShows {
+			t.Errorf("files = %q: lists f.txt %v, want %v", files, got, tc.lsShows)
+		}
+		if !tc.lsShows && (len(l.Dirs) != 0 || len(l.Files) != 0) {
+			t.Errorf("write-only listing: dirs %v files %v, want both empty", l.Dirs, l.Files)
+		}
+		if !reflect.DeepEqual(l.Perms, tc.perms) {
+			t.Errorf("perms = %q, want %q", l.Perms, tc.perms)
+		}
+		if l.Acct != "u" {
+			t.Errorf("acct = %q, want u", l.Acct)
+		}
+	})
+	t.Run("ls=t", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/sub/?ls=t", nil, cred)
+		wantStatus(t, resp, body, tc.ls)
+		if got := strings.Contains(string(body), "x.txt"); got != tc.lsShows {
+			t.Errorf("text listing names x.txt: %v, want %v", got, tc.lsShows)
+		}
+	})
+	t.Run("GET folder page", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/sub/", nil, cred)
+		wantStatus(t, resp, body, tc.html)
+		if tc.htmlHas != "" && !strings.Contains(string(body), tc.htmlHas) {
+			t.Errorf("page lacks %q: %.300s", tc.htmlHas, body)
+		}
+		if tc.htmlHas != pmList && strings.Contains(string(body), "x.txt") {
+			t.Errorf("page names x.txt, want no listing: %.300s", body)
+		}
+		if tc.htmlHas != pmIndex && strings.Contains(string(body), pmIndex) {
+			t.Errorf("page serves index.html, want not: %.300s", body)
+		}
+	})
+	t.Run("dots", func(t *testing.T) {
+		resp, body := s.do(t, "GET", "/?ls&dots", nil, cred)
+		wantStatus(t, resp, body, tc.ls)
+		if got := strings.Contains(string(body), ".dot"); got != tc.dots {
+			t.Errorf("?ls&dots lists .dot: %v, want %v", got, tc.dots)
+		}
+	})
+	t.Run("PUT", func(t *testing.T) {
+		resp, body := s.do(t, "PUT", "/new.txt", []byte("NEW"), cred)
+		wantStatus(t, resp, body, tc.put)
+		if got := rsFileIs(dir, "new.txt", "NEW"); got != (tc.put == 201) {
+			t.Errorf("new.txt stored: %v, want %v", got, tc.put == 201)
+		}
+	})
+	t.Run("PUT replace", func(t *testing.T) {
+		resp, body := s.do(t, "PUT", "/r.txt?replace", []byte("R-NEW"), cred)
+		wantStatus(t, resp, body, tc.replace)
+		want := "R-OLD"
+		if tc.replace == 201 {
+			want = "R-NEW"
+		}
+		if !rsFileIs(dir, "r.txt", want) {
+			t.Errorf("r.txt does not hold %q after the request", want)
+		}
+	})
+	t.Run("PUT Replace header", func(t *testing.T) {
+		writeFile(t, dir, "r2.txt", []byte("R-OLD"))
+		resp, body := s.do(t, "PUT", "/r2.txt", []byte("R-NEW"), cred, "Replace: 1")
+		wantStatus(t, resp, body, tc.replace)
+	})
+	t.Run("multipart POST", func(t *testing.T) {
+		mp, ct := rsMultipart(t, [2]string{"mp.txt", "MP"})
+		resp, body := s.do(t, "POST", "/", mp, cred, ct)
+		wantStatus(t, resp, body, tc.post)
+		if got := rsFileIs(dir, "mp.txt", "MP"); got != (tc.post == 201) {
+			t.Errorf("mp.txt stored: %v, want %v", got, tc.post == 201)
+		}
+	})
+	t.Run("anonymous writes get 401", func(t *testing.T) {
+		resp, body := s.do(t, "PUT", "/anon.txt", []byte("A"))
+		wantStatus(t, resp, body, http.StatusUnauthorized)
+		mp, ct := rsMultipart(t, [2]string{"anon2.txt", "A"})
+		resp, body = s.do(t, "POST", "/", mp, ct)
+		wantStatus(t, resp, body, http.StatusUnauthorized)
+		if rsExists(dir, "anon.txt") || rsExists(dir, "anon2.txt") {
+			t.Errorf("anonymous upload stored, want nothing")
+		}
+	})
 }
 
 // TestPermAuth checks every way of sending a password and the 401/403 rule.
