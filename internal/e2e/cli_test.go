@@ -72,6 +72,7 @@ func TestCLIBadArguments(t *testing.T) {
 		{"bad port", []string{"-p", "notaport", "-v", dir + "::r"}, 2, []string{"notaport"}},
 		{"port out of range", []string{"-p", "70000", "-v", dir + "::r"}, 2, []string{"70000"}},
 		{"max-ranges 0", []string{"--max-ranges", "0", "-v", dir + "::r"}, 2, []string{"max-ranges"}},
+		{"arch-mt 0", []string{"--arch-mt", "0", "-v", dir + "::r"}, 2, []string{"arch-mt"}},
 		{"unknown flag", []string{"--bogus-flag", "-v", dir + "::r"}, 2, []string{"bogus-flag"}},
 		{"stray argument", []string{"-v", dir + "::r", "stray"}, 2, []string{"stray"}},
 		{"bad log level", []string{"--log-level", "loud", "-v", dir + "::r"}, 2, []string{"loud"}},
