@@ -9,6 +9,8 @@ import (
 	"flag"
 	"runtime"
 	"strings"
+
+	"hoard/up2k"
 )
 
 type listFlag []string
@@ -39,6 +41,7 @@ type options struct {
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
 	ffmpeg, ffprobe         string
+	regCap, regCapIP        int
 	prod                    prodOptions // cli.go, tls.go, config.go
 }
 
@@ -130,6 +133,8 @@ func newFlags() (*flagSet, *options) {
 	f.str(&o.warksalt, "warksalt", "SALT", "hunter2", "salt of up2k file identifiers (warks)")
 	f.str(&o.df, "df", "SIZE", "", "keep this much disk free on every volume (plain number: GiB)")
 	f.num(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
+	f.num(&o.regCap, "reg-cap", up2k.DefaultMaxUnfinished, "most unfinished up2k uploads in all (503 beyond)")
+	f.num(&o.regCapIP, "reg-cap-ip", up2k.DefaultMaxUnfinishedIP, "most unfinished up2k uploads from one client address, an IPv6 client's /64 (429 beyond)")
 	f.num(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")
 	f.num(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
 	f.bool(&o.singleHash, "single-hash", "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	srvhttp "hoard/http"
+	"hoard/idx"
 	"hoard/store"
 )
 
@@ -31,8 +32,9 @@ func main() {
 }
 
 // run is the whole program; its result is the exit status: 2 for flags or
-// a configuration hoard refuses, 1 for a failure to start, to serve or to
-// close cleanly.
+// a configuration hoard refuses (another process writing the same state
+// folder included), 1 for a failure to start, to serve or to close
+// cleanly.
 func run(args []string, stdout, stderr io.Writer) int {
 	fs, o := newFlags()
 	if code, exit := parseArgs(fs, &o.prod, args, stdout, stderr); exit {
@@ -65,8 +67,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	svc, err := openServices(o, cfg, cl, log)
 	code := 0
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %v\n", err)
+		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
 		code = 1
+		if _, ok := errors.AsType[*store.LockedError](err); ok || errors.Is(err, idx.ErrLocked) {
+			code = 2 // another hoard writes here: a configuration to change, not a failure
+		}
 	} else {
 		code = serve(newServer(svc, o, log), listeners, tl, stdout, log)
 	}
@@ -102,6 +107,10 @@ func (o *options) validate() error {
 		return fmt.Errorf("--srch-hits %d: want at least 1", o.srchHits)
 	case o.srchMax < o.srchHits:
 		return fmt.Errorf("--srch-max %d: want at least --srch-hits (%d)", o.srchMax, o.srchHits)
+	case o.regCap < 1:
+		return fmt.Errorf("--reg-cap %d: want at least 1", o.regCap)
+	case o.regCapIP < 1:
+		return fmt.Errorf("--reg-cap-ip %d: want at least 1", o.regCapIP)
 	case o.snapDrop < 1:
 		return fmt.Errorf("--snap-drop %d: want at least 1 minute", o.snapDrop)
 	case o.dbCache < 1:

@@ -94,6 +94,8 @@ func TestValidate(t *testing.T) {
 		{[]string{"--df", "lots"}, "--df"},
 		{[]string{"--srch-hits", "0"}, "--srch-hits"},
 		{[]string{"--srch-hits", "10", "--srch-max", "9"}, "--srch-max"},
+		{[]string{"--reg-cap", "0"}, "--reg-cap"},
+		{[]string{"--reg-cap-ip", "0"}, "--reg-cap-ip"},
 		{[]string{"--snap-drop", "0"}, "--snap-drop"},
 		{[]string{"--db-cache", "0"}, "--db-cache"},
 		{[]string{"--th-mt", "0"}, "--th-mt"},

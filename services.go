@@ -83,7 +83,7 @@ func openServices(o *options, cfg store.Config, cl *closers, log *slog.Logger) (
 	for v, db := range s.dbs {
 		sessions[v] = db
 	}
-	s.up2k, err = up2k.New(up2k.Config{Store: s.store, DBs: sessions, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, Logger: log})
+	s.up2k, err = up2k.New(up2k.Config{Store: s.store, DBs: sessions, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, MaxUnfinished: o.regCap, MaxUnfinishedIP: o.regCapIP, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -123,10 +123,11 @@ func openDBs(st *store.Store, cache int64, cl *closers, log *slog.Logger) (map[*
 		if db == nil {
 			var err error
 			db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log})
-			if errors.Is(err, idx.ErrLocked) {
-				// Another hoard serves this folder too. Serve anyway; this
-				// volume's up2k sessions then live in memory only.
-				log.Warn("the volume's index is in use by another process; unfinished uploads here will not survive a restart", "volume", "/"+v.VPath, "err", err)
+			if errors.Is(err, idx.ErrLocked) && !v.Writable() {
+				// Another hoard serves this folder too (its state folder
+				// lock lets servers that only read share it): serve it
+				// without the index.
+				log.Warn("the volume's index is in use by another process; this read-only volume is served without it", "volume", "/"+v.VPath, "err", err)
 				continue
 			}
 			if err != nil {

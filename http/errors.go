@@ -44,11 +44,23 @@ func statusOf(err error) (int, string) {
 	var he *httpError
 	var se *store.SizeError
 	var df *store.DiskFullError
+	var sf *store.StateFullError
+	var nr *store.NoRoomError
 	var mb *http.MaxBytesError
 	var oe *store.OpError
 	switch {
 	case errors.As(err, &he):
 		return he.code, he.msg
+	case errors.As(err, &nr):
+		if nr.Temporary() {
+			return http.StatusServiceUnavailable, trimPkg(nr.Error())
+		}
+		return http.StatusRequestEntityTooLarge, trimPkg(nr.Error())
+	case errors.As(err, &sf):
+		if sf.Opening {
+			return http.StatusServiceUnavailable, trimPkg(sf.Error())
+		}
+		return http.StatusInsufficientStorage, trimPkg(sf.Error())
 	case errors.As(err, &df):
 		return http.StatusInternalServerError, trimPkg(df.Error())
 	case errors.As(err, &oe) && oe.Kind != 0:
@@ -75,8 +87,8 @@ func statusOf(err error) (int, string) {
 		return http.StatusForbidden, trimPkg(store.ErrReadOnly.Error())
 	case errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrNotDir),
 		errors.Is(err, store.ErrShortBody), errors.Is(err, store.ErrNoLifetime),
-		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir):
-		for _, e := range []error{store.ErrPartialName, store.ErrBadName, store.ErrNotDir, store.ErrShortBody, store.ErrNoLifetime, store.ErrOutside, store.ErrIsDir} {
+		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir), errors.Is(err, store.ErrNotRegular):
+		for _, e := range []error{store.ErrPartialName, store.ErrBadName, store.ErrNotDir, store.ErrShortBody, store.ErrNoLifetime, store.ErrOutside, store.ErrIsDir, store.ErrNotRegular} {
 			if errors.Is(err, e) {
 				return http.StatusBadRequest, trimPkg(e.Error())
 			}

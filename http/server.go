@@ -235,6 +235,10 @@ func (s *Server) fail(q *req, err error) {
 	case code == statusCanceled:
 		s.log.Debug("client went away", "id", q.id, "path", q.r.URL.Path, "err", err)
 		return
+	case code == http.StatusServiceUnavailable, code == http.StatusInsufficientStorage:
+		// Load shedding and a full state folder are logged where they are
+		// decided, once per interval, not once per request.
+		s.log.Debug("request refused", "id", q.id, "method", q.r.Method, "path", q.r.URL.Path, "status", code, "err", err)
 	case code >= 500:
 		s.log.Error("request failed", "id", q.id, "method", q.r.Method, "path", q.r.URL.Path, "status", code, "err", err)
 	default:
@@ -251,6 +255,9 @@ func (s *Server) fail(q *req, err error) {
 	}
 	if code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Basic realm="hoard", charset="UTF-8"`)
+	}
+	if (code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests || code == http.StatusInsufficientStorage) && h.Get("Retry-After") == "" {
+		h.Set("Retry-After", "5")
 	}
 	if q.r.Body != nil && q.r.ContentLength != 0 && (q.r.Method == http.MethodPut || q.r.Method == http.MethodPost) {
 		// The body was not (fully) read; don't let the rest of it be

@@ -230,6 +230,8 @@ func up2kErr(err error) error {
 		code = http.StatusUnprocessableEntity
 	case up2k.Unavailable:
 		code = http.StatusServiceUnavailable
+	case up2k.Limited:
+		code = http.StatusTooManyRequests
 	}
 	return &httpError{code: code, msg: e.Msg, err: err}
 }

@@ -174,6 +174,9 @@ func (d *DB) PutRecord(rec *Record) error {
 	if rec.Rel == "" || strings.IndexByte(rec.Rel, 0) >= 0 {
 		return fmt.Errorf("idx: bad path %q", rec.Rel)
 	}
+	if err := d.writable(); err != nil {
+		return err
+	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	b := d.db.NewBatch()
@@ -208,6 +211,9 @@ func (d *DB) PutRecord(rec *Record) error {
 // DeleteRecord forgets the file rel and its postings (no error when it
 // was not indexed).
 func (d *DB) DeleteRecord(rel string) error {
+	if err := d.writable(); err != nil {
+		return err
+	}
 	d.wmu.Lock()
 	defer d.wmu.Unlock()
 	b := d.db.NewBatch()
@@ -270,6 +276,9 @@ func (d *DB) lookup(r pebble.Reader, rel string) (uint64, *Record, error) {
 
 // Record returns the indexed record of rel, nil when there is none.
 func (d *DB) Record(rel string) (*Record, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
 	_, rec, err := d.lookup(d.db, rel)
 	return rec, err
 }
@@ -289,6 +298,9 @@ func recordByID(r pebble.Reader, id uint64) (*Record, error) {
 
 // Rels calls fn with every indexed path, in byte order.
 func (d *DB) Rels(fn func(rel string) error) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	lo, hi := famRange(famRel)
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -309,6 +321,9 @@ func (d *DB) Rels(fn func(rel string) error) error {
 
 // compactFiles compacts the file index families (after a bulk scan).
 func (d *DB) compactFiles(ctx context.Context) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	lo, hi := fileFamsSpan()
 	return d.db.Compact(ctx, lo, hi, true)
 }
@@ -317,6 +332,9 @@ func (d *DB) compactFiles(ctx context.Context) error {
 // upload time and a client address), newest first, until fn returns
 // false.
 func (d *DB) Uploads(fn func(*Record) bool) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	lo, hi := famRange(famUp)
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {

@@ -151,7 +151,7 @@ func (x *Indexer) Start() {
 	if len(x.order) == 0 {
 		return
 	}
-	x.replay()
+	x.replay(nil)
 	x.cfg.Store.Subscribe(x.enqueue)
 	x.cfg.Store.SetJournal(x)
 	x.evwg.Add(1)
@@ -370,9 +370,22 @@ func (x *Indexer) indexFile(ctx context.Context, vi *volIdx, rel string, old *Re
 // rescans.
 func (x *Indexer) scans() {
 	defer x.wg.Done()
+	var later []*volIdx
 	for _, vi := range x.order {
 		if !vi.scan {
 			continue
+		}
+		if vi.db.usable() != nil {
+			later = append(later, vi) // its state folder is full: it opens later
+			continue
+		}
+		x.scanVol(vi, true)
+	}
+	for _, vi := range later {
+		select {
+		case <-vi.db.Ready():
+		case <-x.ctx.Done():
+			return
 		}
 		x.scanVol(vi, true)
 	}
@@ -399,6 +412,11 @@ func (x *Indexer) scanVol(vi *volIdx, first bool) {
 	ctx := x.ctx
 	start := time.Now()
 	log := x.log.With("volume", "/"+vi.v.VPath)
+	if err := vi.db.Unavailable(); err != nil {
+		log.Warn("not scanning the volume now", "err", err)
+		return
+	}
+	var full atomic.Bool // the state folder filled up: stop
 	log.Info("scanning the volume")
 	seen := map[uint64]struct{}{}
 	jobs := make(chan string, 256)
@@ -415,7 +433,9 @@ func (x *Indexer) scanVol(vi *volIdx, first bool) {
 					old.Wark = "" // re-hash too: -e2tsr is a full re-index
 				}
 				if err := x.indexFile(ctx, vi, rel, old, nil); err != nil {
-					if ctx.Err() == nil {
+					if errors.As(err, new(*store.StateFullError)) {
+						full.Store(true)
+					} else if ctx.Err() == nil {
 						failed.Add(1)
 						log.Warn("could not index a file", "path", rel, "err", err)
 					}
@@ -428,7 +448,11 @@ func (x *Indexer) scanVol(vi *volIdx, first bool) {
 	files := 0
 	dirs := []string{"."}
 	var walkErr error
-	for len(dirs) > 0 && ctx.Err() == nil {
+	for len(dirs) > 0 && ctx.Err() == nil && !full.Load() {
+		if vi.db.Unavailable() != nil {
+			full.Store(true)
+			break
+		}
 		dir := dirs[len(dirs)-1]
 		dirs = dirs[:len(dirs)-1]
 		ents, err := vi.v.List(ctx, dir, store.ListOptions{})
@@ -467,6 +491,11 @@ func (x *Indexer) scanVol(vi *volIdx, first bool) {
 	close(jobs)
 	wg.Wait()
 	if ctx.Err() != nil {
+		return
+	}
+	if full.Load() {
+		log.Warn("the scan stopped: the state folder is full; the next scan goes on once space is freed", "files", files, "indexed", hashed.Load())
+		vi.ready.Store(true)
 		return
 	}
 	// Forget what is gone (a record written during the scan for a file
@@ -518,7 +547,7 @@ func (x *Indexer) usable(vols []*store.Volume) ([]*volIdx, error) {
 	var out []*volIdx
 	for _, v := range vols {
 		if vi := x.vols[v]; vi != nil {
-			if !vi.usable() {
+			if !vi.usable() || vi.db.usable() != nil {
 				return nil, &BusyError{RetryAfter: 5 * time.Second}
 			}
 			out = append(out, vi)

@@ -115,6 +115,9 @@ func (d *DB) initNotes() error {
 
 // putNote stores a note, synced, and returns its id.
 func (d *DB) putNote(n *note) (uint64, error) {
+	if err := d.writable(); err != nil {
+		return 0, err
+	}
 	id := d.nextNote.Add(1)
 	if err := d.db.Set(noteKey(id), n.encode(), pebble.Sync); err != nil {
 		return 0, err
@@ -125,11 +128,17 @@ func (d *DB) putNote(n *note) (uint64, error) {
 // dropNote forgets a note. Unsynced: a note that comes back after a crash
 // is replayed once more, which changes nothing.
 func (d *DB) dropNote(id uint64) error {
+	if err := d.writable(); err != nil {
+		return err // replayed once more, which changes nothing
+	}
 	return d.db.Delete(noteKey(id), pebble.NoSync)
 }
 
 // notes returns every stored note, oldest first; corrupt ones are dropped.
 func (d *DB) notes() ([]*note, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
 	lo, hi := famRange(famNote)
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -226,19 +235,33 @@ func (x *Indexer) Forget(v *store.Volume, id uint64) {
 	}
 }
 
-// replay queues the notes a crash left in the volumes' databases, ahead of
-// any new change; the volumes answer searches once they are indexed.
-func (x *Indexer) replay() {
+// replay queues the notes a crash left in the volumes' databases (or, with
+// only, in that one), ahead of any new change; the volumes answer
+// searches once they are indexed. A database not open yet (its state
+// folder is full) is replayed once it opens.
+func (x *Indexer) replay(only *DB) {
 	byPath := map[string]*store.Volume{}
 	for _, v := range x.cfg.Store.Volumes() {
 		byPath[v.VPath] = v
 	}
 	done := map[*DB]bool{}
 	for _, vi := range x.order {
-		if done[vi.db] {
+		if done[vi.db] || only != nil && vi.db != only {
 			continue
 		}
 		done[vi.db] = true
+		if only == nil && vi.db.usable() != nil {
+			x.wg.Add(1)
+			go func(db *DB) {
+				defer x.wg.Done()
+				select {
+				case <-db.Ready():
+					x.replay(db)
+				case <-x.ctx.Done():
+				}
+			}(vi.db)
+			continue
+		}
 		ns, err := vi.db.notes()
 		if err != nil {
 			x.log.Error("reading the index journal failed; uploads of the moments before a crash may be missing from search until a scan", "volume", "/"+vi.v.VPath, "err", err)

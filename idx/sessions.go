@@ -2,6 +2,7 @@ package idx
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -14,12 +15,34 @@ func (d *DB) PutSession(ctx context.Context, wark string, blob []byte) error {
 	if err := checkWark(wark); err != nil {
 		return err
 	}
+	if err := d.Unavailable(); err != nil {
+		return err
+	}
 	return d.db.Set(sessionKey(wark), blob, pebble.Sync)
+}
+
+// Session returns the blob of the session wark.
+func (d *DB) Session(ctx context.Context, wark string) ([]byte, error) {
+	if err := checkWark(wark); err != nil {
+		return nil, err
+	}
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	v, closer, err := d.db.Get(sessionKey(wark))
+	if err != nil {
+		return nil, fmt.Errorf("idx: session %s: %w", wark, err)
+	}
+	defer closer.Close()
+	return slices.Clone(v), nil
 }
 
 // PutChunks records chunk receipts of a session in one synced batch.
 func (d *DB) PutChunks(ctx context.Context, wark string, keys []string) error {
 	if err := checkWark(wark); err != nil {
+		return err
+	}
+	if err := d.writable(); err != nil {
 		return err
 	}
 	b := d.db.NewBatch()
@@ -37,6 +60,9 @@ func (d *DB) DropChunks(ctx context.Context, wark string, keys []string) error {
 	if err := checkWark(wark); err != nil {
 		return err
 	}
+	if err := d.writable(); err != nil {
+		return err
+	}
 	b := d.db.NewBatch()
 	defer b.Close()
 	for _, k := range keys {
@@ -50,6 +76,9 @@ func (d *DB) DropChunks(ctx context.Context, wark string, keys []string) error {
 // DeleteSession removes a session and its receipts, synced.
 func (d *DB) DeleteSession(ctx context.Context, wark string) error {
 	if err := checkWark(wark); err != nil {
+		return err
+	}
+	if err := d.writable(); err != nil {
 		return err
 	}
 	b := d.db.NewBatch()
@@ -82,6 +111,9 @@ func (d *DB) deleteSession(b *pebble.Batch, wark string) error {
 
 // Sessions calls fn for every stored session with its chunk receipts.
 func (d *DB) Sessions(ctx context.Context, fn func(wark string, blob []byte, keys []string) error) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
 	snap := d.db.NewSnapshot()
 	defer snap.Close()
 	lo, hi := famRange(famSession)
@@ -129,6 +161,9 @@ func (d *DB) Finish(ctx context.Context, wark, rel string, meta []byte) error {
 	if err := checkWark(wark); err != nil {
 		return err
 	}
+	if err := d.writable(); err != nil {
+		return err
+	}
 	b := d.db.NewBatch()
 	defer b.Close()
 	if err := d.deleteSession(b, wark); err != nil {
@@ -145,6 +180,9 @@ func (d *DB) PutFile(ctx context.Context, wark, rel string, meta []byte) error {
 	if err := checkWark(wark); err != nil {
 		return err
 	}
+	if err := d.writable(); err != nil {
+		return err
+	}
 	return d.db.Set(fileKey(wark, rel), meta, pebble.Sync)
 }
 
@@ -153,12 +191,18 @@ func (d *DB) DeleteFile(ctx context.Context, wark, rel string) error {
 	if err := checkWark(wark); err != nil {
 		return err
 	}
+	if err := d.writable(); err != nil {
+		return err
+	}
 	return d.db.Delete(fileKey(wark, rel), pebble.Sync)
 }
 
 // Files returns the files recorded with content wark (rel → meta).
 func (d *DB) Files(ctx context.Context, wark string) (map[string][]byte, error) {
 	if err := checkWark(wark); err != nil {
+		return nil, err
+	}
+	if err := d.usable(); err != nil {
 		return nil, err
 	}
 	p := filePrefix(wark)

@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -81,12 +82,13 @@ func (c *cache) files() []cfile {
 
 // lookup opens a published output.
 func (c *cache) lookup(name string, f Format) (*Result, bool) {
-	fh, err := c.root.Open(name)
+	// Non-blocking: a fifo in the cache's place must not hang the request.
+	fh, err := c.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
 	}
 	fi, err := fh.Stat()
-	if err != nil {
+	if err != nil || !fi.Mode().IsRegular() {
 		fh.Close()
 		return nil, false
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Tags are a file's audio/video tags as the index keeps them: artist,
@@ -29,7 +30,7 @@ func HaveFFprobe() bool {
 
 // Probe reads the tags of the file at path with ffprobe.
 func Probe(ctx context.Context, path string) (Tags, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a fifo must not hang it
 	if err != nil {
 		return nil, err
 	}

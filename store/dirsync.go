@@ -83,7 +83,7 @@ func (v *Volume) syncDir(dir string) error {
 
 // fsyncDir flushes the folder dir's entries to the disk.
 func (v *Volume) fsyncDir(dir string) error {
-	d, err := v.root.OpenFile(dir, os.O_RDONLY|syscall.O_NONBLOCK, 0) // see Open on O_NONBLOCK
+	d, err := v.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0) // see Open on O_NONBLOCK
 	if err != nil {
 		return mapErr(err)
 	}

@@ -72,7 +72,7 @@ func (j *janitor) load(v *Volume) {
 		return
 	}
 	dir := expireDir(v)
-	des, err := os.ReadDir(dir)
+	des, err := readStateDir(dir)
 	if err != nil {
 		return
 	}
@@ -80,7 +80,7 @@ func (j *janitor) load(v *Volume) {
 	defer j.mu.Unlock()
 	for _, de := range des {
 		name := filepath.Join(dir, de.Name())
-		b, err := os.ReadFile(name)
+		b, err := readStateFile(name, 1<<20)
 		if err != nil {
 			continue
 		}

@@ -103,7 +103,7 @@ func (s *Store) recoverOps() {
 			continue
 		}
 		dir := opsDir(v)
-		des, err := os.ReadDir(dir)
+		des, err := readStateDir(dir)
 		if err != nil {
 			continue
 		}
@@ -130,7 +130,7 @@ func (s *Store) volBySrc(src string) *Volume {
 
 func (s *Store) recoverOp(v *Volume, file string) {
 	log := s.log.With("journal", file)
-	b, err := os.ReadFile(file)
+	b, err := readStateFile(file, 1<<20)
 	if err != nil {
 		log.Warn("cannot read an interrupted operation's record", "err", err)
 		return

@@ -183,11 +183,10 @@ func (v *Volume) copyFileAt(ctx context.Context, sdir *os.File, name string, ddi
 	if !fi.Mode().IsRegular() {
 		return 0, pathErr("open", name, syscall.EINVAL)
 	}
-	if v.Flags.DF > 0 {
-		// The volume's df= reserve holds for copies as for uploads.
-		if free, err := v.Free(); err == nil && (free < uint64(fi.Size()) || free-uint64(fi.Size()) < uint64(v.Flags.DF)) {
-			return 0, &DiskFullError{Free: free, Need: uint64(fi.Size()) + uint64(v.Flags.DF)}
-		}
+	// The volume's df= reserve, and the space promised to unfinished
+	// uploads, hold for copies as for uploads.
+	if err := v.roomFor(fi.Size()); err != nil {
+		return 0, err
 	}
 	df, err := openFileAt(ddir, dname, os.O_WRONLY|os.O_CREATE|os.O_EXCL, uint32(fi.Mode().Perm()))
 	if err != nil {

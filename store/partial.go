@@ -133,9 +133,11 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 	}
 	d = v.reach(d)
 	work := name + PartialSuffix
-	f, err := v.root.OpenFile(path.Join(d, work), os.O_RDWR|syscall.O_NONBLOCK, 0)
+	// A work file is hoard's own: never a link (which could lead the
+	// chunks into another file), a fifo or a device.
+	f, _, err := v.openLeaf(d, work, os.O_RDWR)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, err
 	}
 	return &Temp{File: f, v: v, dir: d, name: work}, nil
 }

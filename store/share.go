@@ -62,7 +62,7 @@ func OpenShares(file string, now func() time.Time) (*Shares, error) {
 		now = time.Now
 	}
 	s := &Shares{file: file, m: map[string]*Share{}, now: now}
-	b, err := os.ReadFile(file)
+	b, err := readStateFile(file, 1<<30)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}

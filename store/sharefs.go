@@ -62,7 +62,7 @@ func (v *Volume) confine(rel string, only []string) (*Volume, func() error, erro
 	outer, _ := v.Outer()
 	c := &Volume{
 		Src: filepath.Join(v.Src, filepath.FromSlash(r)), VPath: v.VPath, Flags: v.Flags,
-		perms: v.perms, root: root, secret: v.secret, store: v.store,
+		perms: v.perms, root: root, secret: v.secret, store: v.store, claims: v.claims,
 		outer: outer, base: v.outerRel(r), only: only,
 	}
 	if r != "." {

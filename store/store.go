@@ -37,6 +37,10 @@ type Store struct {
 	journal Journal
 
 	janitor *janitor
+	locks   map[string]*os.File // state folder → its held lock file (lock.go)
+
+	claimsMu sync.Mutex
+	claims   map[uint64]*fsClaims // per device: free space promised to unfinished uploads (claim.go)
 
 	// crash recovery (recover.go)
 	started   time.Time             // when Open ran (wall clock)
@@ -66,8 +70,9 @@ type Volume struct {
 	secret []byte // per-volume key for file keys and collision suffixes
 	store  *Store
 
-	dirs dirSyncs // group-committed folder fsyncs
-	run  *histRun // the state folder's run lock; nil when not held (recover.go)
+	dirs   dirSyncs  // group-committed folder fsyncs
+	claims *fsClaims // its file system's claimed free space (claim.go)
+	run    *histRun  // the state folder's run lock; nil when not held (recover.go)
 
 	// A view (Confine, ConfineFiles) is the folder base of the volume
 	// outer, with root opened there; only, when not nil, are the only
@@ -89,6 +94,7 @@ func Open(cfg Config) (*Store, error) {
 	s := &Store{
 		users:   map[[32]byte]string{},
 		authKey: make([]byte, 32),
+		locks:   map[string]*os.File{},
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		started: time.Now(),
@@ -115,6 +121,22 @@ func Open(cfg Config) (*Store, error) {
 	} else {
 		for _, a := range cfg.Accounts {
 			s.users[s.pwKey(a.Pass)] = a.User
+		}
+	}
+	if cfg.Hist != "" {
+		// --hist holds what the whole server keeps (shares.json) besides
+		// the volumes' state folders: one server per --hist.
+		if dir, err := filepath.Abs(cfg.Hist); err == nil && os.MkdirAll(dir, 0o700) == nil {
+			writes := false
+			for _, spec := range cfg.Volumes {
+				for _, p := range spec.Perms {
+					writes = writes || p&(PermWrite|PermMove|PermDelete) != 0
+				}
+			}
+			if err := s.lockHist(dir, writes); err != nil {
+				s.Close()
+				return nil, err
+			}
 		}
 	}
 	for _, spec := range cfg.Volumes {
@@ -181,6 +203,7 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		root:  root,
 		store: s,
 	}
+	v.claims = s.claimsFor(src)
 	if v.Flags.NRand == 0 {
 		v.Flags.NRand = 9
 	}
@@ -199,6 +222,10 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		s.log.Warn("state folder unavailable; lifetimes and persistent file keys are off for this volume", "volume", "/"+v.VPath, "err", err)
 	} else {
 		v.hist = hist
+		if err := s.lockHist(hist, v.Writable()); err != nil {
+			root.Close()
+			return nil, err
+		}
 	}
 	if v.secret, err = v.loadSecret(); err != nil {
 		root.Close()
@@ -236,7 +263,7 @@ func (v *Volume) loadSecret() ([]byte, error) {
 		return key, err
 	}
 	name := filepath.Join(v.hist, "secret")
-	if b, err := os.ReadFile(name); err == nil && len(b) == 64 {
+	if b, err := readStateFile(name, 4096); err == nil && len(b) == 64 {
 		if _, err := hex.Decode(key, b); err == nil {
 			return key, nil
 		}
@@ -245,14 +272,16 @@ func (v *Volume) loadSecret() ([]byte, error) {
 		return nil, err
 	}
 	if err := writeFileAtomic(name, []byte(hex.EncodeToString(key))); err != nil {
-		return nil, fmt.Errorf("store: volume %q: writing its key: %w", v.Src, err)
+		// A full state folder must not keep the server from starting.
+		v.store.log.Warn("cannot keep the volume's key in its state folder; its file keys and collision tags change at the next start", "volume", "/"+v.VPath, "err", err)
 	}
 	return key, nil
 }
 
 // writeFileAtomic writes a small state file outside any volume's root:
 // temp file, fsync, rename, folder fsync.
-func writeFileAtomic(name string, data []byte) error {
+func writeFileAtomic(name string, data []byte) (err error) {
+	defer func() { err = stateErr(err, filepath.Dir(name)) }()
 	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-*")
 	if err != nil {
 		return err
@@ -281,7 +310,7 @@ func writeFileAtomic(name string, data []byte) error {
 }
 
 func syncDir(name string) error {
-	d, err := os.Open(name)
+	d, err := os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
@@ -311,6 +340,7 @@ func (s *Store) Close() error {
 		}
 	}
 	s.releaseHists()
+	s.unlock()
 	return first
 }
 

@@ -370,18 +370,16 @@ func (v *Volume) Free() (uint64, error) {
 
 // CheckSize applies the volume's sz= bounds and df= reserve to an upload of
 // n bytes (n < 0: unknown yet; only the reserve is checked for 0 bytes).
+// An upload that needs the state folder is refused while that is full.
 func (v *Volume) CheckSize(n int64) error {
+	if err := v.checkState(); err != nil {
+		return err
+	}
 	f := v.Flags
 	if n >= 0 && f.SzMax > 0 && (n > f.SzMax || n < f.SzMin) {
 		return &SizeError{Size: n, Min: f.SzMin, Max: f.SzMax}
 	}
-	if free, err := v.Free(); err == nil {
-		need := uint64(max(n, 0))
-		if free < need || free-need < uint64(f.DF) {
-			return &DiskFullError{Free: free, Need: need + uint64(f.DF)}
-		}
-	}
-	return nil
+	return v.roomFor(n) // free space less df= and unfinished uploads' claims
 }
 
 // IngestOptions describe one upload streamed into a volume (PUT, multipart).
@@ -481,21 +479,14 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 // there in full once acknowledged, and not at all otherwise.
 func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h hash.Hash, opt IngestOptions) (res IngestResult, err error, ok bool) {
 	name := path.Join(dir, opt.Name)
-	f, err := v.root.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, fi, err := v.openRegular(name, os.O_WRONLY|os.O_APPEND) // never blocks on a fifo
+	if errors.Is(err, ErrNotFound) {
 		return res, nil, false
 	}
 	if err != nil {
-		return res, mapErr(err), true
+		return res, err, true
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return res, mapErr(err), true
-	}
-	if !fi.Mode().IsRegular() {
-		return res, ErrIsDir, true
-	}
 	id, _ := idOf(fi)
 	defer v.store.lockFile(id)()
 	if fi, err = f.Stat(); err != nil { // its length once it is our turn
@@ -507,7 +498,7 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	if b, at := v.store.base(v); b != nil {
 		if alog = v.store.appendLogFor(b); alog != nil {
 			if rec, err = alog.begin(path.Join(at, name), id, old); err != nil {
-				return res, fmt.Errorf("store: noting the append in the state folder: %w", err), true
+				return res, stateErr(fmt.Errorf("store: noting the append in the state folder: %w", err), v.hist), true
 			}
 		}
 	}

@@ -16,8 +16,11 @@ const (
 	// uploaded to another path, or a source file is busy (422).
 	Retry
 	// Unavailable is a server that cannot take uploads right now, e.g.
-	// while it shuts down (503).
+	// while it shuts down, or with too many unfinished uploads (503).
 	Unavailable
+	// Limited is a client over its share: too many unfinished uploads
+	// from its address (429).
+	Limited
 )
 
 // Error is an up2k failure the client is told about. Msg is safe to show

@@ -13,7 +13,7 @@ func FuzzParseHashList(f *testing.F) {
 		hs = append(hs, ChunkHash([]byte{byte(i)}))
 	}
 	hs = append(hs, hs[2]) // an identical chunk
-	s, err := newSession(nil, nil, record{Wark: strings.Repeat("w", 44), Name: "f", Size: 7 << 20, CS: 1 << 20, Hashes: hs})
+	s, tab, err := newSession(nil, nil, record{Wark: strings.Repeat("w", 44), Name: "f", Size: 7 << 20, CS: 1 << 20, Hashes: hs})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func FuzzParseHashList(f *testing.F) {
 		if len(hl.Rest) >= MaxChunks {
 			t.Fatalf("%d chunks accepted", len(hl.Rest)+1)
 		}
-		us, err := s.resolve(hl)
+		us, err := tab.resolve(hl, s.rec.Name)
 		if err != nil {
 			if KindOf(err) != Invalid {
 				t.Fatalf("resolve error of kind %d: %v", KindOf(err), err)
@@ -47,11 +47,11 @@ func FuzzParseHashList(f *testing.F) {
 		}
 		seen := map[int]bool{}
 		for i, u := range us {
-			if u < 0 || u >= len(s.uniq) || seen[u] {
+			if u < 0 || u >= tab.nu || seen[u] {
 				t.Fatalf("resolved to %v", us)
 			}
 			seen[u] = true
-			if i > 0 && s.chunkStart(u) != s.chunkStart(us[i-1])+s.rec.CS {
+			if i > 0 && tab.start(u) != tab.start(us[i-1])+s.rec.CS {
 				t.Fatalf("resolved to chunks that are not siblings: %v", us)
 			}
 		}

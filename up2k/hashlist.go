@@ -68,12 +68,12 @@ func ParseHashList(h string) (HashList, error) {
 	return hl, nil
 }
 
-// resolve maps a hash list to the session's unique chunk indexes, in
-// order, checking that they exist, are distinct, and lie back to back in
-// the file.
-func (s *session) resolve(hl HashList) ([]int, error) {
+// resolve maps a hash list to the unique chunk indexes of t, in order,
+// checking that they exist, are distinct, and lie back to back in the
+// file (name is the file's, for messages).
+func (t *table) resolve(hl HashList, name string) ([]int, error) {
 	key0, _, _ := ParseHash(hl.First)
-	u0, ok := s.pos[key0]
+	u0, ok := t.lookup(key0)
 	if !ok {
 		if hl.Prefixed {
 			return nil, invalidf("unknown chunk0 [%s]", hl.First)
@@ -87,26 +87,26 @@ func (s *session) resolve(hl HashList) ([]int, error) {
 		if hl.Prefixed {
 			// copyparty: the next entry of the unique-hash list.
 			u = out[len(out)-1] + 1
-			if u >= len(s.uniq) || !strings.HasPrefix(s.uniq[u], p) {
+			if u >= t.nu || !strings.HasPrefix(t.key(u), p) {
 				next := "(none)"
-				if u < len(s.uniq) {
-					next = s.uniq[u]
+				if u < t.nu {
+					next = t.key(u)
 				}
 				return nil, invalidf("next sibling chunk does not start with expected prefix [%s]: [%s]", p, next)
 			}
 		} else {
 			key, _, _ := ParseHash(p)
-			if u, ok = s.pos[key]; !ok {
+			if u, ok = t.lookup(key); !ok {
 				return nil, invalidf("unknown chunk wtf: %s", p)
 			}
 		}
 		if seen[u] {
-			return nil, invalidf("chunk %s is named twice in X-Up2k-Hash", s.sent[u])
+			return nil, invalidf("chunk %s is named twice in X-Up2k-Hash", t.sentOf(u))
 		}
 		seen[u] = true
 		prev := out[len(out)-1]
-		if gap := s.chunkStart(u) - s.chunkStart(prev) - s.rec.CS; gap != 0 {
-			return nil, invalidf("only sibling chunks can be stitched; gap of %d bytes between offsets %d and %d in %s", gap, s.chunkStart(prev), s.chunkStart(u), s.rec.Name)
+		if gap := t.start(u) - t.start(prev) - t.cs; gap != 0 {
+			return nil, invalidf("only sibling chunks can be stitched; gap of %d bytes between offsets %d and %d in %s", gap, t.start(prev), t.start(u), name)
 		}
 		out = append(out, u)
 	}

@@ -1,6 +1,7 @@
 package up2k
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -39,9 +40,23 @@ type Config struct {
 	// own goroutine, even where the AVX-512 lanes could take the big
 	// ones (for comparing the two).
 	SingleHash bool
-	Logger     *slog.Logger
-	Now        func() time.Time
+	// MaxUnfinished bounds the unfinished uploads in all (--reg-cap);
+	// MaxUnfinishedIP those of one client address (an IPv6 client's /64)
+	// (--reg-cap-ip). 0 means the defaults below. A handshake beyond
+	// them is refused (503, 429) until some finish or are dropped.
+	MaxUnfinished   int
+	MaxUnfinishedIP int
+	Logger          *slog.Logger
+	Now             func() time.Time
 }
+
+// Default caps of unfinished uploads (Config.MaxUnfinished, …IP): 38400
+// in all is copyparty's --reg-cap; one address may have 1024 (copyparty's
+// u2c hashes up to 512 files ahead of its uploads).
+const (
+	DefaultMaxUnfinished   = 38400
+	DefaultMaxUnfinishedIP = 1024
+)
 
 // Manager runs the up2k uploads of every volume. It is safe for
 // concurrent use.
@@ -53,6 +68,7 @@ type Manager struct {
 	now  func() time.Time
 	dbs  map[*store.Volume]SessionStore
 	sem  chan struct{} // one slot per hashing goroutine
+	rsem chan struct{} // restart re-checks holding their tables at once
 
 	// lanes hashes big chunks several at a time (nil without AVX-512,
 	// or when Config.SingleHash asks for crypto/sha512 throughout);
@@ -60,6 +76,7 @@ type Manager struct {
 	lanes    *sha512x8.Hasher
 	laneBufs chan struct{}
 	posts    atomic.Int64 // chunk posts in flight
+	checked  atomic.Int64 // bytes hashed to check files (restarts, existing content)
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
@@ -67,7 +84,16 @@ type Manager struct {
 
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session
+	waiting  map[SessionStore]bool // stores whose sessions are loaded once they open
 	closed   bool
+	caps     caps
+
+	// The chunk tables of live sessions kept in memory, least recently
+	// used last (table.go).
+	lruMu     sync.Mutex
+	lru       *list.List
+	tabMem    int64
+	tabBudget int64
 }
 
 type skey struct {
@@ -82,13 +108,23 @@ func New(cfg Config) (*Manager, error) {
 		return nil, errors.New("up2k: no store")
 	}
 	m := &Manager{
-		st:       cfg.Store,
-		salt:     cfg.Salt,
-		idle:     cfg.Drop,
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		dbs:      map[*store.Volume]SessionStore{},
-		sessions: map[skey]*session{},
+		st:        cfg.Store,
+		salt:      cfg.Salt,
+		idle:      cfg.Drop,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		dbs:       map[*store.Volume]SessionStore{},
+		sessions:  map[skey]*session{},
+		waiting:   map[SessionStore]bool{},
+		caps:      caps{all: cfg.MaxUnfinished, ip: cfg.MaxUnfinishedIP, per: map[string]*ipUse{}},
+		lru:       list.New(),
+		tabBudget: tableBudget,
+	}
+	if m.caps.all <= 0 {
+		m.caps.all = DefaultMaxUnfinished
+	}
+	if m.caps.ip <= 0 {
+		m.caps.ip = DefaultMaxUnfinishedIP
 	}
 	if m.salt == "" {
 		m.salt = "hunter2"
@@ -108,6 +144,7 @@ func New(cfg Config) (*Manager, error) {
 		w = runtime.GOMAXPROCS(0)
 	}
 	m.sem = make(chan struct{}, w)
+	m.rsem = make(chan struct{}, 2*w)
 	if sha512x8.Available() && !cfg.SingleHash {
 		m.lanes = sha512x8.NewHasher()
 		m.laneBufs = make(chan struct{}, laneBufs)
@@ -246,6 +283,9 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 	if db == nil {
 		return Reply{}, fmt.Errorf("up2k: volume /%s is not known", h.Vol.VPath)
 	}
+	if err := m.unavailable(db); err != nil {
+		return Reply{}, err
+	}
 	k := skey{db, wark}
 	for {
 		m.mu.Lock()
@@ -301,6 +341,16 @@ func wait(ctx context.Context, c <-chan struct{}) error {
 
 // resume answers a handshake for a live session.
 func (m *Manager) resume(ctx context.Context, s *session, h Handshake) (Reply, bool, error) {
+	t, err := m.table(ctx, s)
+	if err != nil {
+		s.mu.Lock()
+		gone := s.gone || s.done
+		s.mu.Unlock()
+		if gone {
+			return Reply{}, true, nil // it finished or was dropped meanwhile
+		}
+		return Reply{}, false, err
+	}
 	s.mu.Lock()
 	if s.finishing {
 		fin := s.fin
@@ -336,7 +386,7 @@ func (m *Manager) resume(ctx context.Context, s *session, h Handshake) (Reply, b
 		rep.Info = fi
 		return rep, false, nil
 	}
-	rep.Need = s.needLocked()
+	rep.Need = s.needLocked(t)
 	if len(rep.Need) == 0 && !s.finishing {
 		// Every chunk is here but publishing failed earlier: try again.
 		s.finishing = true
@@ -363,37 +413,61 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 	if h.Rand || h.Vol.Flags.Rand {
 		h.Name = randomName(h.Vol.Flags.NRand, h.Name)
 	}
-	if err := h.Vol.CheckSize(h.Size); err != nil {
+	if h.Size == 0 {
+		if err := h.Vol.CheckSize(0); err != nil {
+			return Reply{}, nil, err
+		}
+		replace, err := m.decideReplace(h)
+		if err != nil {
+			return Reply{}, nil, err
+		}
+		return m.empty(ctx, h, wark, replace)
+	}
+	// An unfinished upload takes one of its address's places and holds
+	// its size of the free space until it is done.
+	ipKey, err := m.takePlace(h.Vol, h.IP, h.Size)
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	space, err := h.Vol.Claim(h.Size)
+	if err != nil {
+		m.givePlace(ipKey, h.Size)
+		return Reply{}, nil, err
+	}
+	fail := func(err error) (Reply, *session, error) {
+		space.Release()
+		m.givePlace(ipKey, h.Size)
 		return Reply{}, nil, err
 	}
 	replace, err := m.decideReplace(h)
 	if err != nil {
-		return Reply{}, nil, err
+		return fail(err)
 	}
-	if h.Size == 0 {
-		return m.empty(ctx, h, wark, replace)
+	rec := record{
+		Wark: wark, Dir: h.Dir, Asked: asked, Size: h.Size, Lmod: h.Lmod, CS: cs,
+		Hashes: h.Hashes, Created: m.now().UnixNano(), Life: h.Life, Replace: replace, User: h.User, IP: h.IP,
+	}
+	s, t, err := newSession(h.Vol, hold.db, rec)
+	if err != nil {
+		return fail(err)
 	}
 	temp, name, err := h.Vol.CreatePartial(h.Dir, h.Name, h.Size, store.PartialOptions{Replace: replace, ClientIP: h.IP})
 	if err != nil {
-		return Reply{}, nil, err
+		return fail(err)
 	}
-	rec := record{
-		Wark: wark, Dir: h.Dir, Name: name, Asked: asked, Size: h.Size, Lmod: h.Lmod, CS: cs,
-		Hashes: h.Hashes, Created: m.now().UnixNano(), Life: h.Life, Replace: replace, User: h.User, IP: h.IP,
-	}
-	s, err := newSession(h.Vol, hold.db, rec)
+	s.rec.Name = name
+	blob, err := s.blob(t)
 	if err == nil {
-		var blob []byte
-		if blob, err = s.blob(); err == nil {
-			err = hold.db.PutSession(context.WithoutCancel(ctx), wark, blob)
-		}
+		err = hold.db.PutSession(context.WithoutCancel(ctx), wark, blob)
 	}
 	if err != nil {
 		temp.Abort()
-		return Reply{}, nil, err
+		return fail(err)
 	}
 	temp.Close() // kept on disk; every chunk post opens its own handle
-	s.poke = m.now()
+	s.mgr, s.poke = m, m.now()
+	s.counted, s.ipKey, s.space = true, ipKey, space
+	m.keep(s, t)
 	m.mu.Lock()
 	k := skey{hold.db, wark}
 	m.sessions[k] = s
@@ -404,7 +478,7 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 	close(hold.ready)
 	m.log.Info("upload started", "volume", "/"+h.Vol.VPath, "path", s.rel(), "size", h.Size, "chunks", len(h.Hashes), "wark", wark, "user", h.User, "ip", h.IP)
 	s.mu.Lock()
-	need := s.needLocked()
+	need := s.needLocked(t)
 	s.mu.Unlock()
 	return Reply{Name: name, Dir: h.Dir, Size: h.Size, Lmod: h.Lmod, Need: need, Wark: wark, Sparse: true}, s, nil
 }

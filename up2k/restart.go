@@ -16,39 +16,79 @@ import (
 // stores. Each session can be resumed once its recorded chunks have been
 // re-hashed against its work file (in the background, on all cores);
 // chunks that fail become needed again. Sessions whose work file is gone
-// are forgotten. Call Load once, before serving requests.
+// are forgotten. Call Load once, before serving requests. A store that is
+// not open yet (its state folder is full) is loaded once it opens; until
+// then uploads into its volumes are refused.
 func (m *Manager) Load(ctx context.Context) error {
 	seen := map[SessionStore]bool{}
-	var loaded []*session
-	var keys [][]string
 	for _, v := range m.st.Volumes() {
 		db := m.dbs[v]
 		if seen[db] {
 			continue // volumes sharing a state folder share their sessions
 		}
 		seen[db] = true
-		var bad []string
-		err := db.Sessions(ctx, func(wark string, blob []byte, chunks []string) error {
-			s, err := m.restore(v, db, wark, blob)
-			if err != nil {
-				m.log.Warn("forgetting an unreadable upload session", "volume", "/"+v.VPath, "wark", wark, "err", err)
-				bad = append(bad, wark)
-				return nil
+		if a, ok := db.(Availability); ok {
+			select {
+			case <-a.Ready():
+			default:
+				m.mu.Lock()
+				m.waiting[db] = true
+				m.mu.Unlock()
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					select {
+					case <-a.Ready():
+					case <-m.ctx.Done():
+						return
+					}
+					if err := m.loadStore(m.ctx, v, db); err != nil {
+						m.log.Error("loading the upload sessions failed", "volume", "/"+v.VPath, "err", err)
+					}
+					m.mu.Lock()
+					delete(m.waiting, db)
+					m.mu.Unlock()
+				}()
+				continue
 			}
-			loaded = append(loaded, s)
-			keys = append(keys, chunks)
-			return nil
-		})
+		}
+		if err := m.loadStore(ctx, v, db); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadStore takes up the sessions of one store (first used by volume v).
+func (m *Manager) loadStore(ctx context.Context, v *store.Volume, db SessionStore) error {
+	var loaded []*session
+	var keys [][]string
+	var bad []string
+	err := db.Sessions(ctx, func(wark string, blob []byte, chunks []string) error {
+		s, err := m.restore(v, db, wark, blob)
 		if err != nil {
-			return fmt.Errorf("up2k: loading the upload sessions of /%s: %w", v.VPath, err)
+			m.log.Warn("forgetting an unreadable upload session", "volume", "/"+v.VPath, "wark", wark, "err", err)
+			bad = append(bad, wark)
+			return nil
 		}
-		for _, w := range bad {
-			db.DeleteSession(ctx, w)
-		}
+		loaded = append(loaded, s)
+		keys = append(keys, chunks)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("up2k: loading the upload sessions of /%s: %w", v.VPath, err)
+	}
+	for _, w := range bad {
+		db.DeleteSession(ctx, w)
 	}
 	m.mu.Lock()
 	for _, s := range loaded {
-		m.sessions[skey{s.db, s.rec.Wark}] = s
+		k := skey{s.db, s.rec.Wark}
+		if m.sessions[k] != nil {
+			continue // volumes sharing a store
+		}
+		m.sessions[k] = s
+		m.countLocked(s)
 	}
 	m.mu.Unlock()
 	if len(loaded) > 0 {
@@ -60,6 +100,24 @@ func (m *Manager) Load(ctx context.Context) error {
 			defer m.wg.Done()
 			m.reverify(s, keys[i])
 		}()
+	}
+	return nil
+}
+
+// unavailable returns why uploads into db cannot start now (its state
+// folder is full, or its sessions are not loaded yet), or nil.
+func (m *Manager) unavailable(db SessionStore) error {
+	m.mu.Lock()
+	waiting := m.waiting[db]
+	m.mu.Unlock()
+	a, ok := db.(Availability)
+	if ok {
+		if err := a.Unavailable(); err != nil {
+			return err
+		}
+	}
+	if waiting {
+		return &Error{Kind: Unavailable, Msg: "the unfinished uploads of this volume are being loaded; try again in a few seconds"}
 	}
 	return nil
 }
@@ -85,7 +143,11 @@ func (m *Manager) restore(v *store.Volume, db SessionStore, wark string, blob []
 	if err := store.CheckName(rec.Name); err != nil {
 		return nil, err
 	}
-	return newSession(v, db, rec)
+	s, _, err := newSession(v, db, rec) // its table is loaded again when needed
+	if s != nil {
+		s.mgr = m
+	}
+	return s, err
 }
 
 // reverify hashes the recorded chunks of a restored session against its
@@ -124,16 +186,39 @@ func (m *Manager) reverify(s *session, keys []string) {
 		fail("its work file has the wrong size", err)
 		return
 	}
+	var tab *table
+	if len(keys) > 0 {
+		// A few at a time: each holds its table while it hashes.
+		select {
+		case m.rsem <- struct{}{}:
+			defer func() { <-m.rsem }()
+		case <-ctx.Done():
+			s.err = ctx.Err()
+			close(s.ready)
+			return
+		}
+		if tab, err = m.table(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				s.err = ctx.Err()
+				close(s.ready)
+				return
+			}
+			fail("its stored record is unreadable", err)
+			return
+		}
+	}
 	var items []vitem
 	var known []int
 	for _, k := range keys {
-		u, ok := s.pos[k]
+		u, ok := tab.lookup(k)
 		if !ok {
 			continue
 		}
 		known = append(known, u)
-		for _, j := range s.at[u] {
-			items = append(items, vitem{off: int64(j) * s.rec.CS, n: chunkLen(s.rec.Size, s.rec.CS, j), cmp: s.cmp[u], id: u})
+		cmp := tab.cmp(u)
+		items = append(items, vitem{off: tab.start(u), n: tab.length(u), cmp: cmp, id: u})
+		for _, j := range tab.copies(u) {
+			items = append(items, vitem{off: int64(j) * s.rec.CS, n: tab.length(u), cmp: cmp, id: u})
 		}
 	}
 	t0 := time.Now()
@@ -148,7 +233,7 @@ func (m *Manager) reverify(s *session, keys []string) {
 	var badKeys []string
 	for _, u := range bad {
 		isBad[u] = true
-		badKeys = append(badKeys, s.uniq[u])
+		badKeys = append(badKeys, tab.key(u))
 	}
 	if len(badKeys) > 0 {
 		if err := s.db.DropChunks(ctx, s.rec.Wark, badKeys); err != nil && !errors.Is(err, context.Canceled) {
@@ -157,16 +242,15 @@ func (m *Manager) reverify(s *session, keys []string) {
 	}
 	s.mu.Lock()
 	for _, u := range known {
-		if !isBad[u] && !s.have[u] {
-			s.have[u] = true
-			s.nhave++
+		if !isBad[u] {
+			s.gotLocked(tab, u)
 		}
 	}
 	s.dirSynced = true // it was found by name after a restart
 	s.poke = m.now()
 	s.mu.Unlock()
 	m.log.Info("unfinished upload resumed", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark,
-		"chunks", len(s.uniq), "have", len(known)-len(bad), "damaged", len(bad), "took", time.Since(t0).Round(time.Millisecond))
+		"chunks", s.nu, "have", len(known)-len(bad), "damaged", len(bad), "took", time.Since(t0).Round(time.Millisecond))
 	close(s.ready)
 }
 
@@ -210,9 +294,13 @@ func (m *Manager) publishedByContent(ctx context.Context, s *session) (string, b
 	if err != nil {
 		return "", false
 	}
-	items := make([]vitem, len(s.rec.Hashes))
-	for i, h := range s.rec.Hashes {
-		_, cmp, _ := ParseHash(h)
+	tab, err := m.table(ctx, s)
+	if err != nil {
+		return "", false
+	}
+	items := make([]vitem, tab.n)
+	for i := range items {
+		_, cmp, _ := ParseHash(tab.sentOfChunk(i))
 		items[i] = vitem{off: int64(i) * s.rec.CS, n: chunkLen(s.rec.Size, s.rec.CS, i), cmp: cmp, id: i}
 	}
 	for _, e := range ents {

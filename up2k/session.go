@@ -1,11 +1,14 @@
 package up2k
 
 import (
+	"container/list"
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"hoard/store"
@@ -20,7 +23,7 @@ type record struct {
 	Size    int64    `json:"size"`
 	Lmod    int64    `json:"lmod"` // unix seconds, becomes the file's mtime
 	CS      int64    `json:"cs"`   // chunk size
-	Hashes  []string `json:"hash"` // as the client sent them, one per chunk
+	Hashes  []string `json:"hash"` // as the client sent them, one per chunk (stored form only)
 	Created int64    `json:"t0"`   // unix nanoseconds
 	Life    int64    `json:"life,omitempty"`
 	Replace bool     `json:"replace,omitempty"`
@@ -29,17 +32,26 @@ type record struct {
 }
 
 // session is one upload in progress (or, while ready is open, one being
-// set up or re-verified after a restart).
+// set up or re-verified after a restart). What it holds for good is
+// small; its chunk hashes are in its table, which may be dropped and
+// loaded again (table.go).
 type session struct {
 	vol *store.Volume
 	db  SessionStore
-	rec record // immutable after the session is made
+	mgr *Manager
+	rec record // immutable after the session is made; rec.Hashes is nil (the table has them)
+	nu  int    // unique chunks
 
-	uniq []string       // unique chunk keys in first-occurrence order
-	cmp  []string       // per unique chunk: the client's hash without padding
-	sent []string       // per unique chunk: the client's hash as sent
-	at   [][]int        // per unique chunk: the chunk indexes that hold it
-	pos  map[string]int // key → unique index
+	tab    atomic.Pointer[table] // nil when dropped; Manager.table loads it
+	loadMu sync.Mutex            // one loader of the table at a time
+	lru    *list.Element         // in Manager.lru while tab is kept; guarded by Manager.lruMu
+
+	// Set when the session is made, guarded by Manager.mu: the unfinished
+	// upload counts against the caps (ipKey) and holds a claim on the
+	// free space for its missing bytes.
+	counted bool
+	ipKey   string
+	space   *store.Claim
 
 	ready chan struct{} // closed once the session can be used
 	err   error         // set before ready closes when it cannot be used
@@ -47,6 +59,7 @@ type session struct {
 	mu        sync.Mutex // protects the fields below
 	have      []bool     // per unique chunk: on disk and recorded
 	nhave     int
+	left      int64  // bytes of the file not stored yet
 	busy      []bool // per unique chunk: a request is writing it
 	subc      map[int]*subState
 	dirSynced bool // the work file's folder was fsynced
@@ -71,56 +84,38 @@ type subState struct {
 	h    hash.Hash
 }
 
-// newSession builds a session from a record, validating it.
-func newSession(vol *store.Volume, db SessionStore, rec record) (*session, error) {
-	s := &session{vol: vol, db: db, rec: rec, pos: map[string]int{}, ready: make(chan struct{})}
-	if int64(len(rec.Hashes)) != NumChunks(rec.Size, max(rec.CS, 1)) || rec.CS <= 0 {
-		return nil, fmt.Errorf("up2k: session %s: %d hashes for %d bytes in chunks of %d", rec.Wark, len(rec.Hashes), rec.Size, rec.CS)
+// newSession builds a session from a record with its hashes, validating
+// it; the table of its hashes is returned for the caller to keep
+// (Manager.keep). The session's record keeps no hashes.
+func newSession(vol *store.Volume, db SessionStore, rec record) (*session, *table, error) {
+	t, err := newTable(rec.Size, rec.CS, rec.Hashes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("up2k: session %s: %w", rec.Wark, err)
 	}
-	for i, h := range rec.Hashes {
-		key, cmp, err := ParseHash(h)
-		if err != nil {
-			return nil, err
-		}
-		u, ok := s.pos[key]
-		if !ok {
-			u = len(s.uniq)
-			s.pos[key] = u
-			s.uniq = append(s.uniq, key)
-			s.cmp = append(s.cmp, cmp)
-			s.sent = append(s.sent, h)
-			s.at = append(s.at, nil)
-		} else if len(cmp) > len(s.cmp[u]) && cmp[:len(s.cmp[u])] == s.cmp[u] {
-			s.cmp[u] = cmp
-		} else if len(cmp) <= len(s.cmp[u]) && s.cmp[u][:len(cmp)] == cmp {
-		} else {
-			return nil, invalidf("chunk hashes %d and %d share their first 44 characters but differ after that", s.at[u][0], i)
-		}
-		s.at[u] = append(s.at[u], i)
-	}
-	s.have = make([]bool, len(s.uniq))
-	s.busy = make([]bool, len(s.uniq))
-	return s, nil
+	rec.Hashes = nil
+	s := &session{vol: vol, db: db, rec: rec, nu: t.nu, ready: make(chan struct{}), left: rec.Size}
+	s.have = make([]bool, t.nu)
+	s.busy = make([]bool, t.nu)
+	return s, t, nil
 }
 
-func (s *session) blob() ([]byte, error) { return json.Marshal(s.rec) }
+// blob is the session's stored form: its record with the hashes of t.
+func (s *session) blob(t *table) ([]byte, error) {
+	rec := s.rec
+	rec.Hashes = t.hashes()
+	return json.Marshal(rec)
+}
 
 // rel is the final file's path inside the volume.
 func (s *session) rel() string { return path.Join(s.rec.Dir, s.rec.Name) }
 
-// chunkStart is the offset of unique chunk u's first occurrence.
-func (s *session) chunkStart(u int) int64 { return int64(s.at[u][0]) * s.rec.CS }
-
-// chunkLen is the length of unique chunk u.
-func (s *session) chunkLen(u int) int64 { return chunkLen(s.rec.Size, s.rec.CS, s.at[u][0]) }
-
 // needLocked lists the hashes still needed, as the client sent them, in
 // first-occurrence order. s.mu must be held.
-func (s *session) needLocked() []string {
-	out := make([]string, 0, len(s.uniq)-s.nhave)
+func (s *session) needLocked(t *table) []string {
+	out := make([]string, 0, s.nu-s.nhave)
 	for u, ok := range s.have {
 		if !ok {
-			out = append(out, s.sent[u])
+			out = append(out, t.sentOf(u))
 		}
 	}
 	return out
@@ -135,21 +130,32 @@ func (s *session) samePath(dir, name string) bool {
 func (s *session) missing() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var n int64
-	for u, ok := range s.have {
-		if !ok {
-			n += s.chunkLen(u) * int64(len(s.at[u]))
-		}
+	return s.left
+}
+
+// gotLocked records unique chunk u as stored (s.mu held): its bytes no
+// longer count as missing, nor against the free space.
+func (s *session) gotLocked(t *table, u int) {
+	if s.have[u] {
+		return
 	}
-	return n
+	s.have[u] = true
+	s.nhave++
+	n := t.bytesOf(u)
+	s.left -= n
+	s.space.Shrink(n)
 }
 
 // keys returns the session's chunk hashes in order, each cut to the
-// 44-character key copyparty's index and clients use.
+// 44-character key copyparty's index and clients use; nil when its table
+// cannot be had.
 func (s *session) keys() []string {
-	out := make([]string, len(s.rec.Hashes))
-	for i, h := range s.rec.Hashes {
-		out[i] = h[:min(len(h), KeyLen)]
+	t := s.tab.Load()
+	if t == nil && s.mgr != nil {
+		t, _ = s.mgr.table(context.Background(), s)
 	}
-	return out
+	if t == nil {
+		return nil
+	}
+	return t.keys()
 }

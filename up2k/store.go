@@ -2,6 +2,7 @@ package up2k
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 type SessionStore interface {
 	// PutSession stores a session's blob under its wark.
 	PutSession(ctx context.Context, wark string, blob []byte) error
+	// Session returns the blob stored under wark.
+	Session(ctx context.Context, wark string) ([]byte, error)
 	// PutChunks records receipts for chunks of the session wark.
 	PutChunks(ctx context.Context, wark string, keys []string) error
 	// DropChunks removes receipts (chunks that failed re-verification).
@@ -36,6 +39,16 @@ type SessionStore interface {
 	DeleteFile(ctx context.Context, wark, rel string) error
 	// Files returns the files recorded with the content wark (rel → meta).
 	Files(ctx context.Context, wark string) (map[string][]byte, error)
+}
+
+// Availability is implemented by session stores that can be out of use
+// for a while (idx: while its state folder is full).
+type Availability interface {
+	// Ready is closed once the store can be read (it is open).
+	Ready() <-chan struct{}
+	// Unavailable returns nil when the store can take a new upload's
+	// session, else an error for the client saying why not.
+	Unavailable() error
 }
 
 // MemStore is a SessionStore that keeps everything in memory: for tests,
@@ -58,6 +71,16 @@ func (m *MemStore) PutSession(ctx context.Context, wark string, blob []byte) err
 	defer m.mu.Unlock()
 	m.sessions[wark] = slices.Clone(blob)
 	return nil
+}
+
+func (m *MemStore) Session(ctx context.Context, wark string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.sessions[wark]
+	if !ok {
+		return nil, fmt.Errorf("up2k: no session %s", wark)
+	}
+	return slices.Clone(b), nil
 }
 
 func (m *MemStore) PutChunks(ctx context.Context, wark string, keys []string) error {

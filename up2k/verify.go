@@ -75,6 +75,7 @@ const laneCheck = 8
 // hashMatches reads one stretch of f and compares its hash, computed in
 // the lanes or with crypto/sha512.
 func (m *Manager) hashMatches(ctx context.Context, f io.ReaderAt, it vitem, lane bool) bool {
+	m.checked.Add(it.n)
 	if !lane {
 		h := sha512.New()
 		b := getBuf()

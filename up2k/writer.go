@@ -75,7 +75,17 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 	if err != nil {
 		return Written{}, err
 	}
-	us, err := s.resolve(hl)
+	tab, err := m.table(ctx, s)
+	if err != nil {
+		s.mu.Lock()
+		over := s.done || s.gone
+		s.mu.Unlock()
+		if over {
+			return Written{}, invalidf("unknown wark (see serverlog for details)")
+		}
+		return Written{}, err
+	}
+	us, err := tab.resolve(hl, s.rec.Name)
 	if err != nil {
 		return Written{}, err
 	}
@@ -84,7 +94,7 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 		if len(us) != 1 {
 			return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: only a single subchunk can be uploaded in one request; you are sending %d chunks", hl.First, len(us))
 		}
-		cl := s.chunkLen(us[0])
+		cl := tab.length(us[0])
 		switch {
 		case p.Length <= 0:
 			return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: a subchunk needs a Content-Length above 0", hl.First)
@@ -94,7 +104,7 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 		want = p.Length
 	} else {
 		for _, u := range us {
-			want += s.chunkLen(u)
+			want += tab.length(u)
 		}
 		switch {
 		case p.Length > want:
@@ -103,14 +113,14 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 			return Written{}, invalidf("your client is sending %d bytes, but the %d chunks named in X-Up2k-Hash are %d bytes", p.Length, len(us), want)
 		}
 	}
-	sub, err := s.claim(m, us, p.Subc, hl.First)
+	sub, err := s.claim(m, tab, us, p.Subc, hl.First)
 	if err != nil {
 		return Written{}, err
 	}
 	defer s.release(us)
 	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotRegular) || errors.Is(err, store.ErrIsDir) {
 			m.drop(context.WithoutCancel(ctx), s, "its work file is gone")
 			return Written{}, invalidf("unknown wark (see serverlog for details): the upload's work file is gone; handshake again")
 		}
@@ -118,11 +128,11 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 	}
 	defer t.Close()
 
-	x := &xfer{m: m, s: s, f: t.File, us: us, sub: sub, subOff: max(p.Subc, 0), want: want}
+	x := &xfer{m: m, s: s, t: tab, f: t.File, us: us, sub: sub, subOff: max(p.Subc, 0), want: want}
 	x.run(ctx, p.Body)
 	if sub != nil {
 		s.mu.Lock()
-		if x.err == nil && x.read == want && p.Subc+want < s.chunkLen(us[0]) {
+		if x.err == nil && x.read == want && p.Subc+want < tab.length(us[0]) {
 			sub.next = p.Subc + want // a middle piece: thank, but not yet confirmed
 		} else {
 			delete(s.subc, us[0]) // finished, or broken: the next piece starts over
@@ -149,6 +159,13 @@ func (m *Manager) live(ctx context.Context, vol *store.Volume, wark string) (*se
 			m.mu.Unlock()
 			return nil, ErrClosed
 		}
+		if m.waiting[db] {
+			m.mu.Unlock()
+			if err := m.unavailable(db); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		s := m.sessions[skey{db, wark}]
 		m.mu.Unlock()
 		if s == nil || db == nil {
@@ -171,7 +188,7 @@ func (m *Manager) live(ctx context.Context, vol *store.Volume, wark string) (*se
 // claim marks the chunks us as being written by the caller, refusing
 // chunks already stored or being written by another request. For a
 // sub-chunk it returns the chunk's running state.
-func (s *session) claim(m *Manager, us []int, subc int64, first string) (*subState, error) {
+func (s *session) claim(m *Manager, t *table, us []int, subc int64, first string) (*subState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gone {
@@ -179,10 +196,10 @@ func (s *session) claim(m *Manager, us []int, subc int64, first string) (*subSta
 	}
 	for _, u := range us {
 		if s.done || s.have[u] {
-			return nil, invalidf("already got that (%s) but thanks??", s.sent[u])
+			return nil, invalidf("already got that (%s) but thanks??", t.sentOf(u))
 		}
 		if s.busy[u] {
-			return nil, invalidf("that chunk is already being written to:\n  %s\n  %s %d/%d\n  %s", s.rec.Wark, s.sent[u], s.at[u][0], len(s.rec.Hashes), s.rec.Name)
+			return nil, invalidf("that chunk is already being written to:\n  %s\n  %s %d/%d\n  %s", s.rec.Wark, t.sentOf(u), t.firstChunk(u), t.n, s.rec.Name)
 		}
 	}
 	var sub *subState
@@ -231,6 +248,7 @@ func (s *session) release(us []int) {
 type xfer struct {
 	m      *Manager
 	s      *session
+	t      *table // the session's chunk table, as taken for this post
 	f      *os.File
 	us     []int
 	sub    *subState
@@ -286,7 +304,7 @@ type check struct {
 // the last chunk of a post is hashed as it arrives, so that the reply
 // does not wait for a lane.
 func (x *xfer) lanes(k int) bool {
-	if x.m.lanes == nil || x.sub != nil || x.s.chunkLen(x.us[k]) < laneMin {
+	if x.m.lanes == nil || x.sub != nil || x.t.length(x.us[k]) < laneMin {
 		return false
 	}
 	return k < len(x.us)-1 || x.m.posts.Load() >= lanePosts || x.m.lanes.Busy() >= laneBusy
@@ -387,14 +405,13 @@ func (m *Manager) putLaneBuf(b *buf) {
 
 // readBody cuts the body into pieces for the hasher.
 func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece) error {
-	s := x.s
 	for k, u := range x.us {
-		off := s.chunkStart(u) + x.subOff
-		rem := s.chunkLen(u) - x.subOff
+		off := x.t.start(u) + x.subOff
+		rem := x.t.length(u) - x.subOff
 		if x.sub != nil {
 			rem = x.want
 		}
-		final := x.sub == nil || x.subOff+x.want == s.chunkLen(u)
+		final := x.sub == nil || x.subOff+x.want == x.t.length(u)
 		lane := x.lanes(k)
 		for rem > 0 {
 			if x.failed.Load() {
@@ -420,7 +437,7 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				return invalidf("the body ended after %d of %d bytes (%v); chunk %s stays needed", x.read, x.want, err, s.sent[u])
+				return invalidf("the body ended after %d of %d bytes (%v); chunk %s stays needed", x.read, x.want, err, x.t.sentOf(u))
 			}
 		}
 	}
@@ -497,7 +514,6 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 // verify compares each complete chunk's sum with its hash, passing
 // intact chunks on; after a mismatch it passes nothing more.
 func (x *xfer) verify(checks <-chan check, verified chan<- int) error {
-	s := x.s
 	var err error
 	for c := range checks {
 		if c.st != nil {
@@ -509,8 +525,8 @@ func (x *xfer) verify(checks <-chan check, verified chan<- int) error {
 		}
 		u := x.us[c.k]
 		enc := b64.EncodeToString(c.sum)
-		if !strings.HasPrefix(enc, s.cmp[u]) {
-			err = invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", c.got, s.sent[u], enc[:max(len(s.sent[u]), KeyLen)])
+		if sent := x.t.sentOf(u); !strings.HasPrefix(enc, x.t.cmp(u)) {
+			err = invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", c.got, sent, enc[:min(max(len(sent), KeyLen), len(enc))])
 			x.failed.Store(true)
 			continue
 		}
@@ -553,14 +569,14 @@ func (x *xfer) confirm(ctx context.Context, verified <-chan int) error {
 func (x *xfer) store(ctx context.Context, batch []int) error {
 	s := x.s
 	for _, u := range batch {
-		for _, j := range s.at[u][1:] {
-			if err := copyWithin(x.f, s.chunkStart(u), int64(j)*s.rec.CS, s.chunkLen(u)); err != nil {
+		for _, j := range x.t.copies(u) {
+			if err := copyWithin(x.f, x.t.start(u), int64(j)*s.rec.CS, x.t.length(u)); err != nil {
 				return s.vol.WriteErr(err, s.missing())
 			}
 		}
 	}
 	s.mu.Lock()
-	if s.nhave+len(batch) == len(s.uniq) && !s.finishing {
+	if s.nhave+len(batch) == s.nu && !s.finishing {
 		x.mark(batch)
 		s.mu.Unlock()
 		return nil
@@ -569,7 +585,7 @@ func (x *xfer) store(ctx context.Context, batch []int) error {
 	s.mu.Unlock()
 	keys := make([]string, len(batch))
 	for i, u := range batch {
-		keys[i] = s.uniq[u]
+		keys[i] = x.t.key(u)
 	}
 	// The receipt is committed while the data is flushed: each is a
 	// device flush, and both must be done before the chunks count. A
@@ -611,13 +627,10 @@ func (x *xfer) store(ctx context.Context, batch []int) error {
 func (x *xfer) mark(batch []int) {
 	s := x.s
 	for _, u := range batch {
-		if !s.have[u] {
-			s.have[u] = true
-			s.nhave++
-		}
+		s.gotLocked(x.t, u)
 	}
 	x.confirmed += len(batch)
-	if s.nhave == len(s.uniq) && !s.finishing {
+	if s.nhave == s.nu && !s.finishing {
 		s.finishing = true
 		s.fin = make(chan struct{})
 		x.completing = true
@@ -709,14 +722,22 @@ func (s *session) publishOptions() store.PublishOptions {
 	}
 }
 
-// remove takes s out of the live sessions (if it is still the one there).
+// remove takes s out of the live sessions (if it is still the one there),
+// giving back its place among the unfinished uploads and its claim on
+// the free space.
 func (m *Manager) remove(s *session) {
 	k := skey{s.db, s.rec.Wark}
 	m.mu.Lock()
 	if m.sessions[k] == s {
 		delete(m.sessions, k)
 	}
+	if s.counted {
+		s.counted = false
+		m.givePlaceLocked(s.ipKey, s.rec.Size)
+		s.space.Release()
+	}
 	m.mu.Unlock()
+	m.forget(s)
 }
 
 // drop discards a session: forgotten, its record and work file removed.

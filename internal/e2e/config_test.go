@@ -111,6 +111,9 @@ func TestConfigEquivalent(t *testing.T) {
 		return out, s
 	}
 	viaFile, s := run("-c", conf)
+	if err := s.stop(); err != nil { // one writing server per state folder
+		t.Fatal(err)
+	}
 	for _, d := range []string{pub, priv, inc} { // the second server starts from the same files
 		os.RemoveAll(filepath.Join(d, "x.txt"))
 		os.RemoveAll(filepath.Join(d, "ok.txt"))

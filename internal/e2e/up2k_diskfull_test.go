@@ -24,11 +24,15 @@ func TestUp2kDiskFull(t *testing.T) {
 	s := start(t, "-v", vol+"::rw", "--hist", t.TempDir())
 	f := u2Make(u2Rand(20 << 20))
 	rep := u2Handshake(t, s, "/", "big.bin", f, 1600000000, nil)
-	// Too big for what is free: refused at the handshake, nothing made.
+	// Too big for what is free: the client's error (413 naming the free
+	// space), refused at the handshake, nothing made.
 	resp, b := u2HS(t, s, "/", map[string]any{"name": "huge.bin", "size": 40 << 20, "hash": u2Make(make([]byte, 40<<20)).hashes})
-	wantStatus(t, resp, b, 500)
-	if !strings.Contains(string(b), "free") {
+	wantStatus(t, resp, b, 413)
+	if !strings.Contains(string(b), "free space") {
 		t.Fatalf("disk full at handshake: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(vol, "huge.bin.PARTIAL")); err == nil {
+		t.Fatal("a refused handshake left its work file")
 	}
 	filler := filepath.Join(mnt, "filler")
 	if err := os.WriteFile(filler, u2Rand(16<<20), 0o644); err != nil {
