@@ -184,11 +184,7 @@ func unknownFlag(fs *flag.FlagSet, name string) string {
 			best, bestD = f.Name, d
 		}
 	})
-	dash := "--"
-	if len(best) == 1 {
-		dash = "-"
-	}
-	return fmt.Sprintf("unknown flag -%s; the closest is %s%s (see -h)", name, dash, best)
+	return fmt.Sprintf("unknown flag -%s; the closest is %s (see -h)", name, dashed(best))
 }
 
 // editDistance is the Levenshtein distance of two short strings.

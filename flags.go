@@ -171,15 +171,20 @@ func newFlags() (*flagSet, *options) {
 	return f, o
 }
 
-// helpName is how -h and docs/flags.md name a flag: its dashes, its name,
-// and its value's name.
+// helpName is how -h and docs/flags.md name a flag: dashed, and followed
+// by its value's name.
 func (f *flagSet) helpName(fl *flag.Flag) string {
-	dash := "--"
-	if len(fl.Name) == 1 {
-		dash = "-"
-	}
 	if arg := f.args[fl.Name]; arg != "" {
-		return dash + fl.Name + " " + arg
+		return dashed(fl.Name) + " " + arg
 	}
-	return dash + fl.Name
+	return dashed(fl.Name)
+}
+
+// dashed is a flag's name as copyparty spells it: one dash for a letter
+// and for the -e2 family, two for the rest (either works).
+func dashed(name string) string {
+	if len(name) == 1 || strings.HasPrefix(name, "e2") {
+		return "-" + name
+	}
+	return "--" + name
 }

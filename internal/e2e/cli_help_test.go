@@ -42,7 +42,7 @@ func TestCLIUnknownFlag(t *testing.T) {
 	for _, tc := range []struct{ arg, want string }{
 		{"--srch-hit", "--srch-hits"},
 		{"--https_only", "--https-only"},
-		{"-e2dssa", "--e2dsa"},
+		{"-e2dssa", "-e2dsa"},
 		{"--crt", "--cert"},
 	} {
 		code, stdout, stderr := rsRunBin(t, tc.arg)
