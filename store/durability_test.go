@@ -544,3 +544,60 @@ func TestIngestPublishes(t *testing.T) {
 		t.Fatalf("folder fsyncs %q after a failed upload, want none more", got)
 	}
 }
+
+// expiriesOf returns the expiry records of rel in v, in memory and on disk.
+func expiriesOf(t *testing.T, v *Volume, rel string) (mem []expiry, disk int) {
+	t.Helper()
+	j := v.store.janitor
+	j.mu.Lock()
+	for _, e := range j.mu.h {
+		if e.vol == v && e.Rel == rel {
+			mem = append(mem, *e)
+		}
+	}
+	j.mu.Unlock()
+	ents, _ := os.ReadDir(expireDir(v))
+	for _, de := range ents {
+		b, err := os.ReadFile(filepath.Join(expireDir(v), de.Name()))
+		if err == nil && strings.Contains(string(b), `"rel":"`+rel+`"`) {
+			disk++
+		}
+	}
+	return mem, disk
+}
+
+// TestReplaceForgetsOldLifetime: a file replaced by an upload takes its
+// lifetime with it. Its record names the old inode, which the file system
+// may give to a later file at the same path (ext4 does, at once): the old
+// deadline then deleted that file, acknowledged with a lifetime of its own.
+func TestReplaceForgetsOldLifetime(t *testing.T) {
+	st, dirs := openStore(t, "::rwd:c,lifetime=3600")
+	v := st.Volumes()[0]
+	put := func(life time.Duration, replace bool) {
+		t.Helper()
+		if _, err := v.Ingest(ctx, "", strings.NewReader("x"), IngestOptions{Name: "x", Size: 1, Life: life, Replace: replace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(time.Minute, false)
+	put(0, true) // the volume's lifetime
+	fi, err := os.Stat(filepath.Join(dirs[0], "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ino, _ := FileID(fi)
+	mem, disk := expiriesOf(t, v, "x")
+	if len(mem) != 1 || disk != 1 || mem[0].Ino != ino || time.Until(mem[0].Deadline) < 59*time.Minute {
+		t.Fatalf("after the replace: %d records in memory (%+v), %d on disk; want one, of the new file (inode %d) with the volume's hour", len(mem), mem, disk, ino)
+	}
+	// The same through a copy that replaces (LinkFile is the dedup path).
+	mkfiles(t, dirs[0], map[string]string{"src": "s"})
+	if _, _, err := v.LinkFile("src", "", "x", PublishOptions{Replace: true, Life: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ = os.Stat(filepath.Join(dirs[0], "x"))
+	_, ino, _ = FileID(fi)
+	if mem, disk := expiriesOf(t, v, "x"); len(mem) != 1 || disk != 1 || mem[0].Ino != ino {
+		t.Fatalf("after a linking replace: %d records in memory (%+v), %d on disk; want the new file's alone (inode %d)", len(mem), mem, disk, ino)
+	}
+}
