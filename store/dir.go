@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -35,11 +34,22 @@ func (v *Volume) OpenDir(rel string) (*Dir, error) {
 	}
 	root, err := v.root.OpenRoot(r)
 	if r2, ok := v.retry(r, err); ok {
-		root, err = v.root.OpenRoot(r2)
+		r = r2
+		root, err = v.root.OpenRoot(r)
 	}
 	if err != nil {
 		return nil, mapErr(err)
 	}
+	// The folder as held is checked, not the path (guard.go).
+	f, err := root.OpenFile(".", os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		err = v.guard(f, r)
+	}
+	if err != nil {
+		root.Close()
+		return nil, mapErr(err)
+	}
+	f.Close()
 	return &Dir{v: v, rel: rel, root: root}, nil
 }
 
@@ -76,7 +86,13 @@ func (d *Dir) open(name string) (*os.File, error) {
 	// the poller, fail to register the file, and clear it again), and a
 	// fifo put in place of a file cannot block the open.
 	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	return f, mapErr(err)
+	if err == nil {
+		err = d.v.guard(f, path.Join(d.rel, name)) // a link to the state folder (guard.go)
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return f, nil
 }
 
 // ReadSmall reads the file name into buf, as io.ReadAtLeast(f, buf, min)
@@ -138,14 +154,14 @@ func (v *Volume) MakeDir(rel string) error {
 	if v.Flags.NoSub {
 		return ErrNoSub
 	}
-	if fi, err := v.root.Stat(r); err == nil && fi.IsDir() {
-		return nil
-	}
-	if err := v.root.MkdirAll(r, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) { // a file has one of the names
-			return fmt.Errorf("%w: %v", ErrNotDir, err)
-		}
+	r = v.reach(r)              // links.go
+	d, made, err := v.mkdirs(r) // never into a state folder (guard.go)
+	if err != nil {
 		return mapErr(err)
+	}
+	d.Close()
+	if made == "" {
+		return nil
 	}
 	for p := r; p != "."; p = path.Dir(p) {
 		if err := v.syncDir(path.Dir(p)); err != nil {

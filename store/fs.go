@@ -78,10 +78,7 @@ func (v *Volume) Stat(rel string) (fs.FileInfo, error) {
 		}
 		return fi, mapErr(err)
 	}
-	fi, err := v.root.Stat(r)
-	if r2, ok := v.retry(r, err); ok {
-		fi, err = v.root.Stat(r2)
-	}
+	fi, err := v.statIn(r) // guard.go
 	return fi, mapErr(err)
 }
 
@@ -98,10 +95,7 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	// O_NONBLOCK does nothing to a regular file's reads, but it spares
 	// os's fcntl pair (set and clear non-blocking mode) on every open, and
 	// a fifo put in a file's place cannot hang the open.
-	f, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if r2, ok := v.retry(r, err); ok {
-		f, err = v.root.OpenFile(r2, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	}
+	f, _, err := v.openIn(r, os.O_RDONLY|syscall.O_NONBLOCK) // guard.go
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
@@ -142,11 +136,8 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 	if v.only != nil && r != "." {
 		return nil, ErrNotFound
 	}
-	d, err := v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0) // see Open
-	if r2, ok := v.retry(r, err); ok {
-		r = r2 // entries are looked at by this path
-		d, err = v.root.OpenFile(r, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	}
+	// see Open; entries are looked at by the path opened (guard.go)
+	d, r, err := v.openIn(r, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -214,12 +205,9 @@ func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool
 	e := Entry{Name: name, Dir: li.IsDir(), Size: li.Size(), Mtime: li.ModTime(), Mode: li.Mode()}
 	if li.Mode()&fs.ModeSymlink != 0 {
 		p := path.Join(dir, name)
-		ti, err := v.root.Stat(p)
-		if p2, ok := v.retry(p, err); ok {
-			ti, err = v.root.Stat(p2)
-		}
+		ti, err := v.statIn(p)
 		if err != nil {
-			return Entry{}, false // broken, or leads outside the volume
+			return Entry{}, false // broken, leads outside the volume or into its state
 		}
 		e.Link, e.Dir, e.Size, e.Mode = true, ti.IsDir(), ti.Size(), ti.Mode()
 		if !opt.Lstat {

@@ -197,7 +197,7 @@ func (v *Volume) openEnd(dir, name string) (*end, error) {
 
 // canonical is the path inside v of the open folder f (given is the path
 // it was opened by), symbolic links resolved. A folder reached through a
-// link into the state folder is refused like the state folder itself.
+// link into the state folder is refused as a missing one is (guard.go).
 func (v *Volume) canonical(f *os.File, given string) (string, error) {
 	if given == "." {
 		given = ""
@@ -220,7 +220,7 @@ func (v *Volume) canonical(f *os.File, given string) (string, error) {
 	rel = filepath.ToSlash(rel)
 	for c := range strings.SplitSeq(rel, "/") {
 		if strings.EqualFold(c, HistName) {
-			return "", ErrReserved
+			return "", ErrNotFound // no oracle for what it holds
 		}
 	}
 	return rel, nil
@@ -308,19 +308,13 @@ func (v *Volume) makeParents(dir string) error {
 		return nil
 	}
 	dir = v.reach(dir) // through an absolute link back into the volume (links.go)
-	made := ""
-	for p := dir; p != "."; p = path.Dir(p) {
-		if _, err := v.root.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		made = p
-	}
-	if err := v.root.MkdirAll(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%w: %v", ErrNotDir, err)
-		}
+	// Made by descriptor from a checked folder: never in a state folder
+	// (guard.go).
+	f, made, err := v.mkdirs(dir)
+	if err != nil {
 		return v.writeErr(err, 0)
 	}
+	f.Close()
 	for p := dir; made != ""; p = path.Dir(p) {
 		if err := v.syncDir(path.Dir(p)); err != nil {
 			return err

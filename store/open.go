@@ -41,6 +41,9 @@ func (v *Volume) openRegular(rel string, flag int) (*os.File, fs.FileInfo, error
 		}
 		return nil, nil, mapErr(err)
 	}
+	if err := v.guard(f, rel); err != nil { // never a state file (guard.go)
+		return nil, nil, err
+	}
 	return regularOnly(f)
 }
 
@@ -51,6 +54,9 @@ func (v *Volume) openRegular(rel string, flag int) (*os.File, fs.FileInfo, error
 // links.
 func (v *Volume) openLeaf(dir, name string, flag int) (*os.File, fs.FileInfo, error) {
 	d, err := v.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		err = v.guard(d, dir) // never in a state folder (guard.go)
+	}
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}

@@ -51,26 +51,21 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 		return nil, "", err
 	}
 	d = v.reach(d) // links.go
-	if d != "." {
-		if err := v.root.MkdirAll(d, 0o755); err != nil {
-			return nil, "", mapErr(err)
-		}
-	}
 	// The work file is made under a PUT work file's name, marked as an
 	// up2k work file and sized there, and only then moved to its own name
 	// without clobbering: a crash leaves either a .hoard-*.PARTIAL (swept
 	// by its name) or a marked work file (swept when no session owns it),
 	// never an unmarked one that could be a user's. Where the file system
 	// has no user attributes, such a leftover stays.
-	dirf, err := v.root.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	dirf, _, err := v.mkdirs(d) // never in a state folder (guard.go)
 	if err != nil {
-		return nil, "", mapErr(err)
+		return nil, "", v.writeErr(err, 0)
 	}
 	defer dirf.Close()
 	tmp := newTempName()
 	v.store.tempLive(v, path.Join(d, tmp), true)
 	defer v.store.tempLive(v, path.Join(d, tmp), false)
-	f, err := v.root.OpenFile(path.Join(d, tmp), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+	f, err := openFileAt(dirf, tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, "", mapErr(err)
 	}
@@ -363,9 +358,11 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 	}
 	s, d = v.reach(s), v.reach(d) // links.go
 	if d != "." {
-		if err := v.root.MkdirAll(d, 0o755); err != nil {
-			return "", nil, mapErr(err)
+		dirf, _, err := v.mkdirs(d) // never in a state folder (guard.go)
+		if err != nil {
+			return "", nil, v.writeErr(err, 0)
 		}
+		dirf.Close()
 	}
 	tmp := path.Join(d, newTempName())
 	v.store.tempLive(v, tmp, true)

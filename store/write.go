@@ -46,27 +46,17 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 		return nil, ErrNoSub
 	}
 	d = v.reach(d) // links.go
-	made := ""
-	if d != "." {
-		// Note the topmost missing folder so that a failed upload leaves
-		// no empty folders behind.
-		for p := d; p != "."; p = path.Dir(p) {
-			if _, err := v.root.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
-				break
-			}
-			made = p
-		}
-		if err := v.root.MkdirAll(d, 0o755); err != nil {
-			if errors.Is(err, fs.ErrExist) { // a file has one of the folder names
-				return nil, fmt.Errorf("%w: %v", ErrNotDir, err)
-			}
-			return nil, mapErr(err)
-		}
+	// The folder is made and held open, checked not to be (in) a state
+	// folder, and the work file is made in it by descriptor (guard.go).
+	dirf, made, err := v.mkdirs(d)
+	if err != nil {
+		return nil, v.writeErr(err, 0)
 	}
+	defer func() { dirf.Close() }()
 	for range 10 {
 		name := newTempName()
 		v.store.tempLive(v, path.Join(d, name), true)
-		f, err := v.root.OpenFile(path.Join(d, name), os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NONBLOCK, 0o644)
+		f, err := openFileAt(dirf, name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			v.store.tempLive(v, path.Join(d, name), false)
 		}
@@ -74,7 +64,11 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 			continue
 		}
 		if errors.Is(err, fs.ErrNotExist) && d != "." {
-			v.root.MkdirAll(d, 0o755) // an aborted upload removed the folder it had made
+			// An aborted upload removed the folder it had made.
+			dirf.Close()
+			if dirf, _, err = v.mkdirs(d); err != nil {
+				return nil, v.writeErr(err, 0)
+			}
 			continue
 		}
 		if err != nil {
@@ -279,20 +273,31 @@ var placeMu sync.Mutex
 // With keep, tmp stays as a second name of the file (when the file system
 // has hard links).
 func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool) (string, error) {
+	// Every name is made relative to the folder held open and checked
+	// (guard.go): a folder swapped for a link between steps cannot send
+	// the file elsewhere, into the state folder least of all.
+	dirf, _, err := v.openIn(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
+	if err != nil {
+		return "", mapErr(err)
+	}
+	defer dirf.Close()
+	tn := path.Base(tmp)
+	fname := name
 	final := path.Join(dir, name)
 	if opt.Replace {
-		if fi, err := v.root.Lstat(final); err == nil && fi.IsDir() {
+		if st, err := lstatAt(dirf, name); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 			return "", ErrIsDir
 		}
 		if keep {
 			// Rename a second link over the file, so tmp stays.
-			t2 := path.Join(dir, newTempName())
+			t2n := newTempName()
+			t2 := path.Join(dir, t2n)
 			v.store.tempLive(v, t2, true)
 			defer v.store.tempLive(v, t2, false)
-			err := v.root.Link(tmp, t2)
+			err := linkAt(dirf, tn, dirf, t2n)
 			if err == nil {
-				if err = v.root.Rename(t2, final); err != nil {
-					v.root.Remove(t2)
+				if err = renameAt(dirf, t2n, dirf, name, true); err != nil {
+					unlinkAt(dirf, t2n, false)
 				}
 				return final, mapErr(err)
 			}
@@ -300,13 +305,13 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool) (st
 				return "", mapErr(err)
 			}
 		}
-		return final, mapErr(v.root.Rename(tmp, final))
+		return final, mapErr(renameAt(dirf, tn, dirf, name, true))
 	}
 	for i := 0; ; i++ {
-		err := v.root.Link(tmp, final)
+		err := linkAt(dirf, tn, dirf, fname)
 		if err == nil {
 			if !keep {
-				v.root.Remove(tmp)
+				unlinkAt(dirf, tn, false)
 			}
 			return final, nil
 		}
@@ -317,9 +322,9 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool) (st
 			// No hard links here (some FUSE and network file systems):
 			// check and rename under a lock instead.
 			placeMu.Lock()
-			_, serr := v.root.Lstat(final)
+			_, serr := lstatAt(dirf, fname)
 			if errors.Is(serr, fs.ErrNotExist) {
-				err = v.root.Rename(tmp, final)
+				err = renameAt(dirf, tn, dirf, fname, true)
 				placeMu.Unlock()
 				return final, mapErr(err)
 			}
@@ -328,7 +333,8 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool) (st
 		if i >= 5 {
 			return "", ErrExists
 		}
-		final = path.Join(dir, v.collisionName(name, opt.ClientIP, i))
+		fname = v.collisionName(name, opt.ClientIP, i)
+		final = path.Join(dir, fname)
 	}
 }
 
@@ -486,7 +492,7 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	if errors.Is(err, ErrNotFound) {
 		return res, nil, false
 	}
-	if err != nil {
+	if err != nil { // a state file is ErrNotFound (openRegular, guard.go)
 		return res, err, true
 	}
 	defer f.Close()

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The state folder is never reached through a symbolic link.
+//
+// A request's path is refused when a component is named .hist (cleanRel),
+// but os.Root follows a relative link that stays inside the volume, so
+// `ln -s .hist h` (or `x -> h/secret`, `sub/y -> ../.hist`) would reach the
+// state folder (the volume's secret, the index, sessions) by another name.
+// So every descriptor opened through a volume's root for a request is
+// checked after the open, by where the kernel actually put it: its real
+// path (/proc/self/fd/N) must not be a state folder or lie below one. The
+// check is on the open descriptor, so a link swapped in between a check
+// and the open cannot get through; writes open their folder, check it, and
+// make names in it relative to that descriptor. The answer is the one for
+// a missing file (ErrNotFound): no oracle for what the state folder holds.
+// Where /proc is missing (other systems) the path is resolved link by link
+// instead (links.go), which is not race-free.
+
+// guard refuses f, opened through v's root by the path r (cleaned), when
+// it is a state folder or inside one. It closes f when it refuses it.
+func (v *Volume) guard(f *os.File, r string) error {
+	if err := v.checkReal(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
+}
+
+func (v *Volume) checkReal(f *os.File, r string) error {
+	real, err := realPath(f)
+	if err != nil {
+		return v.checkResolved(r) // no /proc: resolve by walking
+	}
+	if inState(v.volReal(), real) {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// checkResolved is the fallback check: r with its links resolved (racy).
+func (v *Volume) checkResolved(r string) error {
+	if r == "." || r == "" {
+		return nil
+	}
+	if _, err := v.resolve(r); errors.Is(err, ErrReserved) {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// volReal is the real path of the volume's folder (of the volume a view
+// belongs to): the base that real paths are judged below.
+func (v *Volume) volReal() string {
+	if v.outer != nil {
+		return v.outer.real
+	}
+	return v.real
+}
+
+// inState reports whether real (an absolute, link-free path) is a folder
+// named .hist below top, or inside one. When real is not below top (the
+// volume's folder was moved while running), every component counts.
+func inState(top, real string) bool {
+	rest := real
+	if top != "" {
+		switch {
+		case real == top:
+			return false
+		case strings.HasPrefix(real, strings.TrimSuffix(top, "/")+"/"):
+			rest = real[len(strings.TrimSuffix(top, "/"))+1:]
+		}
+	}
+	// Fast path: no component can be .hist without the text ".hist".
+	if !containsFold(rest, HistName) {
+		return false
+	}
+	for c := range strings.SplitSeq(rest, "/") {
+		if strings.EqualFold(c, HistName) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold is strings.Contains, ignoring ASCII case.
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	for i := 0; i+n <= len(s); i++ {
+		if strings.EqualFold(s[i:i+n], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// openIn opens r (cleaned) through v's root with flag, retrying through an
+// absolute link back into the volume (links.go), and refuses a state
+// folder. The path actually opened is returned with the file.
+func (v *Volume) openIn(r string, flag int) (*os.File, string, error) {
+	f, err := v.root.OpenFile(r, flag, 0)
+	if r2, ok := v.retry(r, err); ok {
+		r = r2
+		f, err = v.root.OpenFile(r, flag, 0)
+	}
+	if err != nil {
+		return nil, r, err
+	}
+	if err := v.guard(f, r); err != nil {
+		return nil, r, err
+	}
+	return f, r, nil
+}
+
+// statIn is os.Root.Stat (links followed inside the volume), refusing a
+// state folder: the target is opened and checked, then described by its
+// descriptor. A target that may not be opened (no read permission) is
+// described by path and checked by resolving it.
+func (v *Volume) statIn(r string) (fs.FileInfo, error) {
+	f, _, err := v.openIn(r, os.O_RDONLY|syscall.O_NONBLOCK)
+	if err == nil {
+		defer f.Close()
+		return f.Stat()
+	}
+	if !errors.Is(err, fs.ErrPermission) {
+		return nil, err
+	}
+	fi, err := v.root.Stat(r)
+	if r2, ok := v.retry(r, err); ok {
+		fi, err = v.root.Stat(r2)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := v.checkResolved(r); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// mkdirs makes the folder d (cleaned; reached as reach gives it) and its
+// missing parents, and returns it open and checked. The deepest existing
+// folder is opened through the root and checked; each missing one is made
+// and entered relative to its parent's descriptor without following a
+// link, so nothing made lands in a state folder. made is the topmost
+// folder it made ("" if none). Errors are the system's (callers map
+// them), ErrNotDir, or ErrNotFound for a state folder.
+func (v *Volume) mkdirs(d string) (dir *os.File, made string, err error) {
+	const flag = os.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NONBLOCK
+	var missing []string
+	cur := d
+	for {
+		f, _, err := v.openIn(cur, flag)
+		if err == nil {
+			dir = f
+			break
+		}
+		if errors.Is(err, ErrNotFound) { // refused by guard
+			return nil, "", err
+		}
+		if !errors.Is(err, fs.ErrNotExist) || cur == "." {
+			if errors.Is(err, syscall.ENOTDIR) {
+				return nil, "", fmt.Errorf("%w: %v", ErrNotDir, err)
+			}
+			return nil, "", err
+		}
+		missing = append(missing, path.Base(cur))
+		cur = path.Dir(cur)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		name := missing[i]
+		err := mkdirAt(dir, name, 0o755)
+		if err == nil && made == "" {
+			made = path.Join(cur, name)
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			dir.Close()
+			return nil, "", err
+		}
+		next, err := openDirAt(dir, name)
+		dir.Close()
+		if err != nil {
+			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP) || errors.Is(err, fs.ErrExist) {
+				return nil, "", fmt.Errorf("%w: %v", ErrNotDir, err)
+			}
+			return nil, "", err
+		}
+		dir = next
+		cur = path.Join(cur, name)
+	}
+	return dir, made, nil
+}
+
+// linkAt makes the hard link nname in ndir to oname in odir (no link in
+// either name is followed).
+func linkAt(odir *os.File, oname string, ndir *os.File, nname string) error {
+	err := retryEINTR(func() error { return unix.Linkat(fdOf(odir), oname, fdOf(ndir), nname, 0) })
+	if err != nil {
+		return &os.LinkError{Op: "linkat", Old: oname, New: nname, Err: err}
+	}
+	return nil
+}
