@@ -246,7 +246,7 @@ func (p *prodOptions) pwHash() (*store.PwHash, error) {
 	}
 	h, err := store.ParsePwHash(p.ahAlg, salt)
 	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "store: "))
+		return nil, err
 	}
 	return h, nil
 }
@@ -323,7 +323,7 @@ func (p *prodOptions) genHashes(stdout, stderr io.Writer) int {
 	for _, pw := range pws {
 		s, err := h.Hash(pw)
 		if err != nil {
-			fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+			fmt.Fprintf(stderr, "hoard: %s\n", err.Error())
 			return 2
 		}
 		fmt.Fprintln(stdout, s)

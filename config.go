@@ -218,7 +218,7 @@ func parseConfig(lines []cfgLine) ([]cfgEntry, error) {
 		}
 		spec := v.src + ":" + v.vpath + ":" + strings.Join(v.items, ":")
 		if _, err := store.ParseVolume(spec); err != nil { // each part was checked; this is a guard
-			return configError(v.head, "%s", strings.TrimPrefix(err.Error(), "store: "))
+			return configError(v.head, "%s", err.Error())
 		}
 		out = append(out, cfgEntry{at: v.head.at(), name: "v", value: spec, hasValue: true, users: v.users})
 		return nil
@@ -293,7 +293,7 @@ func parseConfig(lines []cfgLine) ([]cfgEntry, error) {
 				return nil, configError(l, "lines in [accounts] are \"user: password\"")
 			}
 			if _, err := store.ParseAccount(user + ":" + pass); err != nil {
-				return nil, configError(l, "%s", strings.TrimPrefix(err.Error(), "store: "))
+				return nil, configError(l, "%s", err.Error())
 			}
 			out = append(out, cfgEntry{at: l.at(), name: "a", value: user + ":" + pass, hasValue: true})
 		case vol.src == "":
@@ -335,9 +335,8 @@ func cfgQuote(ln string) string {
 
 // cfgErrText is store.ParseVolume's error without its echo of the spec.
 func cfgErrText(err error, spec string) string {
-	s := strings.TrimPrefix(err.Error(), "store: ")
-	s = strings.TrimPrefix(s, fmt.Sprintf("volume %q: ", spec))
-	return strings.ReplaceAll(s, "store: ", "")
+	s, _ := strings.CutPrefix(err.Error(), fmt.Sprintf("volume %q: ", spec))
+	return s
 }
 
 // addAccs reads "rw: user1, user2" (no users: everyone).
@@ -348,7 +347,7 @@ func (v *cfgVolume) addAccs(l cfgLine, ln string) error {
 		return configError(l, "accs lines are \"PERMS: user1, user2\" with permission letters of rwmdgGha.A")
 	}
 	if _, err := store.ParsePerm(letters); err != nil {
-		return configError(l, "%s", strings.TrimPrefix(err.Error(), "store: "))
+		return configError(l, "%s", err.Error())
 	}
 	var names []string
 	for _, f := range strings.Split(users, ",") {
@@ -421,11 +420,11 @@ func applyConfig(fset *flag.FlagSet, entries []cfgEntry) error {
 		switch e.name {
 		case "a":
 			if _, err := store.ParseAccount(v); err != nil {
-				return fmt.Errorf("%s: %s", e.at, strings.TrimPrefix(err.Error(), "store: "))
+				return fmt.Errorf("%s: %s", e.at, err.Error())
 			}
 		case "v":
 			if _, err := store.ParseVolume(v); err != nil {
-				return fmt.Errorf("%s: %s", e.at, strings.TrimPrefix(err.Error(), "store: "))
+				return fmt.Errorf("%s: %s", e.at, err.Error())
 			}
 		}
 		if err := fset.Set(e.name, v); err != nil {

@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	cfg, err := o.storeConfig(log)
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(strings.TrimPrefix(err.Error(), "store: ")))
+		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(err.Error()))
 		return 2
 	}
 	tl, err := newTLSSetup(&o.prod, log)
@@ -67,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	svc, err := openServices(o, cfg, cl, log)
 	code := 0
 	if err != nil {
-		fmt.Fprintf(stderr, "hoard: %s\n", strings.TrimPrefix(err.Error(), "store: "))
+		fmt.Fprintf(stderr, "hoard: %s\n", err)
 		code = 1
 		if _, ok := errors.AsType[*store.LockedError](err); ok || errors.Is(err, idx.ErrLocked) {
 			code = 2 // another hoard writes here: a configuration to change, not a failure

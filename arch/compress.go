@@ -1,7 +1,6 @@
 package arch
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/dsnet/compress/bzip2"
@@ -39,16 +38,16 @@ func CheckLevel(c Codec, level int) error {
 	switch c {
 	case Gzip, XZ:
 		if level < 0 || level > 9 {
-			return fmt.Errorf("arch: %s level %d out of range 0-9", c, level)
+			return badFormat("%s level %d out of range 0-9", c, level)
 		}
 		return nil
 	case Bzip2:
 		if level < 1 || level > 9 {
-			return fmt.Errorf("arch: %s level %d out of range 1-9", c, level)
+			return badFormat("%s level %d out of range 1-9", c, level)
 		}
 		return nil
 	}
-	return fmt.Errorf("arch: unknown compression %q", c)
+	return badFormat("unknown compression %q", c)
 }
 
 // NewEncoder returns a writer that compresses into w. Closing it flushes the
@@ -72,5 +71,5 @@ func NewEncoder(c Codec, level int, w io.Writer) (io.WriteCloser, error) {
 	case Bzip2:
 		return bzip2.NewWriter(w, &bzip2.WriterConfig{Level: level})
 	}
-	return nil, fmt.Errorf("arch: unknown compression %q", c)
+	return nil, badFormat("unknown compression %q", c)
 }

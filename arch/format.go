@@ -2,6 +2,7 @@ package arch
 
 import (
 	"fmt"
+	"hoard/store"
 	"strconv"
 	"strings"
 )
@@ -46,14 +47,14 @@ func ParseTar(v string) (Format, error) {
 		case tok == "gnu", tok == "":
 		case name == "gz" || name == "xz" || name == "bz2":
 			if f.Codec != "" {
-				return f, fmt.Errorf("arch: tar=%q names two compressions", v)
+				return f, badFormat("tar=%q names two compressions", v)
 			}
 			f.Codec = Codec(name)
 			f.Level = f.Codec.DefaultLevel()
 			if hasLvl {
 				n, err := strconv.Atoi(lvl)
 				if err != nil {
-					return f, fmt.Errorf("arch: tar=%q: level %q is not a number", v, lvl)
+					return f, badFormat("tar=%q: level %q is not a number", v, lvl)
 				}
 				f.Level = n
 			}
@@ -63,7 +64,7 @@ func ParseTar(v string) (Format, error) {
 		case isMod(tok):
 			f.Mod = tok
 		default:
-			return f, fmt.Errorf("arch: unknown tar format %q (want pax, gz[:0-9], xz[:0-9] or bz2[:1-9])", tok)
+			return f, badFormat("unknown tar format %q (want pax, gz[:0-9], xz[:0-9] or bz2[:1-9])", tok)
 		}
 	}
 	return f, nil
@@ -84,7 +85,7 @@ func ParseZip(v string) (Format, error) {
 		case isMod(tok):
 			f.Mod = tok
 		default:
-			return f, fmt.Errorf("arch: unknown zip format %q (want utf8, dos or crc)", tok)
+			return f, badFormat("unknown zip format %q (want utf8, dos or crc)", tok)
 		}
 	}
 	return f, nil
@@ -126,3 +127,8 @@ func (f Format) Heavy() bool {
 // written (uncompressed, no modifier), so it can be sent with a
 // Content-Length.
 func (f Format) Sized() bool { return f.Codec == "" && f.Mod == "" }
+
+// badFormat is an archive request that can never succeed as asked.
+func badFormat(format string, args ...any) error {
+	return &store.Error{Kind: store.KindInvalid, Msg: fmt.Sprintf(format, args...)}
+}

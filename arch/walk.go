@@ -316,7 +316,7 @@ func errText(err error) string {
 	if errors.Is(err, fs.ErrPermission) {
 		return "permission denied"
 	}
-	return strings.TrimPrefix(err.Error(), "store: ")
+	return err.Error()
 }
 
 // ErrorsFile returns the entry copyparty appends when files could not be

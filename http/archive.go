@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"hoard/arch"
+	"hoard/media"
 	"hoard/store"
 )
 
@@ -38,9 +39,9 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 	f, err := archiveFormat(q)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%s", strings.TrimPrefix(err.Error(), "arch: "))
+		return err
 	}
-	if f.Mod != "" && s.archFn == nil {
+	if f.Mod != "" && s.media == nil {
 		return errorf(http.StatusNotImplemented, "archive modifier %s needs the media support, not built yet", f.Mod)
 	}
 	if !virtual {
@@ -122,7 +123,7 @@ func (s *Server) archive(q *req, sel []string) error {
 	q.w.dl = s.dls.start(q, 0, " :"+f.Ext()) // listed by ?dls
 	defer s.dls.done(q.w.dl)
 	start := time.Now()
-	if err := arch.Write(ctx, q.w, f, wk.Files, arch.Options{Transform: s.archFn}); err != nil {
+	if err := arch.Write(ctx, q.w, f, wk.Files, archOptions(s.media)); err != nil {
 		return err
 	}
 	s.log.Debug("archive sent", "id", q.id, "path", q.r.URL.Path, "format", f.Ext(), "files", len(wk.Files), "bytes", q.w.n, "dur", time.Since(start))
@@ -415,4 +416,13 @@ func under(name string, sel map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// archOptions serves the archive modifiers (opus, mp3, j, w, p) through
+// the media service, when there is one.
+func archOptions(m *media.Service) arch.Options {
+	if m == nil {
+		return arch.Options{}
+	}
+	return arch.Options{Transform: m.Transform}
 }

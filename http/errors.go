@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strconv"
+	"time"
 
+	"hoard/idx"
 	"hoard/store"
 )
 
@@ -38,61 +41,29 @@ var errUnauthorized = &httpError{code: http.StatusUnauthorized, msg: "this needs
 const statusCanceled = 499
 
 // statusOf is the one table from errors to HTTP statuses and the message
-// the client sees. 5xx messages never carry internal detail, except the
-// disk-full message, which names sizes only.
+// the client sees. Domain errors carry a store.Kind and a client-safe
+// message (store.Classify); this maps the kind. 5xx messages never carry
+// internal detail: a KindNoSpace message names sizes only, the others are
+// written to be shown.
 func statusOf(err error) (int, string) {
 	var he *httpError
-	var se *store.SizeError
-	var df *store.DiskFullError
-	var sf *store.StateFullError
-	var nr *store.NoRoomError
 	var mb *http.MaxBytesError
-	var oe *store.OpError
-	switch {
-	case errors.As(err, &he):
+	if errors.As(err, &he) {
 		return he.code, he.msg
-	case errors.As(err, &nr):
-		if nr.Temporary() {
-			return http.StatusServiceUnavailable, trimPkg(nr.Error())
-		}
-		return http.StatusRequestEntityTooLarge, trimPkg(nr.Error())
-	case errors.As(err, &sf):
-		if sf.Opening {
-			return http.StatusServiceUnavailable, trimPkg(sf.Error())
-		}
-		return http.StatusInsufficientStorage, trimPkg(sf.Error())
-	case errors.As(err, &df):
-		return http.StatusInternalServerError, trimPkg(df.Error())
-	case errors.As(err, &oe) && oe.Kind != 0:
-		// File management (store.Delete, Move, Copy, Mkdir). A handler
-		// answers an anonymous user's KindForbidden with 401 first, and
-		// WebDAV's Overwrite: F with 412 for KindExists.
-		return opStatus[oe.Kind], oe.Msg
-	case errors.As(err, &se):
-		if se.Size < se.Min {
-			return http.StatusBadRequest, trimPkg(se.Error()) // too small is bad input, not "too large"
-		}
-		return http.StatusRequestEntityTooLarge, trimPkg(se.Error())
-	case errors.As(err, &mb):
-		return http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mb.Limit)
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return http.StatusNotFound, "not found"
-	case errors.Is(err, store.ErrExists):
-		return http.StatusConflict, trimPkg(store.ErrExists.Error())
-	case errors.Is(err, store.ErrReserved):
-		return http.StatusForbidden, trimPkg(store.ErrReserved.Error())
-	case errors.Is(err, store.ErrNoSub):
-		return http.StatusForbidden, trimPkg(store.ErrNoSub.Error())
-	case errors.Is(err, store.ErrReadOnly):
-		return http.StatusForbidden, trimPkg(store.ErrReadOnly.Error())
-	case errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrNotDir),
-		errors.Is(err, store.ErrShortBody), errors.Is(err, store.ErrNoLifetime),
-		errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrIsDir), errors.Is(err, store.ErrNotRegular):
-		for _, e := range []error{store.ErrPartialName, store.ErrBadName, store.ErrNotDir, store.ErrShortBody, store.ErrNoLifetime, store.ErrOutside, store.ErrIsDir, store.ErrNotRegular} {
-			if errors.Is(err, e) {
-				return http.StatusBadRequest, trimPkg(e.Error())
+	}
+	if k, msg, _, ok := store.Classify(err); ok && k > 0 && k < store.KindCount {
+		for _, h := range cliHints {
+			if errors.Is(err, h.err) {
+				msg = h.msg
 			}
 		}
+		return kindStatus[k], msg
+	}
+	switch {
+	case errors.As(err, &mb):
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mb.Limit)
+	case errors.Is(err, fs.ErrNotExist):
+		return http.StatusNotFound, "not found"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return statusCanceled, "request canceled"
 	case errors.Is(err, fs.ErrPermission):
@@ -101,20 +72,41 @@ func statusOf(err error) (int, string) {
 	return http.StatusInternalServerError, "internal server error"
 }
 
-// opStatus is the status of each kind of refused file-management
-// operation (copyparty answers all of them 400; these say more, and its
-// clients only look at the message).
-var opStatus = map[store.Kind]int{
-	store.KindInvalid:   http.StatusBadRequest,
-	store.KindNotFound:  http.StatusNotFound,
-	store.KindForbidden: http.StatusForbidden,
-	store.KindExists:    http.StatusConflict,
-	store.KindConflict:  http.StatusConflict,
+// retryAfter is the Retry-After header for err, "" for none.
+func retryAfter(err error) string {
+	if _, _, d, ok := store.Classify(err); ok && d > 0 {
+		return strconv.Itoa(int((d + time.Second - 1) / time.Second))
+	}
+	return ""
 }
 
-func trimPkg(s string) string {
-	if len(s) > 7 && s[:7] == "store: " {
-		return s[7:]
-	}
-	return s
+// kindStatus is the status of each kind of domain error. Copyparty answers
+// most refusals 400; these say more, and its clients only look at the
+// message. A handler answers an anonymous user's KindForbidden with 401
+// first, and WebDAV's Overwrite: F with 412 for KindExists.
+var kindStatus = [store.KindCount]int{
+	store.KindInvalid:     http.StatusBadRequest,
+	store.KindNotFound:    http.StatusNotFound,
+	store.KindForbidden:   http.StatusForbidden,
+	store.KindExists:      http.StatusConflict,
+	store.KindConflict:    http.StatusConflict,
+	store.KindTooLarge:    http.StatusRequestEntityTooLarge,
+	store.KindRetry:       http.StatusUnprocessableEntity,
+	store.KindUnavailable: http.StatusServiceUnavailable,
+	store.KindRateLimited: http.StatusTooManyRequests,
+	store.KindNoSpace:     http.StatusInternalServerError,
+	store.KindStateFull:   http.StatusInsufficientStorage,
+	store.KindUnsupported: http.StatusUnsupportedMediaType,
+	store.KindDisabled:    http.StatusInternalServerError,
+	store.KindInternal:    http.StatusInternalServerError,
+}
+
+// cliHints replace the message of a domain error with one that names the
+// server option that would help: the domain names no flags.
+var cliHints = []struct {
+	err error
+	msg string
+}{
+	{idx.ErrOff, "search is disabled: no volume you may read is indexed; start hoard with -e2d (or -e2dsa to also index files already there)"},
+	{idx.ErrNoTags, "tag search needs tag indexing: start hoard with -e2ts, and install ffprobe (FFmpeg) on the server"},
 }

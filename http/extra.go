@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"hoard/idx"
 	"hoard/store"
 )
 
@@ -17,7 +18,7 @@ type ExtraConfig struct {
 	TailTime time.Duration
 	// Recent is where ?ups and ?ru read uploads from; nil makes an
 	// in-memory ring of RecentMax records fed by the store's events.
-	Recent    RecentUploads
+	Recent    idx.RecentUploads
 	RecentMax int // default 4096
 	// Shares holds share links; nil disables sharing.
 	Shares *store.Shares
@@ -33,7 +34,7 @@ type extra struct {
 	closing  context.Context // canceled by StopStreams
 	stopAll  context.CancelFunc
 	dls      dlRegistry
-	recent   RecentUploads
+	recent   idx.RecentUploads
 	shares   *store.Shares
 	shrName  string
 }
@@ -51,10 +52,7 @@ func (s *Server) initExtra(cfg Config) {
 		if n <= 0 {
 			n = 4096
 		}
-		s.recent = NewRecentRing(cfg.Store, n)
-		if s.idx != nil && s.idx.Enabled() {
-			s.recent = &indexRecent{ix: s.idx, st: cfg.Store, ring: s.recent}
-		}
+		s.recent = idx.NewRecent(s.idx, cfg.Store, n)
 	}
 	s.shares = e.Shares
 	s.shrName = strings.Trim(e.ShrPrefix, "/")

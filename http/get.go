@@ -1,7 +1,6 @@
 package http
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -110,10 +109,7 @@ func (s *Server) getByURL(q *req) (done bool, err error) {
 // keyOK reports whether the request carries the file key that a user
 // without r needs under volume flag fk (always true without fk).
 func (q *req) keyOK(rel string, fi fs.FileInfo) bool {
-	if q.vol.Flags.FK == 0 || q.perm.Has(store.PermRead) {
-		return true
-	}
-	return subtle.ConstantTimeCompare([]byte(q.query.Get("k")), []byte(q.vol.FileKey(rel, fi))) == 1
+	return q.vol.KeyOK(q.perm, rel, fi, q.query.Get("k"))
 }
 
 // denyRead is the one answer to someone who may not read here: the same

@@ -5,96 +5,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"hoard/idx"
 	"hoard/store"
 	"hoard/up2k"
 )
-
-// Upload is one finished upload, as ?ups and ?ru show it.
-type Upload struct {
-	Vol  *store.Volume
-	Rel  string
-	Size int64
-	At   time.Time
-	User string // "" is anonymous
-	IP   string
-}
-
-// RecentUploads is where ?ups and ?ru read finished uploads from, newest
-// first, keeping those keep accepts, at most n. The default is an
-// in-memory ring fed by the store's events (NewRecentRing); an index that
-// records uploads can stand in for it (Config.Recent).
-type RecentUploads interface {
-	Recent(n int, keep func(*Upload) bool) []Upload
-}
-
-// RecentRing is a bounded in-memory record of the latest uploads.
-type RecentRing struct {
-	mu   sync.Mutex
-	ring []Upload
-	next int // where the next record goes
-	full bool
-}
-
-// NewRecentRing returns a ring of size records, subscribed to st's events.
-func NewRecentRing(st *store.Store, size int) *RecentRing {
-	r := &RecentRing{ring: make([]Upload, max(size, 1))}
-	st.Subscribe(r.event)
-	return r
-}
-
-func (r *RecentRing) event(e store.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch e.Kind {
-	case store.Created:
-		if e.ClientIP == "" {
-			return // made by the server itself, not an upload
-		}
-		r.ring[r.next] = Upload{Vol: e.Vol, Rel: e.Rel, Size: e.Size, At: e.At, User: e.Uploader, IP: e.ClientIP}
-		r.next++
-		if r.next == len(r.ring) {
-			r.next, r.full = 0, true
-		}
-	case store.Removed:
-		for i := range r.ring {
-			if u := &r.ring[i]; u.Vol == e.Vol && e.Under(u.Rel) {
-				if e.Tree {
-					if _, err := u.Vol.Stat(u.Rel); err == nil {
-						continue // a tree delete that stopped half-way left it
-					}
-				}
-				u.Vol = nil // gone; skipped from now on
-			}
-		}
-	case store.Moved:
-		for i := range r.ring {
-			if u := &r.ring[i]; u.Vol == e.FromVol && e.FromUnder(u.Rel) {
-				u.Vol, u.Rel = e.Vol, e.Rebase(u.Rel)
-			}
-		}
-	}
-}
-
-// Recent implements RecentUploads.
-func (r *RecentRing) Recent(n int, keep func(*Upload) bool) []Upload {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []Upload
-	count := r.next
-	if r.full {
-		count = len(r.ring)
-	}
-	for i := 0; i < count && len(out) < n; i++ {
-		u := &r.ring[(r.next-1-i+len(r.ring))%len(r.ring)]
-		if u.Vol != nil && keep(u) {
-			out = append(out, *u)
-		}
-	}
-	return out
-}
 
 // uploadFilter is ?filter= of ?ups and ?ru: a case-insensitive substring
 // of the path; a leading ^ anchors it at the start, a trailing $ at the
@@ -167,7 +83,7 @@ func (s *Server) ups(q *req) error {
 			}
 		}
 	}
-	recs := s.recent.Recent(recentMax, func(u *Upload) bool { return mine(u.Vol, u.Rel, u.IP, u.User) })
+	recs := s.recent.Recent(recentMax, func(u *idx.Upload) bool { return mine(u.Vol, u.Rel, u.IP, u.User) })
 	rows := make([]upsRow, 0, len(recs))
 	for _, u := range recs {
 		rows = append(rows, upsRow{At: u.At.Unix(), Vp: uploadHref(u.Vol, u.Rel), Sz: u.Size})
@@ -192,7 +108,7 @@ func (s *Server) ru(q *req) error {
 	}
 	filter := q.query.Get("filter")
 	match := uploadFilter(filter)
-	recs := s.recent.Recent(recentMax, func(u *Upload) bool {
+	recs := s.recent.Recent(recentMax, func(u *idx.Upload) bool {
 		return u.Vol.Perms(q.user).Has(store.PermAdmin) && match(uploadPath(u.Vol, u.Rel))
 	})
 	rows := make([]ruRow, 0, len(recs))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"hoard/idx"
 	"hoard/store"
 )
 
@@ -29,7 +30,7 @@ func TestRecentRingFollowsManage(t *testing.T) {
 			two = v
 		}
 	}
-	r := NewRecentRing(st, 16)
+	r := idx.NewRecentRing(st, 16)
 	ctx := context.Background()
 	for _, p := range []struct{ dir, name string }{{"a", "one"}, {"a/b", "two"}, {"", "three"}, {"c", "four"}} {
 		if _, err := top.Ingest(ctx, p.dir, bytes.NewReader([]byte("x")), store.IngestOptions{Name: p.name, Size: 1, Uploader: "ann", ClientIP: "10.0.0.1"}); err != nil {
@@ -47,7 +48,7 @@ func TestRecentRingFollowsManage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, u := range r.Recent(10, func(*Upload) bool { return true }) {
+	for _, u := range r.Recent(10, func(*idx.Upload) bool { return true }) {
 		got = append(got, uploadPath(u.Vol, u.Rel))
 	}
 	if s := fmt.Sprint(got); s != "[/3 /two/z/b/two /two/z/one]" {

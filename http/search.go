@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +40,23 @@ type searchReply struct {
 	Trunc    bool        `json:"trunc"`
 }
 
+// searchFail answers a failed search with a JSON error body, the status
+// from statusOf.
+func (s *Server) searchFail(q *req, err error) error {
+	code, msg := statusOf(err)
+	switch {
+	case code == statusCanceled:
+		return err
+	case code >= 500 && store.KindOf(err) == 0:
+		s.log.Error("search failed", "id", q.id, "err", err)
+		msg = "search failed: the index could not be read"
+	}
+	if ra := retryAfter(err); ra != "" {
+		q.w.Header().Set("Retry-After", ra)
+	}
+	return searchErr(q, code, msg)
+}
+
 // searchErr answers a search with a JSON error body.
 func searchErr(q *req, code int, msg string) error {
 	if code == http.StatusUnauthorized {
@@ -56,7 +72,7 @@ func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) e
 		return searchErr(q, http.StatusBadRequest, "the search body must be a JSON object like {\"q\": \"word\", \"n\": 50}")
 	}
 	if s.idx == nil || !s.idx.Enabled() {
-		return searchErr(q, http.StatusInternalServerError, idx.ErrOff.Error())
+		return s.searchFail(q, idx.ErrOff)
 	}
 	n := s.srchHits
 	if raw, ok := fields["n"]; ok && string(raw) != "null" {
@@ -98,7 +114,7 @@ func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) e
 	}
 	now := time.Now()
 	if err := s.idx.Limit.Allow(q.ip, now); err != nil {
-		return searchErr(q, http.StatusTooManyRequests, err.Error())
+		return s.searchFail(q, err)
 	}
 	ctx, cancel := context.WithTimeout(q.r.Context(), searchTimeout)
 	defer cancel()
@@ -112,25 +128,10 @@ func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) e
 	end := time.Now()
 	s.idx.Limit.Done(q.ip, end.Sub(now), end)
 	if err != nil {
-		var se *idx.SyntaxError
-		var be *idx.BusyError
-		switch {
-		case errors.As(err, &se):
-			return searchErr(q, http.StatusBadRequest, se.Error())
-		case errors.As(err, &be):
-			q.w.Header().Set("Retry-After", strconv.Itoa(int(be.RetryAfter.Seconds())))
-			return searchErr(q, http.StatusServiceUnavailable, be.Error())
-		case errors.Is(err, idx.ErrBadHash):
-			return searchErr(q, http.StatusBadRequest, err.Error())
-		case errors.Is(err, idx.ErrOff), errors.Is(err, idx.ErrNoTags):
-			return searchErr(q, http.StatusInternalServerError, err.Error())
-		case errors.Is(err, context.DeadlineExceeded):
-			return searchErr(q, http.StatusInternalServerError, "the search took too long and was stopped; narrow it down")
-		case errors.Is(err, context.Canceled):
-			return err
+		if errors.Is(err, context.DeadlineExceeded) && q.r.Context().Err() == nil {
+			err = &store.Error{Kind: store.KindInternal, Msg: "the search took too long and was stopped; narrow it down", Err: err}
 		}
-		s.log.Error("search failed", "id", q.id, "err", err)
-		return searchErr(q, http.StatusInternalServerError, "search failed: the index could not be read")
+		return s.searchFail(q, err)
 	}
 	qs := ""
 	if text != nil {

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"hoard/arch"
 	"hoard/idx"
 	"hoard/media"
 	"hoard/store"
@@ -41,9 +40,6 @@ type Config struct {
 	// ArchMT caps the archives compressing at once with xz, bz2 or gz
 	// level 6+ (more get 503); 0 means the number of cores.
 	ArchMT int
-	// ArchTransform serves the archive modifiers (opus, mp3, j, w, p);
-	// nil answers them with 501.
-	ArchTransform arch.Transform
 	// Text, tail, recent uploads and shares (text.go, tail.go, recent.go,
 	// share.go): see ExtraConfig.
 	Extra ExtraConfig
@@ -65,8 +61,7 @@ type Server struct {
 	reqs      atomic.Uint64 // request counter for IDs
 	extra                   // ?tail, ?dls, ?ups, ?ru, shares (extra.go)
 
-	archSem chan struct{}  // slots for CPU-heavy archives
-	archFn  arch.Transform // archive modifiers; nil: 501
+	archSem chan struct{} // slots for CPU-heavy archives
 }
 
 // New returns the handler for cfg.
@@ -91,7 +86,7 @@ func New(cfg Config) *Server {
 	if cfg.ArchMT <= 0 {
 		cfg.ArchMT = runtime.NumCPU()
 	}
-	s.archSem, s.archFn = make(chan struct{}, cfg.ArchMT), cfg.ArchTransform
+	s.archSem = make(chan struct{}, cfg.ArchMT)
 	s.initExtra(cfg)
 	return s
 }
@@ -252,6 +247,9 @@ func (s *Server) fail(q *req, err error) {
 	h := q.w.Header()
 	for _, k := range []string{"Content-Disposition", "Content-Security-Policy", "ETag", "Last-Modified", "Content-Encoding", "Location"} {
 		h.Del(k)
+	}
+	if ra := retryAfter(err); ra != "" {
+		h.Set("Retry-After", ra)
 	}
 	if code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Basic realm="hoard", charset="UTF-8"`)

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -62,10 +61,10 @@ func parseShareReq(body []byte, now time.Time) (sh store.Share, pw string, vps [
 	}
 	sh.Key = r.K
 	if sh.Key == "" {
-		sh.Key = randomKey(12)
+		sh.Key = store.NewShareKey(12)
 	}
 	if err := store.CheckShareKey(sh.Key); err != nil {
-		return sh, "", nil, errorf(http.StatusBadRequest, "share key %q: %s", sh.Key, trimPkg(err.Error()))
+		return sh, "", nil, err
 	}
 	if vps, err = stringList(r.VP, "vp"); err != nil {
 		return sh, "", nil, err
@@ -111,16 +110,6 @@ func parseShareReq(body []byte, now time.Time) (sh store.Share, pw string, vps [
 		return sh, "", nil, errorf(http.StatusBadRequest, "share: password longer than 256 bytes")
 	}
 	return sh, r.PW, vps, nil
-}
-
-func randomKey(n int) string {
-	const abc = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	b := make([]byte, n)
-	rand.Read(b)
-	for i := range b {
-		b[i] = abc[int(b[i])%len(abc)]
-	}
-	return string(b)
 }
 
 // postShare reads the body of POST ?share (at most 64 KiB).

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +25,7 @@ func FuzzShareRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sh, _, vps, err := parseShareReq(body, now)
 		if err != nil {
-			var he *httpError
-			if !errors.As(err, &he) || he.code != 400 {
+			if code, _ := statusOf(err); code != 400 {
 				t.Fatalf("error %v is not a 400", err)
 			}
 			return

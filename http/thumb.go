@@ -2,6 +2,7 @@ package http
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -20,34 +21,23 @@ func (s *Server) thumb(q *req, fi fs.FileInfo) error {
 	if !q.perm.Any(store.PermRead|store.PermGet) || !q.keyOK(q.rel, fi) {
 		return q.denyRead()
 	}
-	p, err := media.ParseTh(q.query.Get("th"))
+	p, err := parseTh(q)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "%s", err.Error())
+		return err
 	}
 	if s.media == nil {
-		return errorf(http.StatusInternalServerError, "thumbnails are not enabled on this server")
+		return errNoThumbs
 	}
 	name := path.Base("/" + q.rel)
 	res, err := s.media.Get(q.r.Context(), media.Request{Vol: q.vol, Rel: q.rel, Info: fi, Params: p})
 	switch {
-	case errors.Is(err, media.ErrNoFFmpeg):
-		return &httpError{code: http.StatusInternalServerError, msg: err.Error()}
-	case errors.Is(err, media.ErrBusy):
-		q.w.Header().Set("Retry-After", "5")
-		return &httpError{code: http.StatusServiceUnavailable, msg: "the thumbnailer is busy; try again later", err: err}
-	case errors.Is(err, media.ErrNoAudio) && p.Kind == media.KindWaveform:
-		return &httpError{code: http.StatusNotFound, msg: "no waveform: " + name + " has no audio", err: err}
-	case errors.Is(err, media.ErrNoAudio):
-		return &httpError{code: http.StatusUnsupportedMediaType, msg: "cannot transcode: " + name + " has no audio", err: err}
-	case err != nil && q.r.Context().Err() != nil:
-		return q.r.Context().Err()
-	case err != nil && p.Kind == media.KindThumb:
+	case err != nil && p.Kind == media.KindThumb && store.KindOf(err) == store.KindInternal:
 		// A failed conversion (ffmpeg error or timeout) gets the icon,
 		// as a file that cannot be thumbnailed does; the log has why.
 		s.log.Info("thumbnail failed", "id", q.id, "path", q.r.URL.Path, "err", err)
 		res = &media.Result{Icon: true, Reason: "conversion failed"}
 	case err != nil:
-		return &httpError{code: http.StatusInternalServerError, msg: "transcoding " + name + " failed", err: err}
+		return err
 	}
 	defer res.Close()
 	h := q.w.Header()
@@ -79,7 +69,7 @@ func (s *Server) thumb(q *req, fi fs.FileInfo) error {
 			if q.r.Context().Err() != nil {
 				return q.r.Context().Err()
 			}
-			return &httpError{code: http.StatusInternalServerError, msg: "transcoding " + name + " failed", err: err}
+			return &store.Error{Kind: store.KindInternal, Msg: "transcoding " + name + " failed", Err: err}
 		}
 		q.w.WriteHeader(http.StatusOK)
 		if q.r.Method == http.MethodHead {
@@ -123,8 +113,8 @@ func (s *Server) folderThumb(q *req) error {
 			return s.thumb(q, fi)
 		}
 	}
-	if _, err := media.ParseTh(q.query.Get("th")); err != nil {
-		return errorf(http.StatusBadRequest, "%s", err.Error())
+	if _, err := parseTh(q); err != nil {
+		return err
 	}
 	h := q.w.Header()
 	h.Set("X-Hoard-Thumb", "icon")
@@ -152,4 +142,17 @@ func itoa(n int) string {
 			return string(b[i:])
 		}
 	}
+}
+
+// errNoThumbs: this server was started without the media service.
+var errNoThumbs = &store.Error{Kind: store.KindDisabled, Msg: "thumbnails are not enabled on this server"}
+
+// parseTh decodes ?th, naming the parameter in its error.
+func parseTh(q *req) (media.Params, error) {
+	p, err := media.ParseTh(q.query.Get("th"))
+	var pe *media.ParamError
+	if errors.As(err, &pe) {
+		return p, &httpError{code: http.StatusBadRequest, msg: fmt.Sprintf("bad ?th value %q: %s", pe.Value, pe.Why), err: err}
+	}
+	return p, err
 }

@@ -64,7 +64,7 @@ func (s *Server) postJSON(q *req) error {
 	h.User, h.IP = q.user, q.ip
 	rep, err := s.up.Handshake(q.r.Context(), h)
 	if err != nil {
-		return up2kErr(err)
+		return err
 	}
 	purl := "/"
 	if p := path.Join(q.vol.VPath, rep.Dir); p != "." && p != "" {
@@ -205,7 +205,7 @@ func (s *Server) postChunk(q *req) error {
 		Body: newIdleReader(q, q.r.Body), Length: q.r.ContentLength,
 	})
 	if err != nil {
-		return up2kErr(err)
+		return err
 	}
 	if w.Done {
 		s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, w.Rel), "via", "up2k", "user", q.acct(), "ip", q.ip)
@@ -214,26 +214,6 @@ func (s *Server) postChunk(q *req) error {
 	q.w.WriteHeader(http.StatusOK)
 	_, err = io.WriteString(q.w, "thank")
 	return err
-}
-
-// up2kErr gives an up2k error its status; other errors go to statusOf.
-func up2kErr(err error) error {
-	var e *up2k.Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	code := http.StatusBadRequest
-	switch e.Kind {
-	case up2k.Conflict:
-		code = http.StatusConflict
-	case up2k.Retry:
-		code = http.StatusUnprocessableEntity
-	case up2k.Unavailable:
-		code = http.StatusServiceUnavailable
-	case up2k.Limited:
-		code = http.StatusTooManyRequests
-	}
-	return &httpError{code: code, msg: e.Msg, err: err}
 }
 
 func writeJSON(q *req, code int, v any) error {

@@ -43,9 +43,9 @@ type Config struct {
 
 // Errors of Search and HashSearch.
 var (
-	ErrOff     = errors.New("search is disabled: no volume you may read is indexed; start hoard with -e2d (or -e2dsa to also index files already there)")
-	ErrNoTags  = errors.New("tag search needs tag indexing: start hoard with -e2ts, and install ffprobe (FFmpeg) on the server")
-	ErrBadHash = errors.New("hash search: each hash must be 44 or more characters of URL-safe base64 (A-Z a-z 0-9 - _)")
+	ErrOff     = &store.Error{Kind: store.KindDisabled, Msg: "search is disabled: no volume you may read is indexed"}
+	ErrNoTags  = &store.Error{Kind: store.KindDisabled, Msg: "tag search needs tag indexing and ffprobe (FFmpeg) on the server"}
+	ErrBadHash = &store.Error{Kind: store.KindInvalid, Msg: "hash search: each hash must be 44 or more characters of URL-safe base64 (A-Z a-z 0-9 - _)"}
 )
 
 // BusyError is a search while a volume's first scan runs.
@@ -54,6 +54,12 @@ type BusyError struct{ RetryAfter time.Duration }
 func (e *BusyError) Error() string {
 	return "indexing in progress; the files are being scanned, please retry shortly"
 }
+
+// Class is store.KindUnavailable.
+func (e *BusyError) Class() (store.Kind, string) { return store.KindUnavailable, e.Error() }
+
+// Retry is when to come back.
+func (e *BusyError) Retry() time.Duration { return e.RetryAfter }
 
 // volIdx is one indexed volume.
 type volIdx struct {

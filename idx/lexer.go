@@ -2,6 +2,7 @@ package idx
 
 import (
 	"fmt"
+	"hoard/store"
 	"strings"
 )
 
@@ -15,6 +16,9 @@ type SyntaxError struct {
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("bad query at position %d: %s", e.Pos, e.Msg)
 }
+
+// Class is store.KindInvalid.
+func (e *SyntaxError) Class() (store.Kind, string) { return store.KindInvalid, e.Error() }
 
 func errAt(pos int, format string, args ...any) error {
 	return &SyntaxError{Pos: pos, Msg: fmt.Sprintf(format, args...)}

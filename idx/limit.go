@@ -2,6 +2,7 @@ package idx
 
 import (
 	"fmt"
+	"hoard/store"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ type RateError struct {
 func (e *RateError) Error() string {
 	return fmt.Sprintf("rate-limit %.1f sec, cost %.2f, idle %.2f", e.Penalty.Seconds(), e.Cost.Seconds(), e.Idle.Seconds())
 }
+
+// Class is store.KindRateLimited.
+func (e *RateError) Class() (store.Kind, string) { return store.KindRateLimited, e.Error() }
 
 // NewLimiter makes a limiter with the given threshold (0: 0.7 s).
 func NewLimiter(slow time.Duration) *Limiter {

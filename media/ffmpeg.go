@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hoard/store"
 	"image"
 	"image/png"
 	"io"
@@ -17,7 +18,7 @@ import (
 
 // ErrNoFFmpeg is returned for work that needs FFmpeg when it is not
 // installed.
-var ErrNoFFmpeg = errors.New("FFmpeg is not installed on the server; video, audio and WebP thumbnails, waveforms and transcodes need it")
+var ErrNoFFmpeg = &store.Error{Kind: store.KindDisabled, Msg: "FFmpeg is not installed on the server; video, audio and WebP thumbnails, waveforms and transcodes need it"}
 
 // errNoAudio: a waveform or transcode of a file without an audio stream.
 var errNoAudio = errors.New("the file has no audio stream")

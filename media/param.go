@@ -1,8 +1,8 @@
 package media
 
 import (
-	"errors"
 	"fmt"
+	"hoard/store"
 	"strconv"
 	"strings"
 )
@@ -82,7 +82,27 @@ type Params struct {
 }
 
 // ErrBadParams wraps every ParseTh error.
-var ErrBadParams = errors.New("bad ?th value")
+var ErrBadParams = &store.Error{Kind: store.KindInvalid, Msg: "bad thumbnail parameters"}
+
+// ParamError is a ParseTh error: KindInvalid, matching ErrBadParams.
+type ParamError struct {
+	Value string // the parameters as given
+	Why   string // what is wrong with them
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("bad thumbnail parameters %q: %s", e.Value, e.Why)
+}
+
+// Class is store.KindInvalid.
+func (e *ParamError) Class() (store.Kind, string) { return store.KindInvalid, e.Error() }
+
+// Is matches ErrBadParams.
+func (e *ParamError) Is(target error) bool { return target == ErrBadParams }
+
+func badParams(v, format string, args ...any) error {
+	return &ParamError{Value: v, Why: fmt.Sprintf(format, args...)}
+}
 
 // ParseTh parses the value of ?th: empty (a JPEG thumbnail of the default
 // box, cropped), w<N> or h<N> (a JPEG N pixels wide or high, MinDim ≤ N ≤
@@ -106,7 +126,7 @@ func ParseTh(v string) (Params, error) {
 	if len(v) > 1 && (v[0] == 'w' && len(v) > 2 || v[0] == 'h') && v[1] >= '0' && v[1] <= '9' {
 		n, err := strconv.Atoi(v[1:])
 		if err != nil || n < MinDim || n > MaxDim || v[1] == '0' {
-			return Params{}, fmt.Errorf("%w %q: %c<N> wants N from %d to %d", ErrBadParams, v, v[0], MinDim, MaxDim)
+			return Params{}, badParams(v, "%c<N> wants N from %d to %d", v[0], MinDim, MaxDim)
 		}
 		p.Crop = false
 		if v[0] == 'w' {
@@ -117,19 +137,19 @@ func ParseTh(v string) (Params, error) {
 		return p, nil
 	}
 	if len(v) > 4 {
-		return Params{}, fmt.Errorf("%w %q: too long", ErrBadParams, v)
+		return Params{}, badParams(v, "too long")
 	}
 	var seen [256]bool
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if seen[c] {
-			return Params{}, fmt.Errorf("%w %q: %q given twice", ErrBadParams, v, c)
+			return Params{}, badParams(v, "%q given twice", c)
 		}
 		seen[c] = true
 		switch c {
 		case 'j', 'w':
 			if i != 0 {
-				return Params{}, fmt.Errorf("%w %q: the format letter (j or w) comes first", ErrBadParams, v)
+				return Params{}, badParams(v, "the format letter (j or w) comes first")
 			}
 			if c == 'w' {
 				p.Format = WebP
@@ -139,7 +159,7 @@ func ParseTh(v string) (Params, error) {
 		case '3':
 			p.W, p.H = 3*BoxW, 3*BoxH
 		default:
-			return Params{}, fmt.Errorf("%w %q: want empty, w<N>, h<N>, letters of j/w/f/3, p, opus, caf or mp3", ErrBadParams, v)
+			return Params{}, badParams(v, "want empty, w<N>, h<N>, letters of j/w/f/3, p, opus, caf or mp3")
 		}
 	}
 	return p, nil

@@ -37,7 +37,7 @@ type Config struct {
 }
 
 // ErrBusy: the job waited in the queue longer than QueueWait.
-var ErrBusy = errors.New("thumbnailer busy")
+var ErrBusy = &store.Error{Kind: store.KindUnavailable, Msg: "the thumbnailer is busy; try again later", RetryAfter: 5 * time.Second}
 
 // ErrNoAudio is returned for a waveform or transcode of a file without
 // audio.
@@ -198,6 +198,32 @@ func needsFFmpeg(name string, p Params) bool {
 // combinations, ErrNoFFmpeg, ErrNoAudio, ErrBusy, ctx's error, or a
 // conversion failure.
 func (s *Service) Get(ctx context.Context, rq Request) (*Result, error) {
+	r, err := s.get(ctx, rq)
+	if err != nil {
+		return nil, classify(ctx, err, rq)
+	}
+	return r, nil
+}
+
+// classify gives Get's errors their kind and a message naming the file
+// (its last path element only). A conversion that failed is
+// store.KindInternal: a thumbnail then gets the icon.
+func classify(ctx context.Context, err error, rq Request) error {
+	name := path.Base("/" + rq.Rel)
+	switch {
+	case errors.Is(err, ErrNoFFmpeg), errors.Is(err, ErrBusy):
+		return err
+	case errors.Is(err, ErrNoAudio) && rq.Params.Kind == KindWaveform:
+		return &store.Error{Kind: store.KindNotFound, Msg: "no waveform: " + name + " has no audio", Err: err}
+	case errors.Is(err, ErrNoAudio):
+		return &store.Error{Kind: store.KindUnsupported, Msg: "cannot transcode: " + name + " has no audio", Err: err}
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return &store.Error{Kind: store.KindInternal, Msg: "transcoding " + name + " failed", Err: err}
+}
+
+func (s *Service) get(ctx context.Context, rq Request) (*Result, error) {
 	p := rq.Params
 	ext := extOf(rq.Rel)
 	if p.Kind == KindThumb && !imageExt[ext] && !videoExt[ext] && !audioExt[ext] {

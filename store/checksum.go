@@ -41,5 +41,5 @@ func NewChecksum(name string) (hash.Hash, error) {
 	case "b2s", "blake2s":
 		return blake2s.New256(nil)
 	}
-	return nil, fmt.Errorf("store: unknown checksum %q (valid: %s)", name, strings.Join(Checksums, ", "))
+	return nil, fmt.Errorf("unknown checksum %q (valid: %s)", name, strings.Join(Checksums, ", "))
 }

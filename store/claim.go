@@ -36,20 +36,29 @@ type NoRoomError struct {
 
 func (e *NoRoomError) Error() string {
 	if e.Temporary() {
-		return fmt.Sprintf("store: not enough free space right now: %s free, %s of it promised to unfinished uploads; this upload needs %s; try again later",
+		return fmt.Sprintf("not enough free space right now: %s free, %s of it promised to unfinished uploads; this upload needs %s; try again later",
 			HumanSize(int64(e.Free)), HumanSize(int64(e.Claimed)), HumanSize(int64(e.Need)))
 	}
 	keep := ""
 	if e.Reserve > 0 {
 		keep = fmt.Sprintf(", of which %s must stay free", HumanSize(int64(e.Reserve)))
 	}
-	return fmt.Sprintf("store: the upload (%s) is larger than the server's free space (%s%s)", HumanSize(int64(e.Need)), HumanSize(int64(e.Free)), keep)
+	return fmt.Sprintf("the upload (%s) is larger than the server's free space (%s%s)", HumanSize(int64(e.Need)), HumanSize(int64(e.Free)), keep)
 }
 
 // Temporary reports whether the upload would fit once unfinished uploads
 // finish or are dropped (it fits the free space, but not what is left of
 // it after their claims).
 func (e *NoRoomError) Temporary() bool { return e.Need+e.Reserve <= e.Free }
+
+// Class is KindUnavailable while the upload would fit once others finish,
+// else KindTooLarge.
+func (e *NoRoomError) Class() (Kind, string) {
+	if e.Temporary() {
+		return KindUnavailable, e.Error()
+	}
+	return KindTooLarge, e.Error()
+}
 
 // claims returns the claims of the file system holding dir.
 func (s *Store) claimsFor(dir string) *fsClaims {

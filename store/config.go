@@ -80,13 +80,13 @@ var userRE = regexp.MustCompile(`^[A-Za-z0-9_.@+-]{1,64}$`)
 func ParseAccount(s string) (Account, error) {
 	user, pass, ok := strings.Cut(s, ":")
 	if !ok {
-		return Account{}, errors.New("store: an account without a colon: want USER:PASS")
+		return Account{}, errors.New("an account without a colon: want USER:PASS")
 	}
 	if !userRE.MatchString(user) || user == "*" {
-		return Account{}, fmt.Errorf("store: account: bad user name %q (letters, digits, _ . @ + - only) before the password", user)
+		return Account{}, fmt.Errorf("account: bad user name %q (letters, digits, _ . @ + - only) before the password", user)
 	}
 	if pass == "" {
-		return Account{}, fmt.Errorf("store: account %q: empty password", user)
+		return Account{}, fmt.Errorf("account %q: empty password", user)
 	}
 	return Account{User: user, Pass: pass}, nil
 }
@@ -96,21 +96,21 @@ func ParseAccount(s string) (Account, error) {
 func ParseVolume(s string) (VolumeSpec, error) {
 	parts := strings.Split(s, ":")
 	if len(parts) < 3 {
-		return VolumeSpec{}, fmt.Errorf("store: volume %q: want SRC:DST:PERMS (at least two colons)", s)
+		return VolumeSpec{}, fmt.Errorf("volume %q: want SRC:DST:PERMS (at least two colons)", s)
 	}
 	spec := VolumeSpec{Src: parts[0], Perms: map[string]Perm{}}
 	if spec.Src == "" {
-		return VolumeSpec{}, fmt.Errorf("store: volume %q: empty SRC folder", s)
+		return VolumeSpec{}, fmt.Errorf("volume %q: empty SRC folder", s)
 	}
 	vp, err := cleanVPath(parts[1])
 	if err != nil {
-		return VolumeSpec{}, fmt.Errorf("store: volume %q: DST %q: %w", s, parts[1], err)
+		return VolumeSpec{}, fmt.Errorf("volume %q: DST %q: %w", s, parts[1], err)
 	}
 	spec.VPath = vp
 	for _, p := range parts[2:] {
 		if rest, ok := strings.CutPrefix(p, "c,"); ok {
 			if err := spec.Flags.parse(rest); err != nil {
-				return VolumeSpec{}, fmt.Errorf("store: volume %q: flags %q: %w", s, p, err)
+				return VolumeSpec{}, fmt.Errorf("volume %q: flags %q: %w", s, p, err)
 			}
 			continue
 		}
@@ -120,7 +120,7 @@ func ParseVolume(s string) (VolumeSpec, error) {
 		letters, users, _ := strings.Cut(p, ",")
 		perm, err := ParsePerm(letters)
 		if err != nil {
-			return VolumeSpec{}, fmt.Errorf("store: volume %q: permissions %q: %w", s, p, err)
+			return VolumeSpec{}, fmt.Errorf("volume %q: permissions %q: %w", s, p, err)
 		}
 		names := []string{"*"}
 		if users != "" {
@@ -128,7 +128,7 @@ func ParseVolume(s string) (VolumeSpec, error) {
 		}
 		for _, u := range names {
 			if u != "*" && !userRE.MatchString(u) {
-				return VolumeSpec{}, fmt.Errorf("store: volume %q: permissions %q: bad user name %q", s, p, u)
+				return VolumeSpec{}, fmt.Errorf("volume %q: permissions %q: bad user name %q", s, p, u)
 			}
 			spec.Perms[u] |= perm
 		}
@@ -327,16 +327,16 @@ func ParseSize(s string, unit int64) (int64, error) {
 // named in permissions exist, no two volumes at one URL path.
 func (c *Config) Validate() error {
 	if len(c.Volumes) == 0 {
-		return errors.New("store: no volumes")
+		return errors.New("no volumes")
 	}
 	users := map[string]bool{}
 	pws := map[string]string{}
 	for _, a := range c.Accounts {
 		if users[a.User] {
-			return fmt.Errorf("store: account %q defined twice", a.User)
+			return fmt.Errorf("account %q defined twice", a.User)
 		}
 		if other, ok := pws[a.Pass]; ok {
-			return fmt.Errorf("store: accounts %q and %q have the same password (passwords identify users and must be unique)", other, a.User)
+			return fmt.Errorf("accounts %q and %q have the same password (passwords identify users and must be unique)", other, a.User)
 		}
 		users[a.User] = true
 		pws[a.Pass] = a.User
@@ -344,12 +344,12 @@ func (c *Config) Validate() error {
 	at := map[string]string{}
 	for _, v := range c.Volumes {
 		if prev, ok := at[v.VPath]; ok {
-			return fmt.Errorf("store: volumes %q and %q are both mounted at /%s", prev, v.Src, v.VPath)
+			return fmt.Errorf("volumes %q and %q are both mounted at /%s", prev, v.Src, v.VPath)
 		}
 		at[v.VPath] = v.Src
 		for u := range v.Perms {
 			if u != "*" && !users[u] {
-				return fmt.Errorf("store: volume %q gives permissions to %q, who has no account (-a %s:PASS)", v.Src, u, u)
+				return fmt.Errorf("volume %q gives permissions to %q, who has no account (-a %s:PASS)", v.Src, u, u)
 			}
 		}
 	}

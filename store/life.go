@@ -102,7 +102,7 @@ func (v *Volume) scheduleExpiry(rel string, fi fs.FileInfo, deadline time.Time) 
 		return v.outer.scheduleExpiry(v.outerRel(rel), fi, deadline)
 	}
 	if v.hist == "" {
-		return fmt.Errorf("store: volume %q has no state folder, so its lifetime cannot be kept", v.Src)
+		return fmt.Errorf("volume %q has no state folder, so its lifetime cannot be kept", v.Src)
 	}
 	e := &expiry{Rel: relOf(rel), Deadline: deadline, vol: v}
 	if _, ino, ok := FileID(fi); ok {

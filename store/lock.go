@@ -36,7 +36,7 @@ func (e *LockedError) Error() string {
 	case e.PID > 0:
 		who = fmt.Sprintf("another hoard (pid %d)", e.PID)
 	}
-	return fmt.Sprintf("store: %s is using the state folder %s; two servers on one state folder lose each other's upload sessions, so this one does not start (stop the other, or give this one its own --hist)", who, e.Hist)
+	return fmt.Sprintf("%s is using the state folder %s; two servers on one state folder lose each other's upload sessions, so this one does not start (stop the other, or give this one its own --hist)", who, e.Hist)
 }
 
 // held is the state folders this process has locked, with how many
@@ -107,11 +107,11 @@ func (s *Store) flock(dir string, excl bool) (*os.File, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: locking the state folder %s: %w", dir, err)
+		return nil, fmt.Errorf("locking the state folder %s: %w", dir, err)
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("store: locking the state folder %s: %s is not a regular file", dir, name)
+		return nil, fmt.Errorf("locking the state folder %s: %s is not a regular file", dir, name)
 	}
 	err = lockFile(f, dir, excl, true)
 	var le *LockedError

@@ -117,7 +117,7 @@ func opErr(op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &oe), errors.As(err, &df), errors.Is(err, errCrash),
+	case errors.As(err, &oe) && oe.Op != "", errors.As(err, &df), errors.Is(err, errCrash),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case errors.Is(err, ErrReserved):
@@ -125,7 +125,7 @@ func opErr(op string, err error) error {
 	case errors.Is(err, ErrNoSub):
 		return &OpError{Op: op, Kind: KindForbidden, Msg: "this volume takes files only into its top folder", Err: err}
 	case errors.Is(err, ErrPartialName):
-		return &OpError{Op: op, Kind: KindInvalid, Msg: trimStore(ErrPartialName.Error()), Err: err}
+		return &OpError{Op: op, Kind: KindInvalid, Msg: ErrPartialName.Msg, Err: err}
 	case errors.Is(err, ErrBadName):
 		return &OpError{Op: op, Kind: KindInvalid, Msg: "invalid file name", Err: err}
 	case errors.Is(err, ErrOutside):
@@ -143,8 +143,6 @@ func opErr(op string, err error) error {
 	}
 	return err
 }
-
-func trimStore(s string) string { return strings.TrimPrefix(s, "store: ") }
 
 // end is one end of an operation: a name in a folder of a volume, the
 // folder held open, its path canonical (symbolic links on the way

@@ -32,16 +32,6 @@ func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
 
-// retryEINTR calls fn again while it is interrupted by a signal.
-func retryEINTR(fn func() error) error {
-	for {
-		err := fn()
-		if !errors.Is(err, syscall.EINTR) {
-			return err
-		}
-	}
-}
-
 // lstatAt describes name in dir without following a link.
 func lstatAt(dir *os.File, name string) (unix.Stat_t, error) {
 	var st unix.Stat_t

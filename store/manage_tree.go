@@ -33,7 +33,7 @@ type treeStats struct {
 var testHook func(step string) error
 
 // errCrash marks an operation stopped by testHook.
-var errCrash = errors.New("store: simulated crash")
+var errCrash = errors.New("simulated crash")
 
 func hook(step string) error {
 	if testHook == nil {
@@ -218,7 +218,7 @@ type cpFrame struct {
 }
 
 // errVanished is a source entry that went away while a move copied it.
-var errVanished = errors.New("store: a file of the source went away while it was copied")
+var errVanished = errors.New("a file of the source went away while it was copied")
 
 // copyTree copies everything in the open folder src into the open, empty
 // folder dst: folders, regular files (mode and mtime kept) and symbolic

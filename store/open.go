@@ -17,7 +17,7 @@ import (
 
 // ErrNotRegular is a name held by something that is not a regular file or
 // folder: a pipe (fifo), socket or device node. Nothing reads or writes it.
-var ErrNotRegular = errors.New("store: that name belongs to a pipe, socket or device, not a file")
+var ErrNotRegular = &Error{Kind: KindInvalid, Msg: "that name belongs to a pipe, socket or device, not a file"}
 
 // Every open of a file inside a volume is non-blocking: opening a fifo
 // for reading or writing, or some devices, waits for the other end, which

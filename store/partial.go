@@ -380,7 +380,7 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 	nid, err := v.store.note(ev)
 	if err != nil {
 		v.root.Remove(tmp)
-		return "", nil, fmt.Errorf("store: noting the upload for the index: %w", err)
+		return "", nil, fmt.Errorf("noting the upload for the index: %w", err)
 	}
 	if life > 0 { // before the file appears (see publish)
 		if err := v.scheduleExpiry(ev.Rel, sfi, now.Add(life)); err != nil {

@@ -26,7 +26,7 @@ const PermAll = PermRead | PermWrite | PermMove | PermDelete | PermAdmin | PermD
 // ParsePerm parses copyparty's permission letters, e.g. "rw" or "A".
 func ParsePerm(letters string) (Perm, error) {
 	if letters == "" {
-		return 0, fmt.Errorf("store: empty permission set")
+		return 0, fmt.Errorf("empty permission set")
 	}
 	var p Perm
 	for _, c := range letters {
@@ -52,7 +52,7 @@ func ParsePerm(letters string) (Perm, error) {
 		case 'A':
 			p |= PermAll
 		default:
-			return 0, fmt.Errorf("store: unknown permission letter %q in %q (valid: rwmdgGha.A)", c, letters)
+			return 0, fmt.Errorf("unknown permission letter %q in %q (valid: rwmdgGha.A)", c, letters)
 		}
 	}
 	return p, nil

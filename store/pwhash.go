@@ -49,18 +49,18 @@ func ParsePwHash(alg, salt string) (*PwHash, error) {
 	case "sha2":
 		defaults = []int{424242}
 	default:
-		return nil, fmt.Errorf("store: password hashing algorithm %q: want argon2, scrypt, sha2 or none", name)
+		return nil, fmt.Errorf("password hashing algorithm %q: want argon2, scrypt, sha2 or none", name)
 	}
 	h.p = defaults
 	if params != "" {
 		parts := strings.Split(params, ",")
 		if len(parts) > len(defaults) {
-			return nil, fmt.Errorf("store: --ah-alg %q: %s takes at most %d parameters", alg, name, len(defaults))
+			return nil, fmt.Errorf("--ah-alg %q: %s takes at most %d parameters", alg, name, len(defaults))
 		}
 		for i, s := range parts {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil || n < 1 {
-				return nil, fmt.Errorf("store: --ah-alg %q: parameter %q is not a positive number", alg, s)
+				return nil, fmt.Errorf("--ah-alg %q: parameter %q is not a positive number", alg, s)
 			}
 			h.p[i] = n
 		}
@@ -72,14 +72,14 @@ func ParsePwHash(alg, salt string) (*PwHash, error) {
 	}[name]
 	for i, n := range h.p {
 		if n < limits[i][0] || n > limits[i][1] {
-			return nil, fmt.Errorf("store: --ah-alg %q: parameter %d (%d) must be from %d to %d", alg, i+1, n, limits[i][0], limits[i][1])
+			return nil, fmt.Errorf("--ah-alg %q: parameter %d (%d) must be from %d to %d", alg, i+1, n, limits[i][0], limits[i][1])
 		}
 	}
 	if name == "scrypt" && h.p[2]*h.p[3] >= 1<<30 {
-		return nil, fmt.Errorf("store: --ah-alg %q: block size times parallelism is too large", alg)
+		return nil, fmt.Errorf("--ah-alg %q: block size times parallelism is too large", alg)
 	}
 	if len(h.salt) < 8 {
-		return nil, errors.New("store: --ah-salt: want at least 8 characters")
+		return nil, errors.New("--ah-salt: want at least 8 characters")
 	}
 	return h, nil
 }
@@ -96,10 +96,10 @@ func (h *PwHash) String() string {
 // Hash returns the stored form of a password.
 func (h *PwHash) Hash(pw string) (string, error) {
 	if pw == "" {
-		return "", errors.New("store: empty password")
+		return "", errors.New("empty password")
 	}
 	if len(pw) > 255 {
-		return "", errors.New("store: password too long (at most 255 bytes)")
+		return "", errors.New("password too long (at most 255 bytes)")
 	}
 	var sum []byte
 	switch h.alg {
@@ -110,7 +110,7 @@ func (h *PwHash) Hash(pw string) (string, error) {
 		for range h.p[1] {
 			var err error
 			if sum, err = scrypt.Key(sum, h.salt, 2<<h.p[0], h.p[2], h.p[3], 24); err != nil {
-				return "", fmt.Errorf("store: scrypt: %w", err)
+				return "", fmt.Errorf("scrypt: %w", err)
 			}
 		}
 	case "sha2":
@@ -173,7 +173,7 @@ func newHashAuth(h *PwHash) *hashAuth {
 
 // errGaveUp is the result of a hash its asker stopped waiting for before
 // it started; another asker of the same password hashes it then.
-var errGaveUp = errors.New("store: gave up waiting to hash")
+var errGaveUp = errors.New("gave up waiting to hash")
 
 // AuthenticateContext is Authenticate that gives up waiting for a hash
 // when ctx ends.
@@ -256,12 +256,12 @@ func (s *Store) hashAccounts(h *PwHash, accounts []Account) error {
 		if !IsPwHash(stored) {
 			var err error
 			if stored, err = h.Hash(a.Pass); err != nil {
-				return fmt.Errorf("store: account %q: %w", a.User, err)
+				return fmt.Errorf("account %q: %w", a.User, err)
 			}
 			s.log.Warn("account has a clear password while --ah-alg is on; put its hash in the configuration instead", "user", a.User, "hash", stored)
 		}
 		if other, ok := byHash[stored]; ok {
-			return fmt.Errorf("store: accounts %q and %q have the same password (passwords identify users and must be unique)", other, a.User)
+			return fmt.Errorf("accounts %q and %q have the same password (passwords identify users and must be unique)", other, a.User)
 		}
 		byHash[stored] = a.User
 		s.users[s.pwKey(stored)] = a.User

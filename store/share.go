@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,12 +47,41 @@ const MaxShares = 10000
 var shareKeyRE = regexp.MustCompile(`^[0-9A-Za-z_-]{1,64}$`)
 
 // ErrShareKey is a share key hoard does not accept.
-var ErrShareKey = errors.New("store: a share key is 1 to 64 of the characters 0-9 A-Z a-z _ -")
+var ErrShareKey = &Error{Kind: KindInvalid, Msg: "a share key is 1 to 64 of the characters 0-9 A-Z a-z _ -"}
+
+// shareKeyAlphabet leaves out the look-alikes 0 O 1 l I.
+const shareKeyAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// NewShareKey returns a random share key of n characters, each uniform
+// over shareKeyAlphabet.
+func NewShareKey(n int) string { return newShareKey(rand.Reader, n) }
+
+// newShareKey draws from r by rejection sampling: bytes at or above the
+// largest multiple of the alphabet's size are thrown away, so no
+// character is likelier than another (a plain modulo favours the first
+// 256 mod 57 of them).
+func newShareKey(r io.Reader, n int) string {
+	const size = len(shareKeyAlphabet)
+	const limit = 256 - 256%size
+	out := make([]byte, 0, n)
+	buf := make([]byte, 2*n)
+	for len(out) < n {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			panic("store: no randomness: " + err.Error()) // crypto/rand never fails on supported systems
+		}
+		for _, b := range buf {
+			if int(b) < limit && len(out) < n {
+				out = append(out, shareKeyAlphabet[int(b)%size])
+			}
+		}
+	}
+	return string(out)
+}
 
 // CheckShareKey validates a share key.
 func CheckShareKey(k string) error {
 	if !shareKeyRE.MatchString(k) {
-		return ErrShareKey
+		return &Error{Kind: KindInvalid, Msg: fmt.Sprintf("share key %q: %s", k, ErrShareKey.Msg), is: ErrShareKey}
 	}
 	return nil
 }
@@ -67,11 +97,11 @@ func OpenShares(file string, now func() time.Time) (*Shares, error) {
 		return s, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: shares: %w", err)
+		return nil, fmt.Errorf("shares: %w", err)
 	}
 	var list []*Share
 	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("store: shares file %s is corrupt: %w", file, err)
+		return nil, fmt.Errorf("shares file %s is corrupt: %w", file, err)
 	}
 	for _, sh := range list {
 		if CheckShareKey(sh.Key) == nil {
@@ -134,10 +164,10 @@ func (s *Shares) Add(sh Share) error {
 	defer s.mu.Unlock()
 	s.purge()
 	if old, ok := s.m[sh.Key]; ok && !old.expired(s.now()) {
-		return fmt.Errorf("store: share key %q: %w", sh.Key, ErrExists)
+		return fmt.Errorf("share key %q: %w", sh.Key, ErrExists)
 	}
 	if len(s.m) >= MaxShares {
-		return fmt.Errorf("store: there are already %d shares", MaxShares)
+		return fmt.Errorf("there are already %d shares", MaxShares)
 	}
 	sh.Files = slices.Clone(sh.Files)
 	s.m[sh.Key] = &sh
@@ -222,7 +252,7 @@ func (s *Shares) save() error {
 		return err
 	}
 	if err := writeFileAtomic(s.file, b); err != nil {
-		return fmt.Errorf("store: saving shares: %w", err)
+		return fmt.Errorf("saving shares: %w", err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -77,3 +78,64 @@ func TestSharesPersistAndExpire(t *testing.T) {
 }
 
 func contains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+
+// TestNewShareKeyUnbiased: share keys come from rejection sampling, so a
+// byte past the largest multiple of the alphabet's size is thrown away
+// rather than folded onto the first letters (modulo bias).
+func TestNewShareKeyUnbiased(t *testing.T) {
+	size := len(shareKeyAlphabet)
+	limit := 256 - 256%size
+	// 250 would be 250 % 57 = 22 under a modulo; it must be skipped.
+	src := bytes.NewReader([]byte{250, 1, byte(limit), 2, 255, 3, 0, 0, 0, 0, 0, 0})
+	if got, want := newShareKey(src, 3), string([]byte{shareKeyAlphabet[1], shareKeyAlphabet[2], shareKeyAlphabet[3]}); got != want {
+		t.Fatalf("newShareKey = %q, want %q", got, want)
+	}
+	// Every byte value below the limit maps to each letter equally often.
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	count := map[rune]int{}
+	for _, c := range newShareKey(bytes.NewReader(bytes.Repeat(all, 2)), limit) {
+		count[c]++
+	}
+	for _, c := range shareKeyAlphabet {
+		if count[c] != limit/size {
+			t.Errorf("%c drawn %d times of %d, want %d", c, count[c], limit, limit/size)
+		}
+	}
+	for range 100 {
+		k := NewShareKey(12)
+		if len(k) != 12 || CheckShareKey(k) != nil || strings.Trim(k, shareKeyAlphabet) != "" {
+			t.Fatalf("NewShareKey = %q", k)
+		}
+	}
+}
+
+// TestKeyOK: without fk or with r anything goes; else only the file's key.
+func TestKeyOK(t *testing.T) {
+	v := &Volume{Flags: Flags{FK: 8}, secret: []byte("0123456789abcdef")}
+	fi, err := os.Stat(filepath.Join(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := v.FileKey("a.txt", fi)
+	for _, tc := range []struct {
+		name string
+		perm Perm
+		key  string
+		want bool
+	}{
+		{name: "right key", perm: PermGet, key: key, want: true},
+		{name: "wrong key", perm: PermGet, key: "AAAAAAAA", want: false},
+		{name: "no key", perm: PermGet, key: "", want: false},
+		{name: "reader needs none", perm: PermRead, key: "", want: true},
+	} {
+		if got := v.KeyOK(tc.perm, "a.txt", fi, tc.key); got != tc.want {
+			t.Errorf("%s: KeyOK = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if !(&Volume{}).KeyOK(PermGet, "a.txt", fi, "") {
+		t.Error("a volume without fk wants a key")
+	}
+}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,7 +11,7 @@ import (
 )
 
 // ErrReadOnly is a write through a view that takes none (a share of files).
-var ErrReadOnly = errors.New("store: nothing can be uploaded here")
+var ErrReadOnly = &Error{Kind: KindForbidden, Msg: "nothing can be uploaded here"}
 
 // Confine returns a view of the folder rel as a volume of its own: its
 // os.Root is opened at rel (through the volume's, refusing any symbolic

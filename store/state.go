@@ -28,9 +28,18 @@ type StateFullError struct {
 
 func (e *StateFullError) Error() string {
 	if e.Opening {
-		return "store: the server's state folder (index and upload sessions) is being opened again after it was full; try again in a few seconds"
+		return "the server's state folder (index and upload sessions) is being opened again after it was full; try again in a few seconds"
 	}
-	return fmt.Sprintf("store: the server's state folder (index and upload sessions) is full: %s free, %s must stay free; writes that need it are refused until space is freed there", HumanSize(int64(e.Free)), HumanSize(int64(e.Keep)))
+	return fmt.Sprintf("the server's state folder (index and upload sessions) is full: %s free, %s must stay free; writes that need it are refused until space is freed there", HumanSize(int64(e.Free)), HumanSize(int64(e.Keep)))
+}
+
+// Class is KindUnavailable while the index is being opened again, else
+// KindStateFull.
+func (e *StateFullError) Class() (Kind, string) {
+	if e.Opening {
+		return KindUnavailable, e.Error()
+	}
+	return KindStateFull, e.Error()
 }
 
 // StateRoom returns the free bytes of the file system holding the state

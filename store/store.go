@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -177,18 +178,18 @@ func depth(vp string) int {
 func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 	src, err := filepath.Abs(spec.Src)
 	if err != nil {
-		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+		return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
 	}
 	fi, err := os.Stat(src)
 	if err != nil {
-		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+		return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("store: volume %q: not a folder", spec.Src)
+		return nil, fmt.Errorf("volume %q: not a folder", spec.Src)
 	}
 	root, err := os.OpenRoot(src)
 	if err != nil {
-		return nil, fmt.Errorf("store: volume %q: %w", spec.Src, err)
+		return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
 	}
 	real, err := filepath.EvalSymlinks(src)
 	if err != nil {
@@ -248,7 +249,7 @@ func (s *Store) checkHistPlacement() error {
 				continue
 			}
 			if !slices.ContainsFunc(strings.Split(filepath.ToSlash(rel), "/"), func(c string) bool { return strings.EqualFold(c, HistName) }) {
-				return fmt.Errorf("store: the state folder %q of volume %q lies inside volume %q, where it would be served; put it elsewhere or in a folder named %s", v.hist, v.Src, w.Src, HistName)
+				return fmt.Errorf("the state folder %q of volume %q lies inside volume %q, where it would be served; put it elsewhere or in a folder named %s", v.hist, v.Src, w.Src, HistName)
 			}
 		}
 	}
@@ -422,6 +423,17 @@ func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	m := hmac.New(sha512.New, v.secret)
 	fmt.Fprintf(m, "fk\x00%s\x00%d\x00%d", rel, fi.Size(), ino)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:v.Flags.FK]
+}
+
+// KeyOK reports whether a user with permissions p may open the file at
+// rel with key: always without volume flag fk or with r, else only with
+// the file's key (compared in constant time).
+func (v *Volume) KeyOK(p Perm, rel string, fi fs.FileInfo, key string) bool {
+	if v.Flags.FK == 0 || p.Has(PermRead) {
+		return true
+	}
+	want := v.FileKey(rel, fi)
+	return want != "" && subtle.ConstantTimeCompare([]byte(key), []byte(want)) == 1
 }
 
 // clientTag is copyparty's 8-character keyed hash of a client address, used

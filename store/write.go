@@ -76,7 +76,7 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 		}
 		return &Temp{File: f, v: v, dir: d, name: name, made: made}, nil
 	}
-	return nil, errors.New("store: could not create a work file")
+	return nil, errors.New("could not create a work file")
 }
 
 // Abort closes and removes the work file. It is a no-op after Publish.
@@ -121,7 +121,7 @@ func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, er
 
 func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.FileInfo, error) {
 	if t.done {
-		return "", nil, errors.New("store: work file already finished")
+		return "", nil, errors.New("work file already finished")
 	}
 	if err := t.v.checkTarget(t.dir, name); err != nil {
 		t.Abort()
@@ -155,7 +155,7 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 		if serr != nil {
 			return "", nil, t.v.writeErr(serr, 0)
 		}
-		return "", nil, fmt.Errorf("store: noting the upload for the index: %w", nerr)
+		return "", nil, fmt.Errorf("noting the upload for the index: %w", nerr)
 	}
 	tmp := path.Join(t.dir, t.name)
 	if !keep {
@@ -507,7 +507,7 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	if b, at := v.store.base(v); b != nil {
 		if alog = v.store.appendLogFor(b); alog != nil {
 			if rec, err = alog.begin(path.Join(at, name), id, old); err != nil {
-				return res, stateErr(fmt.Errorf("store: noting the append in the state folder: %w", err), v.hist), true
+				return res, stateErr(fmt.Errorf("noting the append in the state folder: %w", err), v.hist), true
 			}
 		}
 	}
@@ -534,14 +534,14 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 		var nerr error
 		nid, nerr = pn.wait()
 		if err == nil && nerr != nil {
-			err = fmt.Errorf("store: noting the append for the index: %w", nerr)
+			err = fmt.Errorf("noting the append for the index: %w", nerr)
 		}
 	}
 	if err == nil && alog != nil {
 		// Closed in the log only once the bytes are durable; if that
 		// fails, the append is undone now rather than at the next start.
 		if err = alog.end(rec); err != nil {
-			err = fmt.Errorf("store: noting the append's end in the state folder: %w", err)
+			err = fmt.Errorf("noting the append's end in the state folder: %w", err)
 		}
 		alog = nil
 	}

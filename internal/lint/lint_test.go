@@ -29,7 +29,8 @@ var xlibs = []string{"golang.org/x/sys/", "golang.org/x/crypto/", "golang.org/x/
 
 var rules = map[string]rule{
 	// goldmark: CommonMark rendering for ?v, safe by default (raw HTML and dangerous URLs dropped).
-	"http":  {hoard: []string{"store", "up2k", "idx", "arch", "media"}, thirdPty: append([]string{"github.com/yuin/goldmark"}, xlibs...), forbidStd: []string{"crypto/sha512", "crypto/sha256", "crypto/sha1", "crypto/md5", "hash/"}},
+	// http: no x/sys, no syscall, no archive readers (arch reads zips).
+	"http":  {hoard: []string{"store", "up2k", "idx", "arch", "media"}, thirdPty: []string{"github.com/yuin/goldmark", "golang.org/x/text/"}, forbidStd: []string{"crypto/sha512", "crypto/sha256", "crypto/sha1", "crypto/md5", "hash/", "syscall", "archive/", "io/ioutil", "path/filepath"}},
 	"store": {thirdPty: xlibs, forbidStd: []string{"net/http"}},
 	"up2k":  {hoard: []string{"store"}, thirdPty: xlibs, forbidStd: []string{"net/http"}},
 	"idx":   {hoard: []string{"store"}, thirdPty: append([]string{"github.com/cockroachdb/pebble", "github.com/cespare/xxhash"}, xlibs...), forbidStd: []string{"net/http"}},
@@ -174,6 +175,32 @@ func TestRawAtomics(t *testing.T) {
 				if strings.HasPrefix(fn, p) {
 					t.Errorf("%s calls %s; use a typed atomic (atomic.Int64, atomic.Bool, ...)", name, c)
 				}
+			}
+		}
+	}
+}
+
+// TestHTTPNoFileAccess: the http room touches no file system of its own.
+// It may hold an *os.File store handed it (to send or read), nothing
+// else of package os: no os.Open*, Stat, ReadDir, Root, Remove..., and no
+// inotify or x/sys (an import of those fails TestImportBoundaries).
+func TestHTTPNoFileAccess(t *testing.T) {
+	for name, f := range goFiles(t) {
+		if !strings.HasPrefix(name, "http/") {
+			continue
+		}
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			if p == "os" && imp.Name != nil {
+				t.Errorf("%s imports os as %s; the lint needs the plain name", name, imp.Name.Name)
+			}
+			if strings.Contains(p, "inotify") || strings.Contains(p, "fsnotify") || strings.HasPrefix(p, "golang.org/x/sys") || p == "syscall" {
+				t.Errorf("%s imports %s; file watching lives in store", name, p)
+			}
+		}
+		for _, c := range calls(f, "os") {
+			if c != "os.File" {
+				t.Errorf("%s uses %s; http gets files and facts about them from store", name, c)
 			}
 		}
 	}
