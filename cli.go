@@ -36,41 +36,6 @@ type prodOptions struct {
 	origin           map[string]string // flag name → file:line of the config line that set it last // where the default --ah-salt lives; "" is the user's config folder
 }
 
-func (p *prodOptions) register(fs *flag.FlagSet) {
-	fs.Var(&p.configs, "c", "read options, accounts and volumes from this config file (copyparty's format; repeatable; a folder reads its *.conf); it wins over the command line")
-	fs.BoolVar(&p.version, "version", false, "print the version and exit")
-	fs.StringVar(&p.cert, "cert", "", "serve HTTPS too, with this PEM file's certificate chain (and key, unless --key); reloaded when the file changes")
-	fs.StringVar(&p.key, "key", "", "the private key's PEM file, when --cert holds none")
-	fs.BoolVar(&p.httpOnly, "http-only", false, "plain HTTP only, even with --cert")
-	fs.BoolVar(&p.httpsOnly, "https-only", false, "HTTPS only: plain HTTP clients get a 400 (needs --cert)")
-	fs.BoolVar(&p.h2, "h2", false, "offer HTTP/2 over TLS (HTTP/1.1 only by default: HTTP/2 slows big uploads)")
-	fs.StringVar(&p.ahAlg, "ah-alg", "none", "account passwords are hashes made with: argon2, scrypt, sha2 or none, each optionally followed by ,PARAMS (copyparty's)")
-	fs.StringVar(&p.ahSalt, "ah-salt", "", "salt of --ah-alg (default: a random one kept in ~/.config/hoard/ah-salt.txt)")
-	fs.StringVar(&p.ahGen, "ah-gen", "", "print the hash of this password (- reads passwords from stdin, one per line) and exit")
-}
-
-// helpGroups order -h; a flag in none is listed under "other".
-var helpGroups = []struct {
-	name  string
-	flags []string
-}{
-	{"general", []string{"c", "version", "log-level"}},
-	{"network", []string{"p", "i"}},
-	{"TLS", []string{"cert", "key", "http-only", "https-only", "h2"}},
-	{"accounts and volumes", []string{"a", "v", "ah-alg", "ah-salt", "ah-gen", "hist", "shr"}},
-	{"uploads", []string{"dedup", "warksalt", "df", "snap-drop", "reg-cap", "reg-cap-ip", "unpost", "ups-ring", "single-hash"}},
-	{"indexing and search", []string{"e2d", "e2ds", "e2dsa", "e2t", "e2ts", "e2tsr", "e2s", "e2a", "re-maxage", "db-cache", "srch-hits", "srch-max", "srch-slow-ms"}},
-	{"downloads and archives", []string{"max-ranges", "arch-mt", "tail-tmax", "tail-cmax"}},
-	{"thumbnails and transcodes", []string{"th-mt", "th-convt", "th-queue", "th-cache-max", "th-max-mpx", "ffmpeg", "ffprobe"}},
-}
-
-// helpArgs name the values of flags in -h.
-var helpArgs = map[string]string{
-	"c": "FILE", "log-level": "LEVEL", "p": "PORTS", "i": "ADDRS", "cert": "PATH", "key": "PATH",
-	"a": "USER:PASS", "v": "SRC:DST:PERMS", "ah-alg": "ALG", "ah-salt": "SALT", "ah-gen": "PW",
-	"hist": "DIR", "shr": "PATH", "warksalt": "SALT", "df": "SIZE", "ffmpeg": "PROGRAM", "ffprobe": "PROGRAM",
-}
-
 const helpExamples = `examples:
   hoard -v .::r                                    read-only share of the current folder
   hoard -a ed:hunter2 -v /srv/pub:pub:r:rw,ed     /pub readable by all, writable by ed
@@ -80,36 +45,20 @@ const helpExamples = `examples:
   echo hunter2 | hoard --ah-alg argon2 --ah-salt SALT --ah-gen -
 `
 
-// printHelp writes the flags grouped, one line each.
-func printHelp(w io.Writer, fs *flag.FlagSet) {
+// printHelp writes the flags in their groups, one line each.
+func printHelp(w io.Writer, fs *flagSet) {
 	fmt.Fprintf(w, "usage: hoard [flags]\n\nAn HTTP file server that speaks copyparty's interface. Flags take one or two\ndashes; their names are copyparty's where it has the feature.\n")
 	seen := map[string]bool{}
 	line := func(f *flag.Flag) {
 		seen[f.Name] = true
-		dash := "--"
-		if len(f.Name) == 1 {
-			dash = "-"
-		}
-		arg, usage := flag.UnquoteUsage(f)
-		switch {
-		case isBool(f):
-			arg = ""
-		case helpArgs[f.Name] != "":
-			arg = helpArgs[f.Name]
-		case arg == "int":
-			arg = "N"
-		}
-		name := dash + f.Name
-		if arg != "" {
-			name += " " + strings.ToUpper(arg)
-		}
+		_, usage := flag.UnquoteUsage(f)
 		def := ""
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && !isBool(f) {
 			def = fmt.Sprintf(" (default %s)", f.DefValue)
 		}
-		fmt.Fprintf(w, "  %-20s %s%s\n", name, usage, def)
+		fmt.Fprintf(w, "  %-20s %s%s\n", fs.helpName(f), usage, def)
 	}
-	for _, g := range helpGroups {
+	for _, g := range fs.groups {
 		fmt.Fprintf(w, "\n%s:\n", g.name)
 		for _, n := range g.flags {
 			if f := fs.Lookup(n); f != nil {
@@ -140,7 +89,7 @@ func isBool(f *flag.Flag) bool {
 // parseArgs parses the command line and the config files it names (which
 // win, as copyparty's do). It handles -h and --version itself; exit
 // reports that run should return code now.
-func parseArgs(fs *flag.FlagSet, p *prodOptions, args []string, stdout, stderr io.Writer) (code int, exit bool) {
+func parseArgs(fs *flagSet, p *prodOptions, args []string, stdout, stderr io.Writer) (code int, exit bool) {
 	fs.SetOutput(io.Discard) // errors are ours to print, in one line
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
@@ -148,7 +97,7 @@ func parseArgs(fs *flag.FlagSet, p *prodOptions, args []string, stdout, stderr i
 			printHelp(stdout, fs)
 			return 0, true
 		}
-		fmt.Fprintf(stderr, "hoard: %s\n", flagError(fs, err))
+		fmt.Fprintf(stderr, "hoard: %s\n", flagError(fs.FlagSet, err))
 		return 2, true
 	}
 	if fs.NArg() > 0 {
@@ -164,7 +113,7 @@ func parseArgs(fs *flag.FlagSet, p *prodOptions, args []string, stdout, stderr i
 	for _, c := range slices.Clone(p.configs) {
 		entries, err := readConfig(c)
 		if err == nil {
-			err = applyConfig(fs, entries)
+			err = applyConfig(fs.FlagSet, entries)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "hoard: %v\n", err)
@@ -183,7 +132,7 @@ func parseArgs(fs *flag.FlagSet, p *prodOptions, args []string, stdout, stderr i
 		all = append(all, entries...)
 	}
 	if len(all) > 0 {
-		if err := checkConfigRefs(listValues(fs, "a"), listValues(fs, "v"), at, all); err != nil {
+		if err := checkConfigRefs(listValues(fs.FlagSet, "a"), listValues(fs.FlagSet, "v"), at, all); err != nil {
 			fmt.Fprintf(stderr, "hoard: %v\n", err)
 			return 2, true
 		}
@@ -235,11 +184,7 @@ func unknownFlag(fs *flag.FlagSet, name string) string {
 			best, bestD = f.Name, d
 		}
 	})
-	dash := "--"
-	if len(best) == 1 {
-		dash = "-"
-	}
-	return fmt.Sprintf("unknown flag -%s; the closest is %s%s (see -h)", name, dash, best)
+	return fmt.Sprintf("unknown flag -%s; the closest is %s (see -h)", name, dashed(best))
 }
 
 // editDistance is the Levenshtein distance of two short strings.

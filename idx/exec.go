@@ -78,7 +78,7 @@ func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term
 		for ok := it.First(); ok && more; ok = it.Next() {
 			k := it.Key()
 			id := idOf(k)
-			if kr.name != "" && !glob(kr.name, string(k[1:len(k)-9])) {
+			if kr.name != "" && !glob(kr.name, textOfKey(k)) {
 				continue
 			}
 			if seen != nil {
@@ -89,7 +89,7 @@ func (p plan) run(ctx context.Context, r pebble.Reader, pre string, terms []Term
 			}
 			full := ""
 			if kr.paths {
-				full = pre + string(k[1:len(k)-9])
+				full = pre + textOfKey(k)
 			}
 			more, err = check(id, full)
 			if err != nil {

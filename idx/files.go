@@ -33,7 +33,8 @@ func (d *DB) initFiles() error {
 		b := d.db.NewBatch()
 		defer b.Close()
 		for _, f := range fileFams {
-			if err := b.DeleteRange([]byte{f}, []byte{f + 1}, nil); err != nil {
+			lo, hi := famRange(f)
+			if err := b.DeleteRange(lo, hi, nil); err != nil {
 				return err
 			}
 		}
@@ -44,11 +45,12 @@ func (d *DB) initFiles() error {
 			return fmt.Errorf("idx: dropping the old file index: %w", err)
 		}
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famRec}, UpperBound: []byte{famRec + 1}})
+	lo, hi := famRange(famRec)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
-	if it.Last() && len(it.Key()) == 9 {
+	if it.Last() && len(it.Key()) == idLen {
 		d.nextID.Store(idOf(it.Key()))
 	}
 	if err := it.Error(); err != nil {
@@ -109,24 +111,24 @@ func numTag(tags map[string]string, field byte) (int64, bool) {
 func postings(id uint64, rec *Record) [][]byte {
 	lr := lower(rec.Rel)
 	out := make([][]byte, 0, 8+len(rec.Chunks))
-	out = append(out, idKey(famPath, id, []byte(lr), []byte{0}))
-	out = append(out, idKey(famName, id, []byte(lr[strings.LastIndexByte(lr, '/')+1:]), []byte{0}))
-	out = append(out, idKey(famSize, id, s64(rec.Size)))
-	out = append(out, idKey(famMtime, id, s64(mtimeSec(rec.Mtime))))
+	out = append(out, pathKey(lr, id))
+	out = append(out, nameKey(lr[strings.LastIndexByte(lr, '/')+1:], id))
+	out = append(out, sizeKey(rec.Size, id))
+	out = append(out, mtimeKey(mtimeSec(rec.Mtime), id))
 	if rec.At > 0 && rec.IP != "" {
-		out = append(out, idKey(famUp, id, s64(rec.At)))
+		out = append(out, upKey(rec.At, id))
 	}
 	if rec.Wark != "" {
-		out = append(out, idKey(famWark, id, []byte(rec.Wark)))
+		out = append(out, warkKey(rec.Wark, id))
 	}
 	chunks := slices.Clone(rec.Chunks)
 	slices.Sort(chunks)
 	for _, c := range slices.Compact(chunks) {
-		out = append(out, idKey(famHash, id, []byte(c)))
+		out = append(out, hashKey(c, id))
 	}
 	for _, f := range []byte{fieldYear, fieldRate, fieldDur} {
 		if n, ok := numTag(rec.Tags, f); ok {
-			out = append(out, idKey(famNum, id, []byte{f}, s64(n)))
+			out = append(out, numKey(f, n, id))
 		}
 	}
 	return out
@@ -140,15 +142,15 @@ func lists(rec *Record) [][]byte {
 	tris := trigrams(lower(rec.Rel) + pathEnd)
 	out := make([][]byte, 0, len(tris)+2)
 	for _, t := range tris {
-		out = append(out, []byte{famTri, fieldPath, t[0], t[1], t[2]})
+		out = append(out, triList(fieldPath, t))
 	}
 	for _, tt := range textTags {
 		for _, t := range trigrams(lower(rec.Tags[tt.name])) {
-			out = append(out, []byte{famTri, tt.field, t[0], t[1], t[2]})
+			out = append(out, triList(tt.field, t))
 		}
 	}
 	if e := ext(rec.Name()); e != "" {
-		out = append(out, append(append([]byte{famExt}, e...), 0))
+		out = append(out, extList(e))
 	}
 	return out
 }
@@ -186,10 +188,10 @@ func (d *DB) PutRecord(rec *Record) error {
 	if id == 0 {
 		id = d.nextID.Add(1)
 	}
-	if err := b.Set(key(famRel, rec.Rel), u64(id), nil); err != nil {
+	if err := b.Set(relKey(rec.Rel), u64(id), nil); err != nil {
 		return err
 	}
-	if err := b.Set(idKey(famRec, id), rec.encode(), nil); err != nil {
+	if err := b.Set(recKey(id), rec.encode(), nil); err != nil {
 		return err
 	}
 	for _, k := range postings(id, rec) {
@@ -220,10 +222,10 @@ func (d *DB) DeleteRecord(rel string) error {
 	if err != nil || id == 0 {
 		return err
 	}
-	if err := b.Delete(key(famRel, rel), nil); err != nil {
+	if err := b.Delete(relKey(rel), nil); err != nil {
 		return err
 	}
-	if err := b.Delete(idKey(famRec, id), nil); err != nil {
+	if err := b.Delete(recKey(id), nil); err != nil {
 		return err
 	}
 	return b.Commit(pebble.NoSync)
@@ -252,7 +254,7 @@ func (d *DB) dropRecord(b *pebble.Batch, rel string) (uint64, error) {
 
 // lookup returns the id and record of rel (0, nil when absent).
 func (d *DB) lookup(r pebble.Reader, rel string) (uint64, *Record, error) {
-	v, closer, err := r.Get(key(famRel, rel))
+	v, closer, err := r.Get(relKey(rel))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil, nil
 	}
@@ -283,7 +285,7 @@ func (d *DB) Record(rel string) (*Record, error) {
 
 // recordByID reads the record with id (nil, nil when absent).
 func recordByID(r pebble.Reader, id uint64) (*Record, error) {
-	v, closer, err := r.Get(idKey(famRec, id))
+	v, closer, err := r.Get(recKey(id))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}
@@ -299,12 +301,13 @@ func (d *DB) Rels(fn func(rel string) error) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famRel}, UpperBound: []byte{famRel + 1}})
+	lo, hi := famRange(famRel)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
 	for it.First(); it.Valid(); it.Next() {
-		if err := fn(string(it.Key()[1:])); err != nil {
+		if err := fn(relOfKey(it.Key())); err != nil {
 			it.Close()
 			return err
 		}
@@ -321,7 +324,8 @@ func (d *DB) compactFiles(ctx context.Context) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
-	return d.db.Compact(ctx, []byte{famName}, []byte{famWark + 1}, true)
+	lo, hi := fileFamsSpan()
+	return d.db.Compact(ctx, lo, hi, true)
 }
 
 // Uploads calls fn with the records of uploaded files (those with an
@@ -331,13 +335,14 @@ func (d *DB) Uploads(fn func(*Record) bool) error {
 	if err := d.usable(); err != nil {
 		return err
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famUp}, UpperBound: []byte{famUp + 1}})
+	lo, hi := famRange(famUp)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
 	for it.Last(); it.Valid(); it.Prev() {
 		k := it.Key()
-		if len(k) != 17 {
+		if len(k) != upKeyLen {
 			continue
 		}
 		rec, err := recordByID(d.db, idOf(k))

@@ -650,7 +650,7 @@ func (x *Indexer) HashSearch(ctx context.Context, vols []*store.Volume, hashes [
 		err := func() error {
 			for _, k := range keys {
 				for _, fam := range []byte{famHash, famWark} {
-					opts := prefixOpts(key(fam, k))
+					opts := prefixOpts(contentPrefix(fam, k))
 					it, err := snap.NewIter(&opts)
 					if err != nil {
 						return err

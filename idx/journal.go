@@ -18,11 +18,9 @@ import (
 // deleted, replaced or moved since is indexed as it is now (or forgotten),
 // never as the note describes it.
 
-// famNote: 'j' id(8) → kind(1) flags(1) vol from-vol from record, the
-// strings length-prefixed (uvarint), the record in record.go's encoding.
-const famNote = 'j'
-
-func noteKey(id uint64) []byte { return idKey(famNote, id) }
+// A note's value (key: noteKey): kind(1) flags(1) vol from-vol from
+// record, the strings length-prefixed (uvarint), the record in record.go's
+// encoding.
 
 // note is one journal entry: a change to look at again.
 type note struct {
@@ -100,11 +98,12 @@ func decodeNote(b []byte) (*note, error) {
 
 // initNotes finds the last note id.
 func (d *DB) initNotes() error {
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famNote}, UpperBound: []byte{famNote + 1}})
+	lo, hi := famRange(famNote)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
-	if it.Last() && len(it.Key()) == 9 {
+	if it.Last() && len(it.Key()) == idLen {
 		d.nextNote.Store(idOf(it.Key()))
 	}
 	if err := it.Error(); err != nil {
@@ -140,14 +139,15 @@ func (d *DB) notes() ([]*note, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{famNote}, UpperBound: []byte{famNote + 1}})
+	lo, hi := famRange(famNote)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return nil, err
 	}
 	var out []*note
 	var bad []uint64
 	for it.First(); it.Valid(); it.Next() {
-		if len(it.Key()) != 9 {
+		if len(it.Key()) != idLen {
 			continue
 		}
 		id := idOf(it.Key())

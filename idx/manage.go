@@ -156,19 +156,6 @@ func (x *Indexer) indexTree(ctx context.Context, vi *volIdx, rel string, src fun
 	return nil
 }
 
-// relRange is the 'n' key range of rel itself (tree false) or of every
-// path below the folder rel (tree true).
-func relRange(rel string, tree bool) (lo, hi []byte) {
-	if !tree {
-		lo = key(famRel, rel)
-		return lo, append(slices.Clone(lo), 0)
-	}
-	if rel == "" {
-		return []byte{famRel}, []byte{famRel + 1}
-	}
-	return key(famRel, rel+"/"), key(famRel, rel+"0") // '0' follows '/'
-}
-
 // relsFrom returns up to n indexed paths in [lo, hi), in order.
 func (d *DB) relsFrom(lo, hi []byte, n int) ([]string, error) {
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
@@ -177,7 +164,7 @@ func (d *DB) relsFrom(lo, hi []byte, n int) ([]string, error) {
 	}
 	var out []string
 	for ok := it.First(); ok && len(out) < n; ok = it.Next() {
-		out = append(out, string(it.Key()[1:]))
+		out = append(out, relOfKey(it.Key()))
 	}
 	if err := it.Error(); err != nil {
 		it.Close()
@@ -202,7 +189,7 @@ func (d *DB) walkRels(ctx context.Context, rel string, tree bool, fn func(rels [
 		if err := fn(rels); err != nil {
 			return err
 		}
-		lo = append(key(famRel, rels[len(rels)-1]), 0)
+		lo = relAfter(rels[len(rels)-1])
 	}
 }
 
@@ -227,10 +214,10 @@ func (d *DB) DeleteRecords(ctx context.Context, rel string, tree bool, keep func
 			if id == 0 {
 				continue
 			}
-			if err := b.Delete(key(famRel, r), nil); err != nil {
+			if err := b.Delete(relKey(r), nil); err != nil {
 				return err
 			}
-			if err := b.Delete(idKey(famRec, id), nil); err != nil {
+			if err := b.Delete(recKey(id), nil); err != nil {
 				return err
 			}
 			n++
@@ -287,10 +274,10 @@ func (d *DB) MoveRecords(ctx context.Context, rel string, nd *DB, newRel string,
 			if _, err := d.dropRecord(b, old); err != nil {
 				return err
 			}
-			if err := b.Delete(key(famRel, old), nil); err != nil {
+			if err := b.Delete(relKey(old), nil); err != nil {
 				return err
 			}
-			if err := b.Delete(idKey(famRec, id), nil); err != nil {
+			if err := b.Delete(recKey(id), nil); err != nil {
 				return err
 			}
 			// Into the new one, over whatever record was there.
@@ -300,7 +287,7 @@ func (d *DB) MoveRecords(ctx context.Context, rel string, nd *DB, newRel string,
 				return err
 			}
 			if oid != 0 && oid != id {
-				if err := nb.Delete(idKey(famRec, oid), nil); err != nil {
+				if err := nb.Delete(recKey(oid), nil); err != nil {
 					return err
 				}
 			}
@@ -309,10 +296,10 @@ func (d *DB) MoveRecords(ctx context.Context, rel string, nd *DB, newRel string,
 				nid = nd.nextID.Add(1)
 			}
 			rec.Rel = nrel
-			if err := nb.Set(key(famRel, nrel), u64(nid), nil); err != nil {
+			if err := nb.Set(relKey(nrel), u64(nid), nil); err != nil {
 				return err
 			}
-			if err := nb.Set(idKey(famRec, nid), rec.encode(), nil); err != nil {
+			if err := nb.Set(recKey(nid), rec.encode(), nil); err != nil {
 				return err
 			}
 			for _, k := range postings(nid, rec) {

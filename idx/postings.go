@@ -56,13 +56,6 @@ func getBitmap() *bitmap {
 
 var errPosting = errors.New("idx: corrupt posting block")
 
-// blockKey is the key of list's block holding id.
-func blockKey(list []byte, id uint64) []byte {
-	k := make([]byte, len(list), len(list)+4)
-	copy(k, list)
-	return binary.BigEndian.AppendUint32(k, uint32(id>>blockBits))
-}
-
 // blockOp is the merge operand that adds (or removes) id.
 func blockOp(id uint64, add bool) []byte {
 	o := binary.LittleEndian.AppendUint16(nil, uint16(id))
@@ -180,9 +173,6 @@ func appendSet(out []byte, b *bitmap) []byte {
 	}
 	return out
 }
-
-// blockFamily reports whether keys of k's family hold block postings.
-func blockFamily(k []byte) bool { return len(k) > 0 && (k[0] == famTri || k[0] == famExt) }
 
 // merger folds the operands of a block posting; for any other key it is
 // Pebble's default, concatenation (hoard writes no other merge operands).
@@ -311,18 +301,18 @@ func (l *blist) to(b uint32) bool {
 	if l.ok && l.block+1 == b {
 		ok = l.it.Next()
 	} else {
-		l.seek = binary.BigEndian.AppendUint32(append(l.seek[:0], l.prefix...), b)
+		l.seek = appendBlockKey(l.seek[:0], l.prefix, b)
 		ok = l.it.SeekGE(l.seek)
 	}
-	for ok && len(l.it.Key()) != len(l.prefix)+4 {
-		ok = l.it.Next() // not one of this list's keys (cannot happen)
+	for ; ok; ok = l.it.Next() {
+		if blk, mine := blockOfKey(l.it.Key(), len(l.prefix)); mine {
+			l.block, l.ok = blk, true
+			return true
+		}
+		// not one of this list's keys (cannot happen)
 	}
-	if !ok {
-		l.ok, l.done = false, true
-		return false
-	}
-	l.block, l.ok = binary.BigEndian.Uint32(l.it.Key()[len(l.prefix):]), true
-	return true
+	l.ok, l.done = false, true
+	return false
 }
 
 // added is the current block's set of ids.

@@ -116,8 +116,8 @@ func (d *DB) Sessions(ctx context.Context, fn func(wark string, blob []byte, key
 	}
 	snap := d.db.NewSnapshot()
 	defer snap.Close()
-	lo := []byte{famSession}
-	it, err := snap.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	lo, hi := famRange(famSession)
+	it, err := snap.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (d *DB) Sessions(ctx context.Context, fn func(wark string, blob []byte, key
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		wark := string(it.Key()[1:])
+		wark := warkOfSession(it.Key())
 		blob := slices.Clone(it.Value())
 		keys, err := chunksOf(ctx, snap, wark)
 		if err != nil {
@@ -140,14 +140,14 @@ func (d *DB) Sessions(ctx context.Context, fn func(wark string, blob []byte, key
 }
 
 func chunksOf(ctx context.Context, r pebble.Reader, wark string) ([]string, error) {
-	p := key(famChunk, wark)
+	p := chunkPrefix(wark)
 	it, err := r.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for it.First(); it.Valid(); it.Next() {
-		out = append(out, string(it.Key()[len(p):]))
+		out = append(out, afterPrefix(it.Key(), p))
 	}
 	if err := it.Error(); err != nil {
 		it.Close()
@@ -205,14 +205,14 @@ func (d *DB) Files(ctx context.Context, wark string) (map[string][]byte, error) 
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	p := key(famFile, wark)
+	p := filePrefix(wark)
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: p, UpperBound: prefixEnd(p)})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]byte{}
 	for it.First(); it.Valid(); it.Next() {
-		out[string(it.Key()[len(p):])] = slices.Clone(it.Value())
+		out[afterPrefix(it.Key(), p)] = slices.Clone(it.Value())
 	}
 	if err := it.Error(); err != nil {
 		it.Close()

@@ -3,6 +3,7 @@ package store
 import (
 	"container/heap"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -71,6 +72,38 @@ func (s *Store) lifeRemoved(v *Volume, rel string, tree bool) {
 	h := j.mu.h[:0]
 	for _, e := range j.mu.h {
 		if e.vol == v && underRel(e.Rel, rel, tree) {
+			if e.file != "" {
+				os.Remove(e.file)
+			}
+			continue
+		}
+		h = append(h, e)
+	}
+	clear(j.mu.h[len(h):])
+	j.mu.h = h
+	heap.Init(&j.mu.h)
+}
+
+// lifeReplaced forgets the expiries of the file rel of v that name
+// another file than fi, the one now there: a file replaced by an upload
+// takes its lifetime with it. (Its record names its inode, which the file
+// system may give to a later file at rel; the old deadline would delete
+// that one.)
+func (s *Store) lifeReplaced(v *Volume, rel string, fi fs.FileInfo) {
+	j := s.janitor
+	_, ino, ok := FileID(fi)
+	if j == nil || !ok {
+		return
+	}
+	if v.outer != nil {
+		v, rel = v.outer, v.outerRel(rel)
+	}
+	rel = relOf(rel)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	h := j.mu.h[:0]
+	for _, e := range j.mu.h {
+		if e.vol == v && e.Rel == rel && e.Ino != ino {
 			if e.file != "" {
 				os.Remove(e.file)
 			}

@@ -395,6 +395,9 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 		v.store.forget(v, nid)
 		return "", nil, err
 	}
+	if opt.Replace {
+		v.store.lifeReplaced(v, final, sfi)
+	}
 	if rel := relOf(final); rel != ev.Rel {
 		ev.Rel = rel
 		if id, err := v.store.renote(ev, nid); err == nil {

@@ -194,6 +194,9 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	if err != nil {
 		return fail(err)
 	}
+	if opt.Replace {
+		t.v.store.lifeReplaced(t.v, final, tfi)
+	}
 	if keep {
 		t.done, t.linked = true, true
 	}

@@ -42,7 +42,7 @@ func TestCLIUnknownFlag(t *testing.T) {
 	for _, tc := range []struct{ arg, want string }{
 		{arg: "--srch-hit", want: "--srch-hits"},
 		{arg: "--https_only", want: "--https-only"},
-		{arg: "-e2dssa", want: "--e2dsa"},
+		{arg: "-e2dssa", want: "-e2dsa"},
 		{arg: "--crt", want: "--cert"},
 	} {
 		code, stdout, stderr := runHoard(t, tc.arg)

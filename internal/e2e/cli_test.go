@@ -44,6 +44,7 @@ func TestCLIBadArguments(t *testing.T) {
 		{name: "bad port", args: []string{"-p", "notaport", "-v", dir + "::r"}, code: 2, names: []string{"notaport"}},
 		{name: "port out of range", args: []string{"-p", "70000", "-v", dir + "::r"}, code: 2, names: []string{"70000"}},
 		{name: "max-ranges 0", args: []string{"--max-ranges", "0", "-v", dir + "::r"}, code: 2, names: []string{"max-ranges"}},
+		{name: "arch-mt 0", args: []string{"--arch-mt", "0", "-v", dir + "::r"}, code: 2, names: []string{"arch-mt"}},
 		{name: "unknown flag", args: []string{"--bogus-flag", "-v", dir + "::r"}, code: 2, names: []string{"bogus-flag"}},
 		{name: "stray argument", args: []string{"-v", dir + "::r", "stray"}, code: 2, names: []string{"stray"}},
 		{name: "bad log level", args: []string{"--log-level", "loud", "-v", dir + "::r"}, code: 2, names: []string{"loud"}},
