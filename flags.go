@@ -33,7 +33,8 @@ type options struct {
 	srchSlowMS              int
 	maxRanges               int
 	archMT                  int
-	logLevel                string
+	logLevel, logFormat     string
+	xffSrc, xffHdr, rpLoc   string
 	tailTmax, tailCmax      int
 	upsRing                 int
 	unpost                  int
@@ -107,10 +108,16 @@ func newFlags() (*flagSet, *options) {
 	f.list(&p.configs, "c", "FILE", "read options, accounts and volumes from this config file (copyparty's format; repeatable; a folder reads its *.conf); it wins over the command line")
 	f.bool(&p.version, "version", "print the version and exit")
 	f.str(&o.logLevel, "log-level", "LEVEL", "info", "debug, info, warn or error")
+	f.str(&o.logFormat, "log-format", "FMT", "text", "log lines as text or json")
 
 	f.group("network")
 	f.str(&o.ports, "p", "PORTS", "3923", "TCP port(s) to listen on, comma-separated; 0 picks a free one")
 	f.str(&o.addrs, "i", "ADDRS", "::", "address(es) to listen on, comma-separated; :: is every interface")
+
+	f.group("reverse proxy")
+	f.str(&o.xffSrc, "xff-src", "CIDR", "127.0.0.0/8,::1", "comma-separated peers whose --xff-hdr and X-Forwarded-Proto/-Host are believed; lan adds the private ranges, none trusts no one")
+	f.str(&o.xffHdr, "xff-hdr", "NAME", "x-forwarded-for", "header a trusted proxy puts the client chain in; its right-most address outside --xff-src is the client")
+	f.str(&o.rpLoc, "rp-loc", "PATH", "", "URL prefix the reverse proxy serves hoard under (example: /files); every URL hoard emits starts with it")
 
 	f.group("TLS")
 	f.str(&p.cert, "cert", "PATH", "", "serve HTTPS too, with this PEM file's certificate chain (and key, unless --key); reloaded when the file changes")

@@ -44,7 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(err.Error()))
 		return 2
 	}
-	log := newLogger(o.logLevel, stderr)
+	log := newLogger(o.logLevel, o.logFormat, stderr)
 	slog.SetDefault(log)
 
 	cfg, err := o.storeConfig(log)
@@ -82,9 +82,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // newLogger is the logger of level (validated) writing to w.
-func newLogger(level string, w io.Writer) *slog.Logger {
+func newLogger(level, format string, w io.Writer) *slog.Logger {
 	var l slog.Level
 	l.UnmarshalText([]byte(level))
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
@@ -93,6 +96,12 @@ func (o *options) validate() error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return fmt.Errorf("--log-format %q: want text or json", o.logFormat)
+	}
+	if _, err := o.proxyConfig(); err != nil {
+		return err
 	}
 	if _, err := parsePorts(o.ports); err != nil {
 		return err
@@ -239,4 +248,21 @@ func (o *options) extraConfig(st *store.Store, log *slog.Logger) (srvhttp.ExtraC
 	st.Subscribe(sh.Follow) // shares of deleted or moved folders stop resolving
 	e.Shares = sh
 	return e, nil
+}
+
+// proxyConfig is --xff-src, --xff-hdr and --rp-loc for the http layer.
+func (o *options) proxyConfig() (srvhttp.ProxyConfig, error) {
+	trusted, err := srvhttp.ParseTrusted(o.xffSrc)
+	if err != nil {
+		return srvhttp.ProxyConfig{}, err
+	}
+	loc, err := srvhttp.ParseLoc(o.rpLoc)
+	if err != nil {
+		return srvhttp.ProxyConfig{}, err
+	}
+	hdr := strings.TrimSpace(o.xffHdr)
+	if hdr == "" || strings.ContainsAny(hdr, " :\t\r\n") {
+		return srvhttp.ProxyConfig{}, fmt.Errorf("--xff-hdr %q: want a header name", o.xffHdr)
+	}
+	return srvhttp.ProxyConfig{Trusted: trusted, Header: hdr, Loc: loc}, nil
 }

@@ -22,7 +22,8 @@ import (
 // newServer is the HTTP server of the services, with its timeouts.
 func newServer(svc *services, o *options, log *slog.Logger) *http.Server {
 	st, up, ix, med, extra := svc.store, svc.up2k, svc.index, svc.media, svc.extra
-	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra})
+	proxy, _ := o.proxyConfig() // checked by validate
+	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy})
 	srv := &http.Server{
 		Handler:           withTLSState(handler),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -208,7 +208,7 @@ func (s *Server) archiveBase(q *req) string {
 	if len(q.parts) > 0 {
 		return q.parts[len(q.parts)-1]
 	}
-	host := q.r.Host
+	host := q.host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

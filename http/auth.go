@@ -66,9 +66,10 @@ func (s *Server) authenticate(q *req) error {
 		}
 	}
 	if fromCookie {
-		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: "/", Expires: time.Unix(0, 0), HttpOnly: true, Secure: q.r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: "/", Expires: time.Unix(0, 0), HttpOnly: true, Secure: q.scheme == "https", SameSite: http.SameSiteStrictMode})
 		return nil
 	}
+	s.log.Warn("wrong password", "id", q.id, "ip", q.ip, "method", q.r.Method, "path", logPath(q.r.URL))
 	s.slowGuess(q)
 	return &httpError{code: http.StatusUnauthorized, msg: "wrong password"}
 }

@@ -86,7 +86,7 @@ func (s *Server) getByURL(q *req) (done bool, err error) {
 		f, fi, err = q.vol.Open(rel)
 		if err == nil && q.keyOK(rel, fi) && !q.slash {
 			f.Close()
-			http.Redirect(q.w, q.r, "/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
+			http.Redirect(q.w, q.r, q.loc+"/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
 			return true, nil
 		}
 	}

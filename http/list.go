@@ -77,7 +77,7 @@ func (s *Server) folder(q *req) error {
 	}
 	if !hasLs && !q.slash && len(q.parts) > 0 {
 		// Pages need the slash form so their relative links resolve.
-		u := "/" + escapePath(strings.Join(q.parts, "/")) + "/"
+		u := q.loc + "/" + escapePath(strings.Join(q.parts, "/")) + "/"
 		if q.r.URL.RawQuery != "" {
 			u += "?" + q.r.URL.RawQuery
 		}
@@ -128,7 +128,7 @@ func (s *Server) virtualFolder(q *req) error {
 		return s.tree(q)
 	}
 	if !q.slash && len(q.parts) > 0 && !has(q.query, "ls") {
-		http.Redirect(q.w, q.r, "/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
+		http.Redirect(q.w, q.r, q.loc+"/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
 		return nil
 	}
 	return s.writeListing(q, listing{path: strings.Join(q.parts, "/"), entries: ents, perms: []string{}, acct: q.acct()})

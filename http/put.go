@@ -237,14 +237,10 @@ func (q *req) result(o upOpts, res store.IngestResult) upResult {
 // urlOf is the absolute URL of a path inside the request's volume; inside
 // a share, its URL in the share (the uploader may reach it no other way).
 func (q *req) urlOf(rel string) string {
-	scheme := "http"
-	if q.r.TLS != nil {
-		scheme = "https"
-	}
 	if q.share {
-		return scheme + "://" + q.r.Host + "/" + escapePath(path.Join(q.parts[0], q.parts[1], rel))
+		return q.abs("/" + escapePath(path.Join(q.parts[0], q.parts[1], rel)))
 	}
-	return scheme + "://" + q.r.Host + "/" + escapePath(path.Join(q.vol.VPath, rel))
+	return q.abs("/" + escapePath(path.Join(q.vol.VPath, rel)))
 }
 
 // put stores the request body at the URL's path (PUT).
@@ -402,7 +398,7 @@ func (s *Server) mpFile(q *req, o upOpts, p *multipart.Part) (mpFile, error) {
 	}
 	s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, res.Rel), "bytes", res.Size, "user", q.acct(), "ip", q.ip)
 	up := q.result(o, res)
-	return mpFile{upResult: up, Sz: res.Size, Fn: path.Base(res.Rel), FnOrig: orig, Path: strings.TrimPrefix(up.URL[strings.Index(up.URL, q.r.Host)+len(q.r.Host):], "/")}, nil
+	return mpFile{upResult: up, Sz: res.Size, Fn: path.Base(res.Rel), FnOrig: orig, Path: strings.TrimPrefix(strings.TrimPrefix(up.URL, q.abs("")), "/")}, nil
 }
 
 // mpFail answers a multipart upload that stopped at an error, listing the

@@ -77,7 +77,7 @@ func (s *Server) ups(q *req) error {
 			return mine(u.Vol, u.Rel, u.IP, u.User)
 		}) {
 			pd := u.Percent()
-			unf = append(unf, upsRow{At: u.Started.Unix(), Vp: uploadHref(u.Vol, u.Rel), Pd: &pd, Sz: u.Size})
+			unf = append(unf, upsRow{At: u.Started.Unix(), Vp: q.loc + uploadHref(u.Vol, u.Rel), Pd: &pd, Sz: u.Size})
 			if len(unf) == recentMax {
 				break
 			}
@@ -86,7 +86,7 @@ func (s *Server) ups(q *req) error {
 	recs := s.recent.Recent(recentMax, func(u *idx.Upload) bool { return mine(u.Vol, u.Rel, u.IP, u.User) })
 	rows := make([]upsRow, 0, len(recs))
 	for _, u := range recs {
-		rows = append(rows, upsRow{At: u.At.Unix(), Vp: uploadHref(u.Vol, u.Rel), Sz: u.Size})
+		rows = append(rows, upsRow{At: u.At.Unix(), Vp: q.loc + uploadHref(u.Vol, u.Rel), Sz: u.Size})
 	}
 	return sendJSON(q, map[string]any{"f": append(slices.Clone(unf), rows...), "nu": len(unf), "nc": len(rows), "u": unf, "c": rows})
 }
@@ -118,7 +118,7 @@ func (s *Server) ru(q *req) error {
 		if un == "" {
 			un = "*"
 		}
-		rows = append(rows, ruRow{Vp: uploadHref(u.Vol, u.Rel), Sz: u.Size, IP: u.IP, At: u.At.Unix(), Un: un})
+		rows = append(rows, ruRow{Vp: q.loc + uploadHref(u.Vol, u.Rel), Sz: u.Size, IP: u.IP, At: u.At.Unix(), Un: un})
 	}
 	body := map[string]any{"now": time.Now().Unix(), "filter": filter, "ups": rows}
 	if has(q.query, "j") {

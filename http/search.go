@@ -149,7 +149,7 @@ func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) e
 			seen[k] = true
 		}
 		mt := h.Mtime / 1e9
-		href := hrefOf(h.Vol, h.Rel)
+		href := q.loc + hrefOf(h.Vol, h.Rel)
 		// rp is copyparty's: the quoted URL path without its leading
 		// slash, so that clients (u2c -s, the browser) can append it to
 		// the server's address.

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -43,6 +42,8 @@ type Config struct {
 	// Text, tail, recent uploads and shares (text.go, tail.go, recent.go,
 	// share.go): see ExtraConfig.
 	Extra ExtraConfig
+	// Proxy: trusted reverse proxies and their prefix (proxy.go).
+	Proxy ProxyConfig
 }
 
 // Server is hoard's http.Handler.
@@ -62,6 +63,7 @@ type Server struct {
 	extra                   // ?tail, ?dls, ?ups, ?ru, shares (extra.go)
 
 	archSem chan struct{} // slots for CPU-heavy archives
+	proxy   ProxyConfig
 }
 
 // New returns the handler for cfg.
@@ -87,6 +89,10 @@ func New(cfg Config) *Server {
 		cfg.ArchMT = runtime.NumCPU()
 	}
 	s.archSem = make(chan struct{}, cfg.ArchMT)
+	s.proxy = cfg.Proxy
+	if s.proxy.Header == "" {
+		s.proxy.Header = "X-Forwarded-For"
+	}
 	s.initExtra(cfg)
 	return s
 }
@@ -103,8 +109,11 @@ type req struct {
 	rel   string     // path inside vol
 	perm  store.Perm // user's permissions in vol
 	user  string     // "" is anonymous
-	ip    string
-	share bool // inside a share: q.vol is confined to the shared folder, no mounts
+	ip     string // the client's address: the TCP peer's, or a trusted proxy's word (proxy.go)
+	scheme string // http or https, as the client sees it
+	host   string // the Host the client sees
+	loc    string // --rp-loc prefix of every URL emitted
+	share  bool // inside a share: q.vol is confined to the shared folder, no mounts
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -112,7 +121,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		// Framing a proxy could read otherwise (framing.go): refuse it
 		// and close the connection, so nothing after it is taken for a
 		// request.
-		s.log.Debug("request refused for its framing", "method", r.Method, "path", r.URL.Path, "ip", clientIP(r), "why", msg)
+		s.log.Debug("request refused for its framing", "method", r.Method, "path", r.URL.Path, "ip", s.peerIP(r), "why", msg)
 		h := rw.Header()
 		h.Set("Connection", "close")
 		h.Set("Content-Type", "text/plain; charset=utf-8")
@@ -123,22 +132,27 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	w := &respWriter{ResponseWriter: rw}
-	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), ip: clientIP(r)}
+	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), loc: s.proxy.Loc}
+	s.decodeProxy(q)
 	// Every endpoint returns an error instead of writing one; fail maps it
 	// through statusOf.
 	err := s.route(q)
 	if err != nil {
 		s.fail(q, err)
 	}
-	if s.log.Enabled(r.Context(), slog.LevelDebug) {
-		s.log.Debug("request", "id", q.id, "method", r.Method, "path", r.URL.Path, "status", w.status, "bytes", w.n, "user", q.user, "ip", q.ip, "dur", time.Since(start))
+	if s.log.Enabled(r.Context(), slog.LevelInfo) {
+		st := w.status
+		if st == 0 {
+			st = http.StatusOK
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "access", slog.String("id", q.id), slog.String("ip", q.ip), slog.String("user", q.user), slog.String("method", r.Method), slog.String("path", logPath(r.URL)), slog.Int("status", st), slog.Int64("bytes", w.n), slog.Duration("dur", time.Since(start)))
 	}
 }
 
 func (s *Server) route(q *req) error {
 	w, r := q.w, q.r
 	w.Header().Set("X-Request-Id", q.id)
-	parts, slash, err := parsePath(r.URL.Path)
+	parts, slash, err := parsePath(stripLoc(r.URL.Path, q.loc))
 	if err != nil {
 		return err
 	}
@@ -268,12 +282,10 @@ func (s *Server) fail(q *req, err error) {
 	io.WriteString(q.w, msg+"\n")
 }
 
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+// peerIP is the client's address for a request refused before decoding.
+func (s *Server) peerIP(r *http.Request) string {
+	ip, _ := forwardedFor(r.RemoteAddr, r.Header.Values(s.proxy.Header), s.proxy.Trusted)
+	return ip
 }
 
 // respWriter records the status and byte count for the log. It forwards

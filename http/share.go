@@ -289,11 +289,7 @@ func (s *Server) createMultiShare(q *req, sh store.Share, pw string, vps []strin
 }
 
 func (s *Server) shareURL(q *req, key string) string {
-	scheme := "http"
-	if q.r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + q.r.Host + "/" + escapeName(s.shrName) + "/" + key
+	return q.abs("/" + escapeName(s.shrName) + "/" + key)
 }
 
 // shareRoute serves a request below the share prefix: /<shr>/<key>/...
@@ -395,7 +391,7 @@ func (s *Server) shareListing(q *req) error {
 		return q.denyRead()
 	}
 	if !q.slash && !has(q.query, "ls") {
-		http.Redirect(q.w, q.r, "/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
+		http.Redirect(q.w, q.r, q.loc+"/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
 		return nil
 	}
 	ents, err := q.vol.List(q.r.Context(), "", store.ListOptions{Dots: true})
@@ -442,7 +438,7 @@ func (s *Server) editShare(q *req, key string) error {
 		return err
 	}
 	s.log.Info("share changed", "key", key, "action", act, "user", q.user)
-	http.Redirect(q.w, q.r, "/?shares", http.StatusSeeOther)
+	http.Redirect(q.w, q.r, q.loc+"/?shares", http.StatusSeeOther)
 	return nil
 }
 
