@@ -99,21 +99,21 @@ func New(cfg Config) *Server {
 
 // req is one request after its path and credentials were checked.
 type req struct {
-	w     *respWriter
-	r     *http.Request
-	query url.Values // r.URL.Query(), parsed once
-	id    string
-	parts []string // decoded path components
-	slash bool     // the URL path ended in "/"
-	vol   *store.Volume
-	rel   string     // path inside vol
-	perm  store.Perm // user's permissions in vol
-	user  string     // "" is anonymous
-	ip     string // the client's address: the TCP peer's, or a trusted proxy's word (proxy.go)
-	scheme string // http or https, as the client sees it
-	host   string // the Host the client sees
-	loc    string // --rp-loc prefix of every URL emitted
-	share  bool // inside a share: q.vol is confined to the shared folder, no mounts
+	w      *respWriter
+	r      *http.Request
+	query  url.Values // r.URL.Query(), parsed once
+	id     string
+	parts  []string // decoded path components
+	slash  bool     // the URL path ended in "/"
+	vol    *store.Volume
+	rel    string     // path inside vol
+	perm   store.Perm // user's permissions in vol
+	user   string     // "" is anonymous
+	ip     string     // the client's address: the TCP peer's, or a trusted proxy's word (proxy.go)
+	scheme string     // http or https, as the client sees it
+	host   string     // the Host the client sees
+	loc    string     // --rp-loc prefix of every URL emitted
+	share  bool       // inside a share: q.vol is confined to the shared folder, no mounts
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
