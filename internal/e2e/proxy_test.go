@@ -44,6 +44,15 @@ func TestReverseProxyTrusted(t *testing.T) {
 		t.Fatalf("multipart reply lacks the prefixed URL: %s", body)
 	}
 
+	// up2k: purl carries the prefix (u2c posts its chunks there), and
+	// the chunks posted to it land.
+	uf := newUp2kFile(randomBytes(3000))
+	rep := up2kUpload(t, s, "/files/", "u.bin", uf, time.Now().Unix(), 1, fwd...)
+	if rep.Purl != "/files/" {
+		t.Fatalf("purl %q, want /files/", rep.Purl)
+	}
+	wantFile(t, dir, "u.bin", uf.data)
+
 	// ?ru: the forwarded client (right-most), not the proxy nor the
 	// address the client made up.
 	resp, body = s.do(t, "GET", "/files/?ru&j", nil, "PW: bpw")
@@ -52,7 +61,7 @@ func TestReverseProxyTrusted(t *testing.T) {
 	if err := json.Unmarshal(body, &ru); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
-	if len(ru.Ups) != 2 {
+	if len(ru.Ups) != 3 {
 		t.Fatalf("?ru: %s", body)
 	}
 	for _, u := range ru.Ups {
@@ -64,7 +73,7 @@ func TestReverseProxyTrusted(t *testing.T) {
 		}
 	}
 	// ?ups: only the same forwarded client sees its uploads.
-	if got := upsPaths(t, s, "", fwd...); len(got) != 2 || !strings.HasPrefix(got[0], "/files/") {
+	if got := upsPaths(t, s, "", fwd...); len(got) != 3 || !strings.HasPrefix(got[0], "/files/") {
 		t.Fatalf("?ups from the forwarded client: %v", got)
 	}
 	if got := upsPaths(t, s, "", "X-Forwarded-For: 198.51.100.7"); len(got) != 0 {
