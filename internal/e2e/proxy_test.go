@@ -1,9 +1,16 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -193,11 +200,89 @@ func TestAccessLogJSON(t *testing.T) {
 }
 
 // TestReverseProxyNginx runs a real nginx in front of hoard at /files/.
+// nginx connects from 127.0.0.2 (the only trusted proxy), the test's
+// client from 127.0.0.3: ?ru must name 127.0.0.3, and every URL hoard
+// hands back must work through nginx.
 func TestReverseProxyNginx(t *testing.T) {
-	if _, err := exec.LookPath("nginx"); err != nil {
-		t.Skip("nginx is not installed; the real-proxy test needs it")
+	ngx, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx is not installed; skipping the real-proxy test")
 	}
-	t.Skip("nginx is installed but the nginx test is not written yet")
+	dir := t.TempDir()
+	s := start(t, "-a", "boss:bpw", "-v", dir+"::rw,*:A,boss", "--xff-src", "127.0.0.2/32", "--rp-loc", "/files")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	pfx := t.TempDir()
+	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+events {}
+http {
+  access_log off;
+  client_body_temp_path %[1]s; proxy_temp_path %[1]s; fastcgi_temp_path %[1]s; uwsgi_temp_path %[1]s; scgi_temp_path %[1]s;
+  server {
+    listen 127.0.0.1:%[2]d;
+    location /files/ {
+      proxy_pass %[3]s;
+      proxy_bind 127.0.0.2;
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_request_buffering off;
+      client_max_body_size 0;
+    }
+  }
+}
+`, pfx, port, s.URL)
+	os.WriteFile(filepath.Join(pfx, "nginx.conf"), []byte(conf), 0o644)
+	cmd := exec.Command(ngx, "-p", pfx, "-c", filepath.Join(pfx, "nginx.conf"), "-g", "daemon off;")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	from := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}}).DialContext}}
+	do := func(method, u string, body string, hdr ...string) (*http.Response, []byte) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			req, _ := http.NewRequest(method, u, strings.NewReader(body))
+			for _, h := range hdr {
+				k, v, _ := strings.Cut(h, ":")
+				req.Header.Set(k, strings.TrimSpace(v))
+			}
+			resp, err := from.Do(req)
+			if err == nil {
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp, b
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s %s: %v\nnginx: %s", method, u, err, out.String())
+			}
+		}
+	}
+	resp, body := do("PUT", base+"/files/a.txt", "hello", "X-Forwarded-For: 6.6.6.6")
+	wantStatus(t, resp, body, 201)
+	loc := resp.Header.Get("Location")
+	if loc != base+"/files/a.txt" {
+		t.Fatalf("Location %q through nginx", loc)
+	}
+	resp, body = do("GET", loc, "")
+	if resp.StatusCode != 200 || string(body) != "hello" {
+		t.Fatalf("following %s: %d %q", loc, resp.StatusCode, body)
+	}
+	resp, body = do("GET", base+"/files/?ru&j", "", "PW: bpw")
+	wantStatus(t, resp, body, 200)
+	var ru ruBody
+	json.Unmarshal(body, &ru)
+	if len(ru.Ups) != 1 || ru.Ups[0].IP != "127.0.0.3" || ru.Ups[0].Vp != "/files/a.txt" {
+		t.Fatalf("?ru through nginx: %s", body)
+	}
 }
 
 // waitLog waits (a little) for a log line holding want: hoard's output
