@@ -107,10 +107,18 @@ func TestReverseProxyTrusted(t *testing.T) {
 	// A folder without its slash is redirected inside the prefix.
 	resp, body = s.do(t, "PUT", "/files/sub/c.txt", []byte("c"))
 	wantStatus(t, resp, body, 201)
-	resp, body = s.do(t, "GET", "/files/sub", nil)
+	resp, _ = s.do(t, "GET", "/files/sub", nil)
 	if resp.StatusCode != 301 || resp.Header.Get("Location") != "/files/sub/" {
 		t.Fatalf("redirect: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+
+	// A share link carries the prefix and leads back to the file.
+	sp := makeShare(t, s, "bpw", map[string]any{"k": "pk", "vp": []string{"/sub/"}, "pw": "", "exp": "60", "perms": []string{"read"}}, 201)
+	if sp != "/files/shr/pk/" {
+		t.Fatalf("share link path %q, want /files/shr/pk/", sp)
+	}
+	resp, body = s.do(t, "GET", sp+"c.txt", nil)
+	wantStatus(t, resp, body, 200)
 
 	// The access log names the forwarded client.
 	waitLog(t, s, "ip=203.0.113.9")
