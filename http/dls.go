@@ -46,7 +46,7 @@ func (r *dlRegistry) start(q *req, size int64, label string) *download {
 	if q.share {
 		p = "/" + path.Join(q.vol.VPath, q.rel) // the file's own URL, not the share's key
 	}
-	d := &download{vol: q.vol, path: p + label, conn: q.ip, user: q.user, start: time.Now(), size: size}
+	d := &download{vol: q.vol, path: p + label, conn: q.conn(), user: q.user, start: time.Now(), size: size}
 	r.mu.Lock()
 	if r.all == nil {
 		r.all = map[*download]struct{}{}

@@ -141,13 +141,12 @@ func forwardedFor(peer string, chain []string, set []netip.Prefix) (ip string, o
 // and, when the peer is a trusted proxy, from its forwarding headers.
 func (s *Server) decodeProxy(q *req) {
 	r := q.r
-	var viaProxy bool
-	q.ip, viaProxy = forwardedFor(r.RemoteAddr, r.Header.Values(s.proxy.Header), s.proxy.Trusted)
+	q.ip, q.viaProxy = forwardedFor(r.RemoteAddr, r.Header.Values(s.proxy.Header), s.proxy.Trusted)
 	q.scheme, q.host = "http", r.Host
 	if r.TLS != nil {
 		q.scheme = "https"
 	}
-	if viaProxy {
+	if q.viaProxy {
 		if p := strings.ToLower(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto"))); p == "https" || p == "http" {
 			q.scheme = p
 		}
@@ -185,4 +184,13 @@ func stripLoc(p, loc string) string {
 // client sees it: scheme, host and the proxy's prefix.
 func (q *req) abs(p string) string {
 	return q.scheme + "://" + q.host + q.loc + p
+}
+
+// conn names the client's connection for ?dls: the TCP peer's ip:port, or
+// the forwarded address behind a trusted proxy (its port is the proxy's).
+func (q *req) conn() string {
+	if q.viaProxy {
+		return q.ip
+	}
+	return q.r.RemoteAddr
 }

@@ -113,7 +113,9 @@ type req struct {
 	scheme string     // http or https, as the client sees it
 	host   string     // the Host the client sees
 	loc    string     // --rp-loc prefix of every URL emitted
-	share  bool       // inside a share: q.vol is confined to the shared folder, no mounts
+	// viaProxy: ip came from a trusted proxy\'s header, not the TCP peer.
+	viaProxy bool
+	share    bool // inside a share: q.vol is confined to the shared folder, no mounts
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
