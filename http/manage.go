@@ -40,12 +40,19 @@ func (q *req) domain(err error) error {
 	return err
 }
 
-// noManageInShare refuses file management inside a share: a share
-// confines what its visitors see, and the paths these requests carry
-// would name things outside it.
-func (q *req) noManageInShare(what string) error {
+// manageCheck refuses file management inside a share (a share confines
+// what its visitors see, and the paths these requests carry would name
+// things outside it) and from another site's page: a browser attaches
+// its cached Basic credentials (and cookie) to cross-site requests too,
+// so a foreign page could otherwise delete or move through a logged-in
+// user. Clients other than browsers send no Sec-Fetch-Site or Origin and
+// pass.
+func (s *Server) manageCheck(q *req, what string) error {
 	if q.share {
 		return errorf(http.StatusForbidden, "%s is not available inside a share", what)
+	}
+	if err := s.cop.Check(q.r); err != nil {
+		return errorf(http.StatusForbidden, "%s rejected by the cross-origin check: %v", what, err)
 	}
 	return nil
 }
@@ -55,7 +62,7 @@ func (q *req) noManageInShare(what string) error {
 // With ?unpost the uploader may delete their own recent uploads without
 // d (store.DeleteOptions.Unpost). The reply is copyparty's line.
 func (s *Server) postDelete(q *req) error {
-	if err := q.noManageInShare("?delete"); err != nil {
+	if err := s.manageCheck(q, "?delete"); err != nil {
 		return err
 	}
 	locs := []store.Loc{{Vol: q.vol, Rel: q.rel}}
@@ -138,7 +145,7 @@ func parseTarget(p string) ([]string, error) {
 // copyparty does. ?replace (or a Replace header) overwrites an existing
 // destination, which needs d there. Copyparty's reply: 201 "k".
 func (s *Server) postTransfer(q *req, key string) error {
-	if err := q.noManageInShare("?" + key); err != nil {
+	if err := s.manageCheck(q, "?"+key); err != nil {
 		return err
 	}
 	parts, err := parseTarget(q.query.Get(key))
@@ -184,7 +191,7 @@ func mkdirTarget(q *req, name string) ([]string, error) {
 // mkdir makes the folder name in the request's folder (act=mkdir) and
 // answers copyparty's 201 with X-New-Dir, the new folder's URL path.
 func (s *Server) mkdir(q *req, name string) error {
-	if err := q.noManageInShare("mkdir"); err != nil {
+	if err := s.manageCheck(q, "mkdir"); err != nil {
 		return err
 	}
 	parts, err := mkdirTarget(q, name)

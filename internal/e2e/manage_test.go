@@ -282,6 +282,23 @@ func TestManageRefusals(t *testing.T) {
 		{"mkdir .hist", "POST", "/v/", []byte("act=mkdir&name=.hist"), []string{"Content-Type: application/x-www-form-urlencoded"}, 0},
 		{"mkdir too long", "POST", "/v/", []byte("act=mkdir&name=" + strings.Repeat("x", 600)), []string{"Content-Type: application/x-www-form-urlencoded"}, 400},
 	}
+	// From another site's page: the browser attaches cached Basic
+	// credentials, so the cross-origin check applies to these too.
+	xs := []string{"Sec-Fetch-Site: cross-site"}
+	form, ct := upForm(t, upPart{"act", "", []byte("mkdir")}, upPart{"name", "", []byte("csrf")})
+	cases = append(cases, []struct {
+		name, method, path string
+		body               []byte
+		hdr                []string
+		want               int
+	}{
+		{"cross-site delete", "POST", "/v/a.txt?delete", nil, xs, 403},
+		{"cross-site delete list", "POST", "/?delete", mgJSON(t, []string{"/v/a.txt"}), append(xs, "Content-Type: text/plain"), 403},
+		{"cross-site move", "POST", "/v/a.txt?move=/o/a.txt", nil, append(xs, "Origin: http://evil.example"), 403},
+		{"cross-site copy", "POST", "/v/a.txt?copy=/o/a.txt", nil, xs, 403},
+		{"cross-site mkdir", "POST", "/v/", form, append(xs, ct), 403},
+		{"cross-site urlencoded mkdir", "POST", "/v/", []byte("act=mkdir&name=csrf"), append(xs, "Content-Type: application/x-www-form-urlencoded"), 403},
+	}...)
 	for _, c := range cases {
 		resp, body := s.do(t, c.method, c.path, c.body, append(c.hdr, auth)...)
 		if c.want != 0 && resp.StatusCode != c.want || resp.StatusCode < 400 || resp.StatusCode >= 500 {
