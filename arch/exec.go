@@ -10,7 +10,7 @@ import (
 )
 
 // Archives compress with the fastest route measured on the reference
-// machine (2 cores; README "Archives" has the figures):
+// machine (2 cores; bench/RESULTS.md "Archives" has the figures):
 //
 //   - gz: klauspost/compress in process. At level 3 it beats gzip(1) by
 //     about 3× and pigz on two cores as well, so no tool is needed.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -250,14 +249,13 @@ func removeMoved(ctx context.Context, sparent *os.File, sname string, dparent *o
 		}
 		top := stack[len(stack)-1]
 		if top.i == len(top.ents) {
-			clear(top.ents)
-			ents, rerr := top.src.ReadDir(treeBatch)
+			ents, rerr := nextBatch(top.src, top.ents)
+			if rerr != nil {
+				return kept, rerr
+			}
 			if len(ents) > 0 {
 				top.ents, top.i = ents, 0
 				continue
-			}
-			if rerr != nil && !errors.Is(rerr, io.EOF) {
-				return kept, rerr
 			}
 			top.src.Close()
 			if top.dst != nil {

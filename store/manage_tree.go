@@ -73,14 +73,13 @@ func removeTree(ctx context.Context, parent *os.File, name string, st *treeStats
 		}
 		top := stack[len(stack)-1]
 		if top.i == len(top.ents) {
-			clear(top.ents)
-			ents, rerr := top.dir.ReadDir(treeBatch)
+			ents, rerr := nextBatch(top.dir, top.ents)
+			if rerr != nil {
+				return rerr
+			}
 			if len(ents) > 0 {
 				top.ents, top.i = ents, 0
 				continue
-			}
-			if rerr != nil && !errors.Is(rerr, io.EOF) {
-				return rerr
 			}
 			// Empty now: remove it from the folder above.
 			top.dir.Close()
@@ -249,14 +248,13 @@ func (v *Volume) copyTree(ctx context.Context, src, dst *os.File, st *treeStats,
 		}
 		top := stack[len(stack)-1]
 		if top.i == len(top.ents) {
-			clear(top.ents)
-			ents, rerr := top.src.ReadDir(treeBatch)
+			ents, rerr := nextBatch(top.src, top.ents)
+			if rerr != nil {
+				return rerr
+			}
 			if len(ents) > 0 {
 				top.ents, top.i = ents, 0
 				continue
-			}
-			if rerr != nil && !errors.Is(rerr, io.EOF) {
-				return rerr
 			}
 			if fsyncEachFile {
 				if err := top.dst.Sync(); err != nil {
@@ -335,3 +333,18 @@ func (v *Volume) copyTree(ctx context.Context, src, dst *os.File, st *treeStats,
 func isDirStat(st *unix.Stat_t) bool  { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
 func isLinkStat(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFLNK }
 func isRegStat(st *unix.Stat_t) bool  { return st.Mode&unix.S_IFMT == unix.S_IFREG }
+
+// nextBatch reads the next treeBatch entries of the folder d, after
+// clearing the used-up batch ents (so its entries can be collected). An
+// empty result with a nil error means the folder has been read to the end.
+func nextBatch(d *os.File, ents []fs.DirEntry) ([]fs.DirEntry, error) {
+	clear(ents)
+	got, err := d.ReadDir(treeBatch)
+	if len(got) > 0 {
+		return got, nil
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return nil, nil
+}

@@ -260,19 +260,14 @@ func (s *Shares) save() error {
 // Grants is what the share's letters (rwmd) allow, before they are cut
 // to what its creator may do.
 func (sh *Share) Grants() Perm {
-	var p Perm
-	for _, c := range sh.Perms {
-		switch c {
-		case 'r':
-			p |= PermRead
-		case 'w':
-			p |= PermWrite
-		case 'm':
-			p |= PermMove
-		case 'd':
-			p |= PermDelete
+	// Only rwmd mean something in a share; ParsePerm reads them as
+	// everywhere else (an empty set is no access).
+	p, _ := ParsePerm(strings.Map(func(c rune) rune {
+		if strings.ContainsRune("rwmd", c) {
+			return c
 		}
-	}
+		return -1
+	}, sh.Perms))
 	return p
 }
 

@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"archive/tar"
 	"archive/zip"
 	"bytes"
-	"compress/bzip2"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -24,24 +20,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ulikunitz/xz"
 	"golang.org/x/text/encoding/charmap"
 )
 
-// arTree is the test tree: names with non-ASCII characters, a name over
+// archiveTestFiles is the test tree: names with non-ASCII characters, a name over
 // 100 bytes, an empty file, files past the sendfile threshold, nested
 // folders.
-var arTree = map[string][]byte{
+var archiveTestFiles = map[string][]byte{
 	"a.txt":                  []byte("hello\n"),
 	"empty":                  {},
 	"sub/ünïcødé ½ café.txt": []byte("ü"),
 	"sub/日本語 ファイル.txt":       []byte("nihongo"),
-	"sub/big.bin":            arRand(300_000, 1),
-	"sub/deeper/x/y/w.dat":   arRand(70_000, 2),
+	"sub/big.bin":            xorshiftBytes(300_000, 1),
+	"sub/deeper/x/y/w.dat":   xorshiftBytes(70_000, 2),
 	strings.Repeat("Ünïcode-folder ", 6) + "/" + strings.Repeat("ä", 60) + ".txt": []byte("long"),
 }
 
-func arRand(n int, seed byte) []byte {
+func xorshiftBytes(n int, seed byte) []byte {
 	b := make([]byte, n)
 	x := uint32(seed) * 2654435761
 	for i := range b {
@@ -53,93 +48,15 @@ func arRand(n int, seed byte) []byte {
 	return b
 }
 
-func arWriteTree(t *testing.T, dir string, files map[string][]byte) {
+func writeTree(t *testing.T, dir string, files map[string][]byte) {
 	t.Helper()
 	for name, data := range files {
 		writeFile(t, dir, name, data)
 	}
 }
 
-// arRead decodes an archive with Go's readers: name → content.
-func arRead(t *testing.T, format string, b []byte) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	if strings.HasPrefix(format, "zip") {
-		zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-		if err != nil {
-			t.Fatalf("%s: zip.NewReader: %v", format, err)
-		}
-		for _, zf := range zr.File {
-			name := zf.Name
-			if zf.Flags&0x800 == 0 {
-				name, _ = charmap.CodePage437.NewDecoder().String(name)
-			}
-			rc, err := zf.Open()
-			if err != nil {
-				t.Fatalf("%s: %s: %v", format, name, err)
-			}
-			data, err := io.ReadAll(rc) // checks the CRC
-			if err != nil {
-				t.Fatalf("%s: %s: %v", format, name, err)
-			}
-			out[name] = data
-		}
-		return out
-	}
-	var r io.Reader = bytes.NewReader(b)
-	var err error
-	switch {
-	case strings.Contains(format, "gz"):
-		r, err = gzip.NewReader(r)
-	case strings.Contains(format, "xz"):
-		r, err = xz.NewReader(r)
-	case strings.Contains(format, "bz2"):
-		r = bzip2.NewReader(r)
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", format, err)
-	}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: tar: %v", format, err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", format, h.Name, err)
-		}
-		out[h.Name] = data
-	}
-	return out
-}
-
-// arSame fails unless got holds exactly want's files under prefix.
-func arSame(t *testing.T, what string, got map[string][]byte, prefix string, want map[string][]byte) {
-	t.Helper()
-	if len(got) != len(want) {
-		var names []string
-		for n := range got {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		t.Errorf("%s: %d entries, want %d: %q", what, len(got), len(want), names)
-	}
-	for name, data := range want {
-		g, ok := got[prefix+name]
-		if !ok {
-			t.Errorf("%s: %q missing", what, prefix+name)
-		} else if !bytes.Equal(g, data) {
-			t.Errorf("%s: %q has %d bytes that differ from the %d on disk", what, prefix+name, len(g), len(data))
-		}
-	}
-}
-
-// arExtracted reads every file below dir: path → content.
-func arExtracted(t *testing.T, dir string) map[string][]byte {
+// readTree reads every file below dir: path → content.
+func readTree(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -157,9 +74,9 @@ func arExtracted(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
-// arTool extracts the archive file with a system tool into a new folder
+// extractWithTool extracts the archive file with a system tool into a new folder
 // and returns that folder.
-func arTool(t *testing.T, archive string, name ...string) string {
+func extractWithTool(t *testing.T, archive string, name ...string) string {
 	t.Helper()
 	dst := t.TempDir()
 	var args []string
@@ -177,7 +94,7 @@ func arTool(t *testing.T, archive string, name ...string) string {
 func TestArchiveEveryFormat(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	arWriteTree(t, dir, arTree)
+	writeTree(t, dir, archiveTestFiles)
 	s := start(t, "-v", dir+":music/My Songs:r")
 	var formats []string
 	formats = append(formats, "tar", "tar=pax", "zip", "zip=utf8", "zip=dos", "zip=crc")
@@ -216,7 +133,7 @@ func TestArchiveEveryFormat(t *testing.T) {
 		if (ext == "tar" || ext == "zip") != (resp.ContentLength == int64(len(body))) {
 			t.Errorf("%s: Content-Length %d for %d bytes (uncompressed archives announce theirs)", format, resp.ContentLength, len(body))
 		}
-		arSame(t, format, arRead(t, format, body), "My Songs/", arTree)
+		wantArchiveFiles(t, format, readArchive(t, format, body), "My Songs/", archiveTestFiles)
 	}
 }
 
@@ -228,7 +145,7 @@ func TestArchiveSystemTools(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	arWriteTree(t, dir, arTree)
+	writeTree(t, dir, archiveTestFiles)
 	s := start(t, "-v", dir+"::r")
 	save := func(format string) string {
 		resp, body := s.do(t, "GET", "/?"+format, nil)
@@ -246,11 +163,11 @@ func TestArchiveSystemTools(t *testing.T) {
 			{"tar", "-xf", "ARCHIVE", "-C", "DST"},
 			{"bsdtar", "-xf", "ARCHIVE", "-C", "DST"},
 		} {
-			arSame(t, format+" "+tool[0], arExtracted(t, arTool(t, a, tool...)), "top/", arTree)
+			wantArchiveFiles(t, format+" "+tool[0], readTree(t, extractWithTool(t, a, tool...)), "top/", archiveTestFiles)
 		}
 		if format == "tar" || format == "tar=pax" || format == "tar=gz" || format == "tar=xz" || format == "tar=bz2" {
-			got := arExtracted(t, arTool(t, a, "python3", "-m", "tarfile", "-e", "ARCHIVE", "DST"))
-			arSame(t, format+" python3 tarfile", got, "top/", arTree)
+			got := readTree(t, extractWithTool(t, a, "python3", "-m", "tarfile", "-e", "ARCHIVE", "DST"))
+			wantArchiveFiles(t, format+" python3 tarfile", got, "top/", archiveTestFiles)
 		}
 	}
 	for _, format := range []string{"zip", "zip=dos", "zip=crc"} {
@@ -261,13 +178,13 @@ func TestArchiveSystemTools(t *testing.T) {
 			// locale's charset unless told they are CP437.
 			bsd = append(bsd, "--options", "hdrcharset=CP437")
 		}
-		arSame(t, format+" bsdtar", arExtracted(t, arTool(t, a, bsd...)), "top/", arTree)
-		arSame(t, format+" python3 zipfile", arExtracted(t, arTool(t, a, "python3", "-m", "zipfile", "-e", "ARCHIVE", "DST")), "top/", arTree)
+		wantArchiveFiles(t, format+" bsdtar", readTree(t, extractWithTool(t, a, bsd...)), "top/", archiveTestFiles)
+		wantArchiveFiles(t, format+" python3 zipfile", readTree(t, extractWithTool(t, a, "python3", "-m", "zipfile", "-e", "ARCHIVE", "DST")), "top/", archiveTestFiles)
 		if format == "zip" {
 			// unzip decodes names by flag bit 11; CP437 names are
 			// shown per locale, so only the UTF-8 variant's names are
 			// compared, and the others are tested for integrity.
-			arSame(t, format+" unzip", arExtracted(t, arTool(t, a, "unzip", "-q", "ARCHIVE", "-d", "DST")), "top/", arTree)
+			wantArchiveFiles(t, format+" unzip", readTree(t, extractWithTool(t, a, "unzip", "-q", "ARCHIVE", "-d", "DST")), "top/", archiveTestFiles)
 		}
 		if out, err := exec.Command("unzip", "-tq", a).CombinedOutput(); err != nil {
 			t.Errorf("%s: unzip -t: %v\n%s", format, err, out)
@@ -282,7 +199,7 @@ func TestArchiveCP437Names(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	files := map[string][]byte{"café ½ ÿ Äß.txt": []byte("cp437"), "日本.txt": []byte("utf8"), "plain.txt": []byte("ascii")}
-	arWriteTree(t, dir, files)
+	writeTree(t, dir, files)
 	s := start(t, "-v", dir+"::r")
 	for _, format := range []string{"zip=dos", "zip=crc", "zip"} {
 		resp, body := s.do(t, "GET", "/?"+format, nil)
@@ -298,7 +215,7 @@ func TestArchiveCP437Names(t *testing.T) {
 				t.Errorf("%s: %q: UTF-8 flag %v, want %v", format, zf.Name, utf8, wantUTF8)
 			}
 		}
-		arSame(t, format, arRead(t, format, body), "top/", files)
+		wantArchiveFiles(t, format, readArchive(t, format, body), "top/", files)
 		if format == "zip=dos" {
 			raw, _ := charmap.CodePage437.NewEncoder().Bytes([]byte("top/café ½ ÿ Äß.txt"))
 			if !bytes.Contains(body, raw) || !bytes.Equal(raw[4:9], []byte{'c', 'a', 'f', 0x82, ' '}) {
@@ -339,8 +256,8 @@ func parseLocal(t *testing.T, b []byte, off int) zipLocal {
 func TestArchiveZipHeadersByteByByte(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	files := map[string][]byte{"a.txt": []byte("alpha"), "b é.bin": arRand(100_000, 9), "c": {}}
-	arWriteTree(t, dir, files)
+	files := map[string][]byte{"a.txt": []byte("alpha"), "b é.bin": xorshiftBytes(100_000, 9), "c": {}}
+	writeTree(t, dir, files)
 	s := start(t, "-v", dir+"::r")
 	order := []string{"a.txt", "b é.bin", "c"}
 	for _, format := range []string{"zip=crc", "zip"} {
@@ -451,7 +368,7 @@ func TestArchiveZip64(t *testing.T) {
 	}
 }
 
-func arForm(t *testing.T, fields ...string) ([]byte, string) {
+func archiveForm(t *testing.T, fields ...string) ([]byte, string) {
 	t.Helper()
 	var b bytes.Buffer
 	mw := multipart.NewWriter(&b)
@@ -465,11 +382,11 @@ func arForm(t *testing.T, fields ...string) ([]byte, string) {
 func TestArchiveSelection(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	arWriteTree(t, dir, arTree)
+	writeTree(t, dir, archiveTestFiles)
 	writeFile(t, dir, "sub/.dot", []byte("dot"))
 	s := start(t, "-v", dir+":v:r")
-	want := map[string][]byte{"a.txt": arTree["a.txt"]}
-	for name, data := range arTree {
+	want := map[string][]byte{"a.txt": archiveTestFiles["a.txt"]}
+	for name, data := range archiveTestFiles {
 		if strings.HasPrefix(name, "sub/") {
 			want[name] = data
 		}
@@ -478,27 +395,27 @@ func TestArchiveSelection(t *testing.T) {
 	for _, format := range []string{"tar", "zip", "tar=gz", "zip=crc"} {
 		resp, body := s.do(t, "POST", "/v/?"+format, sel, "Content-Type: application/json")
 		wantStatus(t, resp, body, 200)
-		arSame(t, "JSON "+format, arRead(t, format, body), "", want)
+		wantArchiveFiles(t, "JSON "+format, readArchive(t, format, body), "", want)
 		if cd := resp.Header.Get("Content-Disposition"); !strings.HasPrefix(cd, `attachment; filename="sel-v.`) {
 			t.Errorf("Content-Disposition %q", cd)
 		}
 		// copyparty's form: act=zip first, then files, one URL-quoted
 		// name a line.
-		form, ct := arForm(t, "act", "zip", "files", "a.txt\r\n%73ub\n")
+		form, ct := archiveForm(t, "act", "zip", "files", "a.txt\r\n%73ub\n")
 		resp, body = s.do(t, "POST", "/v/?"+format, form, ct)
 		wantStatus(t, resp, body, 200)
-		arSame(t, "form "+format, arRead(t, format, body), "", want)
+		wantArchiveFiles(t, "form "+format, readArchive(t, format, body), "", want)
 	}
 	// one file with a non-ASCII name, quoted in the form
-	form, ct := arForm(t, "act", "zip", "files", "sub/%C3%BCn%C3%AFc%C3%B8d%C3%A9%20%C2%BD%20caf%C3%A9.txt")
+	form, ct := archiveForm(t, "act", "zip", "files", "sub/%C3%BCn%C3%AFc%C3%B8d%C3%A9%20%C2%BD%20caf%C3%A9.txt")
 	resp, body := s.do(t, "POST", "/v/?tar", form, ct)
 	wantStatus(t, resp, body, 200)
-	arSame(t, "form non-ASCII", arRead(t, "tar", body), "", map[string][]byte{"sub/ünïcødé ½ café.txt": []byte("ü")})
+	wantArchiveFiles(t, "form non-ASCII", readArchive(t, "tar", body), "", map[string][]byte{"sub/ünïcødé ½ café.txt": []byte("ü")})
 	// a subfolder's selection
 	sel, _ = json.Marshal([]string{"deeper"})
 	resp, body = s.do(t, "POST", "/v/sub/?zip", sel, "Content-Type: application/json")
 	wantStatus(t, resp, body, 200)
-	arSame(t, "subfolder", arRead(t, "zip", body), "", map[string][]byte{"deeper/x/y/w.dat": arTree["sub/deeper/x/y/w.dat"]})
+	wantArchiveFiles(t, "subfolder", readArchive(t, "zip", body), "", map[string][]byte{"deeper/x/y/w.dat": archiveTestFiles["sub/deeper/x/y/w.dat"]})
 }
 
 // startAs runs hoard as another user (the tests run as root, which reads
@@ -519,7 +436,7 @@ func startAs(t *testing.T, uid int, args ...string) *server {
 	}
 	cmd := exec.Command(bin, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
 	cmd.Dir = "/"
-	cmd.SysProcAttr = arCred(uid)
+	cmd.SysProcAttr = runAsUser(uid)
 	s := &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
 	cmd.Stderr = s.logs
 	out, err := cmd.StdoutPipe()
@@ -547,14 +464,14 @@ func startAs(t *testing.T, uid int, args ...string) *server {
 	return s
 }
 
-func arCred(uid int) *syscall.SysProcAttr {
+func runAsUser(uid int) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 }
 
 func TestArchiveBadSelection(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	arWriteTree(t, dir, arTree)
+	writeTree(t, dir, archiveTestFiles)
 	writeFile(t, dir, ".secret", []byte("dot"))
 	writeFile(t, dir, "up2k.db", []byte("db"))
 	writeFile(t, dir, "dir.txt", []byte("d"))
@@ -568,28 +485,28 @@ func TestArchiveBadSelection(t *testing.T) {
 		body string
 		code int
 	}{
-		{`["../etc/passwd"]`, 400},
-		{`["/etc/passwd"]`, 400},
-		{`["sub/../../x"]`, 400},
-		{`["sub/./big.bin"]`, 400},
-		{`["a.txt", "missing"]`, 400},
-		{`["out"]`, 400},
-		{`["outfile"]`, 400},
-		{`["up2k.db"]`, 403},
-		{`["dir.txt"]`, 403},
-		{`["x.PARTIAL"]`, 403},
-		{`[".hist"]`, 403},
-		{`[".secret"]`, 403}, // no dot permission
-		{`[""]`, 400},
-		{`[]`, 400},
-		{`{"a": 1}`, 400},
-		{`[1, 2]`, 400},
-		{`["a.txt", null]`, 400},
-		{`"a.txt"`, 400},
-		{`null`, 400},
-		{`not json`, 400},
-		{`["a\u0000b"]`, 400},
-		{string(huge), 413},
+		{body: `["../etc/passwd"]`, code: 400},
+		{body: `["/etc/passwd"]`, code: 400},
+		{body: `["sub/../../x"]`, code: 400},
+		{body: `["sub/./big.bin"]`, code: 400},
+		{body: `["a.txt", "missing"]`, code: 400},
+		{body: `["out"]`, code: 400},
+		{body: `["outfile"]`, code: 400},
+		{body: `["up2k.db"]`, code: 403},
+		{body: `["dir.txt"]`, code: 403},
+		{body: `["x.PARTIAL"]`, code: 403},
+		{body: `[".hist"]`, code: 403},
+		{body: `[".secret"]`, code: 403}, // no dot permission
+		{body: `[""]`, code: 400},
+		{body: `[]`, code: 400},
+		{body: `{"a": 1}`, code: 400},
+		{body: `[1, 2]`, code: 400},
+		{body: `["a.txt", null]`, code: 400},
+		{body: `"a.txt"`, code: 400},
+		{body: `null`, code: 400},
+		{body: `not json`, code: 400},
+		{body: `["a\u0000b"]`, code: 400},
+		{body: string(huge), code: 413},
 	}
 	for _, tc := range jsonCases {
 		for _, format := range []string{"tar", "zip"} {
@@ -603,16 +520,16 @@ func TestArchiveBadSelection(t *testing.T) {
 		fields []string
 		code   int
 	}{
-		{[]string{"files", "a.txt"}, 400},                    // act=zip must come first
-		{[]string{"act", "bput", "files", "a.txt"}, 400},     // wrong action
-		{[]string{"act", "zip"}, 400},                        // no files
-		{[]string{"act", "zip", "files", "\n\n"}, 400},       // empty list
-		{[]string{"act", "zip", "files", "%2e%2e/x"}, 400},   // quoted traversal
-		{[]string{"act", "zip", "files", "a.txt\n%zz"}, 400}, // bad quoting
-		{[]string{"act", "zip", "files", "up2k.db"}, 403},
+		{fields: []string{"files", "a.txt"}, code: 400},                    // act=zip must come first
+		{fields: []string{"act", "bput", "files", "a.txt"}, code: 400},     // wrong action
+		{fields: []string{"act", "zip"}, code: 400},                        // no files
+		{fields: []string{"act", "zip", "files", "\n\n"}, code: 400},       // empty list
+		{fields: []string{"act", "zip", "files", "%2e%2e/x"}, code: 400},   // quoted traversal
+		{fields: []string{"act", "zip", "files", "a.txt\n%zz"}, code: 400}, // bad quoting
+		{fields: []string{"act", "zip", "files", "up2k.db"}, code: 403},
 	}
 	for _, tc := range formCases {
-		form, ct := arForm(t, tc.fields...)
+		form, ct := archiveForm(t, tc.fields...)
 		resp, body := s.do(t, "POST", "/?zip", form, ct)
 		if resp.StatusCode != tc.code {
 			t.Errorf("form %q: %d %q, want %d", tc.fields, resp.StatusCode, body, tc.code)
@@ -660,7 +577,7 @@ func TestArchiveUnreadable(t *testing.T) {
 	}
 	resp, body := s.do(t, "GET", "/?tar", nil)
 	wantStatus(t, resp, body, 200)
-	got := arRead(t, "tar", body)
+	got := readArchive(t, "tar", body)
 	if string(got["top/ok.txt"]) != "fine" || len(got) != 2 {
 		t.Fatalf("entries %v", got)
 	}
@@ -680,7 +597,7 @@ func TestArchiveRules(t *testing.T) {
 		"up2k.db": []byte("x"), "sub/dir.txt": []byte("x"), "x.PARTIAL": []byte("x"), ".hoard-abc.PARTIAL": []byte("x"),
 		".hist/th/thumb.jpg": []byte("x"),
 	}
-	arWriteTree(t, dir, files)
+	writeTree(t, dir, files)
 	os.Symlink("/etc", filepath.Join(dir, "etc-link"))
 	os.Symlink("/etc/passwd", filepath.Join(dir, "passwd-link"))
 	os.Symlink("..", filepath.Join(dir, "sub", "loop"))
@@ -694,22 +611,22 @@ func TestArchiveRules(t *testing.T) {
 	for _, format := range []string{"tar", "zip"} {
 		resp, body := s.do(t, "GET", "/?"+format, nil)
 		wantStatus(t, resp, body, 200)
-		arSame(t, format+" without dot permission", arRead(t, format, body), "top/", plain)
-		resp, body = s.do(t, "GET", "/?"+format, nil, rsBasic("d:pw2"))
+		wantArchiveFiles(t, format+" without dot permission", readArchive(t, format, body), "top/", plain)
+		resp, body = s.do(t, "GET", "/?"+format, nil, basicAuth("d:pw2"))
 		wantStatus(t, resp, body, 200)
-		arSame(t, format+" with dot permission", arRead(t, format, body), "top/", dots)
-		resp, body = s.do(t, "GET", "/?"+format+"&nodot", nil, rsBasic("d:pw2"))
+		wantArchiveFiles(t, format+" with dot permission", readArchive(t, format, body), "top/", dots)
+		resp, body = s.do(t, "GET", "/?"+format+"&nodot", nil, basicAuth("d:pw2"))
 		wantStatus(t, resp, body, 200)
-		arSame(t, format+" with dot permission and nodot", arRead(t, format, body), "top/", plain)
+		wantArchiveFiles(t, format+" with dot permission and nodot", readArchive(t, format, body), "top/", plain)
 	}
 	// a dot folder's own archive is named without its leading dots
-	resp, body := s.do(t, "GET", "/.dotdir/?tar", nil, rsBasic("d:pw2"))
+	resp, body := s.do(t, "GET", "/.dotdir/?tar", nil, basicAuth("d:pw2"))
 	wantStatus(t, resp, body, 200)
-	arSame(t, "dot folder", arRead(t, "tar", body), "dotdir/", map[string][]byte{"in.txt": []byte("di")})
+	wantArchiveFiles(t, "dot folder", readArchive(t, "tar", body), "dotdir/", map[string][]byte{"in.txt": []byte("di")})
 	// write-only and nothing: no archive
 	resp, body = s.do(t, "GET", "/wo/?tar", nil)
 	wantStatus(t, resp, body, 401)
-	resp, body = s.do(t, "GET", "/wo/?zip", nil, rsBasic("u:pw"))
+	resp, body = s.do(t, "GET", "/wo/?zip", nil, basicAuth("u:pw"))
 	wantStatus(t, resp, body, 403)
 	// bad formats
 	for _, q := range []string{"tar=gz:10", "tar=xz:-1", "tar=bz2:0", "tar=zstd", "tar=gz:x", "zip=cp1252", "tar=gz,xz"} {
@@ -748,8 +665,8 @@ func TestArchiveModifierForms(t *testing.T) {
 		} else {
 			got = untarMembers(t, body)
 		}
-		if len(got) != 1 || string(got[names(got)]) != "x" || !strings.HasSuffix(names(got), "a.flac") {
-			t.Errorf("?%s: members %q", q, names(got))
+		if len(got) != 1 || string(got[sortedMembers(got)]) != "x" || !strings.HasSuffix(sortedMembers(got), "a.flac") {
+			t.Errorf("?%s: members %q", q, sortedMembers(got))
 		}
 	}
 }
@@ -760,7 +677,7 @@ func TestArchiveModifierForms(t *testing.T) {
 func TestArchiveCap(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, dir, "r.bin", arRand(64<<20, 3)) // incompressible: fills the socket buffers
+	writeFile(t, dir, "r.bin", xorshiftBytes(64<<20, 3)) // incompressible: fills the socket buffers
 	s := start(t, "-v", dir+"::r", "--arch-mt", "1")
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+"/?tar=xz:0", nil)
@@ -802,7 +719,7 @@ func TestArchiveCap(t *testing.T) {
 func TestArchiveChangedFileCutsTransfer(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	p := writeFile(t, dir, "grows.bin", arRand(64<<20, 4))
+	p := writeFile(t, dir, "grows.bin", xorshiftBytes(64<<20, 4))
 	writeFile(t, dir, "z.txt", []byte("after"))
 	s := start(t, "-v", dir+"::r")
 	for _, format := range []string{"tar", "tar=gz:1", "zip"} {

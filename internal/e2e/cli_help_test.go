@@ -10,7 +10,7 @@ import (
 // with examples, on stdout.
 func TestCLIHelpGrouped(t *testing.T) {
 	t.Parallel()
-	code, stdout, stderr := rsRunBin(t, "--help")
+	code, stdout, stderr := runHoard(t, "--help")
 	if code != 0 || stderr != "" {
 		t.Fatalf("--help: exit %d, stderr %q", code, stderr)
 	}
@@ -40,12 +40,12 @@ func TestCLIHelpGrouped(t *testing.T) {
 func TestCLIUnknownFlag(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ arg, want string }{
-		{"--srch-hit", "--srch-hits"},
-		{"--https_only", "--https-only"},
-		{"-e2dssa", "-e2dsa"},
-		{"--crt", "--cert"},
+		{arg: "--srch-hit", want: "--srch-hits"},
+		{arg: "--https_only", want: "--https-only"},
+		{arg: "-e2dssa", want: "-e2dsa"},
+		{arg: "--crt", want: "--cert"},
 	} {
-		code, stdout, stderr := rsRunBin(t, tc.arg)
+		code, stdout, stderr := runHoard(t, tc.arg)
 		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 || stdout != "" {
 			t.Errorf("%s: exit %d, stderr %q, stdout %q; want 2 and one line naming %s", tc.arg, code, stderr, stdout, tc.want)
 		}
@@ -55,7 +55,7 @@ func TestCLIUnknownFlag(t *testing.T) {
 // TestCLIVersion: --version prints one line with the version and exits.
 func TestCLIVersion(t *testing.T) {
 	t.Parallel()
-	code, stdout, stderr := rsRunBin(t, "--version")
+	code, stdout, stderr := runHoard(t, "--version")
 	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "hoard ") || !strings.Contains(stdout, " go1.") || strings.Count(stdout, "\n") != 1 {
 		t.Fatalf("--version: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,31 +17,6 @@ import (
 	"time"
 )
 
-// rsRunBin runs hoard with args (after -p 0 -i 127.0.0.1) to completion,
-// with a timeout, and returns its exit status and output.
-func rsRunBin(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
-	cmd.Dir = t.TempDir()
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("hoard %q did not exit within 10 s (it should refuse to start); stdout %q stderr %q", args, o.String(), e.String())
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, o.String(), e.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), o.String(), e.String()
-	}
-	t.Fatalf("running hoard: %v", err)
-	return 0, "", ""
-}
-
 func TestCLIBadArguments(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -54,32 +26,32 @@ func TestCLIBadArguments(t *testing.T) {
 		code  int
 		names []string // each must appear in stderr
 	}{
-		{"volume without colons", []string{"-v", "/x"}, 2, []string{"/x"}},
-		{"volume with one colon", []string{"-v", "/x:y"}, 2, []string{"/x:y"}},
-		{"unknown permission letter", []string{"-v", dir + "::rwz"}, 2, []string{"rwz", "z"}},
-		{"permission for a user without account", []string{"-v", dir + "::r,nouser"}, 2, []string{"nouser"}},
-		{"unknown volume flag", []string{"-v", dir + "::r:c,bogus"}, 2, []string{"bogus"}},
-		{"bad lifetime", []string{"-v", dir + "::r:c,lifetime=abc"}, 2, []string{"lifetime"}},
-		{"bad sz", []string{"-v", dir + "::r:c,sz=5-1"}, 2, []string{"sz"}},
-		{"bad fk", []string{"-v", dir + "::r:c,fk=x"}, 2, []string{"fk"}},
-		{"bad user name in permissions", []string{"-v", dir + "::r,bad user"}, 2, []string{"bad user"}},
-		{"two volumes at one path", []string{"-v", dir + "::r", "-v", dir + "::w"}, 2, []string{"mounted at /"}},
-		{"account without colon", []string{"-a", "nocolon", "-v", dir + "::r"}, 2, []string{"USER:PASS"}},
-		{"account without user", []string{"-a", ":pw", "-v", dir + "::r"}, 2, []string{"bad user name \"\""}},
-		{"account without password", []string{"-a", "ed:", "-v", dir + "::r"}, 2, []string{"ed"}},
-		{"two accounts, same password", []string{"-a", "ann:same", "-a", "bob:same", "-v", dir + "::r"}, 2, []string{"ann", "bob", "password"}},
-		{"one account twice", []string{"-a", "ann:x1", "-a", "ann:x2", "-v", dir + "::r"}, 2, []string{"ann"}},
-		{"bad port", []string{"-p", "notaport", "-v", dir + "::r"}, 2, []string{"notaport"}},
-		{"port out of range", []string{"-p", "70000", "-v", dir + "::r"}, 2, []string{"70000"}},
-		{"max-ranges 0", []string{"--max-ranges", "0", "-v", dir + "::r"}, 2, []string{"max-ranges"}},
-		{"arch-mt 0", []string{"--arch-mt", "0", "-v", dir + "::r"}, 2, []string{"arch-mt"}},
-		{"unknown flag", []string{"--bogus-flag", "-v", dir + "::r"}, 2, []string{"bogus-flag"}},
-		{"stray argument", []string{"-v", dir + "::r", "stray"}, 2, []string{"stray"}},
-		{"bad log level", []string{"--log-level", "loud", "-v", dir + "::r"}, 2, []string{"loud"}},
+		{name: "volume without colons", args: []string{"-v", "/x"}, code: 2, names: []string{"/x"}},
+		{name: "volume with one colon", args: []string{"-v", "/x:y"}, code: 2, names: []string{"/x:y"}},
+		{name: "unknown permission letter", args: []string{"-v", dir + "::rwz"}, code: 2, names: []string{"rwz", "z"}},
+		{name: "permission for a user without account", args: []string{"-v", dir + "::r,nouser"}, code: 2, names: []string{"nouser"}},
+		{name: "unknown volume flag", args: []string{"-v", dir + "::r:c,bogus"}, code: 2, names: []string{"bogus"}},
+		{name: "bad lifetime", args: []string{"-v", dir + "::r:c,lifetime=abc"}, code: 2, names: []string{"lifetime"}},
+		{name: "bad sz", args: []string{"-v", dir + "::r:c,sz=5-1"}, code: 2, names: []string{"sz"}},
+		{name: "bad fk", args: []string{"-v", dir + "::r:c,fk=x"}, code: 2, names: []string{"fk"}},
+		{name: "bad user name in permissions", args: []string{"-v", dir + "::r,bad user"}, code: 2, names: []string{"bad user"}},
+		{name: "two volumes at one path", args: []string{"-v", dir + "::r", "-v", dir + "::w"}, code: 2, names: []string{"mounted at /"}},
+		{name: "account without colon", args: []string{"-a", "nocolon", "-v", dir + "::r"}, code: 2, names: []string{"USER:PASS"}},
+		{name: "account without user", args: []string{"-a", ":pw", "-v", dir + "::r"}, code: 2, names: []string{"bad user name \"\""}},
+		{name: "account without password", args: []string{"-a", "ed:", "-v", dir + "::r"}, code: 2, names: []string{"ed"}},
+		{name: "two accounts, same password", args: []string{"-a", "ann:same", "-a", "bob:same", "-v", dir + "::r"}, code: 2, names: []string{"ann", "bob", "password"}},
+		{name: "one account twice", args: []string{"-a", "ann:x1", "-a", "ann:x2", "-v", dir + "::r"}, code: 2, names: []string{"ann"}},
+		{name: "bad port", args: []string{"-p", "notaport", "-v", dir + "::r"}, code: 2, names: []string{"notaport"}},
+		{name: "port out of range", args: []string{"-p", "70000", "-v", dir + "::r"}, code: 2, names: []string{"70000"}},
+		{name: "max-ranges 0", args: []string{"--max-ranges", "0", "-v", dir + "::r"}, code: 2, names: []string{"max-ranges"}},
+		{name: "arch-mt 0", args: []string{"--arch-mt", "0", "-v", dir + "::r"}, code: 2, names: []string{"arch-mt"}},
+		{name: "unknown flag", args: []string{"--bogus-flag", "-v", dir + "::r"}, code: 2, names: []string{"bogus-flag"}},
+		{name: "stray argument", args: []string{"-v", dir + "::r", "stray"}, code: 2, names: []string{"stray"}},
+		{name: "bad log level", args: []string{"--log-level", "loud", "-v", dir + "::r"}, code: 2, names: []string{"loud"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := rsRunBin(t, tc.args...)
+			code, stdout, stderr := runHoard(t, tc.args...)
 			if code != tc.code {
 				t.Errorf("exit status = %d, want %d; stderr %q", code, tc.code, stderr)
 			}
@@ -98,7 +70,7 @@ func TestCLIBadArguments(t *testing.T) {
 	}
 	t.Run("missing volume folder", func(t *testing.T) {
 		missing := filepath.Join(dir, "does-not-exist")
-		code, _, stderr := rsRunBin(t, "-v", missing+"::r")
+		code, _, stderr := runHoard(t, "-v", missing+"::r")
 		if code == 0 {
 			t.Errorf("exit status = 0, want an error")
 		}
@@ -107,7 +79,7 @@ func TestCLIBadArguments(t *testing.T) {
 		}
 	})
 	t.Run("help", func(t *testing.T) {
-		code, stdout, _ := rsRunBin(t, "-h")
+		code, stdout, _ := runHoard(t, "-h")
 		if code != 0 {
 			t.Errorf("-h: exit status = %d, want 0", code)
 		}
@@ -136,7 +108,7 @@ func TestCLIDefaultVolume(t *testing.T) {
 		if string(body) != "THERE" {
 			t.Errorf("body = %q, want THERE", body)
 		}
-		l := rsLsGet(t, s, "/?ls")
+		l := getListing(t, s, "/?ls")
 		if want := []string{"read", "write"}; strings.Join(l.Perms, ",") != strings.Join(want, ",") {
 			t.Errorf("perms = %q, want %q", l.Perms, want)
 		}
@@ -144,24 +116,24 @@ func TestCLIDefaultVolume(t *testing.T) {
 	t.Run("anonymous write", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/new/up.txt", []byte("UP"))
 		wantStatus(t, resp, body, http.StatusCreated)
-		if !rsFileIs(cwd, "new/up.txt", "UP") {
+		if !fileHolds(cwd, "new/up.txt", "UP") {
 			t.Errorf("new/up.txt not stored in the working folder %s", cwd)
 		}
 	})
 	t.Run("no delete", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/there.txt?replace", []byte("X"))
 		wantStatus(t, resp, body, http.StatusUnauthorized)
-		if !rsFileIs(cwd, "there.txt", "THERE") {
+		if !fileHolds(cwd, "there.txt", "THERE") {
 			t.Errorf("there.txt changed")
 		}
 	})
 }
 
-var rsListenRE = regexp.MustCompile(`^listening on http://127\.0\.0\.1:(\d+)$`)
+var listeningLineRE = regexp.MustCompile(`^listening on http://127\.0\.0\.1:(\d+)$`)
 
-// rsStartBin starts hoard directly, returning the process, the listening
+// startHoardProcess starts hoard directly, returning the process, the listening
 // lines (read until want of them arrived) and the rest of stdout.
-func rsStartBin(t *testing.T, want int, args ...string) (*exec.Cmd, []string, *syncBuf, chan error) {
+func startHoardProcess(t *testing.T, want int, args ...string) (*exec.Cmd, []string, *syncBuf, chan error) {
 	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	cmd.Dir = t.TempDir()
@@ -208,7 +180,7 @@ func rsStartBin(t *testing.T, want int, args ...string) (*exec.Cmd, []string, *s
 	return cmd, got, logs, done
 }
 
-func rsWaitExit(t *testing.T, done chan error, within time.Duration, logs *syncBuf) {
+func waitExit(t *testing.T, done chan error, within time.Duration, logs *syncBuf) {
 	t.Helper()
 	select {
 	case err := <-done:
@@ -229,15 +201,15 @@ func TestCLIListenLine(t *testing.T) {
 		ports string
 		lines int
 	}{
-		{"one port", "0", 1},
-		{"two ports", "0,0", 2},
+		{name: "one port", ports: "0", lines: 1},
+		{name: "two ports", ports: "0,0", lines: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd, lines, logs, done := rsStartBin(t, tc.lines, "-p", tc.ports, "-i", "127.0.0.1", "-v", dir+"::r")
+			cmd, lines, logs, done := startHoardProcess(t, tc.lines, "-p", tc.ports, "-i", "127.0.0.1", "-v", dir+"::r")
 			ports := map[string]bool{}
 			for _, l := range lines {
-				m := rsListenRE.FindStringSubmatch(l)
+				m := listeningLineRE.FindStringSubmatch(l)
 				if m == nil {
 					t.Fatalf("line %q, want listening on http://127.0.0.1:PORT", l)
 				}
@@ -259,7 +231,7 @@ func TestCLIListenLine(t *testing.T) {
 				t.Errorf("ports %v, want %d distinct", ports, tc.lines)
 			}
 			cmd.Process.Signal(syscall.SIGTERM)
-			rsWaitExit(t, done, 10*time.Second, logs)
+			waitExit(t, done, 10*time.Second, logs)
 		})
 	}
 }
@@ -269,8 +241,8 @@ func TestCLISignals(t *testing.T) {
 	writeFile(t, dir, "a.txt", []byte("A"))
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String()+" idle", func(t *testing.T) {
-			cmd, lines, logs, done := rsStartBin(t, 1, "-p", "0", "-i", "127.0.0.1", "-v", dir+"::r")
-			addr := strings.TrimPrefix(rsListenRE.FindStringSubmatch(lines[0])[0], "listening on http://")
+			cmd, lines, logs, done := startHoardProcess(t, 1, "-p", "0", "-i", "127.0.0.1", "-v", dir+"::r")
+			addr := strings.TrimPrefix(listeningLineRE.FindStringSubmatch(lines[0])[0], "listening on http://")
 			// An idle keep-alive connection must not hold the exit up.
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
@@ -285,7 +257,7 @@ func TestCLISignals(t *testing.T) {
 			io.ReadAll(resp.Body)
 			start := time.Now()
 			cmd.Process.Signal(sig)
-			rsWaitExit(t, done, 5*time.Second, logs)
+			waitExit(t, done, 5*time.Second, logs)
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("exit took %v with an idle connection, want promptly", d)
 			}
@@ -301,8 +273,8 @@ func TestCLISignals(t *testing.T) {
 		}
 		f.Truncate(size)
 		f.Close()
-		cmd, lines, logs, done := rsStartBin(t, 1, "-p", "0", "-i", "127.0.0.1", "-v", filepath.Dir(big)+"::r")
-		addr := strings.TrimPrefix(rsListenRE.FindStringSubmatch(lines[0])[0], "listening on http://")
+		cmd, lines, logs, done := startHoardProcess(t, 1, "-p", "0", "-i", "127.0.0.1", "-v", filepath.Dir(big)+"::r")
+		addr := strings.TrimPrefix(listeningLineRE.FindStringSubmatch(lines[0])[0], "listening on http://")
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -345,6 +317,6 @@ func TestCLISignals(t *testing.T) {
 		if err != nil || int64(len(first))+n != size {
 			t.Errorf("download after SIGTERM: %d bytes, %v; want all %d bytes", int64(len(first))+n, err, size)
 		}
-		rsWaitExit(t, done, 10*time.Second, logs)
+		waitExit(t, done, 10*time.Second, logs)
 	})
 }

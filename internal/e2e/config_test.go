@@ -12,12 +12,6 @@ import (
 	"testing"
 )
 
-// cfgFile writes a config file and returns its path.
-func cfgFile(t *testing.T, text string) string {
-	t.Helper()
-	return writeFile(t, t.TempDir(), "hoard.conf", []byte(text))
-}
-
 // TestConfigPermMatrix runs the permission matrix with the account and
 // volume given by a config file instead of -a and -v.
 func TestConfigPermMatrix(t *testing.T) {
@@ -26,7 +20,7 @@ func TestConfigPermMatrix(t *testing.T) {
 		t.Run("perm "+tc.letters, func(t *testing.T) {
 			t.Parallel()
 			runPermCase(t, tc, func(dir string) *server {
-				conf := cfgFile(t, fmt.Sprintf(`# the matrix's server
+				conf := configFile(t, fmt.Sprintf(`# the matrix's server
 [accounts]
   u: pw1   # the only account
 
@@ -79,23 +73,23 @@ func TestConfigEquivalent(t *testing.T) {
 	flags := []string{"--e2d", "--dedup", "--srch-hits", "7", "--log-level", "debug",
 		"-a", "ed:pw#ed", "-a", "k:pw-k",
 		"-v", pub + "::r:rw,ed", "-v", priv + ":priv:rwmd,ed,k:g", "-v", inc + ":inbox:w:c,nodupe,sz=1-10"}
-	type probe struct {
+	type configProbe struct {
 		method, path string
 		body         string
 		hdr          []string
 	}
-	probes := []probe{
-		{"GET", "/p.txt", "", nil},
-		{"GET", "/priv/s.txt", "", nil},
-		{"GET", "/priv/?ls", "", nil},
-		{"GET", "/priv/?ls", "", []string{"PW: pw-k"}},
-		{"GET", "/priv/?ls", "", []string{"PW: pw#ed"}},
-		{"PUT", "/x.txt", "x", nil},
-		{"PUT", "/x.txt", "x", []string{"PW: pw-k"}},
-		{"PUT", "/inbox/big.txt", "0123456789abc", nil},
-		{"PUT", "/inbox/ok.txt", "ok", nil},
-		{"GET", "/inbox/ok.txt", "", nil},
-		{"GET", "/?ls", "", []string{"PW: pw#ed"}},
+	probes := []configProbe{
+		{method: "GET", path: "/p.txt", body: "", hdr: nil},
+		{method: "GET", path: "/priv/s.txt", body: "", hdr: nil},
+		{method: "GET", path: "/priv/?ls", body: "", hdr: nil},
+		{method: "GET", path: "/priv/?ls", body: "", hdr: []string{"PW: pw-k"}},
+		{method: "GET", path: "/priv/?ls", body: "", hdr: []string{"PW: pw#ed"}},
+		{method: "PUT", path: "/x.txt", body: "x", hdr: nil},
+		{method: "PUT", path: "/x.txt", body: "x", hdr: []string{"PW: pw-k"}},
+		{method: "PUT", path: "/inbox/big.txt", body: "0123456789abc", hdr: nil},
+		{method: "PUT", path: "/inbox/ok.txt", body: "ok", hdr: nil},
+		{method: "GET", path: "/inbox/ok.txt", body: "", hdr: nil},
+		{method: "GET", path: "/?ls", body: "", hdr: []string{"PW: pw#ed"}},
 	}
 	run := func(args ...string) ([]string, *server) {
 		s := start(t, args...)
@@ -139,7 +133,7 @@ func TestConfigWins(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	writeFile(t, a, "a.txt", []byte("A"))
 	writeFile(t, b, "b.txt", []byte("B"))
-	conf := cfgFile(t, fmt.Sprintf("[global]\n  log-level: debug\n[/b]\n  %s\n  accs:\n    r:\n", b))
+	conf := configFile(t, fmt.Sprintf("[global]\n  log-level: debug\n[/b]\n  %s\n  accs:\n    r:\n", b))
 	s := start(t, "--log-level", "warn", "-c", conf, "-v", a+"::r")
 	for _, p := range []string{"/a.txt", "/b/b.txt"} {
 		resp, body := s.do(t, "GET", p, nil)
@@ -160,39 +154,39 @@ func TestConfigErrors(t *testing.T) {
 		line       int
 		want       string
 	}{
-		{"outside a section", "p: 80\n", 1, "outside any section"},
-		{"unknown section", "# x\n[bogus]\n", 2, "unknown section"},
-		{"groups", "[groups]\n  g: a, b\n", 1, "[groups]"},
-		{"unclosed header", "[global\n", 1, "closing ]"},
-		{"unknown option", "[global]\n  e2d\n  srch-hitz: 5\n", 3, "closest is --srch-hits"},
-		{"bad option value", "[global]\n\n  srch-hits: many\n", 3, "srch-hits"},
-		{"option needs a value", "[global]\n  srch-hits\n", 2, "needs a value"},
-		{"option the server refuses", "[global]\n  e2d\n  max-ranges: 0\n[/]\n  " + dir + "\n", 3, "--max-ranges 0: want at least 1"},
-		{"bad log level", "[global]\n  log-level: loud\n", 2, "loud"},
-		{"account without colon", "[accounts]\n  ed\n", 2, "user: password"},
-		{"account bad name", "[accounts]\n  e d: pw\n", 2, "bad user name"},
-		{"account empty password", "[accounts]\n  ed:\n", 2, "empty password"},
-		{"account twice", "[accounts]\n  ed: a1\n  ed: a2\n", 3, "defined twice"},
-		{"same password", "[accounts]\n  ed: same\n  k: same\n", 3, "same password"},
-		{"volume without folder", "[/x]\n  accs:\n    r: *\n", 2, "must be the folder"},
-		{"volume without folder at end", "[/x]\n", 1, "must be the folder"},
-		{"bad permission letter", "[/]\n  " + dir + "\n  accs:\n    rz: *\n", 4, "unknown permission letter"},
-		{"accs without colon", "[/]\n  " + dir + "\n  accs:\n    rw\n", 4, "accs lines"},
-		{"users without commas", "[/]\n  " + dir + "\n  accs:\n    r: ed k\n", 4, "commas"},
-		{"user without account", "[accounts]\n  ed: pw\n[/]\n  " + dir + "\n  accs:\n    r: ed\n    w: nobody\n", 7, "nobody"},
-		{"unknown volume flag", "[/]\n  " + dir + "\n  flags:\n    e2d, bogus\n", 4, "unknown volume flag"},
-		{"bad volume flag value", "[/]\n  " + dir + "\n  flags:\n    lifetime: soon\n", 4, "lifetime"},
-		{"accs outside a volume", "[global]\n  accs:\n", 2, "belongs in a volume"},
-		{"line after folder", "[/]\n  " + dir + "\n  stray\n", 3, "accs:"},
-		{"two volumes at one path", "[/a]\n  " + dir + "\n[/a/]\n  " + dir + "\n", 3, "mounted at /a"},
-		{"missing include", "[global]\n  e2d\n% nope.conf\n", 3, "nope.conf"},
-		{"c in global", "[global]\n  c: other.conf\n", 2, "% FILE"},
+		{name: "outside a section", text: "p: 80\n", line: 1, want: "outside any section"},
+		{name: "unknown section", text: "# x\n[bogus]\n", line: 2, want: "unknown section"},
+		{name: "groups", text: "[groups]\n  g: a, b\n", line: 1, want: "[groups]"},
+		{name: "unclosed header", text: "[global\n", line: 1, want: "closing ]"},
+		{name: "unknown option", text: "[global]\n  e2d\n  srch-hitz: 5\n", line: 3, want: "closest is --srch-hits"},
+		{name: "bad option value", text: "[global]\n\n  srch-hits: many\n", line: 3, want: "srch-hits"},
+		{name: "option needs a value", text: "[global]\n  srch-hits\n", line: 2, want: "needs a value"},
+		{name: "option the server refuses", text: "[global]\n  e2d\n  max-ranges: 0\n[/]\n  " + dir + "\n", line: 3, want: "--max-ranges 0: want at least 1"},
+		{name: "bad log level", text: "[global]\n  log-level: loud\n", line: 2, want: "loud"},
+		{name: "account without colon", text: "[accounts]\n  ed\n", line: 2, want: "user: password"},
+		{name: "account bad name", text: "[accounts]\n  e d: pw\n", line: 2, want: "bad user name"},
+		{name: "account empty password", text: "[accounts]\n  ed:\n", line: 2, want: "empty password"},
+		{name: "account twice", text: "[accounts]\n  ed: a1\n  ed: a2\n", line: 3, want: "defined twice"},
+		{name: "same password", text: "[accounts]\n  ed: same\n  k: same\n", line: 3, want: "same password"},
+		{name: "volume without folder", text: "[/x]\n  accs:\n    r: *\n", line: 2, want: "must be the folder"},
+		{name: "volume without folder at end", text: "[/x]\n", line: 1, want: "must be the folder"},
+		{name: "bad permission letter", text: "[/]\n  " + dir + "\n  accs:\n    rz: *\n", line: 4, want: "unknown permission letter"},
+		{name: "accs without colon", text: "[/]\n  " + dir + "\n  accs:\n    rw\n", line: 4, want: "accs lines"},
+		{name: "users without commas", text: "[/]\n  " + dir + "\n  accs:\n    r: ed k\n", line: 4, want: "commas"},
+		{name: "user without account", text: "[accounts]\n  ed: pw\n[/]\n  " + dir + "\n  accs:\n    r: ed\n    w: nobody\n", line: 7, want: "nobody"},
+		{name: "unknown volume flag", text: "[/]\n  " + dir + "\n  flags:\n    e2d, bogus\n", line: 4, want: "unknown volume flag"},
+		{name: "bad volume flag value", text: "[/]\n  " + dir + "\n  flags:\n    lifetime: soon\n", line: 4, want: "lifetime"},
+		{name: "accs outside a volume", text: "[global]\n  accs:\n", line: 2, want: "belongs in a volume"},
+		{name: "line after folder", text: "[/]\n  " + dir + "\n  stray\n", line: 3, want: "accs:"},
+		{name: "two volumes at one path", text: "[/a]\n  " + dir + "\n[/a/]\n  " + dir + "\n", line: 3, want: "mounted at /a"},
+		{name: "missing include", text: "[global]\n  e2d\n% nope.conf\n", line: 3, want: "nope.conf"},
+		{name: "c in global", text: "[global]\n  c: other.conf\n", line: 2, want: "% FILE"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			conf := cfgFile(t, tc.text)
-			code, _, stderr := rsRunBin(t, "-c", conf)
+			conf := configFile(t, tc.text)
+			code, _, stderr := runHoard(t, "-c", conf)
 			if code != 2 || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
 			}
@@ -208,13 +202,13 @@ func TestConfigErrors(t *testing.T) {
 		d := t.TempDir()
 		a := writeFile(t, d, "a.conf", []byte("[global]\n  e2d\n% b.conf\n"))
 		writeFile(t, d, "b.conf", []byte("\n% a.conf\n"))
-		code, _, stderr := rsRunBin(t, "-c", a)
+		code, _, stderr := runHoard(t, "-c", a)
 		if want := filepath.Join(d, "b.conf") + ":2: "; code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "includes itself") {
 			t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, stderr, want)
 		}
 	})
 	t.Run("missing file", func(t *testing.T) {
-		code, _, stderr := rsRunBin(t, "-c", filepath.Join(dir, "none.conf"))
+		code, _, stderr := runHoard(t, "-c", filepath.Join(dir, "none.conf"))
 		if code != 2 || !strings.Contains(stderr, "none.conf") {
 			t.Fatalf("exit %d, stderr %q", code, stderr)
 		}
@@ -231,13 +225,13 @@ func TestConfigErrorsHidePasswords(t *testing.T) {
 		"[accounts]\n  ed: s3cret-pw\n[/]\n  /tmp\n  ed: s3cret-pw\n",
 		"[global]\n  ah-salt s3cret-pw\n",
 	} {
-		code, _, stderr := rsRunBin(t, "-c", cfgFile(t, text))
+		code, _, stderr := runHoard(t, "-c", configFile(t, text))
 		if code != 2 || strings.Contains(stderr, "s3cret") {
 			t.Errorf("%q: exit %d, stderr %q; want 2 without the password", text, code, stderr)
 		}
 	}
 	for _, arg := range []string{"s3cret-pw", "bad user:s3cret-pw"} {
-		code, _, stderr := rsRunBin(t, "-a", arg, "-v", t.TempDir()+"::r")
+		code, _, stderr := runHoard(t, "-a", arg, "-v", t.TempDir()+"::r")
 		if code != 2 || strings.Contains(stderr, "s3cret") {
 			t.Errorf("-a %q: exit %d, stderr %q; want 2 without the password", arg, code, stderr)
 		}

@@ -54,7 +54,7 @@ type crashLog struct {
 
 type crashUp struct {
 	name  string
-	f     *u2File
+	f     *up2kFile
 	sum   [32]byte
 	wark  string
 	purl  string
@@ -153,7 +153,7 @@ func (m *crashModel) load(s *server, round int) {
 			size = 16<<20 + m.rng.IntN(16<<20) // left half-done, re-checked at the next start
 			pause = int(size>>20) / 2
 		}
-		u := &crashUp{name: fmt.Sprintf("crashf-r%03d-u%d.bin", round, i), f: u2Make(u2Rand(size)), acked: map[int]bool{}, pause: pause}
+		u := &crashUp{name: fmt.Sprintf("crashf-r%03d-u%d.bin", round, i), f: newUp2kFile(randomBytes(size)), acked: map[int]bool{}, pause: pause}
 		u.sum = sha256.Sum256(u.f.data)
 		m.mu.Lock()
 		m.ups = append(m.ups, u)
@@ -162,7 +162,7 @@ func (m *crashModel) load(s *server, round int) {
 	}
 	for _, u := range ups {
 		rng := seeds()
-		wg.Go(func() { m.upWorker(s, u, rng, stop, lastChunk) })
+		wg.Go(func() { m.up2kWorker(s, u, rng, stop, lastChunk) })
 	}
 	aim := m.rng.IntN(3) == 0
 	wait := time.Duration(20+m.rng.IntN(700)) * time.Millisecond
@@ -194,7 +194,7 @@ func stopped(stop chan struct{}) bool {
 func (m *crashModel) putWorker(s *server, round, w int, rng *mrand.Rand, stop chan struct{}) {
 	for i := 0; !stopped(stop); i++ {
 		href := fmt.Sprintf("/p/crashf-r%03d-w%d-%d.bin", round, w, i)
-		data := u2Rand(1 + rng.IntN(1536<<10))
+		data := randomBytes(1 + rng.IntN(1536<<10))
 		p := &crashPut{sum: sha256.Sum256(data), size: len(data)}
 		m.mu.Lock()
 		m.puts[href] = p
@@ -244,29 +244,29 @@ func (m *crashModel) appendWorker(s *server, i int, rng *mrand.Rand, stop chan s
 	}
 }
 
-// hs handshakes for u; ok is false when the server is gone.
-func (m *crashModel) hs(s *server, u *crashUp) (u2Reply, bool) {
+// handshake handshakes for u; ok is false when the server is gone.
+func (m *crashModel) handshake(s *server, u *crashUp) (handshakeReply, bool) {
 	b, _ := json.Marshal(map[string]any{"name": u.name, "size": len(u.f.data), "lmod": 1600000000, "hash": u.f.hashes})
 	req, _ := http.NewRequest("POST", s.URL+"/u/", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := crashClient.Do(req)
 	if err != nil {
-		return u2Reply{}, false
+		return handshakeReply{}, false
 	}
 	defer resp.Body.Close()
 	rb, _ := io.ReadAll(resp.Body)
-	var rep u2Reply
+	var rep handshakeReply
 	if resp.StatusCode != 200 || json.Unmarshal(rb, &rep) != nil {
 		if resp.StatusCode != 200 && !strings.Contains(string(rb), "shutting down") {
 			m.t.Errorf("handshake for %s: %d %s", u.name, resp.StatusCode, rb)
 		}
-		return u2Reply{}, false
+		return handshakeReply{}, false
 	}
 	return rep, true
 }
 
 // checkNeed fails when the server asks for a chunk it acknowledged.
-func (m *crashModel) checkNeed(u *crashUp, rep u2Reply, when string) {
+func (m *crashModel) checkNeed(u *crashUp, rep handshakeReply, when string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, h := range rep.Hash {
@@ -282,8 +282,8 @@ func (m *crashModel) checkNeed(u *crashUp, rep u2Reply, when string) {
 	}
 }
 
-func (m *crashModel) upWorker(s *server, u *crashUp, rng *mrand.Rand, stop chan struct{}, lastChunk chan struct{}) {
-	rep, ok := m.hs(s, u)
+func (m *crashModel) up2kWorker(s *server, u *crashUp, rng *mrand.Rand, stop chan struct{}, lastChunk chan struct{}) {
+	rep, ok := m.handshake(s, u)
 	if !ok {
 		return
 	}
@@ -313,7 +313,7 @@ func (m *crashModel) upWorker(s *server, u *crashUp, rng *mrand.Rand, stop chan 
 					default:
 					}
 				}
-				code, body := u2PostClient(s, rep.Purl, rep.Wark, h, u.f.chunk(u.f.index(h)))
+				code, body := postChunksNoFail(s, rep.Purl, rep.Wark, h, u.f.chunk(u.f.index(h)))
 				if code == 0 {
 					continue // the server is gone
 				}
@@ -394,7 +394,7 @@ func (m *crashModel) verify(s *server, round int) {
 		if u.done && u.f == nil {
 			continue // verified complete earlier
 		}
-		rep, ok := m.hs(s, u)
+		rep, ok := m.handshake(s, u)
 		if !ok {
 			t.Fatalf("%s: handshake for %s failed", where, u.name)
 		}
@@ -475,7 +475,7 @@ func (m *crashModel) verify(s *server, round int) {
 		}
 	}
 	waitReady(t, s)
-	code, r := srch(t, s, map[string]any{"q": "crashf", "n": 10000})
+	code, r := postSearch(t, s, map[string]any{"q": "crashf", "n": 10000})
 	if code != 200 {
 		t.Fatalf("%s: search: %d %s", where, code, r.Error)
 	}

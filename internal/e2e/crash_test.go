@@ -140,9 +140,9 @@ func TestCrashSweepsWorkFiles(t *testing.T) {
 	}
 	s := start(t, args...)
 	// An up2k upload in progress keeps its work file.
-	f := u2Make(u2Rand(3 << 20))
-	rep := u2Handshake(t, s, "/d/", "up.bin", f, 1600000000, nil)
-	u2Chunk(t, s, rep, f, 1)
+	f := newUp2kFile(randomBytes(3 << 20))
+	rep := up2kHandshake(t, s, "/d/", "up.bin", f, 1600000000, nil)
+	postChunk(t, s, rep, f, 1)
 	// A PUT in flight leaves its work file behind when killed.
 	pw := slowPut(s, "/d/put.bin", 8<<20)
 	go pw.Write(bytes.Repeat([]byte("z"), 1<<20))
@@ -160,7 +160,7 @@ func TestCrashSweepsWorkFiles(t *testing.T) {
 			t.Errorf("%s is gone after the sweep: %v", n, err)
 		}
 	}
-	again := u2Handshake(t, s, "/d/", "up.bin", f, 1600000000, nil)
+	again := up2kHandshake(t, s, "/d/", "up.bin", f, 1600000000, nil)
 	if len(again.Hash) != len(f.hashes)-1 || slices.Contains(again.Hash, f.hashes[1]) {
 		t.Fatalf("the upload needs %v after the restart", again.Hash)
 	}
@@ -185,7 +185,7 @@ func TestCrashSearchComplete(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			name := fmt.Sprintf("/p/killme%02d.bin", i)
-			resp, b := s.do(t, "PUT", name, u2Rand(8<<20))
+			resp, b := s.do(t, "PUT", name, randomBytes(8<<20))
 			wantStatus(t, resp, b, 201)
 			mu.Lock()
 			want = append(want, name)
@@ -193,8 +193,8 @@ func TestCrashSearchComplete(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		f := u2Make(u2Rand(5 << 20))
-		u2Upload(t, s, "/u/", "killme-up.bin", f, 1600000000, 2)
+		f := newUp2kFile(randomBytes(5 << 20))
+		up2kUpload(t, s, "/u/", "killme-up.bin", f, 1600000000, 2)
 		resp, b := s.do(t, "PUT", "/killme-log.txt?apnd", []byte("appended\n"))
 		wantStatus(t, resp, b, 201)
 		mu.Lock()
@@ -205,7 +205,7 @@ func TestCrashSearchComplete(t *testing.T) {
 	s.kill(t)
 	s = start(t, args...)
 	waitReady(t, s)
-	code, r := srch(t, s, map[string]any{"q": "killme", "n": 100})
+	code, r := postSearch(t, s, map[string]any{"q": "killme", "n": 100})
 	slices.Sort(want)
 	if code != 200 || !slices.Equal(r.hrefs(), want) {
 		t.Fatalf("after a kill and a restart the search finds %d %q, want all %d acknowledged uploads %q", code, r.hrefs(), len(want), want)

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"mime"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,67 +22,8 @@ import (
 // perm_test.go, listing_test.go, traversal_test.go and cli_test.go; their
 // names start with "rs" so they cannot clash with other test files.
 
-// rsRaw sends a hand-written request over a fresh TCP connection, so that
-// request targets reach the server exactly as written (Go's client would
-// normalise some of them). It returns the response with its body read.
-func rsRaw(t *testing.T, s *server, method, target string, body []byte, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(15 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, strings.TrimPrefix(s.URL, "http://"))
-	for _, h := range hdr {
-		b.WriteString(h + "\r\n")
-	}
-	if body != nil {
-		fmt.Fprintf(&b, "Content-Length: %d\r\n", len(body))
-	}
-	b.WriteString("\r\n")
-	if _, err := io.WriteString(conn, b.String()); err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		conn.Write(body) // the server may refuse before reading it
-	}
-	req, _ := http.NewRequest(method, s.URL+"/", nil)
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-	if err != nil {
-		t.Fatalf("%s %s: reading response: %v", method, target, err)
-	}
-	defer resp.Body.Close()
-	rb, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, target, err)
-	}
-	return resp, rb
-}
-
-// rsMultipart builds a multipart/form-data body with one file field f per
-// name→content pair (in the order given) and returns it with its
-// Content-Type header line.
-func rsMultipart(t *testing.T, files ...[2]string) ([]byte, string) {
-	t.Helper()
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	for _, f := range files {
-		w, err := mw.CreateFormFile("f", f[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.WriteString(w, f[1])
-	}
-	if err := mw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes(), "Content-Type: " + mw.FormDataContentType()
-}
-
-// rsRandom returns n pseudo-random bytes from a logged seed.
-func rsRandom(t *testing.T, n int) []byte {
+// loggedRandomBytes returns n pseudo-random bytes from a logged seed.
+func loggedRandomBytes(t *testing.T, n int) []byte {
 	t.Helper()
 	seed := time.Now().UnixNano()
 	t.Logf("random data seed %d", seed)
@@ -95,14 +34,14 @@ func rsRandom(t *testing.T, n int) []byte {
 	return b
 }
 
-var rsExtValueRE = regexp.MustCompile(`filename\*=UTF-8''([^;\s]*)`)
+var filenameStarRE = regexp.MustCompile(`filename\*=UTF-8''([^;\s]*)`)
 
-// rsCheckExtValue checks that the Content-Disposition header cd carries an
+// checkFilenameStar checks that the Content-Disposition header cd carries an
 // RFC 8187 filename* parameter in UTF-8 whose value holds attr-char and
 // %XX only and decodes to name.
-func rsCheckExtValue(t *testing.T, cd, name string) {
+func checkFilenameStar(t *testing.T, cd, name string) {
 	t.Helper()
-	m := rsExtValueRE.FindStringSubmatch(cd)
+	m := filenameStarRE.FindStringSubmatch(cd)
 	if m == nil {
 		t.Errorf("Content-Disposition = %q, want filename*=UTF-8''…", cd)
 		return
@@ -156,19 +95,19 @@ func TestDownloadHeaders(t *testing.T) {
 		name, ctype string
 		sandbox     bool
 	}{
-		{"a.txt", "text/plain; charset=utf-8", false},
-		{"UPPER.TXT", "text/plain; charset=utf-8", false},
-		{"page.html", "text/html; charset=utf-8", true},
-		{"pic.svg", "image/svg+xml", true},
-		{"data.json", "application/json", false},
-		{"img.png", "image/png", false},
-		{"arch.tar.gz", "application/gzip", false},
-		{"noext", "application/octet-stream", false},
-		{"odd.qqqzz", "application/octet-stream", false},
-		{"empty.txt", "text/plain; charset=utf-8", false},
-		{"naïve 日本.txt", "text/plain; charset=utf-8", false},
-		{"100% #1?.txt", "text/plain; charset=utf-8", false},
-		{"it's (1) a=b.txt", "text/plain; charset=utf-8", false},
+		{name: "a.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "UPPER.TXT", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "page.html", ctype: "text/html; charset=utf-8", sandbox: true},
+		{name: "pic.svg", ctype: "image/svg+xml", sandbox: true},
+		{name: "data.json", ctype: "application/json", sandbox: false},
+		{name: "img.png", ctype: "image/png", sandbox: false},
+		{name: "arch.tar.gz", ctype: "application/gzip", sandbox: false},
+		{name: "noext", ctype: "application/octet-stream", sandbox: false},
+		{name: "odd.qqqzz", ctype: "application/octet-stream", sandbox: false},
+		{name: "empty.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "naïve 日本.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "100% #1?.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
+		{name: "it's (1) a=b.txt", ctype: "text/plain; charset=utf-8", sandbox: false},
 	}
 	etags := map[string]string{}
 	for _, tc := range cases {
@@ -204,7 +143,7 @@ func TestDownloadHeaders(t *testing.T) {
 			if !strings.HasPrefix(cd, "inline;") {
 				t.Errorf("Content-Disposition = %q, want inline; …", cd)
 			}
-			rsCheckExtValue(t, cd, tc.name)
+			checkFilenameStar(t, cd, tc.name)
 			disp, params, err := mime.ParseMediaType(cd)
 			if err != nil || disp != "inline" || params["filename"] != tc.name {
 				t.Errorf("Content-Disposition %q parses as (%q, filename %q, %v), want (inline, %q, nil)", cd, disp, params["filename"], err, tc.name)
@@ -277,14 +216,14 @@ func TestDownloadDisposition(t *testing.T) {
 	cases := []struct {
 		name, path, disp, filename string
 	}{
-		{"inline by default", "/a.txt", "inline", "a.txt"},
-		{"dl", "/a.txt?dl", "attachment", "a.txt"},
-		{"dl empty value", "/a.txt?dl=", "attachment", "a.txt"},
-		{"dl other name", "/a.txt?dl=other.name", "attachment", "other.name"},
-		{"dl name with folders keeps the base", "/a.txt?dl=..%2F..%2Fx.bin", "attachment", "x.bin"},
-		{"dl unicode name", "/a.txt?dl=" + url.QueryEscape("ünï (2).txt"), "attachment", "ünï (2).txt"},
-		{"unicode file inline", "/" + url.PathEscape("naïve 日本.txt"), "inline", "naïve 日本.txt"},
-		{"unicode file dl", "/" + url.PathEscape("naïve 日本.txt") + "?dl", "attachment", "naïve 日本.txt"},
+		{name: "inline by default", path: "/a.txt", disp: "inline", filename: "a.txt"},
+		{name: "dl", path: "/a.txt?dl", disp: "attachment", filename: "a.txt"},
+		{name: "dl empty value", path: "/a.txt?dl=", disp: "attachment", filename: "a.txt"},
+		{name: "dl other name", path: "/a.txt?dl=other.name", disp: "attachment", filename: "other.name"},
+		{name: "dl name with folders keeps the base", path: "/a.txt?dl=..%2F..%2Fx.bin", disp: "attachment", filename: "x.bin"},
+		{name: "dl unicode name", path: "/a.txt?dl=" + url.QueryEscape("ünï (2).txt"), disp: "attachment", filename: "ünï (2).txt"},
+		{name: "unicode file inline", path: "/" + url.PathEscape("naïve 日本.txt"), disp: "inline", filename: "naïve 日本.txt"},
+		{name: "unicode file dl", path: "/" + url.PathEscape("naïve 日本.txt") + "?dl", disp: "attachment", filename: "naïve 日本.txt"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -294,7 +233,7 @@ func TestDownloadDisposition(t *testing.T) {
 			if want := tc.disp + ";"; !strings.HasPrefix(cd, want) {
 				t.Errorf("Content-Disposition = %q, want prefix %q", cd, want)
 			}
-			rsCheckExtValue(t, cd, tc.filename)
+			checkFilenameStar(t, cd, tc.filename)
 			disp, params, err := mime.ParseMediaType(cd)
 			if err != nil || disp != tc.disp || params["filename"] != tc.filename {
 				t.Errorf("Content-Disposition %q parses as (%q, %q, %v), want (%q, %q, nil)", cd, disp, params["filename"], err, tc.disp, tc.filename)
@@ -306,7 +245,7 @@ func TestDownloadDisposition(t *testing.T) {
 func TestDownloadRanges(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	data := rsRandom(t, 1<<20+int(time.Now().UnixNano()%(2<<20)))
+	data := loggedRandomBytes(t, 1<<20+int(time.Now().UnixNano()%(2<<20)))
 	size := len(data)
 	writeFile(t, dir, "big.bin", data)
 	writeFile(t, dir, "empty.bin", nil)
@@ -318,14 +257,14 @@ func TestDownloadRanges(t *testing.T) {
 		rng    string
 		lo, hi int // inclusive
 	}{
-		{"first byte", "bytes=0-0", 0, 0},
-		{"closed", "bytes=1000-99999", 1000, 99999},
-		{"open end", fmt.Sprintf("bytes=%d-", size-12345), size - 12345, size - 1},
-		{"suffix", "bytes=-500", size - 500, size - 1},
-		{"suffix larger than file", fmt.Sprintf("bytes=-%d", size+100), 0, size - 1},
-		{"clipped past the end", fmt.Sprintf("bytes=%d-%d", size-10, size+1000), size - 10, size - 1},
-		{"last byte", fmt.Sprintf("bytes=%d-%d", size-1, size-1), size - 1, size - 1},
-		{"whole", "bytes=0-", 0, size - 1},
+		{name: "first byte", rng: "bytes=0-0", lo: 0, hi: 0},
+		{name: "closed", rng: "bytes=1000-99999", lo: 1000, hi: 99999},
+		{name: "open end", rng: fmt.Sprintf("bytes=%d-", size-12345), lo: size - 12345, hi: size - 1},
+		{name: "suffix", rng: "bytes=-500", lo: size - 500, hi: size - 1},
+		{name: "suffix larger than file", rng: fmt.Sprintf("bytes=-%d", size+100), lo: 0, hi: size - 1},
+		{name: "clipped past the end", rng: fmt.Sprintf("bytes=%d-%d", size-10, size+1000), lo: size - 10, hi: size - 1},
+		{name: "last byte", rng: fmt.Sprintf("bytes=%d-%d", size-1, size-1), lo: size - 1, hi: size - 1},
+		{name: "whole", rng: "bytes=0-", lo: 0, hi: size - 1},
 	}
 	for _, tc := range single {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,12 +287,12 @@ func TestDownloadRanges(t *testing.T) {
 		srv   *server
 		parts [][2]int // inclusive; nil: expect the whole file with 200
 	}{
-		{"two ranges", s, [][2]int{{0, 9}, {size - 10, size - 1}}},
-		{"three ranges with suffix", s, [][2]int{{100, 199}, {5000, 5000}, {-777, 0}}},
-		{"sixteen ranges (the cap)", s, rsManyRanges(16, size)},
-		{"seventeen ranges: whole file", s, nil},
-		{"--max-ranges 2: two ranges", s2, [][2]int{{0, 0}, {10, 20}}},
-		{"--max-ranges 2: three ranges: whole file", s2, nil},
+		{name: "two ranges", srv: s, parts: [][2]int{{0, 9}, {size - 10, size - 1}}},
+		{name: "three ranges with suffix", srv: s, parts: [][2]int{{100, 199}, {5000, 5000}, {-777, 0}}},
+		{name: "sixteen ranges (the cap)", srv: s, parts: manyRanges(16, size)},
+		{name: "seventeen ranges: whole file", srv: s, parts: nil},
+		{name: "--max-ranges 2: two ranges", srv: s2, parts: [][2]int{{0, 0}, {10, 20}}},
+		{name: "--max-ranges 2: three ranges: whole file", srv: s2, parts: nil},
 	}
 	for _, tc := range multi {
 		t.Run(tc.name, func(t *testing.T) {
@@ -364,7 +303,7 @@ func TestDownloadRanges(t *testing.T) {
 				if tc.srv == s2 {
 					n = 3
 				}
-				parts = rsManyRanges(n, size)
+				parts = manyRanges(n, size)
 			}
 			for i, p := range parts {
 				if p[0] < 0 {
@@ -411,9 +350,9 @@ func TestDownloadRanges(t *testing.T) {
 		name, path, rng string
 		n               int
 	}{
-		{"start at size", "/big.bin", fmt.Sprintf("bytes=%d-", size), size},
-		{"start past size", "/big.bin", fmt.Sprintf("bytes=%d-%d", size+5, size+10), size},
-		{"all of several past the end", "/big.bin", fmt.Sprintf("bytes=%d-%d,%d-", size+1, size+2, size+9), size},
+		{name: "start at size", path: "/big.bin", rng: fmt.Sprintf("bytes=%d-", size), n: size},
+		{name: "start past size", path: "/big.bin", rng: fmt.Sprintf("bytes=%d-%d", size+5, size+10), n: size},
+		{name: "all of several past the end", path: "/big.bin", rng: fmt.Sprintf("bytes=%d-%d,%d-", size+1, size+2, size+9), n: size},
 	}
 	for _, tc := range bad {
 		t.Run("416 "+tc.name, func(t *testing.T) {
@@ -455,8 +394,8 @@ func TestDownloadRangesEmptyFile(t *testing.T) {
 	}
 }
 
-// rsManyRanges returns n small disjoint ranges spread over size bytes.
-func rsManyRanges(n, size int) [][2]int {
+// manyRanges returns n small disjoint ranges spread over size bytes.
+func manyRanges(n, size int) [][2]int {
 	out := make([][2]int, n)
 	step := size / (n + 1)
 	for i := range out {
@@ -469,7 +408,7 @@ func rsManyRanges(n, size int) [][2]int {
 func TestDownloadConditional(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	data := rsRandom(t, 100000)
+	data := loggedRandomBytes(t, 100000)
 	p := writeFile(t, dir, "f.bin", data)
 	os.Chtimes(p, mtime2023, mtime2023)
 	s := start(t, "-v", dir+"::r")
@@ -485,20 +424,20 @@ func TestDownloadConditional(t *testing.T) {
 		status int
 		lo, hi int // body = data[lo:hi]; for 304 none
 	}{
-		{"If-None-Match same etag", []string{"If-None-Match: " + et}, 304, 0, 0},
-		{"If-None-Match in a list", []string{`If-None-Match: "nope", ` + et}, 304, 0, 0},
-		{"If-None-Match star", []string{"If-None-Match: *"}, 304, 0, 0},
-		{"If-None-Match weak form matches", []string{"If-None-Match: W/" + et}, 304, 0, 0},
-		{"If-None-Match other etag", []string{`If-None-Match: "other"`}, 200, 0, len(data)},
-		{"If-Modified-Since = Last-Modified", []string{"If-Modified-Since: " + lm}, 304, 0, 0},
-		{"If-Modified-Since later", []string{"If-Modified-Since: " + mtime2023.Add(time.Hour).Format(http.TimeFormat)}, 304, 0, 0},
-		{"If-Modified-Since earlier", []string{"If-Modified-Since: " + mtime2023.Add(-time.Second).Format(http.TimeFormat)}, 200, 0, len(data)},
-		{"If-None-Match wins over If-Modified-Since", []string{`If-None-Match: "other"`, "If-Modified-Since: " + lm}, 200, 0, len(data)},
-		{"If-Range current etag", []string{"If-Range: " + et, "Range: bytes=10-19"}, 206, 10, 20},
-		{"If-Range stale etag", []string{`If-Range: "stale"`, "Range: bytes=10-19"}, 200, 0, len(data)},
-		{"If-Range current date", []string{"If-Range: " + lm, "Range: bytes=10-19"}, 206, 10, 20},
-		{"If-Range stale date", []string{"If-Range: " + mtime2023.Add(-time.Hour).Format(http.TimeFormat), "Range: bytes=10-19"}, 200, 0, len(data)},
-		{"If-Range weak etag never matches", []string{"If-Range: W/" + et, "Range: bytes=10-19"}, 200, 0, len(data)},
+		{name: "If-None-Match same etag", hdr: []string{"If-None-Match: " + et}, status: 304, lo: 0, hi: 0},
+		{name: "If-None-Match in a list", hdr: []string{`If-None-Match: "nope", ` + et}, status: 304, lo: 0, hi: 0},
+		{name: "If-None-Match star", hdr: []string{"If-None-Match: *"}, status: 304, lo: 0, hi: 0},
+		{name: "If-None-Match weak form matches", hdr: []string{"If-None-Match: W/" + et}, status: 304, lo: 0, hi: 0},
+		{name: "If-None-Match other etag", hdr: []string{`If-None-Match: "other"`}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-Modified-Since = Last-Modified", hdr: []string{"If-Modified-Since: " + lm}, status: 304, lo: 0, hi: 0},
+		{name: "If-Modified-Since later", hdr: []string{"If-Modified-Since: " + mtime2023.Add(time.Hour).Format(http.TimeFormat)}, status: 304, lo: 0, hi: 0},
+		{name: "If-Modified-Since earlier", hdr: []string{"If-Modified-Since: " + mtime2023.Add(-time.Second).Format(http.TimeFormat)}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-None-Match wins over If-Modified-Since", hdr: []string{`If-None-Match: "other"`, "If-Modified-Since: " + lm}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-Range current etag", hdr: []string{"If-Range: " + et, "Range: bytes=10-19"}, status: 206, lo: 10, hi: 20},
+		{name: "If-Range stale etag", hdr: []string{`If-Range: "stale"`, "Range: bytes=10-19"}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-Range current date", hdr: []string{"If-Range: " + lm, "Range: bytes=10-19"}, status: 206, lo: 10, hi: 20},
+		{name: "If-Range stale date", hdr: []string{"If-Range: " + mtime2023.Add(-time.Hour).Format(http.TimeFormat), "Range: bytes=10-19"}, status: 200, lo: 0, hi: len(data)},
+		{name: "If-Range weak etag never matches", hdr: []string{"If-Range: W/" + et, "Range: bytes=10-19"}, status: 200, lo: 0, hi: len(data)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -532,16 +471,16 @@ func TestDownloadMime(t *testing.T) {
 		ctype      string
 		sandbox    bool
 	}{
-		{"text/plain", "/a.bin?mime=text/plain", 200, "text/plain", false},
-		{"with parameter", "/a.bin?mime=" + url.QueryEscape("text/plain; charset=latin1"), 200, "text/plain; charset=latin1", false},
-		{"html gets a sandbox", "/b.txt?mime=text/html", 200, "text/html", true},
-		{"svg gets a sandbox", "/b.txt?mime=image/svg%2Bxml", 200, "image/svg+xml", true},
-		{"empty", "/a.bin?mime=", 400, "", false},
-		{"no subtype", "/a.bin?mime=text/", 400, "", false},
-		{"no slash", "/a.bin?mime=notatype", 400, "", false},
-		{"space", "/a.bin?mime=a%20b", 400, "", false},
-		{"header injection", "/a.bin?mime=text/plain%0d%0aX-Evil:%201", 400, "", false},
-		{"bad parameter", "/a.bin?mime=text/plain%3Bx", 400, "", false},
+		{name: "text/plain", path: "/a.bin?mime=text/plain", status: 200, ctype: "text/plain", sandbox: false},
+		{name: "with parameter", path: "/a.bin?mime=" + url.QueryEscape("text/plain; charset=latin1"), status: 200, ctype: "text/plain; charset=latin1", sandbox: false},
+		{name: "html gets a sandbox", path: "/b.txt?mime=text/html", status: 200, ctype: "text/html", sandbox: true},
+		{name: "svg gets a sandbox", path: "/b.txt?mime=image/svg%2Bxml", status: 200, ctype: "image/svg+xml", sandbox: true},
+		{name: "empty", path: "/a.bin?mime=", status: 400, ctype: "", sandbox: false},
+		{name: "no subtype", path: "/a.bin?mime=text/", status: 400, ctype: "", sandbox: false},
+		{name: "no slash", path: "/a.bin?mime=notatype", status: 400, ctype: "", sandbox: false},
+		{name: "space", path: "/a.bin?mime=a%20b", status: 400, ctype: "", sandbox: false},
+		{name: "header injection", path: "/a.bin?mime=text/plain%0d%0aX-Evil:%201", status: 400, ctype: "", sandbox: false},
+		{name: "bad parameter", path: "/a.bin?mime=text/plain%3Bx", status: 400, ctype: "", sandbox: false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -576,11 +515,11 @@ func TestDownloadUploadedActive(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
 	cases := []struct{ name, body string }{
-		{"x.html", "<script>alert(document.cookie)</script>"},
-		{"x.HTM", "<script>alert(1)</script>"},
-		{"x.svg", `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`},
-		{"x.xhtml", `<html xmlns="http://www.w3.org/1999/xhtml"><script>alert(1)</script></html>`},
-		{"x.js", "alert(1)"},
+		{name: "x.html", body: "<script>alert(document.cookie)</script>"},
+		{name: "x.HTM", body: "<script>alert(1)</script>"},
+		{name: "x.svg", body: `<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`},
+		{name: "x.xhtml", body: `<html xmlns="http://www.w3.org/1999/xhtml"><script>alert(1)</script></html>`},
+		{name: "x.js", body: "alert(1)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -640,7 +579,7 @@ func TestDownloadNames(t *testing.T) {
 					fmt.Fprintf(&all, "%%%02x", p[k])
 				}
 			}
-			resp, body = rsRaw(t, s, "GET", all.String(), nil)
+			resp, body = rawRequest(t, s, "GET", all.String(), nil)
 			wantStatus(t, resp, body, http.StatusOK)
 			if want := fmt.Sprintf("content %d of %s", i, n); string(body) != want {
 				t.Errorf("GET %s = %q, want %q", all.String(), body, want)
@@ -650,7 +589,7 @@ func TestDownloadNames(t *testing.T) {
 	t.Run("listing hrefs lead back to the files", func(t *testing.T) {
 		resp, body := s.do(t, "GET", "/"+url.PathEscape("sub dir")+"/"+url.PathEscape("ünï")+"/?ls", nil)
 		wantStatus(t, resp, body, http.StatusOK)
-		ls := rsDecodeLs(t, body)
+		ls := decodeListing(t, body)
 		if len(ls.Files) != 1 {
 			t.Fatalf("files = %v, want one", ls.Files)
 		}

@@ -115,8 +115,8 @@ func TestUp2kWorkFileReplacedByLinkOrFifo(t *testing.T) {
 			dir := t.TempDir()
 			victim := writeFile(t, dir, "victim.bin", bytes.Repeat([]byte{'v'}, 3<<20))
 			s := start(t, "-v", dir+"::rw", "--hist", t.TempDir())
-			f := u2Make(u2Rand(3 << 20))
-			rep := u2Handshake(t, s, "/", "up.bin", f, 1600000000, nil)
+			f := newUp2kFile(randomBytes(3 << 20))
+			rep := up2kHandshake(t, s, "/", "up.bin", f, 1600000000, nil)
 			work := filepath.Join(dir, "up.bin.PARTIAL")
 			if err := os.Remove(work); err != nil {
 				t.Fatal(err)
@@ -128,7 +128,7 @@ func TestUp2kWorkFileReplacedByLinkOrFifo(t *testing.T) {
 			} else if err := syscall.Mkfifo(work, 0o644); err != nil {
 				t.Skipf("mkfifo: %v", err)
 			}
-			code, b := u2PostClient(s, rep.Purl, rep.Wark, f.hashes[0], f.chunk(0))
+			code, b := postChunksNoFail(s, rep.Purl, rep.Wark, f.hashes[0], f.chunk(0))
 			if code != 400 {
 				t.Fatalf("chunk into a %s work file: %d %s, want 400", kind, code, b)
 			}
@@ -137,7 +137,7 @@ func TestUp2kWorkFileReplacedByLinkOrFifo(t *testing.T) {
 				t.Fatal("the chunk was written through the link into victim.bin")
 			}
 			// Dropped: the wark is unknown now.
-			code, b = u2PostClient(s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1))
+			code, b = postChunksNoFail(s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1))
 			if code != 400 || !strings.Contains(string(b), "unknown wark") {
 				t.Fatalf("second chunk: %d %s, want 400 unknown wark", code, b)
 			}

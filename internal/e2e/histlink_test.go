@@ -96,11 +96,11 @@ func TestStateFolderThroughRelativeLinks(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"secret", "CURRENT", "MANIFEST", "OPTIONS"} {
-		if code, r := srch(t, s, map[string]any{"q": q}); code != 200 || len(r.Hits) != 0 {
+		if code, r := postSearch(t, s, map[string]any{"q": q}); code != 200 || len(r.Hits) != 0 {
 			t.Errorf("search %q: %d %+v", q, code, r)
 		}
 	}
-	if code, r := srch(t, s, map[string]any{"q": "b.txt"}); code != 200 || len(r.Hits) != 1 {
+	if code, r := postSearch(t, s, map[string]any{"q": "b.txt"}); code != 200 || len(r.Hits) != 1 {
 		t.Errorf("search b.txt (a control): %d %+v", code, r)
 	}
 
@@ -117,18 +117,18 @@ func TestStateFolderThroughRelativeLinks(t *testing.T) {
 	if resp.StatusCode < 400 {
 		t.Errorf("PUT ?apnd into h/secret: %d %s", resp.StatusCode, body)
 	}
-	form, ct := upForm(t, upPart{"act", "", []byte("bput")}, upPart{"f", "mp.txt", []byte("planted")})
+	form, ct := multipartForm(t, formPart{"act", "", []byte("bput")}, formPart{"f", "mp.txt", []byte("planted")})
 	resp, body = s.do(t, "POST", "/m/h/", form, ct)
 	if resp.StatusCode < 400 {
 		t.Errorf("multipart into h/: %d %s", resp.StatusCode, body)
 	}
-	form, ct = upForm(t, upPart{"act", "", []byte("mkdir")}, upPart{"name", "", []byte("made")})
+	form, ct = multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("made")})
 	resp, body = s.do(t, "POST", "/m/h/", form, ct)
 	if resp.StatusCode < 400 {
 		t.Errorf("mkdir in h/: %d %s", resp.StatusCode, body)
 	}
-	f := u2Make(u2Rand(1<<20 + 3))
-	resp, body = u2HS(t, s, "/m/h/", map[string]any{
+	f := newUp2kFile(randomBytes(1<<20 + 3))
+	resp, body = postHandshake(t, s, "/m/h/", map[string]any{
 		"name": "u2.bin", "size": len(f.data), "lmod": time.Now().Unix(), "hash": f.hashes,
 	})
 	if resp.StatusCode < 400 {

@@ -32,7 +32,7 @@ func TestIndexDrainsQueueAtStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = start(t, "-v", dir+"::rw", "-e2d")
-	code, r := srch(t, s, map[string]any{"q": "drainme", "n": 100})
+	code, r := postSearch(t, s, map[string]any{"q": "drainme", "n": 100})
 	if code != 200 || len(r.Hits) != n {
 		t.Fatalf("after a clean restart: %d, %d hits %v; want all %d uploads indexed", code, len(r.Hits), r.hrefs(), n)
 	}

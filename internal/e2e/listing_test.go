@@ -17,73 +17,6 @@ import (
 	"time"
 )
 
-// rsLsEntry and rsLsReply are the parts of a ?ls reply the tests read.
-type rsLsEntry struct {
-	Href string         `json:"href"`
-	Name string         `json:"name"`
-	Sz   int64          `json:"sz"`
-	Ts   int64          `json:"ts"`
-	Ext  string         `json:"ext"`
-	Tags map[string]any `json:"tags"`
-}
-
-type rsLsReply struct {
-	Dirs    []rsLsEntry `json:"dirs"`
-	Files   []rsLsEntry `json:"files"`
-	Acct    string      `json:"acct"`
-	Perms   []string    `json:"perms"`
-	Srvinf  string      `json:"srvinf"`
-	Taglist []string    `json:"taglist"`
-}
-
-func rsDecodeLs(t *testing.T, body []byte) rsLsReply {
-	t.Helper()
-	var r rsLsReply
-	if err := json.Unmarshal(body, &r); err != nil {
-		t.Fatalf("?ls body is not the listing JSON: %v; body: %.300s", err, body)
-	}
-	return r
-}
-
-// rsNames returns the names (href decoded) of a listing's dirs and files.
-func rsNames(t *testing.T, l rsLsReply) (dirs, files []string) {
-	t.Helper()
-	for _, e := range l.Dirs {
-		h := strings.SplitN(e.Href, "?", 2)[0]
-		if !strings.HasSuffix(h, "/") {
-			t.Errorf("dir href %q does not end in /", e.Href)
-		}
-		n, err := url.PathUnescape(strings.TrimSuffix(h, "/"))
-		if err != nil {
-			t.Errorf("dir href %q: %v", e.Href, err)
-		}
-		dirs = append(dirs, n)
-	}
-	for _, e := range l.Files {
-		n, err := url.PathUnescape(strings.SplitN(e.Href, "?", 2)[0])
-		if err != nil {
-			t.Errorf("file href %q: %v", e.Href, err)
-		}
-		files = append(files, n)
-	}
-	return dirs, files
-}
-
-// rsLsGet fetches a ?ls listing and decodes it.
-func rsLsGet(t *testing.T, s *server, path string, hdr ...string) rsLsReply {
-	t.Helper()
-	resp, body := s.do(t, "GET", path, nil, hdr...)
-	wantStatus(t, resp, body, http.StatusOK)
-	return rsDecodeLs(t, body)
-}
-
-func rsChtimes(t *testing.T, p string, tm time.Time) {
-	t.Helper()
-	if err := os.Chtimes(p, tm, tm); err != nil {
-		t.Fatal(err)
-	}
-}
-
 var mtime2024 = time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func TestListingJSON(t *testing.T) {
@@ -106,11 +39,11 @@ func TestListingJSON(t *testing.T) {
 	}
 	for n, sz := range files {
 		p := writeFile(t, dir, n, []byte(strings.Repeat("x", sz)))
-		rsChtimes(t, p, mtime2024)
+		setMtime(t, p, mtime2024)
 	}
 	os.Mkdir(filepath.Join(dir, "d.PARTIAL"), 0o755)
-	rsChtimes(t, filepath.Join(dir, "sub"), mtime2024.Add(time.Hour))
-	rsChtimes(t, filepath.Join(dir, "z dir"), mtime2024.Add(2*time.Hour))
+	setMtime(t, filepath.Join(dir, "sub"), mtime2024.Add(time.Hour))
+	setMtime(t, filepath.Join(dir, "z dir"), mtime2024.Add(2*time.Hour))
 	s := start(t, "-a", "ed:pw1", "-v", dir+"::rw:A,ed")
 
 	resp, body := s.do(t, "GET", "/?ls", nil)
@@ -140,7 +73,7 @@ func TestListingJSON(t *testing.T) {
 			}
 		}
 	})
-	l := rsDecodeLs(t, body)
+	l := decodeListing(t, body)
 	t.Run("acct and perms", func(t *testing.T) {
 		if l.Acct != "*" {
 			t.Errorf("acct = %q, want *", l.Acct)
@@ -154,7 +87,7 @@ func TestListingJSON(t *testing.T) {
 		if !strings.Contains(l.Srvinf, "free") {
 			t.Errorf("srvinf = %q, want free space", l.Srvinf)
 		}
-		ed := rsLsGet(t, s, "/?ls", "PW: pw1")
+		ed := getListing(t, s, "/?ls", "PW: pw1")
 		if ed.Acct != "ed" {
 			t.Errorf("acct with PW = %q, want ed", ed.Acct)
 		}
@@ -165,7 +98,7 @@ func TestListingJSON(t *testing.T) {
 		}
 	})
 	t.Run("dirs", func(t *testing.T) {
-		want := []rsLsEntry{
+		want := []listingEntry{
 			{Href: "sub/", Name: "sub", Ext: "---", Ts: mtime2024.Add(time.Hour).Unix()},
 			{Href: "z%20dir/", Name: "z dir", Ext: "---", Ts: mtime2024.Add(2 * time.Hour).Unix()},
 		}
@@ -181,7 +114,7 @@ func TestListingJSON(t *testing.T) {
 	})
 	t.Run("files", func(t *testing.T) {
 		ts := mtime2024.Unix()
-		want := []rsLsEntry{
+		want := []listingEntry{
 			{Href: "a.txt", Name: "a.txt", Sz: 11, Ts: ts, Ext: "txt"},
 			{Href: "arch.tar.gz", Name: "arch.tar.gz", Sz: 3, Ts: ts, Ext: "gz"},
 			{Href: "b%20c.txt", Name: "b c.txt", Sz: 0, Ts: ts, Ext: "txt"},
@@ -200,7 +133,7 @@ func TestListingJSON(t *testing.T) {
 		}
 	})
 	t.Run("hrefs are percent-encoded", func(t *testing.T) {
-		sub := rsLsGet(t, s, "/z%20dir/?ls")
+		sub := getListing(t, s, "/z%20dir/?ls")
 		if len(sub.Files) != 1 || sub.Files[0].Href != "%2541%20literal%20pct.txt" {
 			t.Fatalf("files = %+v, want one with href %%2541%%20literal%%20pct.txt", sub.Files)
 		}
@@ -232,12 +165,12 @@ func TestListingJSON(t *testing.T) {
 			name, path, cred string
 			want             bool
 		}{
-			{"anonymous rw without dots", "/?ls", "X-None: 1", false},
-			{"anonymous rw with dots", "/?ls&dots", "X-None: 1", false},
-			{"A without dots", "/?ls", "PW: pw1", false},
-			{"A with dots", "/?ls&dots", "PW: pw1", true},
-			{"A with dots, text", "/?ls=t&dots", "PW: pw1", true},
-			{"A with dots, html", "/?dots", "PW: pw1", true},
+			{name: "anonymous rw without dots", path: "/?ls", cred: "X-None: 1", want: false},
+			{name: "anonymous rw with dots", path: "/?ls&dots", cred: "X-None: 1", want: false},
+			{name: "A without dots", path: "/?ls", cred: "PW: pw1", want: false},
+			{name: "A with dots", path: "/?ls&dots", cred: "PW: pw1", want: true},
+			{name: "A with dots, text", path: "/?ls=t&dots", cred: "PW: pw1", want: true},
+			{name: "A with dots, html", path: "/?dots", cred: "PW: pw1", want: true},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -251,7 +184,7 @@ func TestListingJSON(t *testing.T) {
 	})
 }
 
-func rsCommas(n int64) string {
+func withCommas(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
@@ -262,16 +195,16 @@ func rsCommas(n int64) string {
 func TestListingText(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	rsChtimes(t, writeFile(t, dir, "a.txt", []byte("hello")), mtime2024)
+	setMtime(t, writeFile(t, dir, "a.txt", []byte("hello")), mtime2024)
 	big := writeFile(t, dir, "big.bin", nil)
 	if err := os.Truncate(big, 1234567); err != nil {
 		t.Fatal(err)
 	}
-	rsChtimes(t, big, mtime2024.Add(-24*time.Hour))
+	setMtime(t, big, mtime2024.Add(-24*time.Hour))
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
-	rsChtimes(t, filepath.Join(dir, "sub"), time.Date(2024, 10, 1, 12, 34, 56, 0, time.UTC))
+	setMtime(t, filepath.Join(dir, "sub"), time.Date(2024, 10, 1, 12, 34, 56, 0, time.UTC))
 	os.Mkdir(filepath.Join(dir, "ünï dir"), 0o755)
-	rsChtimes(t, filepath.Join(dir, "ünï dir"), time.Date(2024, 10, 1, 12, 34, 57, 0, time.UTC))
+	setMtime(t, filepath.Join(dir, "ünï dir"), time.Date(2024, 10, 1, 12, 34, 57, 0, time.UTC))
 	s := start(t, "-v", dir+"::r")
 
 	type row struct {
@@ -286,7 +219,7 @@ func TestListingText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sizes[r.name] = rsCommas(fi.Size())
+		sizes[r.name] = withCommas(fi.Size())
 		width = max(width, len(sizes[r.name]))
 	}
 	var want []string
@@ -381,7 +314,7 @@ func TestListingSymlinks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
-	rsChtimes(t, writeFile(t, dir, "target.txt", []byte("target content")), old)
+	setMtime(t, writeFile(t, dir, "target.txt", []byte("target content")), old)
 	os.Mkdir(filepath.Join(dir, "realdir"), 0o755)
 	for link, to := range map[string]string{"link.txt": "target.txt", "linkdir": "realdir", "broken": "nowhere.txt"} {
 		if err := os.Symlink(to, filepath.Join(dir, link)); err != nil {
@@ -397,13 +330,13 @@ func TestListingSymlinks(t *testing.T) {
 		name, path string
 		ts         int64
 	}{
-		{"target time by default", "/?ls", old.Unix()},
-		{"link time with lt", "/?ls&lt", li.ModTime().Unix()},
+		{name: "target time by default", path: "/?ls", ts: old.Unix()},
+		{name: "link time with lt", path: "/?ls&lt", ts: li.ModTime().Unix()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := rsLsGet(t, s, tc.path)
-			dirs, files := rsNames(t, l)
+			l := getListing(t, s, tc.path)
+			dirs, files := listingNames(t, l)
 			if want := []string{"link.txt", "target.txt"}; !reflect.DeepEqual(files, want) {
 				t.Errorf("files = %q, want %q (broken link left out)", files, want)
 			}
@@ -432,8 +365,8 @@ func TestListingSymlinks(t *testing.T) {
 	})
 }
 
-// rsTree fetches a ?tree reply and decodes it into plain Go values.
-func rsTree(t *testing.T, s *server, path string, hdr ...string) map[string]any {
+// getTree fetches a ?tree reply and decodes it into plain Go values.
+func getTree(t *testing.T, s *server, path string, hdr ...string) map[string]any {
 	t.Helper()
 	resp, body := s.do(t, "GET", path, nil, hdr...)
 	wantStatus(t, resp, body, http.StatusOK)
@@ -447,8 +380,8 @@ func rsTree(t *testing.T, s *server, path string, hdr ...string) map[string]any 
 	return m
 }
 
-// rsJ parses a JSON literal for comparisons.
-func rsJ(t *testing.T, s string) map[string]any {
+// parseJSONObject parses a JSON literal for comparisons.
+func parseJSONObject(t *testing.T, s string) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
@@ -469,16 +402,16 @@ func TestListingTree(t *testing.T) {
 	cases := []struct {
 		name, path, cred, want string
 	}{
-		{"one level at root", "/?tree=.", "", `{"a":["a","b","sp%20ace"]}`},
-		{"one level below", "/a/?tree=.", "", `{"a":["a1","a2"]}`},
-		{"dotdot is one level too", "/a/?tree=..", "", `{"a":["a1","a2"]}`},
-		{"one level, no folders", "/b/?tree=.", "", `{"a":[]}`},
-		{"full tree at root", "/?tree", "", `{"a":["a","b","sp%20ace"]}`},
-		{"full tree from the root down", "/a/a1/?tree", "", `{"a":["b","sp%20ace"],"ka":{"a":["a2"],"ka1":{"a":["deep"]}}}`},
-		{"full tree, escaped key", "/sp%20ace/?tree", "", `{"a":["a","b"],"ksp%20ace":{"a":["x"]}}`},
-		{"dots without the permission", "/?tree=.&dots", "", `{"a":["a","b","sp%20ace"]}`},
-		{"dot permission without dots", "/?tree=.", "PW: pw1", `{"a":["a","b","sp%20ace"]}`},
-		{"dots with the permission", "/?tree=.&dots", "PW: pw1", `{"a":[".dotdir","a","b","sp%20ace"]}`},
+		{name: "one level at root", path: "/?tree=.", cred: "", want: `{"a":["a","b","sp%20ace"]}`},
+		{name: "one level below", path: "/a/?tree=.", cred: "", want: `{"a":["a1","a2"]}`},
+		{name: "dotdot is one level too", path: "/a/?tree=..", cred: "", want: `{"a":["a1","a2"]}`},
+		{name: "one level, no folders", path: "/b/?tree=.", cred: "", want: `{"a":[]}`},
+		{name: "full tree at root", path: "/?tree", cred: "", want: `{"a":["a","b","sp%20ace"]}`},
+		{name: "full tree from the root down", path: "/a/a1/?tree", cred: "", want: `{"a":["b","sp%20ace"],"ka":{"a":["a2"],"ka1":{"a":["deep"]}}}`},
+		{name: "full tree, escaped key", path: "/sp%20ace/?tree", cred: "", want: `{"a":["a","b"],"ksp%20ace":{"a":["x"]}}`},
+		{name: "dots without the permission", path: "/?tree=.&dots", cred: "", want: `{"a":["a","b","sp%20ace"]}`},
+		{name: "dot permission without dots", path: "/?tree=.", cred: "PW: pw1", want: `{"a":["a","b","sp%20ace"]}`},
+		{name: "dots with the permission", path: "/?tree=.&dots", cred: "PW: pw1", want: `{"a":[".dotdir","a","b","sp%20ace"]}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -486,8 +419,8 @@ func TestListingTree(t *testing.T) {
 			if tc.cred != "" {
 				hdr = append(hdr, tc.cred)
 			}
-			got := rsTree(t, s, tc.path, hdr...)
-			if want := rsJ(t, tc.want); !reflect.DeepEqual(got, want) {
+			got := getTree(t, s, tc.path, hdr...)
+			if want := parseJSONObject(t, tc.want); !reflect.DeepEqual(got, want) {
 				t.Errorf("GET %s = %v, want %v", tc.path, got, want)
 			}
 		})
@@ -583,9 +516,9 @@ func TestListingRedirect(t *testing.T) {
 	cases := []struct {
 		name, path, loc string
 	}{
-		{"plain", "/sub", "/sub/"},
-		{"nested and encoded", "/sub/d%C3%AFr%20x", "/sub/d%C3%AFr%20x/"},
-		{"query kept", "/sub?dots", "/sub/?dots"},
+		{name: "plain", path: "/sub", loc: "/sub/"},
+		{name: "nested and encoded", path: "/sub/d%C3%AFr%20x", loc: "/sub/d%C3%AFr%20x/"},
+		{name: "query kept", path: "/sub?dots", loc: "/sub/?dots"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -599,8 +532,8 @@ func TestListingRedirect(t *testing.T) {
 		})
 	}
 	t.Run("ls needs no slash", func(t *testing.T) {
-		l := rsLsGet(t, s, "/sub?ls")
-		if dirs, _ := rsNames(t, l); !reflect.DeepEqual(dirs, []string{"dïr x"}) {
+		l := getListing(t, s, "/sub?ls")
+		if dirs, _ := listingNames(t, l); !reflect.DeepEqual(dirs, []string{"dïr x"}) {
 			t.Errorf("dirs = %q, want [dïr x]", dirs)
 		}
 	})
@@ -617,15 +550,15 @@ func TestListingMounts(t *testing.T) {
 		name, path  string
 		dirs, files []string
 	}{
-		{"root shows the mount's first folder", "/?ls", []string{"real", "sub"}, []string{"a.txt"}},
-		{"intermediate virtual folder", "/sub/?ls", []string{"inner"}, nil},
-		{"the mounted volume", "/sub/inner/?ls", nil, []string{"b.txt"}},
+		{name: "root shows the mount's first folder", path: "/?ls", dirs: []string{"real", "sub"}, files: []string{"a.txt"}},
+		{name: "intermediate virtual folder", path: "/sub/?ls", dirs: []string{"inner"}, files: nil},
+		{name: "the mounted volume", path: "/sub/inner/?ls", dirs: nil, files: []string{"b.txt"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body := s.do(t, "GET", tc.path, nil)
 			wantStatus(t, resp, body, http.StatusOK)
-			dirs, files := rsNames(t, rsDecodeLs(t, body))
+			dirs, files := listingNames(t, decodeListing(t, body))
 			if !reflect.DeepEqual(dirs, tc.dirs) || !reflect.DeepEqual(files, tc.files) {
 				t.Errorf("GET %s: dirs %q files %q, want %q %q", tc.path, dirs, files, tc.dirs, tc.files)
 			}
@@ -646,10 +579,10 @@ func TestListingMounts(t *testing.T) {
 		}
 	})
 	t.Run("tree", func(t *testing.T) {
-		if got, want := rsTree(t, s, "/?tree=."), rsJ(t, `{"a":["real","sub"]}`); !reflect.DeepEqual(got, want) {
+		if got, want := getTree(t, s, "/?tree=."), parseJSONObject(t, `{"a":["real","sub"]}`); !reflect.DeepEqual(got, want) {
 			t.Errorf("/?tree=. = %v, want %v", got, want)
 		}
-		if got, want := rsTree(t, s, "/sub/inner/?tree"), rsJ(t, `{"a":["real"],"ksub":{"a":[],"kinner":{"a":[]}}}`); !reflect.DeepEqual(got, want) {
+		if got, want := getTree(t, s, "/sub/inner/?tree"), parseJSONObject(t, `{"a":["real"],"ksub":{"a":[],"kinner":{"a":[]}}}`); !reflect.DeepEqual(got, want) {
 			t.Errorf("/sub/inner/?tree = %v, want %v", got, want)
 		}
 	})
@@ -660,11 +593,11 @@ func TestListingMounts(t *testing.T) {
 		writeFile(t, a, "sub/inner/shadowed.txt", []byte("hidden by the mount"))
 		writeFile(t, b, "b.txt", []byte("B"))
 		s := start(t, "-v", a+"::r", "-v", b+":sub/inner:r")
-		dirs, files := rsNames(t, rsLsGet(t, s, "/sub/?ls"))
+		dirs, files := listingNames(t, getListing(t, s, "/sub/?ls"))
 		if !reflect.DeepEqual(dirs, []string{"inner"}) || !reflect.DeepEqual(files, []string{"s.txt"}) {
 			t.Errorf("/sub/?ls: dirs %q files %q, want [inner] [s.txt]", dirs, files)
 		}
-		dirs, files = rsNames(t, rsLsGet(t, s, "/sub/inner/?ls"))
+		dirs, files = listingNames(t, getListing(t, s, "/sub/inner/?ls"))
 		if len(dirs) != 0 || !reflect.DeepEqual(files, []string{"b.txt"}) {
 			t.Errorf("/sub/inner/?ls: dirs %q files %q, want [] [b.txt]", dirs, files)
 		}
@@ -686,7 +619,7 @@ func TestListingVirtualRoot(t *testing.T) {
 		}
 	})
 	t.Run("ls", func(t *testing.T) {
-		dirs, files := rsNames(t, rsLsGet(t, s, "/?ls"))
+		dirs, files := listingNames(t, getListing(t, s, "/?ls"))
 		if !reflect.DeepEqual(dirs, []string{"music"}) || len(files) != 0 {
 			t.Errorf("/?ls: dirs %q files %q, want [music] []", dirs, files)
 		}
@@ -699,12 +632,12 @@ func TestListingVirtualRoot(t *testing.T) {
 		}
 	})
 	t.Run("tree", func(t *testing.T) {
-		if got, want := rsTree(t, s, "/?tree=."), rsJ(t, `{"a":["music"]}`); !reflect.DeepEqual(got, want) {
+		if got, want := getTree(t, s, "/?tree=."), parseJSONObject(t, `{"a":["music"]}`); !reflect.DeepEqual(got, want) {
 			t.Errorf("/?tree=. = %v, want %v", got, want)
 		}
 	})
 	t.Run("volume", func(t *testing.T) {
-		_, files := rsNames(t, rsLsGet(t, s, "/music/?ls"))
+		_, files := listingNames(t, getListing(t, s, "/music/?ls"))
 		if !reflect.DeepEqual(files, []string{"song.mp3"}) {
 			t.Errorf("files = %q, want [song.mp3]", files)
 		}
@@ -729,7 +662,7 @@ func TestListingVirtualRoot(t *testing.T) {
 		if strings.Contains(string(body), "music") {
 			t.Errorf("401 body names the hidden volume: %s", body)
 		}
-		dirs, _ := rsNames(t, rsLsGet(t, s, "/?ls", "PW: pw1"))
+		dirs, _ := listingNames(t, getListing(t, s, "/?ls", "PW: pw1"))
 		if !reflect.DeepEqual(dirs, []string{"music"}) {
 			t.Errorf("dirs = %q, want [music]", dirs)
 		}

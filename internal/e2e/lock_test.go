@@ -20,12 +20,12 @@ func TestSecondServerOnStateFolderRefused(t *testing.T) {
 		args  []string
 		state string
 	}{
-		{"default .hist", []string{"-v", dir + "::rw"}, filepath.Join(dir, ".hist")},
-		{"--hist", []string{"-v", dir + "::rw", "--hist", hist}, hist},
+		{name: "default .hist", args: []string{"-v", dir + "::rw"}, state: filepath.Join(dir, ".hist")},
+		{name: "--hist", args: []string{"-v", dir + "::rw", "--hist", hist}, state: hist},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			first := start(t, c.args...)
-			code, _, stderr := rsRunBin(t, c.args...)
+			code, _, stderr := runHoard(t, c.args...)
 			if code != 2 {
 				t.Fatalf("second hoard: exit %d, want 2; stderr:\n%s", code, stderr)
 			}
@@ -55,7 +55,7 @@ func TestSecondServerOnStateFolderRefused(t *testing.T) {
 		resp, body := s.do(t, "GET", "/r.txt", nil)
 		wantStatus(t, resp, body, 200)
 	}
-	code, _, stderr := rsRunBin(t, "-v", ro+"::rw")
+	code, _, stderr := runHoard(t, "-v", ro+"::rw")
 	if code != 2 || !strings.Contains(stderr, filepath.Join(ro, ".hist")) || !strings.Contains(stderr, "read-only") {
 		t.Fatalf("a writer next to read-only servers: exit %d, want 2 naming the state folder; stderr:\n%s", code, stderr)
 	}
@@ -63,7 +63,7 @@ func TestSecondServerOnStateFolderRefused(t *testing.T) {
 	// shares.json: refused too.
 	other := t.TempDir()
 	first := start(t, "-v", other+"::rw", "--hist", hist)
-	code, _, stderr = rsRunBin(t, "-v", t.TempDir()+"::rw", "--hist", hist)
+	code, _, stderr = runHoard(t, "-v", t.TempDir()+"::rw", "--hist", hist)
 	if code != 2 || !strings.Contains(stderr, hist) || !strings.Contains(stderr, "pid "+strconv.Itoa(first.cmd.Process.Pid)) {
 		t.Fatalf("second hoard on the same --hist: exit %d, want 2 naming %s; stderr:\n%s", code, hist, stderr)
 	}

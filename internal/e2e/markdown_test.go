@@ -184,9 +184,9 @@ func TestViewMediaPages(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
 	for _, tc := range []struct{ name, tag string }{
-		{`song "1" <x>.mp3`, "<audio controls"},
-		{"clip.webm", "<video controls"},
-		{"pic.png", "<img src="},
+		{name: `song "1" <x>.mp3`, tag: "<audio controls"},
+		{name: "clip.webm", tag: "<video controls"},
+		{name: "pic.png", tag: "<img src="},
 	} {
 		writeFile(t, dir, tc.name, []byte("not really media"))
 		resp, body := s.do(t, "GET", "/"+escapeURLPath(tc.name)+"?v", nil)

@@ -1,67 +1,11 @@
 package e2e
 
 import (
-	"archive/tar"
-	"archive/zip"
 	"bytes"
-	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
-
-// untar returns the members of a tar archive by name.
-func untarMembers(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("reading tar: %v", err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name] = data
-	}
-}
-
-func unzipMembers(t *testing.T, b []byte) map[string][]byte {
-	t.Helper()
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatalf("reading zip: %v", err)
-	}
-	out := map[string][]byte{}
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatalf("zip member %s: %v", f.Name, err)
-		}
-		out[f.Name] = data
-	}
-	return out
-}
-
-func names(m map[string][]byte) string {
-	var n []string
-	for k := range m {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return strings.Join(n, " ")
-}
 
 // The archive modifiers replace entries by their derived forms.
 func TestMediaArchiveModifiers(t *testing.T) {
@@ -70,10 +14,10 @@ func TestMediaArchiveModifiers(t *testing.T) {
 	dir := t.TempDir()
 	m := filepath.Join(dir, "music")
 	writeFile(t, m, "d.txt", []byte("words\n"))
-	lavfi(t, filepath.Join(m, "a.flac"), "-f", "lavfi", "-i", "sine=f=440:d=3")
-	lavfi(t, filepath.Join(m, "b.mp3"), "-f", "lavfi", "-i", "sine=f=220:d=1")
-	lavfi(t, filepath.Join(m, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=640x360:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
-	photo := jpegOf(t, twoTone(800, 600))
+	makeMedia(t, filepath.Join(m, "a.flac"), "-f", "lavfi", "-i", "sine=f=440:d=3")
+	makeMedia(t, filepath.Join(m, "b.mp3"), "-f", "lavfi", "-i", "sine=f=220:d=1")
+	makeMedia(t, filepath.Join(m, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=640x360:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
+	photo := encodeJPEG(t, twoToneImage(800, 600))
 	writeFile(t, m, "c.jpg", photo)
 	s := start(t, "-v", dir+"::r")
 	read := func(q string) map[string][]byte {
@@ -90,15 +34,15 @@ func TestMediaArchiveModifiers(t *testing.T) {
 		q     string
 		names string
 	}{
-		{"tar=opus", "music/a.opus music/b.mp3 music/c.jpg music/clip.mp4 music/d.txt"},
-		{"zip=mp3", "music/a.mp3 music/b.mp3 music/c.jpg music/clip.mp4 music/d.txt"},
-		{"tar=j", "music/a.flac music/b.mp3 music/c.jpg music/clip.jpg music/d.txt"},
-		{"zip=crc,w", "music/a.flac music/b.mp3 music/c.webp music/clip.webp music/d.txt"},
-		{"tar=p", "music/a.png music/b.png music/c.jpg music/clip.mp4 music/d.txt"},
+		{q: "tar=opus", names: "music/a.opus music/b.mp3 music/c.jpg music/clip.mp4 music/d.txt"},
+		{q: "zip=mp3", names: "music/a.mp3 music/b.mp3 music/c.jpg music/clip.mp4 music/d.txt"},
+		{q: "tar=j", names: "music/a.flac music/b.mp3 music/c.jpg music/clip.jpg music/d.txt"},
+		{q: "zip=crc,w", names: "music/a.flac music/b.mp3 music/c.webp music/clip.webp music/d.txt"},
+		{q: "tar=p", names: "music/a.png music/b.png music/c.jpg music/clip.mp4 music/d.txt"},
 	} {
 		got := read(tc.q)
-		if names(got) != tc.names {
-			t.Errorf("?%s: members %q, want %q", tc.q, names(got), tc.names)
+		if sortedMembers(got) != tc.names {
+			t.Errorf("?%s: members %q, want %q", tc.q, sortedMembers(got), tc.names)
 			continue
 		}
 		for name, data := range got {
@@ -108,12 +52,12 @@ func TestMediaArchiveModifiers(t *testing.T) {
 		}
 		switch tc.q {
 		case "tar=opus":
-			p := ffprobe(t, got["music/a.opus"])
+			p := probeMedia(t, got["music/a.opus"])
 			if p.Format.FormatName != "ogg" || p.Streams[0].CodecName != "opus" || p.duration() < 2.7 || p.duration() > 3.3 {
 				t.Errorf("a.opus: %+v", p)
 			}
 		case "zip=mp3":
-			p := ffprobe(t, got["music/a.mp3"])
+			p := probeMedia(t, got["music/a.mp3"])
 			if p.Format.FormatName != "mp3" || p.Streams[0].CodecName != "mp3" {
 				t.Errorf("a.mp3: %+v", p)
 			}
@@ -140,7 +84,7 @@ func TestMediaArchiveModifiers(t *testing.T) {
 	s2 := start(t, "--ffmpeg", filepath.Join(t.TempDir(), "none"), "-v", dir+"::r")
 	resp, body := s2.do(t, "GET", "/music/?tar=opus", nil)
 	wantStatus(t, resp, body, 200)
-	if got := untarMembers(t, body); names(got) != names(orig) {
-		t.Errorf("without ffmpeg: %q", names(got))
+	if got := untarMembers(t, body); sortedMembers(got) != sortedMembers(orig) {
+		t.Errorf("without ffmpeg: %q", sortedMembers(got))
 	}
 }

@@ -12,7 +12,7 @@ import (
 func TestMediaKilledFFmpegNotRemembered(t *testing.T) {
 	t.Parallel()
 	dir, wd := t.TempDir(), t.TempDir()
-	lavfi(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=1:s=320x240:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
+	makeMedia(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=1:s=320x240:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
 	script := "#!/bin/sh\nif [ ! -e '" + wd + "/killed' ]; then : > '" + wd + "/killed'; kill -9 $$; fi\nexec '" + ffmpegPath(t) + "' \"$@\"\n"
 	wrapper := filepath.Join(wd, "ffmpeg")
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,39 +12,20 @@ import (
 	"time"
 )
 
-// slowClient waits as long as a burst on a busy machine needs.
-var slowClient = &http.Client{Timeout: 5 * time.Minute}
-
-// getCtx sends a GET with ctx and returns status, the X-Hoard-Thumb header
-// and the body; err when the request failed.
-func (s *server) getCtx(ctx context.Context, path string) (int, http.Header, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", s.URL+path, nil)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	resp, err := slowClient.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b, err
-}
-
 // Identical concurrent requests make one thumbnail.
 func TestMediaCoalescing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, dir, "a.jpg", jpegOf(t, twoTone(640, 480)))
+	writeFile(t, dir, "a.jpg", encodeJPEG(t, twoToneImage(640, 480)))
 	wd := t.TempDir()
-	s := start(t, "--ffmpeg", ffWrapper(t, wd, "1"), "-v", dir+"::r")
+	s := start(t, "--ffmpeg", ffmpegWrapper(t, wd, "1"), "-v", dir+"::r")
 	const n = 12
 	var wg sync.WaitGroup
 	hows := make([]string, n)
 	bodies := make([][]byte, n)
 	for i := range n {
 		wg.Go(func() {
-			code, h, b, err := s.getCtx(t.Context(), thURL("a.jpg", "w"))
+			code, h, b, err := s.getCtx(t.Context(), thumbURL("a.jpg", "w"))
 			if err != nil || code != 200 {
 				t.Errorf("request %d: %d %v", i, code, err)
 				return
@@ -84,19 +63,19 @@ func TestMediaPoolLimitBurst(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	img := pngOf(t, twoTone(64, 48))
+	img := encodePNG(t, twoToneImage(64, 48))
 	const n, files = 200, 25
 	for i := range files {
 		writeFile(t, dir, "p"+strconv.Itoa(i)+".png", img)
 	}
 	wd := t.TempDir()
-	s := start(t, "--th-mt", "2", "--th-queue", "120", "--ffmpeg", ffWrapper(t, wd, "0"), "-v", dir+"::r")
+	s := start(t, "--th-mt", "2", "--th-queue", "120", "--ffmpeg", ffmpegWrapper(t, wd, "0"), "-v", dir+"::r")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[int]int{}
 	for i := range n {
 		wg.Go(func() {
-			code, h, b, err := s.getCtx(t.Context(), thURL("p"+strconv.Itoa(i%files)+".png", "w"))
+			code, h, b, err := s.getCtx(t.Context(), thumbURL("p"+strconv.Itoa(i%files)+".png", "w"))
 			if err == nil && code == 200 && (h.Get("Content-Type") != "image/webp" || len(b) < 20 || string(b[8:12]) != "WEBP") {
 				t.Errorf("p%d: %s %.20q", i, h.Get("Content-Type"), b)
 			}
@@ -129,16 +108,16 @@ func TestMediaQueueDeadline(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, dir, "a.png", pngOf(t, twoTone(64, 48)))
-	writeFile(t, dir, "b.png", pngOf(t, twoTone(48, 64)))
+	writeFile(t, dir, "a.png", encodePNG(t, twoToneImage(64, 48)))
+	writeFile(t, dir, "b.png", encodePNG(t, twoToneImage(48, 64)))
 	wd := t.TempDir()
-	s := start(t, "--th-mt", "1", "--th-queue", "1", "--ffmpeg", ffWrapper(t, wd, "4"), "-v", dir+"::r")
+	s := start(t, "--th-mt", "1", "--th-queue", "1", "--ffmpeg", ffmpegWrapper(t, wd, "4"), "-v", dir+"::r")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var got []string
 	for _, f := range []string{"a.png", "b.png"} {
 		wg.Go(func() {
-			code, h, b, err := s.getCtx(t.Context(), thURL(f, "w"))
+			code, h, b, err := s.getCtx(t.Context(), thumbURL(f, "w"))
 			if err != nil {
 				t.Error(err)
 				return
@@ -164,8 +143,8 @@ func TestMediaQueueDeadline(t *testing.T) {
 	}
 }
 
-// alive lists the wrapper processes still running (their pid files).
-func alive(dir string) []int {
+// aliveWrappers lists the wrapper processes still running (their pid files).
+func aliveWrappers(dir string) []int {
 	var out []int
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
@@ -188,17 +167,17 @@ func TestMediaCancelAndTimeout(t *testing.T) {
 	t.Parallel()
 	ffmpegPath(t)
 	dir := t.TempDir()
-	lavfi(t, filepath.Join(dir, "tone.flac"), "-f", "lavfi", "-i", "sine=d=3")
-	writeFile(t, dir, "a.png", pngOf(t, twoTone(64, 48)))
+	makeMedia(t, filepath.Join(dir, "tone.flac"), "-f", "lavfi", "-i", "sine=d=3")
+	writeFile(t, dir, "a.png", encodePNG(t, twoToneImage(64, 48)))
 	wd := t.TempDir()
-	long := start(t, "--th-convt", "30", "--ffmpeg", ffWrapper(t, wd, "60"), "-v", dir+"::r")
+	long := start(t, "--th-convt", "30", "--ffmpeg", ffmpegWrapper(t, wd, "60"), "-v", dir+"::r")
 	waitGone := func(what string, within time.Duration) {
 		t.Helper()
 		deadline := time.Now().Add(within)
-		for len(alive(wd)) > 0 && time.Now().Before(deadline) {
+		for len(aliveWrappers(wd)) > 0 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if a := alive(wd); len(a) > 0 {
+		if a := aliveWrappers(wd); len(a) > 0 {
 			t.Errorf("%s: ffmpeg processes %v still running", what, a)
 		}
 	}
@@ -210,7 +189,7 @@ func TestMediaCancelAndTimeout(t *testing.T) {
 			file = "a.png"
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
-		_, _, _, err := long.getCtx(ctx, thURL(file, th))
+		_, _, _, err := long.getCtx(ctx, thumbURL(file, th))
 		cancel()
 		if err == nil {
 			t.Fatalf("?th=%s finished although ffmpeg sleeps", th)
@@ -222,16 +201,16 @@ func TestMediaCancelAndTimeout(t *testing.T) {
 	}
 
 	wd = t.TempDir()
-	s := start(t, "--th-convt", "2", "--ffmpeg", ffWrapper(t, wd, "60"), "-v", dir+"::r")
+	s := start(t, "--th-convt", "2", "--ffmpeg", ffmpegWrapper(t, wd, "60"), "-v", dir+"::r")
 
 	// A hanging conversion: the thumbnail falls back to the icon, the
 	// transcode fails with 500, both after about --th-convt.
 	start := time.Now()
-	code, h, _, err := s.getCtx(t.Context(), thURL("a.png", "w"))
+	code, h, _, err := s.getCtx(t.Context(), thumbURL("a.png", "w"))
 	if err != nil || code != 200 || h.Get("X-Hoard-Thumb") != "icon" {
 		t.Errorf("hanging WebP thumbnail: %d %q %v", code, h.Get("X-Hoard-Thumb"), err)
 	}
-	code, _, b, err := s.getCtx(t.Context(), thURL("tone.flac", "caf"))
+	code, _, b, err := s.getCtx(t.Context(), thumbURL("tone.flac", "caf"))
 	if err != nil || code != 500 || !strings.Contains(string(b), "transcoding tone.flac failed") {
 		t.Errorf("hanging transcode: %d %q %v", code, b, err)
 	}

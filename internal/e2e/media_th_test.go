@@ -2,31 +2,31 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // mediaDir fills a folder with small generated media.
 func mediaDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	writeFile(t, dir, "photo.jpg", jpegOf(t, twoTone(800, 600)))
+	writeFile(t, dir, "photo.jpg", encodeJPEG(t, twoToneImage(800, 600)))
 	writeFile(t, dir, "notes.txt", []byte("not media\n"))
-	lavfi(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=640x360:r=10", "-f", "lavfi", "-i", "sine=f=440:d=2", "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac")
-	lavfi(t, filepath.Join(dir, "tone.flac"), "-f", "lavfi", "-i", "sine=f=330:d=6")
+	makeMedia(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=640x360:r=10", "-f", "lavfi", "-i", "sine=f=440:d=2", "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac")
+	makeMedia(t, filepath.Join(dir, "tone.flac"), "-f", "lavfi", "-i", "sine=f=330:d=6")
 	return dir
 }
-
-func thURL(name, v string) string { return "/" + url.PathEscape(name) + "?th=" + url.QueryEscape(v) }
 
 func TestMediaThumbForms(t *testing.T) {
 	t.Parallel()
@@ -37,25 +37,25 @@ func TestMediaThumbForms(t *testing.T) {
 		file, th, ctype, kind string
 		w, h                  int
 	}{
-		{"photo.jpg", "", "image/jpeg", "jpeg", 320, 256},      // default box, cropped
-		{"photo.jpg", "j", "image/jpeg", "jpeg", 320, 256},     // same as empty
-		{"photo.jpg", "jf", "image/jpeg", "jpeg", 320, 240},    // fit, no crop
-		{"photo.jpg", "w100", "image/jpeg", "jpeg", 100, 75},   // width 100
-		{"photo.jpg", "h100", "image/jpeg", "jpeg", 133, 100},  // height 100
-		{"photo.jpg", "w2000", "image/jpeg", "jpeg", 800, 600}, // never enlarged
-		{"photo.jpg", "3", "image/jpeg", "jpeg", 800, 600},     // 3× box is bigger than the photo
-		{"photo.jpg", "w", "image/webp", "webp", 320, 256},
-		{"photo.jpg", "wf", "image/webp", "webp", 320, 240},
-		{"photo.jpg", "w3", "image/webp", "webp", 800, 600},
-		{"clip.mp4", "", "image/jpeg", "jpeg", 320, 256},
-		{"clip.mp4", "f", "image/jpeg", "jpeg", 320, 180},
-		{"clip.mp4", "w", "image/webp", "webp", 320, 256},
-		{"clip.mp4", "w160", "image/jpeg", "jpeg", 160, 90},
-		{"tone.flac", "", "image/jpeg", "jpeg", 320, 256}, // spectrogram
-		{"clip.mp4", "p", "image/png", "png", 2048, 64},   // waveform
-		{"tone.flac", "p", "image/png", "png", 2048, 64},
+		{file: "photo.jpg", th: "", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 256},      // default box, cropped
+		{file: "photo.jpg", th: "j", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 256},     // same as empty
+		{file: "photo.jpg", th: "jf", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 240},    // fit, no crop
+		{file: "photo.jpg", th: "w100", ctype: "image/jpeg", kind: "jpeg", w: 100, h: 75},   // width 100
+		{file: "photo.jpg", th: "h100", ctype: "image/jpeg", kind: "jpeg", w: 133, h: 100},  // height 100
+		{file: "photo.jpg", th: "w2000", ctype: "image/jpeg", kind: "jpeg", w: 800, h: 600}, // never enlarged
+		{file: "photo.jpg", th: "3", ctype: "image/jpeg", kind: "jpeg", w: 800, h: 600},     // 3× box is bigger than the photo
+		{file: "photo.jpg", th: "w", ctype: "image/webp", kind: "webp", w: 320, h: 256},
+		{file: "photo.jpg", th: "wf", ctype: "image/webp", kind: "webp", w: 320, h: 240},
+		{file: "photo.jpg", th: "w3", ctype: "image/webp", kind: "webp", w: 800, h: 600},
+		{file: "clip.mp4", th: "", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 256},
+		{file: "clip.mp4", th: "f", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 180},
+		{file: "clip.mp4", th: "w", ctype: "image/webp", kind: "webp", w: 320, h: 256},
+		{file: "clip.mp4", th: "w160", ctype: "image/jpeg", kind: "jpeg", w: 160, h: 90},
+		{file: "tone.flac", th: "", ctype: "image/jpeg", kind: "jpeg", w: 320, h: 256}, // spectrogram
+		{file: "clip.mp4", th: "p", ctype: "image/png", kind: "png", w: 2048, h: 64},   // waveform
+		{file: "tone.flac", th: "p", ctype: "image/png", kind: "png", w: 2048, h: 64},
 	} {
-		resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+		resp, body := s.do(t, "GET", thumbURL(tc.file, tc.th), nil)
 		wantStatus(t, resp, body, 200)
 		if ct := resp.Header.Get("Content-Type"); ct != tc.ctype {
 			t.Errorf("%s ?th=%s: Content-Type %q, want %q", tc.file, tc.th, ct, tc.ctype)
@@ -66,18 +66,18 @@ func TestMediaThumbForms(t *testing.T) {
 		}
 	}
 	// A text file: the generic icon, 200.
-	resp, body := s.do(t, "GET", thURL("notes.txt", ""), nil)
+	resp, body := s.do(t, "GET", thumbURL("notes.txt", ""), nil)
 	wantStatus(t, resp, body, 200)
 	if resp.Header.Get("Content-Type") != "image/svg+xml" || !bytes.Contains(body, []byte("<svg")) || !bytes.Contains(body, []byte(">txt<")) {
 		t.Errorf("icon for notes.txt: %s %q", resp.Header.Get("Content-Type"), body)
 	}
 	// No waveform of a picture; no transcode of a text file.
-	resp, body = s.do(t, "GET", thURL("photo.jpg", "p"), nil)
+	resp, body = s.do(t, "GET", thumbURL("photo.jpg", "p"), nil)
 	wantStatus(t, resp, body, 404)
-	resp, body = s.do(t, "GET", thURL("notes.txt", "opus"), nil)
+	resp, body = s.do(t, "GET", thumbURL("notes.txt", "opus"), nil)
 	wantStatus(t, resp, body, 415)
 	// HEAD gets the headers only.
-	resp, body = s.do(t, "HEAD", thURL("photo.jpg", ""), nil)
+	resp, body = s.do(t, "HEAD", thumbURL("photo.jpg", ""), nil)
 	wantStatus(t, resp, body, 200)
 	if len(body) != 0 || resp.Header.Get("Content-Type") != "image/jpeg" {
 		t.Errorf("HEAD: %d bytes, %s", len(body), resp.Header.Get("Content-Type"))
@@ -89,9 +89,9 @@ func TestMediaEXIFOrientation(t *testing.T) {
 	dir := t.TempDir()
 	// 400×200 stored, red left; orientation 6 shows it 200×400 with the
 	// red half on top, 8 with the red half at the bottom.
-	writeFile(t, dir, "six.jpg", exifJPEG(t, twoTone(400, 200), 6))
-	writeFile(t, dir, "eight.jpg", exifJPEG(t, twoTone(400, 200), 8))
-	writeFile(t, dir, "three.jpg", exifJPEG(t, twoTone(400, 200), 3))
+	writeFile(t, dir, "six.jpg", jpegWithOrientation(t, twoToneImage(400, 200), 6))
+	writeFile(t, dir, "eight.jpg", jpegWithOrientation(t, twoToneImage(400, 200), 8))
+	writeFile(t, dir, "three.jpg", jpegWithOrientation(t, twoToneImage(400, 200), 3))
 	s := start(t, "-v", dir+"::r")
 	red := func(c color.Color) bool { r, g, b, _ := c.RGBA(); return r > 0xC000 && g < 0x5000 && b < 0x5000 }
 	blue := func(c color.Color) bool { r, g, b, _ := c.RGBA(); return b > 0xC000 && g < 0x5000 && r < 0x5000 }
@@ -101,11 +101,11 @@ func TestMediaEXIFOrientation(t *testing.T) {
 		redX, redY int
 		bluX, bluY int
 	}{
-		{"six.jpg", 100, 200, 50, 20, 50, 180},
-		{"eight.jpg", 100, 200, 50, 180, 50, 20},
-		{"three.jpg", 100, 50, 90, 25, 10, 25},
+		{file: "six.jpg", w: 100, h: 200, redX: 50, redY: 20, bluX: 50, bluY: 180},
+		{file: "eight.jpg", w: 100, h: 200, redX: 50, redY: 180, bluX: 50, bluY: 20},
+		{file: "three.jpg", w: 100, h: 50, redX: 90, redY: 25, bluX: 10, bluY: 25},
 	} {
-		resp, body := s.do(t, "GET", thURL(tc.file, "w100"), nil)
+		resp, body := s.do(t, "GET", thumbURL(tc.file, "w100"), nil)
 		wantStatus(t, resp, body, 200)
 		img, _, err := image.Decode(bytes.NewReader(body))
 		if err != nil {
@@ -125,21 +125,21 @@ func TestMediaTranscodes(t *testing.T) {
 	ffmpegPath(t)
 	dir := mediaDir(t)
 	// A name beginning with "-" must not become an ffmpeg option.
-	lavfi(t, filepath.Join(dir, "-i.flac"), "-f", "lavfi", "-i", "sine=f=500:d=5")
+	makeMedia(t, filepath.Join(dir, "-i.flac"), "-f", "lavfi", "-i", "sine=f=500:d=5")
 	s := start(t, "-v", dir+"::r")
 	for _, tc := range []struct {
 		file, th, ctype, format, codec string
 		dur                            float64
 	}{
-		{"tone.flac", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 6},
-		{"tone.flac", "caf", "audio/x-caf", "caf", "opus", 6},
-		{"tone.flac", "mp3", "audio/mpeg", "mp3", "mp3", 6},
-		{"clip.mp4", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 2},
-		{"-i.flac", "opus", "audio/webm; codecs=opus", "matroska,webm", "opus", 5},
-		{"-i.flac", "mp3", "audio/mpeg", "mp3", "mp3", 5},
+		{file: "tone.flac", th: "opus", ctype: "audio/webm; codecs=opus", format: "matroska,webm", codec: "opus", dur: 6},
+		{file: "tone.flac", th: "caf", ctype: "audio/x-caf", format: "caf", codec: "opus", dur: 6},
+		{file: "tone.flac", th: "mp3", ctype: "audio/mpeg", format: "mp3", codec: "mp3", dur: 6},
+		{file: "clip.mp4", th: "opus", ctype: "audio/webm; codecs=opus", format: "matroska,webm", codec: "opus", dur: 2},
+		{file: "-i.flac", th: "opus", ctype: "audio/webm; codecs=opus", format: "matroska,webm", codec: "opus", dur: 5},
+		{file: "-i.flac", th: "mp3", ctype: "audio/mpeg", format: "mp3", codec: "mp3", dur: 5},
 	} {
 		for round := range 2 { // made, then cached
-			resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+			resp, body := s.do(t, "GET", thumbURL(tc.file, tc.th), nil)
 			wantStatus(t, resp, body, 200)
 			if ct := resp.Header.Get("Content-Type"); ct != tc.ctype {
 				t.Errorf("%s ?th=%s: Content-Type %q, want %q", tc.file, tc.th, ct, tc.ctype)
@@ -147,7 +147,7 @@ func TestMediaTranscodes(t *testing.T) {
 			if how := resp.Header.Get("X-Hoard-Thumb"); round == 1 && how != "cached" {
 				t.Errorf("%s ?th=%s second request: %q, want cached", tc.file, tc.th, how)
 			}
-			p := ffprobe(t, body)
+			p := probeMedia(t, body)
 			if p.Format.FormatName != tc.format || len(p.Streams) != 1 || p.Streams[0].CodecName != tc.codec || p.Streams[0].CodecType != "audio" {
 				t.Fatalf("%s ?th=%s: ffprobe says %+v", tc.file, tc.th, p)
 			}
@@ -173,15 +173,15 @@ func TestMediaCacheHit(t *testing.T) {
 	ffmpegPath(t)
 	dir := mediaDir(t)
 	wd := t.TempDir()
-	s := start(t, "--ffmpeg", ffWrapper(t, wd, "0"), "-v", dir+"::r")
-	for _, tc := range []struct{ file, th string }{{"photo.jpg", ""}, {"photo.jpg", "w"}, {"clip.mp4", "w200"}, {"tone.flac", "p"}} {
-		resp, first := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+	s := start(t, "--ffmpeg", ffmpegWrapper(t, wd, "0"), "-v", dir+"::r")
+	for _, tc := range []struct{ file, th string }{{file: "photo.jpg", th: ""}, {file: "photo.jpg", th: "w"}, {file: "clip.mp4", th: "w200"}, {file: "tone.flac", th: "p"}} {
+		resp, first := s.do(t, "GET", thumbURL(tc.file, tc.th), nil)
 		wantStatus(t, resp, first, 200)
 		if how := resp.Header.Get("X-Hoard-Thumb"); how != "made" {
 			t.Errorf("%s ?th=%s first: %q, want made", tc.file, tc.th, how)
 		}
 		runs, _ := wrapperStats(t, wd)
-		resp, second := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+		resp, second := s.do(t, "GET", thumbURL(tc.file, tc.th), nil)
 		wantStatus(t, resp, second, 200)
 		if how := resp.Header.Get("X-Hoard-Thumb"); how != "cached" {
 			t.Errorf("%s ?th=%s second: %q, want cached", tc.file, tc.th, how)
@@ -193,7 +193,7 @@ func TestMediaCacheHit(t *testing.T) {
 			t.Errorf("%s ?th=%s: cached bytes differ", tc.file, tc.th)
 		}
 		// A range of the cached output.
-		resp, part := s.do(t, "GET", thURL(tc.file, tc.th), nil, "Range: bytes=0-9")
+		resp, part := s.do(t, "GET", thumbURL(tc.file, tc.th), nil, "Range: bytes=0-9")
 		wantStatus(t, resp, part, 206)
 		if !bytes.Equal(part, first[:10]) {
 			t.Errorf("range of cached thumbnail differs")
@@ -216,8 +216,8 @@ func TestMediaCacheHit(t *testing.T) {
 		t.Errorf("listing shows .hist: %s", body)
 	}
 	// A changed file gets a new thumbnail.
-	writeFile(t, dir, "photo.jpg", jpegOf(t, twoTone(600, 600)))
-	resp, body = s.do(t, "GET", thURL("photo.jpg", "f"), nil)
+	writeFile(t, dir, "photo.jpg", encodeJPEG(t, twoToneImage(600, 600)))
+	resp, body = s.do(t, "GET", thumbURL("photo.jpg", "f"), nil)
 	wantStatus(t, resp, body, 200)
 	if w, h, _ := imageDims(t, body); w != 256 || h != 256 || resp.Header.Get("X-Hoard-Thumb") != "made" {
 		t.Errorf("after a change: %d×%d %s", w, h, resp.Header.Get("X-Hoard-Thumb"))
@@ -232,12 +232,12 @@ func TestMediaCacheCap(t *testing.T) {
 	dir := t.TempDir()
 	// Noise compresses badly: each 960×768 thumbnail is a few hundred KiB,
 	// seven of them more than the 1 MiB cap.
-	lavfi(t, filepath.Join(dir, "n%d.png"), "-f", "lavfi", "-i", "nullsrc=s=960x768,geq=lum='random(1)*255':cb='random(2)*255':cr=128", "-start_number", "0", "-frames:v", "7")
+	makeMedia(t, filepath.Join(dir, "n%d.png"), "-f", "lavfi", "-i", "nullsrc=s=960x768,geq=lum='random(1)*255':cb='random(2)*255':cr=128", "-start_number", "0", "-frames:v", "7")
 	s := start(t, "--th-cache-max", "1", "-v", dir+"::r")
 	var wg sync.WaitGroup
 	for i := range 7 {
 		wg.Go(func() {
-			code, _, body, err := s.getCtx(t.Context(), thURL("n"+strconv.Itoa(i)+".png", "3"))
+			code, _, body, err := s.getCtx(t.Context(), thumbURL("n"+strconv.Itoa(i)+".png", "3"))
 			if err != nil || code != 200 {
 				t.Errorf("n%d: %d %v", i, code, err)
 			} else if len(body) < 150<<10 {
@@ -261,7 +261,7 @@ func TestMediaCacheCap(t *testing.T) {
 		if total <= 1<<20 {
 			break
 		}
-		sleep(100)
+		time.Sleep(100 * time.Millisecond)
 	}
 	if total > 1<<20 || total == 0 {
 		t.Errorf("cache holds %d bytes, want 0 < size ≤ 1 MiB", total)
@@ -270,7 +270,7 @@ func TestMediaCacheCap(t *testing.T) {
 	// order the concurrent requests finished in).
 	made := 0
 	for i := range 7 {
-		resp, body := s.do(t, "GET", thURL("n"+strconv.Itoa(i)+".png", "3"), nil)
+		resp, body := s.do(t, "GET", thumbURL("n"+strconv.Itoa(i)+".png", "3"), nil)
 		wantStatus(t, resp, body, 200)
 		if resp.Header.Get("X-Hoard-Thumb") == "made" {
 			made++
@@ -284,9 +284,9 @@ func TestMediaCacheCap(t *testing.T) {
 func TestMediaBadInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	good := jpegOf(t, twoTone(200, 100))
+	good := encodeJPEG(t, twoToneImage(200, 100))
 	writeFile(t, dir, "good.jpg", good)
-	writeFile(t, dir, "bomb.png", pngHeader(50000, 50000))
+	writeFile(t, dir, "bomb.png", pngHeaderOnly(50000, 50000))
 	writeFile(t, dir, "truncated.jpg", good[:len(good)/2])
 	corrupt := bytes.Clone(good)
 	for i := 200; i < len(corrupt)-2; i += 3 {
@@ -296,7 +296,7 @@ func TestMediaBadInput(t *testing.T) {
 	writeFile(t, dir, "empty.png", nil)
 	writeFile(t, dir, "-vf.jpg", good)
 	ffmpegPath(t)
-	lavfi(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=320x240:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
+	makeMedia(t, filepath.Join(dir, "clip.mp4"), "-f", "lavfi", "-i", "testsrc=d=2:s=320x240:r=10", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
 	clip, err := os.ReadFile(filepath.Join(dir, "clip.mp4"))
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +306,7 @@ func TestMediaBadInput(t *testing.T) {
 	// A playlist posing as media must not make ffmpeg read another file
 	// of the server (here: a real audio file outside the volume).
 	outside := t.TempDir()
-	lavfi(t, filepath.Join(outside, "secret.flac"), "-f", "lavfi", "-i", "sine=d=5")
+	makeMedia(t, filepath.Join(outside, "secret.flac"), "-f", "lavfi", "-i", "sine=d=5")
 	writeFile(t, dir, "hls.mp3", []byte("#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:5,\n"+filepath.Join(outside, "secret.flac")+"\n#EXT-X-ENDLIST\n"))
 	writeFile(t, dir, "concat.mkv", []byte("ffconcat version 1.0\nfile "+filepath.Join(outside, "secret.flac")+"\n"))
 	before := tree(t, dir)
@@ -320,7 +320,7 @@ func TestMediaBadInput(t *testing.T) {
 	}
 	for _, name := range []string{"bomb.png", "truncated.jpg", "corrupt.jpg", "empty.png", "truncated.mp4", "garbage.mkv"} {
 		for range 2 { // the second answer comes from the remembered failure
-			resp, body := s.do(t, "GET", thURL(name, ""), nil)
+			resp, body := s.do(t, "GET", thumbURL(name, ""), nil)
 			wantStatus(t, resp, body, 200)
 			if resp.Header.Get("Content-Type") != "image/svg+xml" || resp.Header.Get("X-Hoard-Thumb") != "icon" {
 				t.Errorf("%s: %s %s, want the icon", name, resp.Header.Get("Content-Type"), resp.Header.Get("X-Hoard-Thumb"))
@@ -329,28 +329,28 @@ func TestMediaBadInput(t *testing.T) {
 	}
 	for _, name := range []string{"hls.mp3", "concat.mkv"} {
 		for _, th := range []string{"mp3", "opus", "p"} {
-			resp, body := s.do(t, "GET", thURL(name, th), nil)
+			resp, body := s.do(t, "GET", thumbURL(name, th), nil)
 			wantStatus(t, resp, body, 500)
 		}
-		resp, body := s.do(t, "GET", thURL(name, ""), nil)
+		resp, body := s.do(t, "GET", thumbURL(name, ""), nil)
 		wantStatus(t, resp, body, 200)
 		if resp.Header.Get("X-Hoard-Thumb") != "icon" {
 			t.Errorf("%s: spectrogram of another file (%s)", name, resp.Header.Get("X-Hoard-Thumb"))
 		}
 	}
 	// Transcoding a file FFmpeg cannot read: 500 with a message.
-	resp, body := s.do(t, "GET", thURL("garbage.mkv", "opus"), nil)
+	resp, body := s.do(t, "GET", thumbURL("garbage.mkv", "opus"), nil)
 	wantStatus(t, resp, body, 500)
 	if !strings.Contains(string(body), "transcoding garbage.mkv failed") {
 		t.Errorf("garbage.mkv opus: %q", body)
 	}
-	resp, body = s.do(t, "GET", thURL("-vf.jpg", "w50"), nil)
+	resp, body = s.do(t, "GET", thumbURL("-vf.jpg", "w50"), nil)
 	wantStatus(t, resp, body, 200)
 	if w, h, _ := imageDims(t, body); w != 50 || h != 25 {
 		t.Errorf("-vf.jpg: %d×%d", w, h)
 	}
 	// Missing file, and nothing in the volume changed (the cache is in .hist).
-	resp, body = s.do(t, "GET", thURL("nope.jpg", ""), nil)
+	resp, body = s.do(t, "GET", thumbURL("nope.jpg", ""), nil)
 	wantStatus(t, resp, body, 404)
 	after := []string{}
 	for _, p := range tree(t, dir) {
@@ -369,14 +369,14 @@ func TestMediaBadInput(t *testing.T) {
 func TestMediaPermissions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, dir, "a.jpg", jpegOf(t, twoTone(100, 100)))
+	writeFile(t, dir, "a.jpg", encodeJPEG(t, twoToneImage(100, 100)))
 	s := start(t, "-a", "r:pw-r", "-a", "w:pw-w", "-a", "g:pw-g", "-v", dir+"::r,r:w,w:g,g")
-	resp, body := s.do(t, "GET", thURL("a.jpg", ""), nil)
+	resp, body := s.do(t, "GET", thumbURL("a.jpg", ""), nil)
 	wantStatus(t, resp, body, 401)
-	resp, body = s.do(t, "GET", thURL("a.jpg", ""), nil, "PW: pw-w")
+	resp, body = s.do(t, "GET", thumbURL("a.jpg", ""), nil, "PW: pw-w")
 	wantStatus(t, resp, body, 403)
 	for _, pw := range []string{"pw-r", "pw-g"} {
-		resp, body = s.do(t, "GET", thURL("a.jpg", ""), nil, "PW: "+pw)
+		resp, body = s.do(t, "GET", thumbURL("a.jpg", ""), nil, "PW: "+pw)
 		wantStatus(t, resp, body, 200)
 		if resp.Header.Get("Content-Type") != "image/jpeg" {
 			t.Errorf("%s: %s", pw, resp.Header.Get("Content-Type"))
@@ -389,15 +389,15 @@ func TestMediaNoFFmpeg(t *testing.T) {
 	ffmpegPath(t)
 	dir := mediaDir(t)
 	s := start(t, "--ffmpeg", filepath.Join(t.TempDir(), "no-such-ffmpeg"), "-v", dir+"::r")
-	for _, tc := range []struct{ file, th string }{{"tone.flac", "opus"}, {"tone.flac", "mp3"}, {"tone.flac", "caf"}, {"tone.flac", "p"}, {"clip.mp4", ""}, {"photo.jpg", "w"}} {
-		resp, body := s.do(t, "GET", thURL(tc.file, tc.th), nil)
+	for _, tc := range []struct{ file, th string }{{file: "tone.flac", th: "opus"}, {file: "tone.flac", th: "mp3"}, {file: "tone.flac", th: "caf"}, {file: "tone.flac", th: "p"}, {file: "clip.mp4", th: ""}, {file: "photo.jpg", th: "w"}} {
+		resp, body := s.do(t, "GET", thumbURL(tc.file, tc.th), nil)
 		wantStatus(t, resp, body, 500)
 		if !strings.Contains(string(body), "FFmpeg is not installed") {
 			t.Errorf("%s ?th=%s: %q", tc.file, tc.th, body)
 		}
 	}
 	// Pure-Go thumbnails still work.
-	resp, body := s.do(t, "GET", thURL("photo.jpg", ""), nil)
+	resp, body := s.do(t, "GET", thumbURL("photo.jpg", ""), nil)
 	wantStatus(t, resp, body, 200)
 	if w, h, _ := imageDims(t, body); w != 320 || h != 256 {
 		t.Errorf("photo without ffmpeg: %d×%d", w, h)
@@ -412,7 +412,7 @@ func TestMediaNoFFmpeg(t *testing.T) {
 func TestMediaFolderThumb(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFile(t, dir, "album/cover.jpg", jpegOf(t, twoTone(600, 600)))
+	writeFile(t, dir, "album/cover.jpg", encodeJPEG(t, twoToneImage(600, 600)))
 	writeFile(t, dir, "album/x.txt", []byte("x"))
 	writeFile(t, dir, "empty/x.txt", []byte("x"))
 	s := start(t, "-v", dir+"::r")
@@ -428,4 +428,40 @@ func TestMediaFolderThumb(t *testing.T) {
 	}
 	resp, body = s.do(t, "GET", "/empty/?th=w0", nil)
 	wantStatus(t, resp, body, 400)
+}
+
+// ---- generated images ----
+
+// jpegWithOrientation is m as a JPEG with a hand-written EXIF APP1 segment giving
+// orientation o (little-endian TIFF).
+func jpegWithOrientation(t testing.TB, m image.Image, o uint16) []byte {
+	j := encodeJPEG(t, m)
+	le := binary.LittleEndian
+	tiff := []byte("II*\x00")
+	tiff = le.AppendUint32(tiff, 8)
+	tiff = le.AppendUint16(tiff, 1)
+	tiff = le.AppendUint16(tiff, 0x0112)
+	tiff = le.AppendUint16(tiff, 3)
+	tiff = le.AppendUint32(tiff, 1)
+	tiff = le.AppendUint16(tiff, o)
+	tiff = le.AppendUint16(tiff, 0)
+	tiff = le.AppendUint32(tiff, 0)
+	app1 := append([]byte("Exif\x00\x00"), tiff...)
+	out := []byte{0xFF, 0xD8, 0xFF, 0xE1}
+	out = binary.BigEndian.AppendUint16(out, uint16(len(app1)+2))
+	out = append(out, app1...)
+	return append(out, j[2:]...)
+}
+
+// pngHeaderOnly is a PNG signature and a valid IHDR chunk for w×h only.
+func pngHeaderOnly(w, h uint32) []byte {
+	b := []byte("\x89PNG\r\n\x1a\n")
+	ihdr := []byte("IHDR")
+	ihdr = binary.BigEndian.AppendUint32(ihdr, w)
+	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
+	ihdr = append(ihdr, 8, 6, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, 13)
+	b = append(b, ihdr...)
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(ihdr))
+	return append(b, make([]byte, 64)...)
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// e2eInert are the types a test accepts inline without a sandbox: text as
+// inertType are the types a test accepts inline without a sandbox: text as
 // text, pictures other than SVG, sound, video, data, archives.
-func e2eInert(mt string) bool {
+func inertType(mt string) bool {
 	switch {
 	case mt == "text/plain", mt == "text/csv", mt == "application/octet-stream", mt == "application/json",
 		mt == "application/pdf", mt == "application/zip", mt == "application/gzip":
@@ -40,26 +40,26 @@ func TestMimeAllowList(t *testing.T) {
 		ct     string // "" when 400
 		inline bool
 	}{
-		{"multipart/x-mixed-replace;boundary=x", "multipart/x-mixed-replace", false},
-		{"multipart/x-mixed-replace; boundary=\"x\"", "multipart/x-mixed-replace", false},
-		{"text/rdf", "text/rdf", false},
-		{"text/html", "text/html", false},
-		{"TEXT/HTML; charset=utf-8", "text/html; charset=utf-8", false},
-		{"application/xhtml+xml", "application/xhtml+xml", false},
-		{"image/svg+xml", "image/svg+xml", false},
-		{"text/xsl", "text/xsl", false},
-		{"application/vnd.mozilla.xul+xml", "application/vnd.mozilla.xul+xml", false},
-		{"message/rfc822", "message/rfc822", false},
-		{"application/x-shockwave-flash", "application/x-shockwave-flash", false},
-		{"application/hta", "application/hta", false},
-		{"text/javascript", "text/javascript", false},
-		{"text/plain", "text/plain", true},
-		{"Text/Plain; Charset=UTF-8", "text/plain; charset=utf-8", true},
-		{"text/plain; charset=latin1; foo=bar", "text/plain; charset=latin1", true},
-		{"image/png", "image/png", true},
-		{"video/mp4", "video/mp4", true},
-		{"text/plain; charset=utf-7", "", false},
-		{"text/plain; charset=x-nope", "", false},
+		{mime: "multipart/x-mixed-replace;boundary=x", ct: "multipart/x-mixed-replace", inline: false},
+		{mime: "multipart/x-mixed-replace; boundary=\"x\"", ct: "multipart/x-mixed-replace", inline: false},
+		{mime: "text/rdf", ct: "text/rdf", inline: false},
+		{mime: "text/html", ct: "text/html", inline: false},
+		{mime: "TEXT/HTML; charset=utf-8", ct: "text/html; charset=utf-8", inline: false},
+		{mime: "application/xhtml+xml", ct: "application/xhtml+xml", inline: false},
+		{mime: "image/svg+xml", ct: "image/svg+xml", inline: false},
+		{mime: "text/xsl", ct: "text/xsl", inline: false},
+		{mime: "application/vnd.mozilla.xul+xml", ct: "application/vnd.mozilla.xul+xml", inline: false},
+		{mime: "message/rfc822", ct: "message/rfc822", inline: false},
+		{mime: "application/x-shockwave-flash", ct: "application/x-shockwave-flash", inline: false},
+		{mime: "application/hta", ct: "application/hta", inline: false},
+		{mime: "text/javascript", ct: "text/javascript", inline: false},
+		{mime: "text/plain", ct: "text/plain", inline: true},
+		{mime: "Text/Plain; Charset=UTF-8", ct: "text/plain; charset=utf-8", inline: true},
+		{mime: "text/plain; charset=latin1; foo=bar", ct: "text/plain; charset=latin1", inline: true},
+		{mime: "image/png", ct: "image/png", inline: true},
+		{mime: "video/mp4", ct: "video/mp4", inline: true},
+		{mime: "text/plain; charset=utf-7", ct: "", inline: false},
+		{mime: "text/plain; charset=x-nope", ct: "", inline: false},
 	} {
 		t.Run(c.mime, func(t *testing.T) {
 			resp, body := s.do(t, "GET", "/evil.txt?mime="+url.QueryEscape(c.mime), nil)
@@ -114,10 +114,10 @@ func checkPolicy(t *testing.T, what string, resp *http.Response) {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	disp, _, _ := mime.ParseMediaType(h.Get("Content-Disposition"))
 	sandbox := strings.Contains(h.Get("Content-Security-Policy"), "sandbox")
-	if !e2eInert(mt) && !sandbox {
+	if !inertType(mt) && !sandbox {
 		t.Errorf("%s: Content-Type %q with no sandbox", what, h.Get("Content-Type"))
 	}
-	if !e2eInert(mt) && !viewable[mt] && disp != "attachment" {
+	if !inertType(mt) && !viewable[mt] && disp != "attachment" {
 		t.Errorf("%s: Content-Type %q shown %q, want attachment", what, h.Get("Content-Type"), disp)
 	}
 	if h.Get("X-Content-Type-Options") != "nosniff" {
@@ -134,7 +134,7 @@ func TestMimeZgetAndTail(t *testing.T) {
 	for _, n := range byExtNames {
 		members = append(members, [2]string{n, "<script>alert(1)</script>"})
 	}
-	writeFile(t, dir, "z.zip", zipOf(t, members, time.Now()))
+	writeFile(t, dir, "z.zip", makeZip(t, members, time.Now()))
 	writeFile(t, dir, "log.txt", []byte("line\n"))
 	s := start(t, "-v", dir+"::r", "--tail-tmax", "1")
 	for _, n := range byExtNames {

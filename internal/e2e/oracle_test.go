@@ -19,17 +19,17 @@ import (
 // folder's index.html.
 
 const (
-	orFile    = "exfile.txt"
-	orDir     = "exdir"
-	orMissing = "nothere"
+	probeFile    = "exfile.txt"
+	probeFolder  = "exdir"
+	probeMissing = "nothere"
 )
 
-type orProbe struct {
+type oracleProbe struct {
 	method, path, ct, body string
 }
 
-// orProbes are the requests tried on each name ({} stands for it).
-var orProbes = []orProbe{
+// oracleProbes are the requests tried on each name ({} stands for it).
+var oracleProbes = []oracleProbe{
 	{method: "GET", path: "/{}"},
 	{method: "GET", path: "/{}/"},
 	{method: "GET", path: "/{}?ls"},
@@ -59,15 +59,15 @@ var orProbes = []orProbe{
 	{method: "POST", path: "/{}", ct: "application/x-www-form-urlencoded", body: "msg=x"},
 }
 
-// orAnswer is what a client can tell apart, with the name replaced by {}.
-type orAnswer struct {
+// oracleAnswer is what a client can tell apart, with the name replaced by {}.
+type oracleAnswer struct {
 	Status   int
 	Body     string
 	Location string
 	Type     string
 }
 
-func orDo(t *testing.T, s *server, p orProbe, name, prefix string, hdr ...string) orAnswer {
+func askProbe(t *testing.T, s *server, p oracleProbe, name, prefix string, hdr ...string) oracleAnswer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -93,16 +93,16 @@ func orDo(t *testing.T, s *server, p orProbe, name, prefix string, hdr ...string
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body) // a ?tail that streams ends at the deadline
 	norm := func(s string) string { return strings.ReplaceAll(s, name, "{}") }
-	return orAnswer{Status: resp.StatusCode, Body: norm(string(b)), Location: norm(resp.Header.Get("Location")), Type: resp.Header.Get("Content-Type")}
+	return oracleAnswer{Status: resp.StatusCode, Body: norm(string(b)), Location: norm(resp.Header.Get("Location")), Type: resp.Header.Get("Content-Type")}
 }
 
-// orCompare runs every probe on the names and wants equal answers.
-func orCompare(t *testing.T, s *server, prefix string, names []string, hdr ...string) {
+// wantSameAnswers runs every probe on the names and wants equal answers.
+func wantSameAnswers(t *testing.T, s *server, prefix string, names []string, hdr ...string) {
 	t.Helper()
-	for _, p := range orProbes {
-		var first orAnswer
+	for _, p := range oracleProbes {
+		var first oracleAnswer
 		for i, name := range names {
-			a := orDo(t, s, p, name, prefix, hdr...)
+			a := askProbe(t, s, p, name, prefix, hdr...)
 			if a.Status < 300 && p.method != "OPTIONS" && strings.Contains(a.Body, "CONTENT") {
 				t.Errorf("%s %s%s: %d serves the file to a user who may not read it", p.method, prefix, strings.ReplaceAll(p.path, "{}", name), a.Status)
 			}
@@ -118,51 +118,51 @@ func orCompare(t *testing.T, s *server, prefix string, names []string, hdr ...st
 	}
 }
 
-func orSetup(t *testing.T) string {
+func oracleSetup(t *testing.T) string {
 	dir := t.TempDir()
-	writeFile(t, dir, orFile, []byte("FILE-CONTENT"))
-	writeFile(t, dir, orDir+"/a.txt", []byte("DIR-CONTENT"))
-	writeFile(t, dir, orDir+"/sub/b.txt", []byte("DIR-CONTENT"))
+	writeFile(t, dir, probeFile, []byte("FILE-CONTENT"))
+	writeFile(t, dir, probeFolder+"/a.txt", []byte("DIR-CONTENT"))
+	writeFile(t, dir, probeFolder+"/sub/b.txt", []byte("DIR-CONTENT"))
 	writeFile(t, dir, "other/dup.bin", []byte("DUP-CONTENT-0123456789"))
 	return dir
 }
 
 func TestNoExistenceOracle(t *testing.T) {
-	dir := orSetup(t)
+	dir := oracleSetup(t)
 	s := start(t, "-a", "wo:pw-w", "-a", "gg:pw-g", "-a", "hh:pw-h", "-a", "rw:pw-rw",
 		"-v", dir+"::w,wo:g,gg:h,hh:rw,rw", "--shr", "/shr/")
-	all := []string{orFile, orDir, orMissing}
-	t.Run("write-only user", func(t *testing.T) { orCompare(t, s, "", all, "PW: pw-w") })
-	t.Run("g user, folders", func(t *testing.T) { orCompare(t, s, "", []string{orDir, orMissing}, "PW: pw-g") })
-	t.Run("h user, folders without index.html", func(t *testing.T) { orCompare(t, s, "", []string{orDir, orMissing}, "PW: pw-h") })
-	t.Run("anonymous", func(t *testing.T) { orCompare(t, s, "", all) })
+	all := []string{probeFile, probeFolder, probeMissing}
+	t.Run("write-only user", func(t *testing.T) { wantSameAnswers(t, s, "", all, "PW: pw-w") })
+	t.Run("g user, folders", func(t *testing.T) { wantSameAnswers(t, s, "", []string{probeFolder, probeMissing}, "PW: pw-g") })
+	t.Run("h user, folders without index.html", func(t *testing.T) { wantSameAnswers(t, s, "", []string{probeFolder, probeMissing}, "PW: pw-h") })
+	t.Run("anonymous", func(t *testing.T) { wantSameAnswers(t, s, "", all) })
 
-	anon := start(t, "-v", orSetup(t)+"::w")
-	t.Run("anonymous write-only", func(t *testing.T) { orCompare(t, anon, "", all) })
+	anon := start(t, "-v", oracleSetup(t)+"::w")
+	t.Run("anonymous write-only", func(t *testing.T) { wantSameAnswers(t, anon, "", all) })
 
-	fk := start(t, "-a", "gg:pw-g", "-v", orSetup(t)+"::g,gg:c,fk")
-	t.Run("g user with fk, without the key", func(t *testing.T) { orCompare(t, fk, "", all, "PW: pw-g") })
+	fk := start(t, "-a", "gg:pw-g", "-v", oracleSetup(t)+"::g,gg:c,fk")
+	t.Run("g user with fk, without the key", func(t *testing.T) { wantSameAnswers(t, fk, "", all, "PW: pw-g") })
 
 	// A write-only share: its visitors may not read either.
-	mkShare(t, s, "pw-rw", map[string]any{"k": "drop", "vp": []string{"/"}, "perms": []string{"write"}}, 201)
-	t.Run("write-only share visitor", func(t *testing.T) { orCompare(t, s, "/shr/drop", all) })
+	makeShare(t, s, "pw-rw", map[string]any{"k": "drop", "vp": []string{"/"}, "perms": []string{"write"}}, 201)
+	t.Run("write-only share visitor", func(t *testing.T) { wantSameAnswers(t, s, "/shr/drop", all) })
 
 	// Creating a share: a creator who may not read learns nothing either.
 	t.Run("share creation", func(t *testing.T) {
-		sw := start(t, "-a", "wo:pw-w", "-v", orSetup(t)+"::w,wo")
+		sw := start(t, "-a", "wo:pw-w", "-v", oracleSetup(t)+"::w,wo")
 		for _, body := range []string{
 			`{"k":"k-{}","vp":["/{}/"],"perms":["write"]}`,
 			`{"k":"k2-{}","vp":["/{}"],"perms":["write"]}`,
 			`{"k":"k3-{}","vp":["/{}/a.txt","/{}/b.txt"],"perms":["write"]}`,
 			`{"k":"k4-{}","vp":["/{}/"],"perms":["read"]}`,
 		} {
-			var first orAnswer
-			for i, name := range []string{orDir, orMissing} {
-				a := orDo(t, sw, orProbe{method: "POST", path: "/?share", ct: "text/plain", body: strings.ReplaceAll(body, "{}", name)}, name, "", "PW: pw-w")
+			var first oracleAnswer
+			for i, name := range []string{probeFolder, probeMissing} {
+				a := askProbe(t, sw, oracleProbe{method: "POST", path: "/?share", ct: "text/plain", body: strings.ReplaceAll(body, "{}", name)}, name, "", "PW: pw-w")
 				if i == 0 {
 					first = a
 				} else if a != first {
-					t.Errorf("share %s tells %s from %s:\n  %+v\n  %+v", body, orDir, orMissing, first, a)
+					t.Errorf("share %s tells %s from %s:\n  %+v\n  %+v", body, probeFolder, probeMissing, first, a)
 				}
 			}
 		}
@@ -171,16 +171,16 @@ func TestNoExistenceOracle(t *testing.T) {
 	// up2k: a handshake tells a writer nothing of the content or names
 	// already there, and nothing of where other content lies.
 	t.Run("up2k handshakes", func(t *testing.T) {
-		hs := func(srv *server, folder, name string, data []byte) (int, u2Reply, string) {
-			f := u2Make(data)
+		hs := func(srv *server, folder, name string, data []byte) (int, handshakeReply, string) {
+			f := newUp2kFile(data)
 			b, _ := json.Marshal(map[string]any{"name": name, "size": len(data), "lmod": 1700000000, "hash": f.hashes})
 			resp, rb := srv.do(t, "POST", folder, b, "Content-Type: application/json", "PW: pw-w")
-			var rep u2Reply
+			var rep handshakeReply
 			json.Unmarshal(rb, &rep)
 			return resp.StatusCode, rep, string(rb)
 		}
 		var shapes []string
-		for _, name := range []string{orDir, orMissing} {
+		for _, name := range []string{probeFolder, probeMissing} {
 			code, rep, raw := hs(s, "/"+name+"/", "u.bin", []byte("UP2K-"+name))
 			shapes = append(shapes, fmt.Sprintf("%d %s %s %d", code, rep.Name, strings.ReplaceAll(rep.Purl, name, "{}"), len(rep.Need)))
 			if code != 200 {
@@ -188,7 +188,7 @@ func TestNoExistenceOracle(t *testing.T) {
 			}
 		}
 		if shapes[0] != shapes[1] {
-			t.Errorf("handshakes tell %s from %s: %q", orDir, orMissing, shapes)
+			t.Errorf("handshakes tell %s from %s: %q", probeFolder, probeMissing, shapes)
 		}
 		// Content that exists elsewhere in the volume is still asked for.
 		dup := []byte("DUP-CONTENT-0123456789")
@@ -196,9 +196,9 @@ func TestNoExistenceOracle(t *testing.T) {
 			t.Errorf("a write-only handshake for content already in the volume: %d %s, want its chunk asked for", code, raw)
 		}
 		// Nor does a refusal name where it lies.
-		nd := start(t, "-a", "wo:pw-w", "-a", "rw:pw-rw", "-v", orSetup(t)+"::w,wo:rw,rw:c,nodupe")
-		f := u2Make(dup)
-		u2Upload(t, nd, "/other2/", "dup2.bin", f, 1600000000, 1, "PW: pw-rw")
+		nd := start(t, "-a", "wo:pw-w", "-a", "rw:pw-rw", "-v", oracleSetup(t)+"::w,wo:rw,rw:c,nodupe")
+		f := newUp2kFile(dup)
+		up2kUpload(t, nd, "/other2/", "dup2.bin", f, 1600000000, 1, "PW: pw-rw")
 		if _, _, raw := hs(nd, "/drop2/", "d.bin", dup); strings.Contains(raw, "other") || strings.Contains(raw, "dup") {
 			t.Errorf("nodupe answer names the existing file to a write-only user: %s", raw)
 		}

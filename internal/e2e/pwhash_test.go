@@ -17,7 +17,7 @@ const hunter2SHA2 = "+COnOHl2B1nyvllS5o2OZPHNUNqLM1HlO"
 
 func TestPwHashGen(t *testing.T) {
 	t.Parallel()
-	code, stdout, stderr := rsRunBin(t, "--ah-alg", "sha2", "--ah-salt", "saltsaltsalt", "--ah-gen", "hunter2")
+	code, stdout, stderr := runHoard(t, "--ah-alg", "sha2", "--ah-salt", "saltsaltsalt", "--ah-gen", "hunter2")
 	if code != 0 || stdout != hunter2SHA2+"\n" {
 		t.Fatalf("--ah-gen: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -31,11 +31,11 @@ func TestPwHashGen(t *testing.T) {
 	if err != nil || len(lines) != 2 || lines[0] != hunter2SHA2 || len(lines[1]) != 33 {
 		t.Fatalf("--ah-gen -: %v %q", err, out)
 	}
-	code, _, stderr = rsRunBin(t, "--ah-gen", "x")
+	code, _, stderr = runHoard(t, "--ah-gen", "x")
 	if code != 2 || !strings.Contains(stderr, "--ah-alg") {
 		t.Fatalf("--ah-gen without --ah-alg: exit %d, %q", code, stderr)
 	}
-	code, _, stderr = rsRunBin(t, "--ah-alg", "md5", "--ah-salt", "saltsaltsalt", "-v", t.TempDir()+"::r")
+	code, _, stderr = runHoard(t, "--ah-alg", "md5", "--ah-salt", "saltsaltsalt", "-v", t.TempDir()+"::r")
 	if code != 2 || !strings.Contains(stderr, "md5") {
 		t.Fatalf("--ah-alg md5: exit %d, %q", code, stderr)
 	}
@@ -48,7 +48,7 @@ func TestPwHashLogin(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "f.txt", []byte("PRIVATE"))
-	conf := cfgFile(t, fmt.Sprintf("[global]\n  ah-alg: sha2\n  ah-salt: saltsaltsalt\n[accounts]\n  ed: %s\n  k: clear-pw\n[/]\n  %s\n  accs:\n    r: ed, k\n", hunter2SHA2, dir))
+	conf := configFile(t, fmt.Sprintf("[global]\n  ah-alg: sha2\n  ah-salt: saltsaltsalt\n[accounts]\n  ed: %s\n  k: clear-pw\n[/]\n  %s\n  accs:\n    r: ed, k\n", hunter2SHA2, dir))
 	for _, args := range [][]string{
 		{"--ah-alg", "sha2", "--ah-salt", "saltsaltsalt", "-a", "ed:" + hunter2SHA2, "-a", "k:clear-pw", "-v", dir + "::r,ed,k"},
 		{"-c", conf},
@@ -58,12 +58,12 @@ func TestPwHashLogin(t *testing.T) {
 			hdr    string
 			status int
 		}{
-			{"PW: hunter2", 200},
-			{"PW: clear-pw", 200},
-			{rsBasic("ed:hunter2"), 200},
-			{"PW: hunter2", 200}, // again: remembered
-			{"PW: " + hunter2SHA2, 401},
-			{"PW: wrong", 401},
+			{hdr: "PW: hunter2", status: 200},
+			{hdr: "PW: clear-pw", status: 200},
+			{hdr: basicAuth("ed:hunter2"), status: 200},
+			{hdr: "PW: hunter2", status: 200}, // again: remembered
+			{hdr: "PW: " + hunter2SHA2, status: 401},
+			{hdr: "PW: wrong", status: 401},
 		} {
 			resp, body := s.do(t, "GET", "/f.txt", nil, tc.hdr)
 			wantStatus(t, resp, body, tc.status)

@@ -117,16 +117,16 @@ func TestRecentUploads(t *testing.T) {
 		f    string
 		want []string
 	}{
-		{"u1", []string{"/u1-home.txt", "/pub/u1.txt"}},
-		{"U1.TXT", []string{"/pub/u1.txt"}},
-		{".(y)*[z]+", []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
-		{".*", []string{}},
-		{"[", []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
-		{"^/pub/a", []string{"/pub/anon.txt"}},
-		{"boss.txt$", []string{"/pub/boss.txt"}},
-		{"^/pub/boss.txt$", []string{"/pub/boss.txt"}},
-		{"^/pub$", []string{}},
-		{"\\", []string{}},
+		{f: "u1", want: []string{"/u1-home.txt", "/pub/u1.txt"}},
+		{f: "U1.TXT", want: []string{"/pub/u1.txt"}},
+		{f: ".(y)*[z]+", want: []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
+		{f: ".*", want: []string{}},
+		{f: "[", want: []string{"/pub/x.(y)*%5Bz%5D+.txt"}},
+		{f: "^/pub/a", want: []string{"/pub/anon.txt"}},
+		{f: "boss.txt$", want: []string{"/pub/boss.txt"}},
+		{f: "^/pub/boss.txt$", want: []string{"/pub/boss.txt"}},
+		{f: "^/pub$", want: []string{}},
+		{f: "\\", want: []string{}},
 	} {
 		got, b := ruPaths(t, s, "&filter="+url.QueryEscape(tc.f), "PW: bpw")
 		if !slices.Equal(got, tc.want) || b.Filter != tc.f {
@@ -156,27 +156,6 @@ func TestRecentUploadsRingBound(t *testing.T) {
 	if !slices.Equal(got, []string{"/f5", "/f4", "/f3"}) {
 		t.Fatalf("ring of 3: %v", got)
 	}
-}
-
-type dlsRow struct {
-	Sent  int64   `json:"sent"`
-	Size  int64   `json:"size"`
-	Path  string  `json:"path"`
-	Conn  string  `json:"conn"`
-	Uname string  `json:"uname"`
-	Rate  float64 `json:"rate"`
-	Dur   float64 `json:"dur"`
-}
-
-func dlsGet(t *testing.T, s *server, hdr ...string) []dlsRow {
-	t.Helper()
-	resp, body := s.do(t, "GET", "/?dls", nil, hdr...)
-	wantStatus(t, resp, body, 200)
-	var rows []dlsRow
-	if err := json.Unmarshal(body, &rows); err != nil {
-		t.Fatalf("%v: %s", err, body)
-	}
-	return rows
 }
 
 func TestActiveDownloads(t *testing.T) {
@@ -285,7 +264,7 @@ func TestRecentUploadsIndexed(t *testing.T) {
 	args := []string{"-a", "boss:bpw", "-a", "u1:p1", "-v", dir + "::w:rwd,u1:A,boss", "-e2d", "--ups-ring", "1"}
 	s := start(t, args...)
 	for _, f := range []struct{ path, body, pw string }{
-		{"/a/one.txt", "1", "PW: p1"}, {"/a/two.txt", "22", ""}, {"/three.txt", "333", "PW: p1"},
+		{path: "/a/one.txt", body: "1", pw: "PW: p1"}, {path: "/a/two.txt", body: "22", pw: ""}, {path: "/three.txt", body: "333", pw: "PW: p1"},
 	} {
 		var hdr []string
 		if f.pw != "" {
@@ -325,11 +304,11 @@ func TestRecentUploadsUnfinished(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-a", "u1:p1", "-v", dir+"::rw:rw,u1")
-	f := u2Make(u2Rand(3 << 20)) // three 1 MiB chunks
-	rep := u2Handshake(t, s, "/up/", "big file.bin", f, 1700000000, nil)
-	u2Chunk(t, s, rep, f, 0)
-	other := u2Make(u2Rand(2 << 20))
-	u2Handshake(t, s, "/up/", "theirs.bin", other, 1700000000, nil, "PW: p1")
+	f := newUp2kFile(randomBytes(3 << 20)) // three 1 MiB chunks
+	rep := up2kHandshake(t, s, "/up/", "big file.bin", f, 1700000000, nil)
+	postChunk(t, s, rep, f, 0)
+	other := newUp2kFile(randomBytes(2 << 20))
+	up2kHandshake(t, s, "/up/", "theirs.bin", other, 1700000000, nil, "PW: p1")
 
 	ups := func(hdr ...string) upsBody {
 		t.Helper()
@@ -351,8 +330,8 @@ func TestRecentUploadsUnfinished(t *testing.T) {
 	if b := ups("PW: p1"); b.Nu != 1 || b.F[0].Vp != "/up/theirs.bin" || *b.F[0].Pd != 0 {
 		t.Fatalf("u1's ?ups: %+v", b)
 	}
-	u2Chunk(t, s, rep, f, 1)
-	u2Chunk(t, s, rep, f, 2)
+	postChunk(t, s, rep, f, 1)
+	postChunk(t, s, rep, f, 2)
 	b = ups()
 	if b.Nu != 0 || b.Nc != 1 || len(b.F) != 1 || b.F[0].Pd != nil || b.F[0].Vp != "/up/big%20file.bin" {
 		t.Fatalf("anonymous ?ups after the upload: %+v", b)

@@ -38,7 +38,7 @@ var cmpVocab = strings.Fields(`alpha beta gamma delta epsilon zeta theta lambda 
 
 var cmpExts = []string{"jpg", "jpg", "jpg", "png", "mp3", "mp3", "flac", "txt", "pdf", "log", "mp4", "mkv", "docx", "zip", "go", "json"}
 
-func makeCmpTree(t *testing.T, dir string, n int) {
+func makeComparisonTree(t *testing.T, dir string, n int) {
 	marker := filepath.Join(dir, ".done-"+strconv.Itoa(n))
 	if _, err := os.Stat(marker); err == nil {
 		return
@@ -72,19 +72,21 @@ func makeCmpTree(t *testing.T, dir string, n int) {
 	t.Logf("made %d files in %v", n, time.Since(t0).Round(time.Second))
 }
 
-func like(w string) string { return fmt.Sprintf("( path like *%s* or name like *%s* )", w, w) }
+func copypartyWordQuery(w string) string {
+	return fmt.Sprintf("( path like *%s* or name like *%s* )", w, w)
+}
 
-// cmpQuery draws one query of a form for both servers.
-func cmpQuery(r *rand.Rand, form string) (hq, cq string) {
+// comparisonQuery draws one query of a form for both servers.
+func comparisonQuery(r *rand.Rand, form string) (hq, cq string) {
 	w := func() string { return cmpVocab[r.IntN(len(cmpVocab))] }
 	e := func() string { return cmpExts[r.IntN(len(cmpExts))] }
 	switch form {
 	case "word":
 		x := w()
-		return x, like(x)
+		return x, copypartyWordQuery(x)
 	case "two-words":
 		a, b := w(), w()
-		return a + " " + b, like(a) + " and " + like(b)
+		return a + " " + b, copypartyWordQuery(a) + " and " + copypartyWordQuery(b)
 	case "glob-ext":
 		x := e()
 		return "*." + x, "name like *." + x
@@ -99,7 +101,7 @@ func cmpQuery(r *rand.Rand, form string) (hq, cq string) {
 		return "path:" + p, "path like " + p + "*"
 	case "combined":
 		x, y := w(), e()
-		return x + " ext:" + y + " size:>1K date:>2018-01-01", like(x) + " and name like *." + y + " and size > 0.0009765625 and date > 2018-01-01"
+		return x + " ext:" + y + " size:>1K date:>2018-01-01", copypartyWordQuery(x) + " and name like *." + y + " and size > 0.0009765625 and date > 2018-01-01"
 	}
 	panic(form)
 }
@@ -160,7 +162,7 @@ func TestSearchVsCopyparty(t *testing.T) {
 		rounds, _ = strconv.Atoi(s)
 	}
 	tree := filepath.Join(dir, "tree")
-	makeCmpTree(t, tree, n)
+	makeComparisonTree(t, tree, n)
 
 	// copyparty, its database outside the tree.
 	cpHist := t.TempDir()
@@ -200,7 +202,7 @@ func TestSearchVsCopyparty(t *testing.T) {
 		var hl, cl []time.Duration
 		mism := 0
 		for i := range rounds {
-			hq, cq := cmpQuery(r, form)
+			hq, cq := comparisonQuery(r, form)
 			var hd, cd time.Duration
 			var hn, cn int
 			if i%2 == 0 { // A B, then B A

@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"os"
@@ -20,104 +19,7 @@ import (
 	"time"
 )
 
-type srchHit struct {
-	RP   string            `json:"rp"`
-	FN   string            `json:"fn"`
-	SZ   int64             `json:"sz"`
-	MT   int64             `json:"mt"`
-	TS   int64             `json:"ts"`
-	Tags map[string]string `json:"tags"`
-	Href string            `json:"href"`
-}
-
-type srchReply struct {
-	Hits     []srchHit `json:"hits"`
-	TagOrder []string  `json:"tag_order"`
-	Trunc    bool      `json:"trunc"`
-	Error    string    `json:"error"`
-}
-
-// srch posts a search body and decodes the JSON answer (errors included).
-func srch(t *testing.T, s *server, body any, hdr ...string) (int, srchReply) {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, rb := s.do(t, "POST", "/", b, append([]string{"Content-Type: application/json"}, hdr...)...)
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Fatalf("search answered %d with Content-Type %q: %s", resp.StatusCode, ct, rb)
-	}
-	var r srchReply
-	if err := json.Unmarshal(rb, &r); err != nil {
-		t.Fatalf("search answer is not JSON: %v: %s", err, rb)
-	}
-	return resp.StatusCode, r
-}
-
-// rps are the hits' hrefs, sorted.
-func (r srchReply) hrefs() []string {
-	var out []string
-	for _, h := range r.Hits {
-		out = append(out, h.Href)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// waitReady polls until searches stop answering 503 (the first scan).
-func waitReady(t *testing.T, s *server, hdr ...string) {
-	t.Helper()
-	deadline := time.Now().Add(180 * time.Second)
-	for time.Now().Before(deadline) {
-		code, r := srch(t, s, map[string]any{"q": "zzzznothing"}, hdr...)
-		if code == 200 {
-			return
-		}
-		if code != 503 {
-			t.Fatalf("search = %d %q while waiting for the scan", code, r.Error)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatal("the first scan did not finish in 180 s")
-}
-
-// waitHits polls a query until its hits are want (the index follows
-// changes asynchronously).
-func waitHits(t *testing.T, s *server, q string, want []string, hdr ...string) {
-	t.Helper()
-	var got []string
-	for range 200 {
-		code, r := srch(t, s, map[string]any{"q": q}, hdr...)
-		if code != 200 {
-			t.Fatalf("search %q = %d %s", q, code, r.Error)
-		}
-		got = r.hrefs()
-		if slices.Equal(got, want) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("search %q = %q, want %q", q, got, want)
-}
-
-func setMtime(t *testing.T, p string, tm time.Time) {
-	t.Helper()
-	if err := os.Chtimes(p, tm, tm); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func sparse(t *testing.T, dir, rel string, size int64) string {
-	t.Helper()
-	p := writeFile(t, dir, rel, []byte("x"))
-	if err := os.Truncate(p, size); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func day(s string) time.Time {
+func parseUTC(s string) time.Time {
 	tm, err := time.Parse(time.DateTime, s)
 	if err != nil {
 		panic(err)
@@ -134,18 +36,18 @@ func TestSearchForms(t *testing.T) {
 		size     int64
 		mt       string
 	}{
-		{root, "docs/Report Final.txt", 100, "2019-05-01 10:00:00"},
-		{root, "docs/report-draft.TXT", 2000, "2020-02-02 12:00:00"},
-		{root, "docs/notes.md", 50, "2021-06-30 12:34:56"},
-		{root, "logs/app.log", 300 << 10, "2022-01-01 00:00:00"},
-		{root, "logs/old/app.log.1", 1 << 20, "2018-01-01 00:00:00"},
-		{root, "backup.tar.gz", 5 << 20, "2023-03-03 03:03:03"},
-		{music, "Rock/Queen - Bohemian Rhapsody.flac", 30 << 10, "2020-01-01 00:00:00"},
-		{music, "Jazz/Miles Davis - So What.mp3", 8 << 10, "2021-01-01 00:00:00"},
-		{music, "Jazz/live/Take Five.mp3", 6 << 10, "2021-01-02 00:00:00"},
+		{dir: root, rel: "docs/Report Final.txt", size: 100, mt: "2019-05-01 10:00:00"},
+		{dir: root, rel: "docs/report-draft.TXT", size: 2000, mt: "2020-02-02 12:00:00"},
+		{dir: root, rel: "docs/notes.md", size: 50, mt: "2021-06-30 12:34:56"},
+		{dir: root, rel: "logs/app.log", size: 300 << 10, mt: "2022-01-01 00:00:00"},
+		{dir: root, rel: "logs/old/app.log.1", size: 1 << 20, mt: "2018-01-01 00:00:00"},
+		{dir: root, rel: "backup.tar.gz", size: 5 << 20, mt: "2023-03-03 03:03:03"},
+		{dir: music, rel: "Rock/Queen - Bohemian Rhapsody.flac", size: 30 << 10, mt: "2020-01-01 00:00:00"},
+		{dir: music, rel: "Jazz/Miles Davis - So What.mp3", size: 8 << 10, mt: "2021-01-01 00:00:00"},
+		{dir: music, rel: "Jazz/live/Take Five.mp3", size: 6 << 10, mt: "2021-01-02 00:00:00"},
 	}
 	for _, f := range files {
-		setMtime(t, sparse(t, f.dir, f.rel, f.size), day(f.mt))
+		setMtime(t, sparseFile(t, f.dir, f.rel, f.size), parseUTC(f.mt))
 	}
 	s := start(t, "-v", root+"::rw", "-v", music+":music:rw", "-e2dsa")
 	waitReady(t, s)
@@ -153,33 +55,33 @@ func TestSearchForms(t *testing.T) {
 		q    string
 		want []string
 	}{
-		{"report", []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
-		{"REPORT final", []string{"/docs/Report%20Final.txt"}},
-		{`"miles davis - so"`, []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"music jazz", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
-		{"*.log", []string{"/logs/app.log"}},
-		{"app.log*", []string{"/logs/app.log", "/logs/old/app.log.1"}},
-		{"*five*", []string{"/music/Jazz/live/Take%20Five.mp3"}},
-		{"size:>1M", []string{"/backup.tar.gz"}},
-		{"size:<0.01G size:>1M", []string{"/backup.tar.gz"}},
-		{"size:>=1M", []string{"/backup.tar.gz", "/logs/old/app.log.1"}},
-		{"size:<1K", []string{"/docs/Report%20Final.txt", "/docs/notes.md"}},
-		{"size:=2000", []string{"/docs/report-draft.TXT"}},
-		{"size:>7K size:<10K", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"date:<2019-01-01", []string{"/logs/old/app.log.1"}},
-		{"date:2021-01-02", []string{"/music/Jazz/live/Take%20Five.mp3"}},
-		{`date:>="2021-06-30 12:34:56" date:<2022-01-01`, []string{"/docs/notes.md"}},
-		{"date:>2021-06-30 12:34:55 date:<2021-07-01", []string{"/docs/notes.md"}},
-		{"path:music/jazz", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
-		{"path:/logs", []string{"/logs/app.log", "/logs/old/app.log.1"}},
-		{"ext:mp3,flac", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3", "/music/Rock/Queen%20-%20Bohemian%20Rhapsody.flac"}},
-		{"ext:txt", []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
-		{"ext:tar.gz", []string{"/backup.tar.gz"}},
-		{"jazz -live", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"ext:mp3 size:>7K date:<2022-01-01 path:music", []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
-		{"nothing-like-this", nil},
+		{q: "report", want: []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
+		{q: "REPORT final", want: []string{"/docs/Report%20Final.txt"}},
+		{q: `"miles davis - so"`, want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{q: "music jazz", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
+		{q: "*.log", want: []string{"/logs/app.log"}},
+		{q: "app.log*", want: []string{"/logs/app.log", "/logs/old/app.log.1"}},
+		{q: "*five*", want: []string{"/music/Jazz/live/Take%20Five.mp3"}},
+		{q: "size:>1M", want: []string{"/backup.tar.gz"}},
+		{q: "size:<0.01G size:>1M", want: []string{"/backup.tar.gz"}},
+		{q: "size:>=1M", want: []string{"/backup.tar.gz", "/logs/old/app.log.1"}},
+		{q: "size:<1K", want: []string{"/docs/Report%20Final.txt", "/docs/notes.md"}},
+		{q: "size:=2000", want: []string{"/docs/report-draft.TXT"}},
+		{q: "size:>7K size:<10K", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{q: "date:<2019-01-01", want: []string{"/logs/old/app.log.1"}},
+		{q: "date:2021-01-02", want: []string{"/music/Jazz/live/Take%20Five.mp3"}},
+		{q: `date:>="2021-06-30 12:34:56" date:<2022-01-01`, want: []string{"/docs/notes.md"}},
+		{q: "date:>2021-06-30 12:34:55 date:<2021-07-01", want: []string{"/docs/notes.md"}},
+		{q: "path:music/jazz", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3"}},
+		{q: "path:/logs", want: []string{"/logs/app.log", "/logs/old/app.log.1"}},
+		{q: "ext:mp3,flac", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3", "/music/Jazz/live/Take%20Five.mp3", "/music/Rock/Queen%20-%20Bohemian%20Rhapsody.flac"}},
+		{q: "ext:txt", want: []string{"/docs/Report%20Final.txt", "/docs/report-draft.TXT"}},
+		{q: "ext:tar.gz", want: []string{"/backup.tar.gz"}},
+		{q: "jazz -live", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{q: "ext:mp3 size:>7K date:<2022-01-01 path:music", want: []string{"/music/Jazz/Miles%20Davis%20-%20So%20What.mp3"}},
+		{q: "nothing-like-this", want: nil},
 	} {
-		code, r := srch(t, s, map[string]any{"q": c.q})
+		code, r := postSearch(t, s, map[string]any{"q": c.q})
 		if code != 200 {
 			t.Errorf("q %q: status %d %s", c.q, code, r.Error)
 			continue
@@ -189,12 +91,12 @@ func TestSearchForms(t *testing.T) {
 		}
 	}
 	// The hit's fields.
-	_, r := srch(t, s, map[string]any{"q": "take five"})
+	_, r := postSearch(t, s, map[string]any{"q": "take five"})
 	if len(r.Hits) != 1 {
 		t.Fatalf("take five: %+v", r)
 	}
 	h := r.Hits[0]
-	if h.RP != "music/Jazz/live/Take%20Five.mp3" || h.Href != "/"+h.RP || h.FN != "Take Five.mp3" || h.SZ != 6<<10 || h.MT != day("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
+	if h.RP != "music/Jazz/live/Take%20Five.mp3" || h.Href != "/"+h.RP || h.FN != "Take Five.mp3" || h.SZ != 6<<10 || h.MT != parseUTC("2021-01-02 00:00:00").Unix() || h.TS != h.MT || h.Tags == nil {
 		t.Errorf("hit = %+v", h)
 	}
 	resp, body := s.do(t, "GET", h.Href, nil, "Range: bytes=0-0")
@@ -213,7 +115,7 @@ func TestSearchRP(t *testing.T) {
 	writeFile(t, music, "Rock/ünï.flac", []byte("rock"))
 	s := start(t, "-v", root+"::r", "-v", music+":a/music:r", "-e2dsa")
 	waitReady(t, s)
-	_, r := srch(t, s, map[string]any{"q": "five"})
+	_, r := postSearch(t, s, map[string]any{"q": "five"})
 	if len(r.Hits) != 1 {
 		t.Fatalf("five: %+v", r)
 	}
@@ -222,7 +124,7 @@ func TestSearchRP(t *testing.T) {
 		t.Errorf("rp %q href %q", h.RP, h.Href)
 	}
 	for _, q := range []string{"five", "flac", "top"} {
-		_, r := srch(t, s, map[string]any{"q": q})
+		_, r := postSearch(t, s, map[string]any{"q": q})
 		if len(r.Hits) != 1 {
 			t.Fatalf("%s: %+v", q, r)
 		}
@@ -230,7 +132,7 @@ func TestSearchRP(t *testing.T) {
 		wantStatus(t, resp, body, http.StatusOK)
 	}
 	// Hash search (u2c -s, up2k.js) answers the same rp.
-	code, hr := srch(t, s, map[string]any{"srch": 1, "hash": u2Make([]byte("five")).hashes, "size": 4, "name": "x.mp3"})
+	code, hr := postSearch(t, s, map[string]any{"srch": 1, "hash": newUp2kFile([]byte("five")).hashes, "size": 4, "name": "x.mp3"})
 	if code != 200 || len(hr.Hits) != 1 || hr.Hits[0].RP != h.RP {
 		t.Errorf("hash search: %d %+v, want rp %q", code, hr, h.RP)
 	}
@@ -238,17 +140,17 @@ func TestSearchRP(t *testing.T) {
 		q    string
 		want []string
 	}{
-		{"path:/a/music/jazz", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
-		{"path:a/music/jazz/live", []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
-		{"path:jazz/live", []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
-		{"path:/Jazz", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
-		{"path:rock", []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
-		{"path:a/music", []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3", "/a/music/Rock/%C3%BCn%C3%AF.flac"}},
-		{"path:top", []string{"/top.txt"}},
-		{"path:a/mus -path:jazz", []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
-		{"path:nowhere", nil},
+		{q: "path:/a/music/jazz", want: []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{q: "path:a/music/jazz/live", want: []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{q: "path:jazz/live", want: []string{"/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{q: "path:/Jazz", want: []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3"}},
+		{q: "path:rock", want: []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{q: "path:a/music", want: []string{"/a/music/Jazz/So%20What.mp3", "/a/music/Jazz/live/Take%20Five%20%231%3F.mp3", "/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{q: "path:top", want: []string{"/top.txt"}},
+		{q: "path:a/mus -path:jazz", want: []string{"/a/music/Rock/%C3%BCn%C3%AF.flac"}},
+		{q: "path:nowhere", want: nil},
 	} {
-		code, r := srch(t, s, map[string]any{"q": c.q})
+		code, r := postSearch(t, s, map[string]any{"q": c.q})
 		if code != 200 {
 			t.Errorf("q %q: status %d %s", c.q, code, r.Error)
 			continue
@@ -272,20 +174,20 @@ func TestSearchBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{map[string]any{"q": "size:>5X"}, 400, "position 5"},
-		{map[string]any{"q": `a "open`}, 400, "position 2"},
-		{map[string]any{"q": "date:2020-13-45"}, 400, "YYYY-MM-DD"},
-		{map[string]any{"q": "ext:,"}, 400, "ext"},
-		{map[string]any{"q": 5}, 400, "q must be a string"},
-		{map[string]any{"q": "a", "n": 0}, 400, "n must be"},
-		{map[string]any{"q": "a", "n": "x"}, 400, "n must be"},
-		{map[string]any{"q": strings.Repeat("a", 5000)}, 400, "longer than"},
-		{map[string]any{"srch": true}, 400, "hash"},
-		{map[string]any{"srch": true, "hash": []string{"short"}}, 400, "44"},
-		{map[string]any{"srch": true, "hash": []string{strings.Repeat("!", 44)}}, 400, "base64"},
-		{map[string]any{"q": "artist:x"}, 500, "-e2ts"},
+		{body: map[string]any{"q": "size:>5X"}, code: 400, want: "position 5"},
+		{body: map[string]any{"q": `a "open`}, code: 400, want: "position 2"},
+		{body: map[string]any{"q": "date:2020-13-45"}, code: 400, want: "YYYY-MM-DD"},
+		{body: map[string]any{"q": "ext:,"}, code: 400, want: "ext"},
+		{body: map[string]any{"q": 5}, code: 400, want: "q must be a string"},
+		{body: map[string]any{"q": "a", "n": 0}, code: 400, want: "n must be"},
+		{body: map[string]any{"q": "a", "n": "x"}, code: 400, want: "n must be"},
+		{body: map[string]any{"q": strings.Repeat("a", 5000)}, code: 400, want: "longer than"},
+		{body: map[string]any{"srch": true}, code: 400, want: "hash"},
+		{body: map[string]any{"srch": true, "hash": []string{"short"}}, code: 400, want: "44"},
+		{body: map[string]any{"srch": true, "hash": []string{strings.Repeat("!", 44)}}, code: 400, want: "base64"},
+		{body: map[string]any{"q": "artist:x"}, code: 500, want: "-e2ts"},
 	} {
-		code, r := srch(t, s, c.body)
+		code, r := postSearch(t, s, c.body)
 		if code != c.code || !strings.Contains(r.Error, c.want) {
 			t.Errorf("%v: %d %q, want %d containing %q", c.body, code, r.Error, c.code, c.want)
 		}
@@ -306,7 +208,7 @@ func TestSearchOff(t *testing.T) {
 	writeFile(t, dir, "a.txt", []byte("a"))
 	s := start(t, "-v", dir+"::rw")
 	for _, body := range []any{map[string]any{"q": "a"}, map[string]any{"srch": true, "hash": []string{strings.Repeat("A", 44)}}} {
-		code, r := srch(t, s, body)
+		code, r := postSearch(t, s, body)
 		if code != 500 || !strings.Contains(r.Error, "-e2d") {
 			t.Errorf("%v: %d %q, want 500 naming -e2d", body, code, r.Error)
 		}
@@ -317,8 +219,8 @@ func TestSearchOff(t *testing.T) {
 // not by text and not by hash; one they can read is.
 func TestSearchPermissions(t *testing.T) {
 	pub, priv, wonly := t.TempDir(), t.TempDir(), t.TempDir()
-	data := u2Rand(1500 << 10)
-	f := u2Make(data)
+	data := randomBytes(1500 << 10)
+	f := newUp2kFile(data)
 	for _, d := range []string{pub, priv, wonly} {
 		writeFile(t, d, "same secret.bin", data)
 	}
@@ -334,11 +236,11 @@ func TestSearchPermissions(t *testing.T) {
 		if hdr != "" {
 			h = []string{hdr}
 		}
-		code, r := srch(t, s, map[string]any{"q": "secret"}, h...)
+		code, r := postSearch(t, s, map[string]any{"q": "secret"}, h...)
 		if code != 200 || !slices.Equal(r.hrefs(), w) {
 			t.Errorf("text search as %q: %d %q, want %q", hdr, code, r.hrefs(), w)
 		}
-		code, r = srch(t, s, map[string]any{"srch": 1, "hash": f.hashes}, h...)
+		code, r = postSearch(t, s, map[string]any{"srch": 1, "hash": f.hashes}, h...)
 		if code != 200 || !slices.Equal(r.hrefs(), w) {
 			t.Errorf("hash search as %q: %d %q, want %q", hdr, code, r.hrefs(), w)
 		}
@@ -349,31 +251,31 @@ func TestSearchPermissions(t *testing.T) {
 // nothing; copyparty's handshake-shaped body with "srch".
 func TestSearchHash(t *testing.T) {
 	dir := t.TempDir()
-	a, b := u2Rand(3<<20+5), u2Rand(100)
+	a, b := randomBytes(3<<20+5), randomBytes(100)
 	writeFile(t, dir, "big/a.bin", a)
 	writeFile(t, dir, "b.bin", b)
 	writeFile(t, dir, "empty", nil)
 	s := start(t, "-v", dir+"::rw", "-e2dsa")
 	waitReady(t, s)
-	fa, fb := u2Make(a), u2Make(b)
+	fa, fb := newUp2kFile(a), newUp2kFile(b)
 	for _, c := range []struct {
 		name   string
 		hashes []string
 		want   []string
 	}{
-		{"whole file", fa.hashes, []string{"/big/a.bin"}},
-		{"second chunk", fa.hashes[1:2], []string{"/big/a.bin"}},
-		{"full 86-character hash", []string{fa.hashes[2] + strings.Repeat("A", 42)}, []string{"/big/a.bin"}},
-		{"either file", []string{fb.hashes[0], fa.hashes[3]}, []string{"/b.bin", "/big/a.bin"}},
-		{"unknown", []string{u2Hash([]byte("nope"))}, nil},
+		{name: "whole file", hashes: fa.hashes, want: []string{"/big/a.bin"}},
+		{name: "second chunk", hashes: fa.hashes[1:2], want: []string{"/big/a.bin"}},
+		{name: "full 86-character hash", hashes: []string{fa.hashes[2] + strings.Repeat("A", 42)}, want: []string{"/big/a.bin"}},
+		{name: "either file", hashes: []string{fb.hashes[0], fa.hashes[3]}, want: []string{"/b.bin", "/big/a.bin"}},
+		{name: "unknown", hashes: []string{up2kChunkHash([]byte("nope"))}, want: nil},
 	} {
-		code, r := srch(t, s, map[string]any{"srch": true, "hash": c.hashes})
+		code, r := postSearch(t, s, map[string]any{"srch": true, "hash": c.hashes})
 		if code != 200 || !slices.Equal(r.hrefs(), c.want) {
 			t.Errorf("%s: %d %q %q, want %q", c.name, code, r.Error, r.hrefs(), c.want)
 		}
 	}
 	// u2c -s / up2k.js search: the handshake body plus "srch": 1.
-	code, r := srch(t, s, map[string]any{"name": "x.bin", "size": len(a), "lmod": 1, "hash": fa.hashes, "srch": 1})
+	code, r := postSearch(t, s, map[string]any{"name": "x.bin", "size": len(a), "lmod": 1, "hash": fa.hashes, "srch": 1})
 	if code != 200 || !slices.Equal(r.hrefs(), []string{"/big/a.bin"}) {
 		t.Errorf("handshake-shaped hash search: %d %q", code, r.hrefs())
 	}
@@ -392,13 +294,13 @@ func TestSearchTrunc(t *testing.T) {
 		hits  int
 		trunc bool
 	}{
-		{map[string]any{"q": "dat"}, 4, true},             // --srch-hits
-		{map[string]any{"q": "dat", "n": 2}, 2, true},     // n
-		{map[string]any{"q": "dat", "n": 100}, 6, true},   // capped by --srch-max
-		{map[string]any{"q": "f1 dat", "n": 1}, 1, false}, // exactly n matches
-		{map[string]any{"q": "ext:dat -f0 -f1", "n": 5}, 5, false},
+		{body: map[string]any{"q": "dat"}, hits: 4, trunc: true},             // --srch-hits
+		{body: map[string]any{"q": "dat", "n": 2}, hits: 2, trunc: true},     // n
+		{body: map[string]any{"q": "dat", "n": 100}, hits: 6, trunc: true},   // capped by --srch-max
+		{body: map[string]any{"q": "f1 dat", "n": 1}, hits: 1, trunc: false}, // exactly n matches
+		{body: map[string]any{"q": "ext:dat -f0 -f1", "n": 5}, hits: 5, trunc: false},
 	} {
-		code, r := srch(t, s, c.body)
+		code, r := postSearch(t, s, c.body)
 		if code != 200 || len(r.Hits) != c.hits || r.Trunc != c.trunc {
 			t.Errorf("%v: %d, %d hits, trunc %v; want %d hits, trunc %v", c.body, code, len(r.Hits), r.Trunc, c.hits, c.trunc)
 		}
@@ -414,11 +316,11 @@ func TestSearchRateLimit(t *testing.T) {
 	s := start(t, "-v", dir+"::rw", "-e2dsa", "--srch-slow-ms", "0")
 	time.Sleep(100 * time.Millisecond)
 	waitReadySlow(t, s)
-	code, r := srch(t, s, map[string]any{"q": "a"})
+	code, r := postSearch(t, s, map[string]any{"q": "a"})
 	if code != 200 {
 		t.Fatalf("first search: %d %s", code, r.Error)
 	}
-	code, r = srch(t, s, map[string]any{"q": "a"})
+	code, r = postSearch(t, s, map[string]any{"q": "a"})
 	if code != 429 || !regexp.MustCompile(`^rate-limit 0\.7 sec, cost [0-9]+\.[0-9]{2}, idle [0-9]+\.[0-9]{2}$`).MatchString(r.Error) {
 		t.Fatalf("second search: %d %q, want 429 rate-limit", code, r.Error)
 	}
@@ -435,7 +337,7 @@ func TestSearchRateLimit(t *testing.T) {
 		}
 	}
 	time.Sleep(800 * time.Millisecond)
-	if code, r := srch(t, s, map[string]any{"q": "a"}); code != 200 {
+	if code, r := postSearch(t, s, map[string]any{"q": "a"}); code != 200 {
 		t.Fatalf("after the penalty: %d %s", code, r.Error)
 	}
 }
@@ -445,7 +347,7 @@ func TestSearchRateLimit(t *testing.T) {
 func waitReadySlow(t *testing.T, s *server) {
 	t.Helper()
 	for range 200 {
-		code, _ := srch(t, s, map[string]any{"q": "a"})
+		code, _ := postSearch(t, s, map[string]any{"q": "a"})
 		if code == 200 {
 			time.Sleep(800 * time.Millisecond)
 			return
@@ -463,7 +365,7 @@ func TestSearchFirstScan(t *testing.T) {
 		t.Skip("needs a first scan that hashes 1 GiB (slow; -short)")
 	}
 	dir := t.TempDir()
-	sparse(t, dir, "huge.img", 1<<30) // about 2 s of SHA-512
+	sparseFile(t, dir, "huge.img", 1<<30) // about 2 s of SHA-512
 	s := start(t, "-v", dir+"::rw", "-e2dsa")
 	resp, body := s.do(t, "POST", "/", []byte(`{"q":"huge"}`), "Content-Type: application/json")
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "indexing") {
@@ -474,8 +376,8 @@ func TestSearchFirstScan(t *testing.T) {
 	waitReady(t, s)
 	waitHits(t, s, "huge", []string{"/huge.img"})
 	waitHits(t, s, "during", []string{"/during.txt"})
-	zero := u2Hash(make([]byte, 4<<20)) // the sparse file's chunks are zeros
-	code, r := srch(t, s, map[string]any{"srch": true, "hash": []string{zero}})
+	zero := up2kChunkHash(make([]byte, 4<<20)) // the sparse file's chunks are zeros
+	code, r := postSearch(t, s, map[string]any{"srch": true, "hash": []string{zero}})
 	if code != 200 || !slices.Equal(r.hrefs(), []string{"/huge.img"}) {
 		t.Errorf("hash search for a zero chunk: %d %q", code, r.hrefs())
 	}
@@ -492,12 +394,12 @@ func TestSearchFollows(t *testing.T) {
 	wantStatus(t, resp, body, http.StatusCreated)
 	resp, body = s.do(t, "PUT", "/short-lived.txt?life=1", []byte("bye"))
 	wantStatus(t, resp, body, http.StatusCreated)
-	data := u2Rand(2<<20 + 1)
-	u2Upload(t, s, "/up/", "via up2k.bin", u2Make(data), time.Now().Unix(), 2)
+	data := randomBytes(2<<20 + 1)
+	up2kUpload(t, s, "/up/", "via up2k.bin", newUp2kFile(data), time.Now().Unix(), 2)
 	waitHits(t, s, "txt", []string{"/keep/first.txt", "/short-lived.txt"})
 	waitHits(t, s, "up2k", []string{"/up/via%20up2k.bin"})
 	// The up2k upload is found by its chunk hash too.
-	code, r := srch(t, s, map[string]any{"srch": true, "hash": u2Make(data).hashes[1:2]})
+	code, r := postSearch(t, s, map[string]any{"srch": true, "hash": newUp2kFile(data).hashes[1:2]})
 	if code != 200 || !slices.Equal(r.hrefs(), []string{"/up/via%20up2k.bin"}) {
 		t.Errorf("hash search for an up2k upload: %d %q", code, r.hrefs())
 	}
@@ -505,7 +407,7 @@ func TestSearchFollows(t *testing.T) {
 	resp, body = s.do(t, "PUT", "/keep/first.txt?replace", []byte("one, longer"), "PW: pw1")
 	wantStatus(t, resp, body, http.StatusCreated)
 	for range 100 {
-		_, r = srch(t, s, map[string]any{"q": "first size:=11"})
+		_, r = postSearch(t, s, map[string]any{"q": "first size:=11"})
 		if len(r.Hits) == 1 {
 			break
 		}
@@ -569,25 +471,25 @@ func TestSearchTags(t *testing.T) {
 		q    string
 		want []string
 	}{
-		{"artist:daft", []string{"/a.mp3", "/c.ogg"}},
-		{`artist:"nina simone"`, []string{"/b.mp3"}},
-		{"album:discovery", []string{"/a.mp3"}},
-		{`title:"more time"`, []string{"/a.mp3"}},
-		{"genre:jazz", []string{"/b.mp3"}},
-		{"year:1965", []string{"/b.mp3"}},
-		{"year:>=1997", []string{"/a.mp3", "/c.ogg"}},
-		{"artist:punk year:<2000", []string{"/c.ogg"}},
-		{"rate:>200", []string{"/b.mp3"}},
-		{"rate:<200 dur:>2.5", []string{"/a.mp3"}},
-		{"dur:<1.5", []string{"/b.mp3"}},
-		{"-artist:daft", []string{"/b.mp3"}},
+		{q: "artist:daft", want: []string{"/a.mp3", "/c.ogg"}},
+		{q: `artist:"nina simone"`, want: []string{"/b.mp3"}},
+		{q: "album:discovery", want: []string{"/a.mp3"}},
+		{q: `title:"more time"`, want: []string{"/a.mp3"}},
+		{q: "genre:jazz", want: []string{"/b.mp3"}},
+		{q: "year:1965", want: []string{"/b.mp3"}},
+		{q: "year:>=1997", want: []string{"/a.mp3", "/c.ogg"}},
+		{q: "artist:punk year:<2000", want: []string{"/c.ogg"}},
+		{q: "rate:>200", want: []string{"/b.mp3"}},
+		{q: "rate:<200 dur:>2.5", want: []string{"/a.mp3"}},
+		{q: "dur:<1.5", want: []string{"/b.mp3"}},
+		{q: "-artist:daft", want: []string{"/b.mp3"}},
 	} {
-		code, r := srch(t, s, map[string]any{"q": c.q})
+		code, r := postSearch(t, s, map[string]any{"q": c.q})
 		if code != 200 || !slices.Equal(r.hrefs(), c.want) {
 			t.Errorf("q %q: %d %q %q, want %q", c.q, code, r.Error, r.hrefs(), c.want)
 		}
 	}
-	_, r := srch(t, s, map[string]any{"q": "title:sinnerman"})
+	_, r := postSearch(t, s, map[string]any{"q": "title:sinnerman"})
 	if len(r.Hits) != 1 {
 		t.Fatalf("sinnerman: %+v", r)
 	}
@@ -612,7 +514,7 @@ func TestSearchTagsWithoutFFprobe(t *testing.T) {
 		t.Errorf("no warning about ffprobe at start:\n%s", s.logs)
 	}
 	waitHits(t, s, "song", []string{"/song.mp3"})
-	code, r := srch(t, s, map[string]any{"q": "artist:x"})
+	code, r := postSearch(t, s, map[string]any{"q": "artist:x"})
 	if code != 500 || !strings.Contains(r.Error, "ffprobe") {
 		t.Errorf("tag search without ffprobe: %d %q", code, r.Error)
 	}

@@ -31,9 +31,9 @@ func TestShareAdminPerVolume(t *testing.T) {
 		"-v", adm+":adm:A,mallory:A,boss:A,root",
 		"-v", priv+":priv:rw,alice:A,boss:A,root",
 		"-v", inner+":inner:A,carol:A,root")
-	mkShare(t, s, "apw", map[string]any{"k": "adocs", "vp": []string{"/priv/docs/"}, "perms": []string{"read"}}, 201)
-	mkShare(t, s, "apw", map[string]any{"k": "aother", "vp": []string{"/priv/other/"}, "exp": "60", "perms": []string{"read"}}, 201)
-	mkShare(t, s, "mpw", map[string]any{"k": "mpub", "vp": []string{"/adm/pub/"}, "perms": []string{"read"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "adocs", "vp": []string{"/priv/docs/"}, "perms": []string{"read"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "aother", "vp": []string{"/priv/other/"}, "exp": "60", "perms": []string{"read"}}, 201)
+	makeShare(t, s, "mpw", map[string]any{"k": "mpub", "vp": []string{"/adm/pub/"}, "perms": []string{"read"}}, 201)
 
 	keys := func(pw string) []string {
 		var ks []string
@@ -137,7 +137,7 @@ func TestShareShadowedByMount(t *testing.T) {
 		"-v", dir+"::rw,alice", "-v", filepath.Join(dir, "proj", "hidden")+":proj/hidden:A,bob")
 	resp, body := s.do(t, "GET", "/proj/hidden/x.txt", nil, "PW: apw")
 	wantStatus(t, resp, body, 403) // alice may not, by URL
-	mkShare(t, s, "apw", map[string]any{"k": "p", "vp": []string{"/proj/"}, "perms": []string{"read", "write"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "p", "vp": []string{"/proj/"}, "perms": []string{"read", "write"}}, 201)
 	for _, target := range []string{"/shr/p/hidden/x.txt", "/shr/p/hidden/", "/shr/p/hidden/?ls", "/shr/p/?ls", "/shr/p/", "/shr/p/?tar", "/shr/p/hidden/?tar"} {
 		resp, body := s.do(t, "GET", target, nil)
 		if strings.Contains(string(body), "BOBS-PRIVATE") || strings.Contains(string(body), "x.txt") || strings.Contains(string(body), "hidden/") {
@@ -171,9 +171,9 @@ func TestShareThroughLink(t *testing.T) {
 	os.Symlink("x.txt", filepath.Join(dir, "real", "l.txt"))
 	s := start(t, "-a", "alice:apw", "-v", dir+"::rw,alice")
 	for _, vp := range [][]string{{"/lnk/"}, {"/lnk/x.txt"}, {"/real/l.txt"}, {"/real/x.txt", "/real/l.txt"}} {
-		mkShare(t, s, "apw", map[string]any{"k": "bad", "vp": vp, "perms": []string{"read"}}, 400)
+		makeShare(t, s, "apw", map[string]any{"k": "bad", "vp": vp, "perms": []string{"read"}}, 400)
 	}
-	mkShare(t, s, "apw", map[string]any{"k": "ok", "vp": []string{"/real/"}, "perms": []string{"read"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "ok", "vp": []string{"/real/"}, "perms": []string{"read"}}, 201)
 	resp, body := s.do(t, "GET", "/shr/ok/x.txt", nil)
 	wantStatus(t, resp, body, 200)
 	// The shared folder replaced by a link to another folder: not served.

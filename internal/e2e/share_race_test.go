@@ -42,10 +42,10 @@ func shareSwapRace(t *testing.T, swapBase bool) {
 	dir := t.TempDir()
 	pad := strings.Repeat("x", 64)
 	writeFile(t, dir, "proj/in/f.txt", []byte("INSIDE-"+pad))
-	writeFile(t, dir, "proj/in/z.zip", zipOf(t, [][2]string{{"inside.txt", "INSIDE"}}, time.Now()))
+	writeFile(t, dir, "proj/in/z.zip", makeZip(t, [][2]string{{"inside.txt", "INSIDE"}}, time.Now()))
 	writeFile(t, dir, "proj/keep.txt", []byte("KEEP"))
 	writeFile(t, dir, "out/f.txt", []byte("OUTSIDE"+pad))
-	writeFile(t, dir, "out/z.zip", zipOf(t, [][2]string{{"outside.txt", "OUTSIDE"}}, time.Now()))
+	writeFile(t, dir, "out/z.zip", makeZip(t, [][2]string{{"outside.txt", "OUTSIDE"}}, time.Now()))
 	writeFile(t, dir, "out/only-out.txt", []byte("OUTSIDE"))
 	// Pictures for ?th: red inside, blue outside; a thumbnail tells them apart.
 	solid := func(c color.RGBA) image.Image {
@@ -53,8 +53,8 @@ func shareSwapRace(t *testing.T, swapBase bool) {
 		draw.Draw(m, m.Bounds(), &image.Uniform{c}, image.Point{}, draw.Src)
 		return m
 	}
-	writeFile(t, dir, "proj/in/p.png", pngOf(t, solid(color.RGBA{255, 0, 0, 255})))
-	writeFile(t, dir, "out/p.png", pngOf(t, solid(color.RGBA{0, 0, 255, 255})))
+	writeFile(t, dir, "proj/in/p.png", encodePNG(t, solid(color.RGBA{255, 0, 0, 255})))
+	writeFile(t, dir, "out/p.png", encodePNG(t, solid(color.RGBA{0, 0, 255, 255})))
 	// The same names outside, one level down, for the shared folder's swap.
 	for _, n := range []string{"f.txt", "z.zip", "only-out.txt", "p.png"} {
 		b, _ := os.ReadFile(filepath.Join(dir, "out", n))
@@ -74,7 +74,7 @@ func shareSwapRace(t *testing.T, swapBase bool) {
 	outBefore, outerBefore := tree(t, filepath.Join(dir, "out")), tree(t, filepath.Join(dir, "outer"))
 
 	s := start(t, "-a", "alice:apw", "-v", dir+"::rwmd,alice")
-	mkShare(t, s, "apw", map[string]any{"k": "race", "vp": []string{"/proj/"}, "perms": []string{"read", "write", "delete"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "race", "vp": []string{"/proj/"}, "perms": []string{"read", "write", "delete"}}, 201)
 
 	window := 4 * time.Second
 	if testing.Short() {
@@ -97,7 +97,7 @@ func shareSwapRace(t *testing.T, swapBase bool) {
 		}
 	}()
 
-	type probe struct {
+	type raceProbe struct {
 		method, path, ct string
 		body             func(n int64) []byte
 		hdr              []string
@@ -111,7 +111,7 @@ func shareSwapRace(t *testing.T, swapBase bool) {
 		mw.Close()
 		return b.Bytes()
 	}
-	probes := []probe{
+	probes := []raceProbe{
 		{method: "GET", path: "/shr/race/in/f.txt"},
 		{method: "GET", path: "/shr/race/in/f.txt", hdr: []string{"Range: bytes=0-9"}},
 		{method: "GET", path: "/shr/race/in/f.txt", hdr: []string{"Range: bytes=0-3,5-9"}},

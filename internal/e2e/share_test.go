@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"encoding/json"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,31 +33,10 @@ func shareArgs(dir string, extra ...string) []string {
 		"-v", dir + "::rwmd,alice,bob:A,boss:r,reader"}, extra...)
 }
 
-// mkShare posts a share the way copyparty's web UI does and returns the
-// share URL path.
-func mkShare(t *testing.T, s *server, pw string, body map[string]any, code int) string {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	resp, rb := s.do(t, "POST", "/?share", b, "PW: "+pw, "Content-Type: text/plain")
-	wantStatus(t, resp, rb, code)
-	if code != 201 {
-		return ""
-	}
-	txt := strings.TrimSpace(string(rb))
-	if !strings.HasPrefix(txt, "created share: ") {
-		t.Fatalf("body %q", rb)
-	}
-	u, err := url.Parse(txt[15:])
-	if err != nil || u.Host == "" {
-		t.Fatalf("share URL %q", txt[15:])
-	}
-	return u.EscapedPath()
-}
-
 func TestShareFolderEndToEnd(t *testing.T) {
 	dir := shareSetup(t)
 	s := start(t, shareArgs(dir)...)
-	p := mkShare(t, s, "apw", map[string]any{"k": "projkey", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"read"}}, 201)
+	p := makeShare(t, s, "apw", map[string]any{"k": "projkey", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"read"}}, 201)
 	if p != "/shr/projkey/" {
 		t.Fatalf("share path %q", p)
 	}
@@ -92,7 +70,7 @@ func TestShareFolderEndToEnd(t *testing.T) {
 		"/shr/projkey/.hist/shares.json", "/shr/../proj-secret/x.txt", "/shr/%2e%2e/top.txt", "/shr/projkey%2f..%2f..%2ftop.txt",
 		"/shr/", "/shr", "/shr/projkey/?tree", "/shr/projkey/?ru&j",
 	} {
-		resp, body := rsRaw(t, s, "GET", target, nil)
+		resp, body := rawRequest(t, s, "GET", target, nil)
 		if resp.StatusCode < 400 || strings.Contains(string(body), "SECRET") || strings.Contains(string(body), "top file") {
 			t.Errorf("%s: %d %.200s", target, resp.StatusCode, body)
 		}
@@ -100,7 +78,7 @@ func TestShareFolderEndToEnd(t *testing.T) {
 	// Archives of the share: only the shared folder, the link to a file
 	// outside it left out.
 	for _, target := range []string{"/shr/projkey/?tar", "/shr/projkey/?zip", "/shr/projkey/?tar=gz", "/shr/projkey/sub/?tar"} {
-		resp, body := rsRaw(t, s, "GET", target, nil)
+		resp, body := rawRequest(t, s, "GET", target, nil)
 		if resp.StatusCode != 200 || strings.Contains(string(body), "SECRET") || strings.Contains(string(body), "top file") ||
 			strings.Contains(string(body), "link.txt") {
 			t.Errorf("%s: %d %.200q", target, resp.StatusCode, body)
@@ -109,16 +87,16 @@ func TestShareFolderEndToEnd(t *testing.T) {
 	// Decoded: exactly the shared files, byte for byte; neither link
 	// (to a file and to a folder outside the share) is followed.
 	for _, c := range []struct{ target, format string }{
-		{"/shr/projkey/?tar", "tar"}, {"/shr/projkey/?zip", "zip"}, {"/shr/projkey/?tar=gz", "tar=gz"},
-		{"/shr/projkey/?tar=pax", "tar"}, {"/shr/projkey/sub/?zip", "zip"},
+		{target: "/shr/projkey/?tar", format: "tar"}, {target: "/shr/projkey/?zip", format: "zip"}, {target: "/shr/projkey/?tar=gz", format: "tar=gz"},
+		{target: "/shr/projkey/?tar=pax", format: "tar"}, {target: "/shr/projkey/sub/?zip", format: "zip"},
 	} {
-		resp, body := rsRaw(t, s, "GET", c.target, nil)
+		resp, body := rawRequest(t, s, "GET", c.target, nil)
 		if resp.StatusCode != 200 {
 			t.Errorf("%s: %d", c.target, resp.StatusCode)
 			continue
 		}
 		files := map[string]string{}
-		for name, data := range arRead(t, c.format, body) {
+		for name, data := range readArchive(t, c.format, body) {
 			if !strings.HasSuffix(name, "/") {
 				files[name] = string(data)
 			}
@@ -138,11 +116,11 @@ func TestShareFolderEndToEnd(t *testing.T) {
 		}
 	}
 	// A share without read permission gets no archive.
-	up := mkShare(t, s, "apw", map[string]any{"k": "dropkey", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"write"}}, 201)
-	if resp, body := rsRaw(t, s, "GET", up+"?tar", nil); resp.StatusCode < 400 || strings.Contains(string(body), "file a") {
+	up := makeShare(t, s, "apw", map[string]any{"k": "dropkey", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"write"}}, 201)
+	if resp, body := rawRequest(t, s, "GET", up+"?tar", nil); resp.StatusCode < 400 || strings.Contains(string(body), "file a") {
 		t.Errorf("?tar in a write-only share: %d %.200q", resp.StatusCode, body)
 	}
-	if resp, _ := rsRaw(t, s, "GET", "/shr/projkey/?tar=nope", nil); resp.StatusCode != 400 {
+	if resp, _ := rawRequest(t, s, "GET", "/shr/projkey/?tar=nope", nil); resp.StatusCode != 400 {
 		t.Errorf("?tar=nope in a share: %d, want 400", resp.StatusCode)
 	}
 	// Read-only share: no uploads.
@@ -159,14 +137,14 @@ func TestShareWriteFileAndPassword(t *testing.T) {
 	dir := shareSetup(t)
 	s := start(t, shareArgs(dir)...)
 	// A write share takes anonymous uploads into the shared folder only.
-	mkShare(t, s, "apw", map[string]any{"k": "drop", "vp": []string{"/proj/sub/"}, "exp": 0, "perms": []string{"read", "write"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "drop", "vp": []string{"/proj/sub/"}, "exp": 0, "perms": []string{"read", "write"}}, 201)
 	resp, body := s.do(t, "PUT", "/shr/drop/up.txt", []byte("uploaded"))
 	wantStatus(t, resp, body, 201)
 	if b, _ := os.ReadFile(filepath.Join(dir, "proj", "sub", "up.txt")); string(b) != "uploaded" {
 		t.Fatalf("upload landed elsewhere: %q", b)
 	}
 	// A file share reaches that file only.
-	if p := mkShare(t, s, "apw", map[string]any{"k": "onefile", "vp": []string{"/top.txt"}, "perms": []string{"read"}}, 201); p != "/shr/onefile/top.txt" {
+	if p := makeShare(t, s, "apw", map[string]any{"k": "onefile", "vp": []string{"/top.txt"}, "perms": []string{"read"}}, 201); p != "/shr/onefile/top.txt" {
 		t.Fatalf("file share path %q", p)
 	}
 	for _, path := range []string{"/shr/onefile/top.txt", "/shr/onefile"} {
@@ -183,7 +161,7 @@ func TestShareWriteFileAndPassword(t *testing.T) {
 		}
 	}
 	// A password share wants its password, nothing else.
-	mkShare(t, s, "bpw", map[string]any{"k": "locked", "vp": []string{"/proj/"}, "pw": "s3cret", "exp": "10", "perms": []string{"read"}}, 201)
+	makeShare(t, s, "bpw", map[string]any{"k": "locked", "vp": []string{"/proj/"}, "pw": "s3cret", "exp": "10", "perms": []string{"read"}}, 201)
 	for _, hdr := range [][]string{nil, {"PW: wrong"}, {"PW: bpw"}, {"PW: apw"}} {
 		resp, body := s.do(t, "GET", "/shr/locked/a.txt", nil, hdr...)
 		wantStatus(t, resp, body, 401)
@@ -196,34 +174,12 @@ func TestShareWriteFileAndPassword(t *testing.T) {
 	wantStatus(t, resp, body, 200)
 }
 
-type shareRow struct {
-	K     string   `json:"k"`
-	URL   string   `json:"url"`
-	VP    string   `json:"vp"`
-	Files []string `json:"files"`
-	Perms string   `json:"perms"`
-	PW    bool     `json:"pw"`
-	Un    string   `json:"un"`
-	T1    int64    `json:"t1"`
-}
-
-func listShares(t *testing.T, s *server, pw string) []shareRow {
-	t.Helper()
-	resp, body := s.do(t, "GET", "/?shares&j", nil, "PW: "+pw)
-	wantStatus(t, resp, body, 200)
-	var rows []shareRow
-	if err := json.Unmarshal(body, &rows); err != nil {
-		t.Fatalf("%v: %s", err, body)
-	}
-	return rows
-}
-
 func TestShareListDeleteExpireRestart(t *testing.T) {
 	dir := shareSetup(t)
 	s := start(t, shareArgs(dir)...)
-	mkShare(t, s, "apw", map[string]any{"k": "a1", "vp": []string{"/proj/"}, "pw": "x", "exp": "60", "perms": []string{"read"}}, 201)
-	mkShare(t, s, "bpw", map[string]any{"k": "b1", "vp": "/top.txt", "exp": 0, "perms": "read"}, 201)
-	mkShare(t, s, "apw", map[string]any{"k": "soon", "vp": []string{"/proj/"}, "exp": "0.03", "perms": []string{"read"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "a1", "vp": []string{"/proj/"}, "pw": "x", "exp": "60", "perms": []string{"read"}}, 201)
+	makeShare(t, s, "bpw", map[string]any{"k": "b1", "vp": "/top.txt", "exp": 0, "perms": "read"}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "soon", "vp": []string{"/proj/"}, "exp": "0.03", "perms": []string{"read"}}, 201)
 	rows := listShares(t, s, "apw")
 	if len(rows) != 2 || rows[0].K != "a1" || !rows[0].PW || rows[0].Un != "alice" || rows[0].T1 == 0 || rows[0].VP != "/proj" {
 		t.Fatalf("alice's shares: %+v", rows)
@@ -298,7 +254,7 @@ func TestShareListDeleteExpireRestart(t *testing.T) {
 func TestShareSeveralFiles(t *testing.T) {
 	dir := shareSetup(t)
 	s := start(t, shareArgs(dir)...)
-	if p := mkShare(t, s, "apw", map[string]any{"k": "multi", "vp": []string{"/top.txt", "/projx.txt"}, "exp": "5", "perms": []string{"read", "write"}}, 201); p != "/shr/multi/" {
+	if p := makeShare(t, s, "apw", map[string]any{"k": "multi", "vp": []string{"/top.txt", "/projx.txt"}, "exp": "5", "perms": []string{"read", "write"}}, 201); p != "/shr/multi/" {
 		t.Fatalf("path %q", p)
 	}
 	resp, body := s.do(t, "GET", "/shr/multi/", nil)
@@ -327,39 +283,39 @@ func TestShareSeveralFiles(t *testing.T) {
 		t.Fatalf("PUT into a several-file share: %d %s", resp.StatusCode, body)
 	}
 	for _, vps := range [][]string{{"/top.txt", "/proj/"}, {"/top.txt", "/proj/a.txt"}, {"/top.txt", "/nope.txt"}, {"/proj/", "/proj/sub/"}} {
-		mkShare(t, s, "apw", map[string]any{"k": "bad", "vp": vps}, 400)
+		makeShare(t, s, "apw", map[string]any{"k": "bad", "vp": vps}, 400)
 	}
 }
 
 func TestShareBadInput(t *testing.T) {
 	dir := shareSetup(t)
 	s := start(t, shareArgs(dir)...)
-	mkShare(t, s, "apw", map[string]any{"k": "taken", "vp": []string{"/proj/"}, "perms": []string{"read"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "taken", "vp": []string{"/proj/"}, "perms": []string{"read"}}, 201)
 	before := userTree(t, dir)
 	for _, tc := range []struct {
 		pw   string
 		body string
 		code int
 	}{
-		{"apw", `{"k":"../x","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"a/b","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"a b","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"..","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"` + strings.Repeat("k", 65) + `","vp":["/proj/"]}`, 400},
-		{"apw", `{"k":"taken","vp":["/proj/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n1","vp":["/nope/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n2","vp":["/proj/../proj-secret/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n3","vp":["/shr/taken/"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n4","vp":["/proj/a.txt","/proj/sub/deep.txt"],"perms":["read"]}`, 400},
-		{"apw", `{"k":"n5","vp":["/proj/"],"exp":"-5","perms":["read"]}`, 400},
-		{"apw", `{"k":"n6","vp":["/proj/"],"exp":"soon","perms":["read"]}`, 400},
-		{"apw", `{"k":"n7","vp":["/proj/"],"exp":"1e300","perms":["read"]}`, 400},
-		{"apw", `{"k":"n8","vp":["/proj/"],"perms":["admin"]}`, 400},
-		{"apw", `{"k":"n9","vp":["/proj/"],"perms":["read"]`, 400},
-		{"apw", `["k","vp"]`, 400},
-		{"apw", `{"k":"n10","vp":[1,2],"perms":["read"]}`, 400},
-		{"rpw", `{"k":"n11","vp":["/proj/"],"perms":["read","write"]}`, 403},
-		{"", `{"k":"n12","vp":["/proj/"],"perms":["read"]}`, 401},
+		{pw: "apw", body: `{"k":"../x","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"a/b","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"a b","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"..","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"` + strings.Repeat("k", 65) + `","vp":["/proj/"]}`, code: 400},
+		{pw: "apw", body: `{"k":"taken","vp":["/proj/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n1","vp":["/nope/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n2","vp":["/proj/../proj-secret/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n3","vp":["/shr/taken/"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n4","vp":["/proj/a.txt","/proj/sub/deep.txt"],"perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n5","vp":["/proj/"],"exp":"-5","perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n6","vp":["/proj/"],"exp":"soon","perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n7","vp":["/proj/"],"exp":"1e300","perms":["read"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n8","vp":["/proj/"],"perms":["admin"]}`, code: 400},
+		{pw: "apw", body: `{"k":"n9","vp":["/proj/"],"perms":["read"]`, code: 400},
+		{pw: "apw", body: `["k","vp"]`, code: 400},
+		{pw: "apw", body: `{"k":"n10","vp":[1,2],"perms":["read"]}`, code: 400},
+		{pw: "rpw", body: `{"k":"n11","vp":["/proj/"],"perms":["read","write"]}`, code: 403},
+		{pw: "", body: `{"k":"n12","vp":["/proj/"],"perms":["read"]}`, code: 401},
 	} {
 		hdr := []string{"Content-Type: text/plain"}
 		if tc.pw != "" {

@@ -57,15 +57,15 @@ func TestSmuggleRefused(t *testing.T) {
 		status        int
 		msg           string
 	}{
-		{"chunked and content-length", "POST /a/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + hidden, 400, "both Transfer-Encoding and Content-Length"},
-		{"content-length before chunked", "PUT /b.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden, 400, "both Transfer-Encoding and Content-Length"},
-		{"folded transfer-encoding", "PUT /c.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n" + hidden, 400, "obsolete line folding"},
-		{"folded other header", "GET / HTTP/1.1\r\nHost: x\r\nX-Note: a\r\n\tb\r\n\r\n" + hidden, 400, "obsolete line folding"},
-		{"HTTP/1.0 with transfer-encoding", "PUT /d.txt HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden, 400, "HTTP/1.0"},
-		{"two different content-lengths", "PUT /e.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 0\r\n\r\n" + hidden, 400, ""},
-		{"unknown transfer coding", "PUT /f.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + hidden, 501, ""},
-		{"identity transfer coding", "PUT /g.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + hidden, 501, ""},
-		{"after a good request", "GET / HTTP/1.1\r\nHost: x\r\n\r\nPUT /h.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + hidden, 400, "both"},
+		{name: "chunked and content-length", payload: "POST /a/ HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + hidden, status: 400, msg: "both Transfer-Encoding and Content-Length"},
+		{name: "content-length before chunked", payload: "PUT /b.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden, status: 400, msg: "both Transfer-Encoding and Content-Length"},
+		{name: "folded transfer-encoding", payload: "PUT /c.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n" + hidden, status: 400, msg: "obsolete line folding"},
+		{name: "folded other header", payload: "GET / HTTP/1.1\r\nHost: x\r\nX-Note: a\r\n\tb\r\n\r\n" + hidden, status: 400, msg: "obsolete line folding"},
+		{name: "HTTP/1.0 with transfer-encoding", payload: "PUT /d.txt HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden, status: 400, msg: "HTTP/1.0"},
+		{name: "two different content-lengths", payload: "PUT /e.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 0\r\n\r\n" + hidden, status: 400, msg: ""},
+		{name: "unknown transfer coding", payload: "PUT /f.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + hidden, status: 501, msg: ""},
+		{name: "identity transfer coding", payload: "PUT /g.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + hidden, status: 501, msg: ""},
+		{name: "after a good request", payload: "GET / HTTP/1.1\r\nHost: x\r\n\r\nPUT /h.txt HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + hidden, status: 400, msg: "both"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			resps, bodies, closed := rawExchange(t, s, c.payload)

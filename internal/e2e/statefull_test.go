@@ -65,9 +65,9 @@ func TestStateFolderFull(t *testing.T) {
 		writeFile(t, vol, "a.txt", []byte("hello\n"))
 		args := []string{"-v", vol + "::rw", "-e2dsa", "--hist", hist}
 		s := start(t, args...)
-		f := u2Make(u2Rand(2 << 20))
-		rep := u2Handshake(t, s, "/", "big.bin", f, 1600000000, nil)
-		u2Chunk(t, s, rep, f, 0)
+		f := newUp2kFile(randomBytes(2 << 20))
+		rep := up2kHandshake(t, s, "/", "big.bin", f, 1600000000, nil)
+		postChunk(t, s, rep, f, 0)
 		resp, body := s.do(t, "PUT", "/first.txt", []byte("first\n"))
 		wantStatus(t, resp, body, 201)
 		if err := s.stop(); err != nil {
@@ -76,14 +76,14 @@ func TestStateFolderFull(t *testing.T) {
 		filler := fill(t, hist)
 		stateFullChecks(t, args, filler, func(s *server) {
 			// The unfinished upload resumes where it was.
-			again := u2Handshake(t, s, "/", "big.bin", f, 1600000000, nil)
+			again := up2kHandshake(t, s, "/", "big.bin", f, 1600000000, nil)
 			if len(again.Hash) != len(f.hashes)-1 {
 				t.Fatalf("after the state folder had room again the upload needs %d chunks, want %d", len(again.Hash), len(f.hashes)-1)
 			}
 			for _, h := range again.Hash {
-				u2Chunk(t, s, again, f, f.index(h))
+				postChunk(t, s, again, f, f.index(h))
 			}
-			u2Want(t, filepath.Join(vol, "big.bin"), f.data, 1600000000)
+			wantUploaded(t, filepath.Join(vol, "big.bin"), f.data, 1600000000)
 		})
 	})
 	t.Run("while running", func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestStateFolderFull(t *testing.T) {
 		wantStatus(t, resp, body, 200)
 		resp, body = s.do(t, "PUT", "/b.txt", []byte("bee\n"))
 		wantStatus(t, resp, body, 507)
-		resp, body = u2HS(t, s, "/", map[string]any{"name": "new.bin", "size": 1 << 20, "hash": u2Make(u2Rand(1 << 20)).hashes})
+		resp, body = postHandshake(t, s, "/", map[string]any{"name": "new.bin", "size": 1 << 20, "hash": newUp2kFile(randomBytes(1 << 20)).hashes})
 		wantStatus(t, resp, body, 507)
 		os.Remove(filler)
 		resp, body = s.do(t, "PUT", "/b.txt", []byte("bee\n"))
@@ -142,8 +142,8 @@ func stateFullChecks(t *testing.T, args []string, filler string, after func(*ser
 	if !strings.Contains(string(body), "state folder") || !strings.Contains(string(body), "free") || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("PUT with the state folder full: %s (Retry-After %q)", body, resp.Header.Get("Retry-After"))
 	}
-	g := u2Make(u2Rand(1 << 20))
-	resp, body = u2HS(t, s, "/", map[string]any{"name": "new.bin", "size": len(g.data), "hash": g.hashes})
+	g := newUp2kFile(randomBytes(1 << 20))
+	resp, body = postHandshake(t, s, "/", map[string]any{"name": "new.bin", "size": len(g.data), "hash": g.hashes})
 	wantStatus(t, resp, body, 507)
 	if !strings.Contains(string(body), "state folder") {
 		t.Fatalf("handshake with the state folder full: %s", body)

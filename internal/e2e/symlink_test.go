@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -108,7 +109,7 @@ func TestAbsoluteSymlinks(t *testing.T) {
 	got := untarMembers(t, body)
 	for name, want := range map[string]string{"m/fav.mp3": "song b", "m/fav2.mp3": "song b", "m/favdir/e.txt": "file e", "m/chain.mp3": "song b", "m/dotdot.txt": "file e"} {
 		if string(got[name]) != want {
-			t.Errorf("tar member %s = %q, want %q (members %q)", name, got[name], want, keys(got))
+			t.Errorf("tar member %s = %q, want %q (members %q)", name, got[name], want, slices.Sorted(maps.Keys(got)))
 		}
 	}
 	for name, b := range got {
@@ -119,12 +120,12 @@ func TestAbsoluteSymlinks(t *testing.T) {
 
 	// Search finds the linked files by their link names.
 	for _, q := range []string{"fav.mp3", "fav2", "chain", "dotdot"} {
-		code, r := srch(t, s, map[string]any{"q": q})
+		code, r := postSearch(t, s, map[string]any{"q": q})
 		if code != 200 || len(r.Hits) != 1 {
 			t.Errorf("search %q: %d %+v", q, code, r)
 		}
 	}
-	if code, r := srch(t, s, map[string]any{"q": "secret"}); code != 200 || len(r.Hits) != 0 {
+	if code, r := postSearch(t, s, map[string]any{"q": "secret"}); code != 200 || len(r.Hits) != 0 {
 		t.Errorf("search secret: %d %+v", code, r)
 	}
 
@@ -145,10 +146,10 @@ func TestAbsoluteSymlinks(t *testing.T) {
 			t.Errorf("GET %s after upload: %d %s", p, resp.StatusCode, body)
 		}
 	}
-	f := u2Make(u2Rand(3<<20 + 11))
+	f := newUp2kFile(randomBytes(3<<20 + 11))
 	lmod := time.Now().Add(-time.Hour).Unix()
-	u2Upload(t, s, "/m/favdir/", "up2k.bin", f, lmod, 2)
-	u2Want(t, filepath.Join(vol, "d/up2k.bin"), f.data, lmod)
+	up2kUpload(t, s, "/m/favdir/", "up2k.bin", f, lmod, 2)
+	wantUploaded(t, filepath.Join(vol, "d/up2k.bin"), f.data, lmod)
 	// Out of the volume, an upload is refused and writes nothing there.
 	resp, body = s.do(t, "PUT", "/m/outdir/x.txt", []byte("x"))
 	if resp.StatusCode < 400 {
@@ -157,13 +158,4 @@ func TestAbsoluteSymlinks(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(vol), "outside", "x.txt")); err == nil {
 		t.Error("an upload went out of the volume")
 	}
-}
-
-func keys(m map[string][]byte) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

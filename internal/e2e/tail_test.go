@@ -3,89 +3,13 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 )
-
-// tailReader reads a ?tail response in the background.
-type tailReader struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	done chan error
-	resp *http.Response
-}
-
-func startTail(t *testing.T, s *server, path string) *tailReader {
-	t.Helper()
-	req, _ := http.NewRequest("GET", s.URL+path, nil)
-	resp, err := (&http.Client{}).Do(req) // no overall timeout: it streams
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	tr := &tailReader{done: make(chan error, 1), resp: resp}
-	t.Cleanup(func() { resp.Body.Close() })
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := resp.Body.Read(b)
-			tr.mu.Lock()
-			tr.buf.Write(b[:n])
-			tr.mu.Unlock()
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				tr.done <- err
-				return
-			}
-		}
-	}()
-	return tr
-}
-
-func (tr *tailReader) bytes() []byte {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return bytes.Clone(tr.buf.Bytes())
-}
-
-// waitLen waits until at least n bytes arrived.
-func (tr *tailReader) waitLen(t *testing.T, n int, within time.Duration) time.Duration {
-	t.Helper()
-	t0 := time.Now()
-	for time.Since(t0) < within {
-		if len(tr.bytes()) >= n {
-			return time.Since(t0)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("only %d of %d bytes arrived within %v", len(tr.bytes()), n, within)
-	return 0
-}
-
-// waitEnd waits for the server to end the stream.
-func (tr *tailReader) waitEnd(t *testing.T, within time.Duration) {
-	t.Helper()
-	select {
-	case err := <-tr.done:
-		if err != nil {
-			t.Fatalf("stream ended with %v", err)
-		}
-	case <-time.After(within):
-		t.Fatalf("the stream did not end within %v", within)
-	}
-}
 
 func TestTailFollowsAppender(t *testing.T) {
 	dir := t.TempDir()
@@ -95,12 +19,12 @@ func TestTailFollowsAppender(t *testing.T) {
 		name, q string
 		from    int
 	}{
-		{"start", "?tail", 0},
-		{"empty", "?tail=", 0},
-		{"offset", "?tail=437", 437},
-		{"end", "?tail=1000", 1000},
-		{"fromEnd", "?tail=-250", 750},
-		{"fromEndClamped", "?tail=-5000", 0},
+		{name: "start", q: "?tail", from: 0},
+		{name: "empty", q: "?tail=", from: 0},
+		{name: "offset", q: "?tail=437", from: 437},
+		{name: "end", q: "?tail=1000", from: 1000},
+		{name: "fromEnd", q: "?tail=-250", from: 750},
+		{name: "fromEndClamped", q: "?tail=-5000", from: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fn := "log-" + tc.name + ".txt"
@@ -210,8 +134,8 @@ func TestTailBadOffsets(t *testing.T) {
 		v    string
 		code int
 	}{
-		{"abc", 400}, {"1e3", 400}, {"0x10", 400}, {"11", 416}, {"9223372036854775807", 416},
-		{"99999999999999999999", 400}, {"-9223372036854775808", 400}, {"--5", 400}, {"%2B-5", 400},
+		{v: "abc", code: 400}, {v: "1e3", code: 400}, {v: "0x10", code: 400}, {v: "11", code: 416}, {v: "9223372036854775807", code: 416},
+		{v: "99999999999999999999", code: 400}, {v: "-9223372036854775808", code: 400}, {v: "--5", code: 400}, {v: "%2B-5", code: 400},
 	} {
 		resp, body := s.do(t, "GET", "/a.log?tail="+tc.v, nil)
 		if resp.StatusCode != tc.code {

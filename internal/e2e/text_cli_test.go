@@ -14,14 +14,14 @@ func TestTextFlagsBad(t *testing.T) {
 	for _, tc := range [][]string{
 		{"--tail-tmax", "-1"}, {"--tail-cmax", "0"}, {"--ups-ring", "0"}, {"--shr", "/a/b/"}, {"--shr", "/x?y/"}, {"--tail-cmax", "many"},
 	} {
-		code, _, stderr := rsRunBin(t, append([]string{"-v", dir + "::r"}, tc...)...)
+		code, _, stderr := runHoard(t, append([]string{"-v", dir + "::r"}, tc...)...)
 		if code != 2 || !strings.Contains(stderr, strings.TrimLeft(tc[0], "-")) {
 			t.Errorf("%v: exit %d, stderr %q", tc, code, stderr)
 		}
 	}
 	// A corrupt shares file stops the start instead of losing the shares.
 	writeFile(t, dir, ".hist/shares.json", []byte("{corrupt"))
-	code, _, stderr := rsRunBin(t, "-v", dir+"::r")
+	code, _, stderr := runHoard(t, "-v", dir+"::r")
 	if code == 0 || !strings.Contains(stderr, "shares") {
 		t.Fatalf("corrupt shares.json: exit %d, %q", code, stderr)
 	}

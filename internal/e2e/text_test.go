@@ -134,18 +134,6 @@ func TestTextBadEncodings(t *testing.T) {
 	}
 }
 
-// userTree is tree without the server's state folder.
-func userTree(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	for _, p := range tree(t, dir) {
-		if p != ".hist" && !strings.HasPrefix(p, ".hist/") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // TestTextAskedCharset: a label that names a real charset is answered in
 // that charset, by name, even where WHATWG reads it as another one
 // (iso-8859-1 as windows-1252): the bytes agree with the label.
@@ -154,16 +142,16 @@ func TestTextAskedCharset(t *testing.T) {
 	s := start(t, "-v", dir+"::r")
 	writeFile(t, dir, "a.log", []byte("héllo €\n"))
 	for _, c := range []struct{ label, charset, body string }{
-		{"iso-8859-1", "iso-8859-1", "h\xe9llo \x1a\n"},
-		{"ISO-8859-1", "iso-8859-1", "h\xe9llo \x1a\n"},
-		{"latin1", "iso-8859-1", "h\xe9llo \x1a\n"},
-		{"us-ascii", "us-ascii", "h\x1allo \x1a\n"},
-		{"iso-8859-9", "iso-8859-9", "h\xe9llo \x1a\n"},
-		{"windows-1252", "windows-1252", "h\xe9llo \x80\n"},
-		{"cp1252", "windows-1252", "h\xe9llo \x80\n"},
-		{"utf8", "utf-8", "héllo €\n"},
-		{"UTF-8", "utf-8", "héllo €\n"},
-		{"iso-8859-15", "iso-8859-15", "h\xe9llo \xa4\n"},
+		{label: "iso-8859-1", charset: "iso-8859-1", body: "h\xe9llo \x1a\n"},
+		{label: "ISO-8859-1", charset: "iso-8859-1", body: "h\xe9llo \x1a\n"},
+		{label: "latin1", charset: "iso-8859-1", body: "h\xe9llo \x1a\n"},
+		{label: "us-ascii", charset: "us-ascii", body: "h\x1allo \x1a\n"},
+		{label: "iso-8859-9", charset: "iso-8859-9", body: "h\xe9llo \x1a\n"},
+		{label: "windows-1252", charset: "windows-1252", body: "h\xe9llo \x80\n"},
+		{label: "cp1252", charset: "windows-1252", body: "h\xe9llo \x80\n"},
+		{label: "utf8", charset: "utf-8", body: "héllo €\n"},
+		{label: "UTF-8", charset: "utf-8", body: "héllo €\n"},
+		{label: "iso-8859-15", charset: "iso-8859-15", body: "h\xe9llo \xa4\n"},
 	} {
 		resp, body := s.do(t, "GET", "/a.log?txt="+url.QueryEscape(c.label), nil)
 		wantStatus(t, resp, body, 200)

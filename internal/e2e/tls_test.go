@@ -177,7 +177,7 @@ func TestTLSSamePort(t *testing.T) {
 		}
 	}
 	// A large download over TLS arrives intact.
-	big := u2Rand(8<<20 + 5)
+	big := randomBytes(8<<20 + 5)
 	writeFile(t, dir, "big.bin", big)
 	resp, body := tlsDo(t, hc, "GET", httpsURL(s)+"/big.bin", nil, "PW: pw1")
 	wantStatus(t, resp, body, 200)
@@ -202,7 +202,7 @@ func TestTLSSamePort(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "\n"+httpsURL(s)+"/curl.pem") {
 			t.Errorf("curl upload over https: %v %q", err, out)
 		}
-		if !bytes.Equal(mustRead(t, filepath.Join(dir, "curl.pem")), mustRead(t, certFile)) {
+		if !bytes.Equal(readFile(t, filepath.Join(dir, "curl.pem")), readFile(t, certFile)) {
 			t.Error("curl's upload over https is not the file")
 		}
 	} else {
@@ -226,7 +226,7 @@ func TestTLSH2(t *testing.T) {
 	}
 	resp, body = tlsDo(t, hc, "PUT", httpsURL(s)+"/h2.txt", []byte("H2"))
 	wantStatus(t, resp, body, 201)
-	if !rsFileIs(dir, "h2.txt", "H2") {
+	if !fileHolds(dir, "h2.txt", "H2") {
 		t.Fatal("PUT over HTTP/2 did not store the file")
 	}
 	resp, body = tlsDo(t, client, "GET", s.URL+"/f.txt", nil)
@@ -292,7 +292,7 @@ func TestTLSCertReload(t *testing.T) {
 	// Rewritten in place (same inode).
 	other := filepath.Join(cdir, "other.pem")
 	tlsCert(t, other, "", 3)
-	if err := os.WriteFile(certFile, mustRead(t, other), 0o600); err != nil {
+	if err := os.WriteFile(certFile, readFile(t, other), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	waitSerial(3)
@@ -357,13 +357,13 @@ func TestTLSU2C(t *testing.T) {
 	u2cNeed(t)
 	t.Parallel()
 	vol, src, cdir := t.TempDir(), t.TempDir(), t.TempDir()
-	writeFile(t, src, "tree/big.bin", u2Rand(12<<20+77))
+	writeFile(t, src, "tree/big.bin", randomBytes(12<<20+77))
 	writeFile(t, src, "tree/a.txt", []byte("hello\n"))
 	certFile := filepath.Join(cdir, "cert.pem")
 	tlsCert(t, certFile, "", 1)
 	// u2c wants the certificate alone.
 	caFile := filepath.Join(cdir, "ca.pem")
-	b := mustRead(t, certFile)
+	b := readFile(t, certFile)
 	writeFile(t, cdir, "ca.pem", b[:bytes.Index(b, []byte("-----BEGIN PRIVATE KEY"))])
 	s := start(t, "--cert", certFile, "-a", "u:pw", "-v", vol+"::rw,u")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -376,7 +376,7 @@ func TestTLSU2C(t *testing.T) {
 		t.Fatalf("%d files compared, want 2", n)
 	}
 	// And with the check off (-td), as against a self-signed certificate.
-	writeFile(t, src, "tree2/c.bin", u2Rand(3<<20))
+	writeFile(t, src, "tree2/c.bin", randomBytes(3<<20))
 	out, err = u2cRun(t, ctx, "-td", "-a", "pw", httpsURL(s)+"/up/", filepath.Join(src, "tree2"))
 	if err != nil {
 		t.Fatalf("u2c -td over https: %v\n%s", err, out)
@@ -399,15 +399,15 @@ func TestTLSBadCert(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"missing file", []string{"--cert", filepath.Join(cdir, "nope.pem")}, "nope.pem"},
-		{"no key", []string{"--cert", certOnly}, "no private key"},
-		{"garbage", []string{"--cert", garbage}, "garbage.pem"},
-		{"https-only without cert", []string{"--https-only"}, "--https-only needs --cert"},
-		{"both only flags", []string{"--cert", certOnly, "--key", keyFile, "--https-only", "--http-only"}, "exclude each other"},
-		{"key without cert", []string{"--key", keyFile}, "--key needs --cert"},
+		{name: "missing file", args: []string{"--cert", filepath.Join(cdir, "nope.pem")}, want: "nope.pem"},
+		{name: "no key", args: []string{"--cert", certOnly}, want: "no private key"},
+		{name: "garbage", args: []string{"--cert", garbage}, want: "garbage.pem"},
+		{name: "https-only without cert", args: []string{"--https-only"}, want: "--https-only needs --cert"},
+		{name: "both only flags", args: []string{"--cert", certOnly, "--key", keyFile, "--https-only", "--http-only"}, want: "exclude each other"},
+		{name: "key without cert", args: []string{"--key", keyFile}, want: "--key needs --cert"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := rsRunBin(t, append(tc.args, "-v", dir+"::r")...)
+			code, _, stderr := runHoard(t, append(tc.args, "-v", dir+"::r")...)
 			if code != 2 || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
 			}

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// rsOutside lists every path below base that is not below base/vol.
-func rsOutside(t *testing.T, base string) []string {
+// pathsOutsideVolume lists every path below base that is not below base/vol.
+func pathsOutsideVolume(t *testing.T, base string) []string {
 	t.Helper()
 	var out []string
 	for _, p := range tree(t, base) {
@@ -23,11 +23,11 @@ func rsOutside(t *testing.T, base string) []string {
 	return out
 }
 
-// rsTraversalSetup makes base/vol (the volume) next to base/canary (a file)
+// traversalSetup makes base/vol (the volume) next to base/canary (a file)
 // and base/outside/ (a folder with a canary and a file whose name must
 // never show up), plus symbolic links inside the volume that point out.
 // The canary content is a fresh random token.
-func rsTraversalSetup(t *testing.T) (base, vol, token, secretName string) {
+func traversalSetup(t *testing.T) (base, vol, token, secretName string) {
 	t.Helper()
 	base = t.TempDir()
 	vol = filepath.Join(base, "vol")
@@ -55,7 +55,7 @@ func rsTraversalSetup(t *testing.T) (base, vol, token, secretName string) {
 
 func TestTraversalRead(t *testing.T) {
 	t.Parallel()
-	base, vol, token, secretName := rsTraversalSetup(t)
+	base, vol, token, secretName := traversalSetup(t)
 	s := start(t, "-a", "adm:pw-adm", "-v", vol+"::A", "-v", vol+":v2:A,adm")
 	targets := []string{
 		"/../canary",
@@ -128,7 +128,7 @@ func TestTraversalRead(t *testing.T) {
 				if cred != "" {
 					hdr = append(hdr, cred)
 				}
-				resp, body := rsRaw(t, s, "GET", target, nil, hdr...)
+				resp, body := rawRequest(t, s, "GET", target, nil, hdr...)
 				if resp.StatusCode < 400 || resp.StatusCode > 499 {
 					t.Errorf("GET %s: status = %d, want 4xx; body %.200q", target, resp.StatusCode, body)
 				}
@@ -153,20 +153,20 @@ func TestTraversalRead(t *testing.T) {
 			resp, body := s.do(t, "GET", path, nil, "PW: pw-adm")
 			wantStatus(t, resp, body, http.StatusOK)
 			for _, n := range []string{"out", "outrel", "outabs", "outfile", "etcpasswd", "up", secretName, token} {
-				if slices.Contains(rsWords(string(body)), n) {
+				if slices.Contains(listingWords(string(body)), n) {
 					t.Errorf("GET %s shows %q: %.400s", path, n, body)
 				}
 			}
 		}
-		dirs, files := rsNames(t, rsLsGet(t, s, "/?ls&dots", "PW: pw-adm"))
+		dirs, files := listingNames(t, getListing(t, s, "/?ls&dots", "PW: pw-adm"))
 		if !reflect.DeepEqual(dirs, []string{"sub", "v2"}) || !reflect.DeepEqual(files, []string{"ok.txt"}) {
 			t.Errorf("root listing: dirs %q files %q, want [sub v2] [ok.txt]", dirs, files)
 		}
 	})
 }
 
-// rsWords splits a listing body into the names it may contain.
-func rsWords(s string) []string {
+// listingWords splits a listing body into the names it may contain.
+func listingWords(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool {
 		return strings.ContainsRune(" \t\r\n\"'<>/,:;[]{}=\x1b", r)
 	})
@@ -174,9 +174,9 @@ func rsWords(s string) []string {
 
 func TestTraversalWrite(t *testing.T) {
 	t.Parallel()
-	base, vol, token, _ := rsTraversalSetup(t)
+	base, vol, token, _ := traversalSetup(t)
 	s := start(t, "-v", vol+"::A")
-	before := rsOutside(t, base)
+	before := pathsOutsideVolume(t, base)
 	type tcase struct {
 		method, target string
 		hdr            []string
@@ -232,23 +232,23 @@ func TestTraversalWrite(t *testing.T) {
 					fn = strings.TrimPrefix(tc.hdr[0], "fn=")
 				}
 				var ct string
-				body, ct = rsMultipart(t, [2]string{fn, "PWNED-" + token})
+				body, ct = multipartFiles(t, [2]string{fn, "PWNED-" + token})
 				hdr = append(hdr, ct)
 			} else {
 				body = []byte("PWNED-" + token)
 			}
-			resp, rb := rsRaw(t, s, tc.method, tc.target, body, hdr...)
+			resp, rb := rawRequest(t, s, tc.method, tc.target, body, hdr...)
 			if !tc.any && (resp.StatusCode < 400 || resp.StatusCode > 499) {
 				t.Errorf("%s %s: status = %d, want 4xx; body %.200q", tc.method, tc.target, resp.StatusCode, rb)
 			}
 			if tc.any && resp.StatusCode >= 500 {
 				t.Errorf("%s %s: status = %d, want no server error; body %.200q", tc.method, tc.target, resp.StatusCode, rb)
 			}
-			if after := rsOutside(t, base); !reflect.DeepEqual(after, before) {
+			if after := pathsOutsideVolume(t, base); !reflect.DeepEqual(after, before) {
 				t.Fatalf("%s %s changed the folder outside the volume: %q, want %q", tc.method, tc.target, after, before)
 			}
 			for _, p := range []string{"canary", "outside/canary"} {
-				if !rsFileIs(base, p, token) {
+				if !fileHolds(base, p, token) {
 					t.Fatalf("%s %s changed %s outside the volume", tc.method, tc.target, p)
 				}
 			}
@@ -306,7 +306,7 @@ func TestTraversalHist(t *testing.T) {
 				if cred != "" {
 					hdr = append(hdr, cred)
 				}
-				resp, body := rsRaw(t, s, "GET", p, nil, append(hdr, "Range: bytes=0-")...)
+				resp, body := rawRequest(t, s, "GET", p, nil, append(hdr, "Range: bytes=0-")...)
 				if resp.StatusCode < 400 || resp.StatusCode > 499 {
 					t.Errorf("GET %s: status = %d, want 4xx; body %.200q", p, resp.StatusCode, body)
 				}
@@ -354,10 +354,10 @@ func TestTraversalHist(t *testing.T) {
 				body := []byte("PWNED")
 				if w.method == "POST" {
 					var ct string
-					body, ct = rsMultipart(t, [2]string{"secret", "PWNED"})
+					body, ct = multipartFiles(t, [2]string{"secret", "PWNED"})
 					hdr = append(hdr, ct)
 				}
-				resp, rb := rsRaw(t, s, w.method, w.target, body, hdr...)
+				resp, rb := rawRequest(t, s, w.method, w.target, body, hdr...)
 				if resp.StatusCode < 400 || resp.StatusCode > 499 {
 					t.Errorf("%s %s: status = %d, want 4xx; body %.200q", w.method, w.target, resp.StatusCode, rb)
 				}

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"crypto/sha512"
 	"encoding/hex"
-	"encoding/json"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -18,9 +17,9 @@ import (
 	"testing"
 )
 
-// u2Snap records every path below dir except the state folder and work
+// snapshotUserFiles records every path below dir except the state folder and work
 // files, with a digest of each file's content.
-func u2Snap(t *testing.T, dir string) map[string]string {
+func snapshotUserFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -47,7 +46,7 @@ func u2Snap(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func u2SameSnap(t *testing.T, what string, before, after map[string]string) {
+func wantSameUserFiles(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
 	if !maps.Equal(before, after) {
 		t.Errorf("%s changed the volume:\nbefore %v\nafter  %v", what, slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
@@ -58,10 +57,10 @@ func TestUp2kBadHandshakes(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-a", "u:pw", "-v", vol+"::r:rw,u")
 	writeFile(t, vol, "keep.txt", []byte("keep"))
-	h1 := u2Hash([]byte("a"))
+	h1 := up2kChunkHash([]byte("a"))
 	ten := make([]string, 10)
 	for i := range ten {
-		ten[i] = u2Hash([]byte{byte(i)})
+		ten[i] = up2kChunkHash([]byte{byte(i)})
 	}
 	many := make([]string, 4097)
 	for i := range many {
@@ -74,37 +73,37 @@ func TestUp2kBadHandshakes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"count too small", `{"name":"a","size":10485760,"hash":` + u2JSONList(ten[:9]) + `}`, 400, "expected 10"},
-		{"count too large", `{"name":"a","size":10485760,"hash":` + u2JSONList(append(ten, h1)) + `}`, 400, "expected 10"},
-		{"hashes for an empty file", `{"name":"a","size":0,"hash":["` + h1 + `"]}`, 400, "expected 0"},
-		{"negative size", `{"name":"a","size":-1,"hash":[]}`, 400, "negative"},
-		{"huge size", `{"name":"a","size":9223372036854775807,"hash":["` + h1 + `"]}`, 400, "larger than"},
-		{"size past int64", `{"name":"a","size":99999999999999999999,"hash":["` + h1 + `"]}`, 400, "size"},
-		{"fractional size", `{"name":"a","size":1.5,"hash":["` + h1 + `"]}`, 400, "integer"},
-		{"size as a string", `{"name":"a","size":"1","hash":["` + h1 + `"]}`, 400, "integer"},
-		{"size as an exponent", `{"name":"a","size":1e3,"hash":["` + h1 + `"]}`, 400, "integer"},
-		{"no size", `{"name":"a","hash":["` + h1 + `"]}`, 400, "size"},
-		{"more than 4096 chunks", `{"name":"a","size":1099511627776000,"hash":` + u2JSONList(many) + `}`, 400, "4096"},
-		{"standard base64", `{"name":"a","size":1,"hash":["` + h1[:43] + `+"]}`, 400, "URL-safe"},
-		{"slash in a hash", `{"name":"a","size":1,"hash":["` + h1[:43] + `/"]}`, 400, "URL-safe"},
-		{"short hash", `{"name":"a","size":1,"hash":["` + h1[:43] + `"]}`, 400, "characters"},
-		{"long hash", `{"name":"a","size":1,"hash":["` + strings.Repeat("A", 87) + `"]}`, 400, "characters"},
-		{"hash not a string", `{"name":"a","size":1,"hash":[5]}`, 400, "hash"},
-		{"no hash list", `{"name":"a","size":1}`, 400, "hash"},
-		{"slash in the name", `{"name":"a/b","size":1,"hash":["` + h1 + `"]}`, 400, "slash"},
-		{"dot-dot name", `{"name":"..","size":1,"hash":["` + h1 + `"]}`, 400, "bad file name"},
-		{"NUL in the name", `{"name":"a\u0000b","size":1,"hash":["` + h1 + `"]}`, 400, "bad file name"},
-		{"empty name", `{"name":"","size":1,"hash":["` + h1 + `"]}`, 400, "bad file name"},
-		{"name too long", `{"name":"` + bigName + `","size":1,"hash":["` + h1 + `"]}`, 400, "255"},
-		{"PARTIAL name", `{"name":"x.PARTIAL","size":1,"hash":["` + h1 + `"]}`, 400, "PARTIAL"},
-		{"state folder name", `{"name":".hist","size":1,"hash":["` + h1 + `"]}`, 400, "reserved"},
-		{"no name", `{"size":1,"hash":["` + h1 + `"]}`, 400, "name"},
-		{"bad replace", `{"name":"a","size":1,"hash":["` + h1 + `"],"replace":"always"}`, 400, "replace"},
-		{"invalid json", `{"name":`, 400, "invalid json"},
-		{"a JSON array", `["a"]`, 400, "invalid json"},
+		{name: "count too small", body: `{"name":"a","size":10485760,"hash":` + jsonStrings(ten[:9]) + `}`, code: 400, msg: "expected 10"},
+		{name: "count too large", body: `{"name":"a","size":10485760,"hash":` + jsonStrings(append(ten, h1)) + `}`, code: 400, msg: "expected 10"},
+		{name: "hashes for an empty file", body: `{"name":"a","size":0,"hash":["` + h1 + `"]}`, code: 400, msg: "expected 0"},
+		{name: "negative size", body: `{"name":"a","size":-1,"hash":[]}`, code: 400, msg: "negative"},
+		{name: "huge size", body: `{"name":"a","size":9223372036854775807,"hash":["` + h1 + `"]}`, code: 400, msg: "larger than"},
+		{name: "size past int64", body: `{"name":"a","size":99999999999999999999,"hash":["` + h1 + `"]}`, code: 400, msg: "size"},
+		{name: "fractional size", body: `{"name":"a","size":1.5,"hash":["` + h1 + `"]}`, code: 400, msg: "integer"},
+		{name: "size as a string", body: `{"name":"a","size":"1","hash":["` + h1 + `"]}`, code: 400, msg: "integer"},
+		{name: "size as an exponent", body: `{"name":"a","size":1e3,"hash":["` + h1 + `"]}`, code: 400, msg: "integer"},
+		{name: "no size", body: `{"name":"a","hash":["` + h1 + `"]}`, code: 400, msg: "size"},
+		{name: "more than 4096 chunks", body: `{"name":"a","size":1099511627776000,"hash":` + jsonStrings(many) + `}`, code: 400, msg: "4096"},
+		{name: "standard base64", body: `{"name":"a","size":1,"hash":["` + h1[:43] + `+"]}`, code: 400, msg: "URL-safe"},
+		{name: "slash in a hash", body: `{"name":"a","size":1,"hash":["` + h1[:43] + `/"]}`, code: 400, msg: "URL-safe"},
+		{name: "short hash", body: `{"name":"a","size":1,"hash":["` + h1[:43] + `"]}`, code: 400, msg: "characters"},
+		{name: "long hash", body: `{"name":"a","size":1,"hash":["` + strings.Repeat("A", 87) + `"]}`, code: 400, msg: "characters"},
+		{name: "hash not a string", body: `{"name":"a","size":1,"hash":[5]}`, code: 400, msg: "hash"},
+		{name: "no hash list", body: `{"name":"a","size":1}`, code: 400, msg: "hash"},
+		{name: "slash in the name", body: `{"name":"a/b","size":1,"hash":["` + h1 + `"]}`, code: 400, msg: "slash"},
+		{name: "dot-dot name", body: `{"name":"..","size":1,"hash":["` + h1 + `"]}`, code: 400, msg: "bad file name"},
+		{name: "NUL in the name", body: `{"name":"a\u0000b","size":1,"hash":["` + h1 + `"]}`, code: 400, msg: "bad file name"},
+		{name: "empty name", body: `{"name":"","size":1,"hash":["` + h1 + `"]}`, code: 400, msg: "bad file name"},
+		{name: "name too long", body: `{"name":"` + bigName + `","size":1,"hash":["` + h1 + `"]}`, code: 400, msg: "255"},
+		{name: "PARTIAL name", body: `{"name":"x.PARTIAL","size":1,"hash":["` + h1 + `"]}`, code: 400, msg: "PARTIAL"},
+		{name: "state folder name", body: `{"name":".hist","size":1,"hash":["` + h1 + `"]}`, code: 400, msg: "reserved"},
+		{name: "no name", body: `{"size":1,"hash":["` + h1 + `"]}`, code: 400, msg: "name"},
+		{name: "bad replace", body: `{"name":"a","size":1,"hash":["` + h1 + `"],"replace":"always"}`, code: 400, msg: "replace"},
+		{name: "invalid json", body: `{"name":`, code: 400, msg: "invalid json"},
+		{name: "a JSON array", body: `["a"]`, code: 400, msg: "invalid json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := u2Snap(t, vol)
+			before := snapshotUserFiles(t, vol)
 			resp, b := s.do(t, "POST", "/up/", []byte(tc.body), "Content-Type: application/json", "PW: pw")
 			wantStatus(t, resp, b, tc.code)
 			if !strings.Contains(string(b), tc.msg) {
@@ -113,7 +112,7 @@ func TestUp2kBadHandshakes(t *testing.T) {
 			if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 				t.Errorf("error Content-Type %q", resp.Header.Get("Content-Type"))
 			}
-			u2SameSnap(t, tc.name, before, u2Snap(t, vol))
+			wantSameUserFiles(t, tc.name, before, snapshotUserFiles(t, vol))
 			if names := tree(t, vol); slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, ".PARTIAL") }) {
 				t.Errorf("a refused handshake left a work file: %v", names)
 			}
@@ -138,20 +137,15 @@ func TestUp2kBadHandshakes(t *testing.T) {
 	}
 }
 
-func u2JSONList(hs []string) string {
-	b, _ := json.Marshal(hs)
-	return string(b)
-}
-
 func TestUp2kBadChunks(t *testing.T) {
 	vol := t.TempDir()
 	other := t.TempDir()
 	s := start(t, "-a", "u:pw", "-a", "v:pw2", "-v", vol+"::rw,u", "-v", other+":o:rw,v")
-	f := u2Make(u2Rand(3<<20 + 100)) // 4 chunks
-	rep := u2Handshake(t, s, "/up/", "f.bin", f, 1600000000, nil, "PW: pw")
-	u2Chunk(t, s, rep, f, 0, "PW: pw")
+	f := newUp2kFile(randomBytes(3<<20 + 100)) // 4 chunks
+	rep := up2kHandshake(t, s, "/up/", "f.bin", f, 1600000000, nil, "PW: pw")
+	postChunk(t, s, rep, f, 0, "PW: pw")
 	writeFile(t, vol, "keep.txt", []byte("keep"))
-	g := u2Make(u2Rand(2 << 20))
+	g := newUp2kFile(randomBytes(2 << 20))
 	for _, tc := range []struct {
 		name string
 		hash string
@@ -167,10 +161,10 @@ func TestUp2kBadChunks(t *testing.T) {
 		{name: "chunk not in the session", hash: g.hashes[0], body: g.chunk(0), code: 400, msg: "unknown chunk wtf"},
 		{name: "body longer than the chunk", hash: f.hashes[1], body: append(bytes.Clone(f.chunk(1)), 'x'), code: 400, msg: "too much"},
 		{name: "body shorter than the chunk", hash: f.hashes[1], body: f.chunk(1)[:1000], code: 400, msg: "bytes"},
-		{name: "stitched body too short", hash: u2Stitch(f.hashes[1:3]), body: f.chunk(1), code: 400, msg: "bytes"},
+		{name: "stitched body too short", hash: stitchHashes(f.hashes[1:3]), body: f.chunk(1), code: 400, msg: "bytes"},
 		{name: "subchunk past the chunk", hash: f.hashes[1], body: f.chunk(1)[:1000], hdr: []string{"X-Up2k-Subc: 1048000"}, code: 400, msg: "exceeds chunksize"},
 		{name: "subchunk offset not a number", hash: f.hashes[1], body: f.chunk(1)[:1000], hdr: []string{"X-Up2k-Subc: -5"}, code: 400, msg: "Subc"},
-		{name: "subchunk of two chunks", hash: u2Stitch(f.hashes[1:3]), body: append(bytes.Clone(f.chunk(1)), f.chunk(2)...), hdr: []string{"X-Up2k-Subc: 0"}, code: 400, msg: "single subchunk"},
+		{name: "subchunk of two chunks", hash: stitchHashes(f.hashes[1:3]), body: append(bytes.Clone(f.chunk(1)), f.chunk(2)...), hdr: []string{"X-Up2k-Subc: 0"}, code: 400, msg: "single subchunk"},
 		{name: "subchunk resumed without a start", hash: f.hashes[2], body: f.chunk(2)[:100], hdr: []string{"X-Up2k-Subc: 500"}, code: 400, msg: "resume-point"},
 		{name: "hash with a bad alphabet", hash: "+" + f.hashes[1][1:], body: f.chunk(1), code: 400, msg: "URL-safe"},
 		{name: "hash of the wrong length", hash: f.hashes[1][:40], body: f.chunk(1), code: 400, msg: "characters"},
@@ -184,8 +178,8 @@ func TestUp2kBadChunks(t *testing.T) {
 		{name: "another user's session via their volume", hash: f.hashes[1], body: f.chunk(1), hdr: []string{"PW: pw2"}, path: "/o/", code: 400, msg: "unknown wark"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := u2Snap(t, vol)
-			beforeO := u2Snap(t, other)
+			before := snapshotUserFiles(t, vol)
+			beforeO := snapshotUserFiles(t, other)
 			wark := rep.Wark
 			if tc.wark != "" {
 				wark = tc.wark
@@ -200,8 +194,8 @@ func TestUp2kBadChunks(t *testing.T) {
 			if !strings.Contains(string(b), tc.msg) {
 				t.Errorf("message %q does not name %q", b, tc.msg)
 			}
-			u2SameSnap(t, tc.name, before, u2Snap(t, vol))
-			u2SameSnap(t, tc.name, beforeO, u2Snap(t, other))
+			wantSameUserFiles(t, tc.name, before, snapshotUserFiles(t, vol))
+			wantSameUserFiles(t, tc.name, beforeO, snapshotUserFiles(t, other))
 		})
 	}
 	// A chunked body (no Content-Length) is refused.
@@ -219,14 +213,14 @@ func TestUp2kBadChunks(t *testing.T) {
 		t.Fatalf("chunked body: %d", resp.StatusCode)
 	}
 	// Every refused chunk is still needed; the good ones complete it.
-	again := u2Handshake(t, s, "/up/", "f.bin", f, 1600000000, nil, "PW: pw")
+	again := up2kHandshake(t, s, "/up/", "f.bin", f, 1600000000, nil, "PW: pw")
 	if !slices.Equal(again.Hash, f.hashes[1:]) {
 		t.Fatalf("after refused chunks the server needs %v", again.Hash)
 	}
 	for i := 1; i < 4; i++ {
-		u2Chunk(t, s, rep, f, i, "PW: pw")
+		postChunk(t, s, rep, f, i, "PW: pw")
 	}
-	u2Want(t, filepath.Join(vol, "up/f.bin"), f.data, 1600000000)
+	wantUploaded(t, filepath.Join(vol, "up/f.bin"), f.data, 1600000000)
 	if names := tree(t, other); slices.ContainsFunc(names, func(n string) bool { return !strings.HasPrefix(n, ".hist") }) {
 		t.Fatalf("the other volume changed: %v", names)
 	}

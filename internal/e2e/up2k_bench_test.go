@@ -21,8 +21,8 @@ import (
 	"hoard/store"
 )
 
-// u2PeakRSS reads the server's peak resident memory (VmHWM) in bytes.
-func u2PeakRSS(s *server) int64 {
+// peakRSS reads the server's peak resident memory (VmHWM) in bytes.
+func peakRSS(s *server) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
 	if err != nil {
 		return 0
@@ -50,8 +50,8 @@ func BenchmarkUp2kServer(b *testing.B) {
 	const size = 1 << 30
 	data := make([]byte, size)
 	rand.Read(data)
-	f := u2Make(data)
-	for _, tc := range []struct{ conns, stitch int }{{4, 1}, {4, 4}, {64, 1}} {
+	f := newUp2kFile(data)
+	for _, tc := range []struct{ conns, stitch int }{{conns: 4, stitch: 1}, {conns: 4, stitch: 4}, {conns: 64, stitch: 1}} {
 		b.Run(fmt.Sprintf("conns=%d/stitch=%d", tc.conns, tc.stitch), func(b *testing.B) {
 			vol := b.TempDir()
 			s, err := startErr(b, "-v", vol+"::rw", "--log-level", "warn")
@@ -66,15 +66,16 @@ func BenchmarkUp2kServer(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
 				data[0]++ // new content each time, or the server copies the last one
-				f.hashes[0] = u2Hash(f.chunk(0))
+				f.hashes[0] = up2kChunkHash(f.chunk(0))
 				b.StartTimer()
-				body := fmt.Sprintf(`{"name":"f%d","size":%d,"lmod":1,"hash":%s}`, i, size, u2JSONList(f.hashes))
+				body := fmt.Sprintf(`{"name":"f%d","size":%d,"lmod":1,"hash":%s}`, i, size, jsonStrings(f.hashes))
 				resp, err := c.Post(s.URL+"/", "application/json", strings.NewReader(body))
 				if err != nil || resp.StatusCode != 200 {
 					b.Fatalf("handshake: %v %v", err, resp)
 				}
-				var rep u2Reply
-				decodeJSON(resp, &rep)
+				var rep handshakeReply
+				json.NewDecoder(resp.Body).Decode(&rep)
+				resp.Body.Close()
 				jobs := make(chan int)
 				var wg sync.WaitGroup
 				for range tc.conns {
@@ -93,7 +94,7 @@ func BenchmarkUp2kServer(b *testing.B) {
 							req, _ := http.NewRequest("POST", s.URL+"/", bytes.NewReader(data[off:off+int64(n)]))
 							req.Header.Set("Content-Type", "application/octet-stream")
 							req.Header.Set("X-Up2k-Wark", rep.Wark)
-							req.Header.Set("X-Up2k-Hash", u2Stitch(hs))
+							req.Header.Set("X-Up2k-Hash", stitchHashes(hs))
 							resp, err := c.Do(req)
 							if err != nil {
 								b.Error(err)
@@ -116,7 +117,7 @@ func BenchmarkUp2kServer(b *testing.B) {
 				b.StartTimer()
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(u2PeakRSS(s))/(1<<20), "peakRSS-MiB")
+			b.ReportMetric(float64(peakRSS(s))/(1<<20), "peakRSS-MiB")
 		})
 	}
 	b.Run("limit=sha512x2", func(b *testing.B) {
@@ -180,9 +181,4 @@ func BenchmarkUp2kServer(b *testing.B) {
 			}
 		}
 	})
-}
-
-func decodeJSON(resp *http.Response, v any) {
-	defer resp.Body.Close()
-	json.NewDecoder(resp.Body).Decode(v)
 }

@@ -22,11 +22,11 @@ func TestUp2kDiskFull(t *testing.T) {
 	vol := filepath.Join(mnt, "vol")
 	os.Mkdir(vol, 0o755)
 	s := start(t, "-v", vol+"::rw", "--hist", t.TempDir())
-	f := u2Make(u2Rand(20 << 20))
-	rep := u2Handshake(t, s, "/", "big.bin", f, 1600000000, nil)
+	f := newUp2kFile(randomBytes(20 << 20))
+	rep := up2kHandshake(t, s, "/", "big.bin", f, 1600000000, nil)
 	// Too big for what is free: the client's error (413 naming the free
 	// space), refused at the handshake, nothing made.
-	resp, b := u2HS(t, s, "/", map[string]any{"name": "huge.bin", "size": 40 << 20, "hash": u2Make(make([]byte, 40<<20)).hashes})
+	resp, b := postHandshake(t, s, "/", map[string]any{"name": "huge.bin", "size": 40 << 20, "hash": newUp2kFile(make([]byte, 40<<20)).hashes})
 	wantStatus(t, resp, b, 413)
 	if !strings.Contains(string(b), "free space") {
 		t.Fatalf("disk full at handshake: %s", b)
@@ -35,12 +35,12 @@ func TestUp2kDiskFull(t *testing.T) {
 		t.Fatal("a refused handshake left its work file")
 	}
 	filler := filepath.Join(mnt, "filler")
-	if err := os.WriteFile(filler, u2Rand(16<<20), 0o644); err != nil {
+	if err := os.WriteFile(filler, randomBytes(16<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var failed []string
 	for i := range f.hashes {
-		code, b := u2PostClient(s, rep.Purl, rep.Wark, f.hashes[i], f.chunk(i))
+		code, b := postChunksNoFail(s, rep.Purl, rep.Wark, f.hashes[i], f.chunk(i))
 		switch {
 		case code == 200:
 		case code == 500 && strings.Contains(string(b), "free") && strings.Contains(string(b), "full"):
@@ -52,13 +52,13 @@ func TestUp2kDiskFull(t *testing.T) {
 	if len(failed) == 0 {
 		t.Fatal("the file system never filled up")
 	}
-	again := u2Handshake(t, s, "/", "big.bin", f, 1600000000, nil)
+	again := up2kHandshake(t, s, "/", "big.bin", f, 1600000000, nil)
 	if !slices.Equal(again.Hash, failed) {
 		t.Fatalf("after disk full the server needs %d chunks, want the %d that failed", len(again.Hash), len(failed))
 	}
 	os.Remove(filler)
 	for _, h := range again.Hash {
-		u2Chunk(t, s, again, f, f.index(h))
+		postChunk(t, s, again, f, f.index(h))
 	}
-	u2Want(t, filepath.Join(vol, "big.bin"), f.data, 1600000000)
+	wantUploaded(t, filepath.Join(vol, "big.bin"), f.data, 1600000000)
 }

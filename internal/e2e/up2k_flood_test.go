@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,13 +18,6 @@ import (
 	"testing"
 	"time"
 )
-
-// fromAddr is an HTTP client whose connections come from the loopback
-// address ip (127.0.0.2, …), so that the server sees several clients.
-func fromAddr(ip string) *http.Client {
-	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
-	return &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 64}}
-}
 
 // vmHWM is the peak resident memory of process pid (VmHWM), in bytes.
 func vmHWM(t *testing.T, pid int) int64 {
@@ -61,9 +53,9 @@ func flood(t *testing.T, s *server, addrs []string, n, par int, size int64) *flo
 	t.Helper()
 	clients := make([]*http.Client, len(addrs))
 	for i, a := range addrs {
-		clients[i] = fromAddr(a)
+		clients[i] = clientFromAddr(a)
 	}
-	nh := int((size + u2ChunkSize(size) - 1) / u2ChunkSize(size))
+	nh := int((size + copypartyChunkSize(size) - 1) / copypartyChunkSize(size))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	res := &floodResult{}
@@ -183,11 +175,11 @@ func TestUp2kHandshakeFlood(t *testing.T) {
 		done := make(chan *floodResult, 1)
 		go func() { done <- fl() }()
 		time.Sleep(300 * time.Millisecond) // well into the flood
-		f := u2Make(u2Rand(3 << 20))
+		f := newUp2kFile(randomBytes(3 << 20))
 		name := fmt.Sprintf("legit-%d.bin", legit)
 		legit++
-		u2Upload(t, s, "/", name, f, 1600000000, 2)
-		u2Want(t, filepath.Join(dir, name), f.data, 1600000000)
+		up2kUpload(t, s, "/", name, f, 1600000000, 2)
+		wantUploaded(t, filepath.Join(dir, name), f.data, 1600000000)
 		r := <-done
 		t.Logf("%s: %v", what, r)
 		refusedRight(t, what, r)
@@ -237,8 +229,8 @@ func TestUp2kUnfinishedCaps(t *testing.T) {
 	dir, hist := t.TempDir(), t.TempDir()
 	args := []string{"-v", dir + "::rw", "--hist", hist, "--reg-cap", "30", "--reg-cap-ip", "10"}
 	s := start(t, args...)
-	f := u2Make(u2Rand(1 << 20))
-	rep := u2Handshake(t, s, "/", "mine.bin", f, 1600000000, nil) // 1 of 30
+	f := newUp2kFile(randomBytes(1 << 20))
+	rep := up2kHandshake(t, s, "/", "mine.bin", f, 1600000000, nil) // 1 of 30
 	r := flood(t, s, []string{"127.0.0.4"}, 15, 4, 1<<20)
 	if r.ok.Load() != 10 || r.refused.Load() != 5 {
 		t.Fatalf("one address: %v, want 10 accepted and 5 refused", r)
@@ -253,26 +245,26 @@ func TestUp2kUnfinishedCaps(t *testing.T) {
 	if m, _ := r.sample.Load(503); !strings.Contains(fmt.Sprint(m), "too many unfinished uploads") {
 		t.Fatalf("three more addresses: %v", r)
 	}
-	g := u2Make(u2Rand(1 << 20))
-	resp, b := u2HS(t, s, "/", map[string]any{"name": "late.bin", "size": len(g.data), "hash": g.hashes})
+	g := newUp2kFile(randomBytes(1 << 20))
+	resp, b := postHandshake(t, s, "/", map[string]any{"name": "late.bin", "size": len(g.data), "hash": g.hashes})
 	wantStatus(t, resp, b, 503)
 	if resp.Header.Get("Retry-After") == "" {
 		t.Fatal("503 without Retry-After")
 	}
 	// Finishing an upload gives its place back.
-	u2Chunk(t, s, rep, f, 0)
-	u2Want(t, filepath.Join(dir, "mine.bin"), f.data, 1600000000)
-	u2Handshake(t, s, "/", "late.bin", g, 1600000000, nil)
+	postChunk(t, s, rep, f, 0)
+	wantUploaded(t, filepath.Join(dir, "mine.bin"), f.data, 1600000000)
+	up2kHandshake(t, s, "/", "late.bin", g, 1600000000, nil)
 	// After a restart the 30 unfinished uploads still count.
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
 	s = start(t, args...)
-	h := u2Make(u2Rand(1 << 20))
-	resp, b = u2HS(t, s, "/", map[string]any{"name": "after.bin", "size": len(h.data), "hash": h.hashes})
+	h := newUp2kFile(randomBytes(1 << 20))
+	resp, b = postHandshake(t, s, "/", map[string]any{"name": "after.bin", "size": len(h.data), "hash": h.hashes})
 	wantStatus(t, resp, b, 503)
 	// The one that was resumed can still be finished.
-	again := u2Handshake(t, s, "/", "late.bin", g, 1600000000, nil)
-	u2Chunk(t, s, again, g, 0)
-	u2Want(t, filepath.Join(dir, "late.bin"), g.data, 1600000000)
+	again := up2kHandshake(t, s, "/", "late.bin", g, 1600000000, nil)
+	postChunk(t, s, again, g, 0)
+	wantUploaded(t, filepath.Join(dir, "late.bin"), g.data, 1600000000)
 }

@@ -40,15 +40,15 @@ func TestUp2kSingleHash(t *testing.T) {
 			if !strings.Contains(line, want) {
 				t.Fatalf("start-up log says %q, want %s", line, want)
 			}
-			f := u2Make(u2Rand(8<<20 + 777)) // 9 chunks of 1 MiB: big enough for the lanes
-			u2Upload(t, s, "/", "par.bin", f, 1600000000, 4)
-			u2Want(t, filepath.Join(vol, "par.bin"), f.data, 1600000000)
+			f := newUp2kFile(randomBytes(8<<20 + 777)) // 9 chunks of 1 MiB: big enough for the lanes
+			up2kUpload(t, s, "/", "par.bin", f, 1600000000, 4)
+			wantUploaded(t, filepath.Join(vol, "par.bin"), f.data, 1600000000)
 
-			g := u2Make(u2Rand(6 << 20))
-			rep := u2Handshake(t, s, "/", "stitched.bin", g, 1600000000, nil)
-			resp, b := u2Post(t, s, rep.Purl, rep.Wark, u2Stitch(g.hashes), g.data)
+			g := newUp2kFile(randomBytes(6 << 20))
+			rep := up2kHandshake(t, s, "/", "stitched.bin", g, 1600000000, nil)
+			resp, b := postChunks(t, s, rep.Purl, rep.Wark, stitchHashes(g.hashes), g.data)
 			wantStatus(t, resp, b, 200)
-			u2Want(t, filepath.Join(vol, "stitched.bin"), g.data, 1600000000)
+			wantUploaded(t, filepath.Join(vol, "stitched.bin"), g.data, 1600000000)
 		})
 	}
 }

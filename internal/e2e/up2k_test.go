@@ -11,14 +11,13 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,264 +31,13 @@ import (
 
 // ---- helpers -------------------------------------------------------------
 
-// u2ChunkSize is copyparty's chunk size function, written out again here
-// so that the tests do not trust the server's copy.
-func u2ChunkSize(size int64) int64 {
-	cs, step := int64(1<<20), int64(512<<10)
-	for {
-		for _, mul := range []int64{1, 2} {
-			n := (size + cs - 1) / cs
-			if n <= 256 || (cs >= 32<<20 && n <= 4096) {
-				return cs
-			}
-			cs += step
-			step *= mul
-		}
-	}
-}
-
-// u2Hash is copyparty's chunk hash: SHA-512, first 33 bytes, URL-safe base64.
-func u2Hash(b []byte) string {
-	s := sha512.Sum512(b)
-	return base64.RawURLEncoding.EncodeToString(s[:33])
-}
-
-// u2File is a file as an up2k client sees it.
-type u2File struct {
-	data   []byte
-	cs     int64
-	hashes []string
-}
-
-func u2Make(data []byte) *u2File {
-	f := &u2File{data: data, cs: u2ChunkSize(int64(len(data)))}
-	for off := int64(0); off < int64(len(data)); off += f.cs {
-		f.hashes = append(f.hashes, u2Hash(f.chunk(int(off/f.cs))))
-	}
-	return f
-}
-
-func (f *u2File) chunk(i int) []byte {
-	off := int64(i) * f.cs
-	return f.data[off:min(off+f.cs, int64(len(f.data)))]
-}
-
-// index returns the first chunk index with hash h.
-func (f *u2File) index(h string) int { return slices.Index(f.hashes, h) }
-
-func u2Rand(n int) []byte {
-	b := make([]byte, n)
-	rand.Read(b)
-	return b
-}
-
-// u2Reply is the handshake answer.
-type u2Reply struct {
-	Name string   `json:"name"`
-	Purl string   `json:"purl"`
-	Size int64    `json:"size"`
-	Lmod int64    `json:"lmod"`
-	Sprs bool     `json:"sprs"`
-	Hash []string `json:"hash"`
-	Dwrk string   `json:"dwrk"`
-	Wark string   `json:"wark"`
-	Need []string `json:"need"`
-	FK   string   `json:"fk"`
-}
-
-// u2HS posts a handshake (a JSON body) and returns the raw response.
-func u2HS(t *testing.T, s *server, folder string, body any, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.do(t, "POST", folder, b, append([]string{"Content-Type: application/json"}, hdr...)...)
-}
-
-// u2Handshake posts a handshake for f named name and wants 200.
-func u2Handshake(t *testing.T, s *server, folder, name string, f *u2File, lmod int64, extra map[string]any, hdr ...string) u2Reply {
-	t.Helper()
-	body := map[string]any{"name": name, "size": len(f.data), "lmod": lmod, "hash": f.hashes}
-	for k, v := range extra {
-		body[k] = v
-	}
-	resp, b := u2HS(t, s, folder, body, hdr...)
-	wantStatus(t, resp, b, 200)
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Fatalf("handshake Content-Type %q", ct)
-	}
-	var rep u2Reply
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatalf("handshake reply %s: %v", b, err)
-	}
-	// copyparty's fields and the spec's need, both always there.
-	var raw map[string]json.RawMessage
-	json.Unmarshal(b, &raw)
-	for _, k := range []string{"name", "purl", "size", "lmod", "sprs", "hash", "dwrk", "wark", "need"} {
-		if _, ok := raw[k]; !ok {
-			t.Fatalf("handshake reply lacks %q: %s", k, b)
-		}
-	}
-	if !slices.Equal(rep.Hash, rep.Need) {
-		t.Fatalf("hash %v and need %v differ", rep.Hash, rep.Need)
-	}
-	for _, h := range rep.Hash {
-		if !slices.Contains(f.hashes, h) {
-			t.Fatalf("the server needs %s, which the client never sent", h)
-		}
-	}
-	return rep
-}
-
-// u2Post posts chunk bytes with X-Up2k-Hash hdrHash to the reply's purl.
-func u2Post(t *testing.T, s *server, purl, wark, hdrHash string, body []byte, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	h := append([]string{"Content-Type: application/octet-stream", "X-Up2k-Wark: " + wark, "X-Up2k-Hash: " + hdrHash}, hdr...)
-	return s.do(t, "POST", u2Escape(purl), body, h...)
-}
-
-// u2Escape URL-encodes a purl the way u2c does (copyparty sends it raw).
-func u2Escape(p string) string {
-	return (&url.URL{Path: p}).EscapedPath()
-}
-
-// u2Chunk posts chunk i of f and wants 200 "thank".
-func u2Chunk(t *testing.T, s *server, rep u2Reply, f *u2File, i int, hdr ...string) {
-	t.Helper()
-	resp, b := u2Post(t, s, rep.Purl, rep.Wark, f.hashes[i], f.chunk(i), hdr...)
-	wantStatus(t, resp, b, 200)
-	if string(b) != "thank" {
-		t.Fatalf("chunk reply %q, want thank", b)
-	}
-}
-
-// u2Upload sends every needed chunk of f, in shuffled order over par
-// parallel connections, then checks the final handshake.
-func u2Upload(t *testing.T, s *server, folder, name string, f *u2File, lmod int64, par int, hdr ...string) u2Reply {
-	t.Helper()
-	rep := u2Handshake(t, s, folder, name, f, lmod, nil, hdr...)
-	need := slices.Clone(rep.Hash)
-	mrand.Shuffle(len(need), func(i, j int) { need[i], need[j] = need[j], need[i] })
-	u2Parallel(t, par, need, func(h string) {
-		resp, b := u2PostClient(s, rep.Purl, rep.Wark, h, f.chunk(f.index(h)), hdr...)
-		if resp != 200 || string(b) != "thank" {
-			t.Errorf("chunk %s: %d %s", h, resp, b)
-		}
-	})
-	if t.Failed() {
-		t.FailNow()
-	}
-	fin := u2Handshake(t, s, folder, rep.Name, f, lmod, nil, hdr...)
-	if len(fin.Hash) != 0 {
-		t.Fatalf("final handshake still needs %d chunks", len(fin.Hash))
-	}
-	return fin
-}
-
-// u2Parallel runs fn for every item on n goroutines.
-func u2Parallel(t *testing.T, n int, items []string, fn func(string)) {
-	ch := make(chan string)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range ch {
-				fn(it)
-			}
-		}()
-	}
-	for _, it := range items {
-		ch <- it
-	}
-	close(ch)
-	wg.Wait()
-}
-
-// u2Clients are separate HTTP clients (separate connection pools), so
-// parallel posts really use several connections.
-var u2Clients = sync.Pool{New: func() any {
-	return &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-}}
-
-// u2PostClient posts a chunk from any goroutine (no t.Fatal).
-func u2PostClient(s *server, purl, wark, hdrHash string, body []byte, hdr ...string) (int, []byte) {
-	c := u2Clients.Get().(*http.Client)
-	defer u2Clients.Put(c)
-	req, err := http.NewRequest("POST", s.URL+u2Escape(purl), bytes.NewReader(body))
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	req.Header.Set("Content-Type", "application/octet-stream")
-	req.Header.Set("X-Up2k-Wark", wark)
-	req.Header.Set("X-Up2k-Hash", hdrHash)
-	for _, h := range hdr {
-		k, v, _ := strings.Cut(h, ":")
-		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
-	return resp.StatusCode, b.Bytes()
-}
-
-// u2Want checks that the file at p holds data, with mtime lmod, and that
-// no work file is left next to it.
-func u2Want(t *testing.T, p string, data []byte, lmod int64) {
-	t.Helper()
-	got, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, data) {
-		t.Fatalf("%s: %d bytes differ from the %d sent", p, len(got), len(data))
-	}
-	fi, _ := os.Stat(p)
-	if lmod != 0 && fi.ModTime().Unix() != lmod {
-		t.Fatalf("%s: mtime %d, want lmod %d", p, fi.ModTime().Unix(), lmod)
-	}
-	if _, err := os.Stat(p + ".PARTIAL"); err == nil {
-		t.Fatalf("%s.PARTIAL left behind", p)
-	}
-}
-
-// u2Stitch is copyparty's compact X-Up2k-Hash for consecutive chunks:
-// <h0>,<n>,<first n chars of each following hash>, n = 192/count in 2..9.
-func u2Stitch(hs []string) string {
-	if len(hs) == 1 {
-		return hs[0]
-	}
-	n := min(max(192/len(hs), 2), 9)
-	var b strings.Builder
-	for _, h := range hs[1:] {
-		b.WriteString(h[:n])
-	}
-	return fmt.Sprintf("%s,%d,%s", hs[0], n, b.String())
-}
-
-// kill ends the server with SIGKILL (no shutdown at all) and waits.
-func (s *server) kill(t *testing.T) {
-	t.Helper()
-	s.cmd.Process.Kill()
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("hoard did not die from SIGKILL")
-	}
-}
-
 // ---- tests ---------------------------------------------------------------
 
 func TestUp2kShuffledParallel(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
-	f := u2Make(u2Rand(24<<20 + 12345)) // 25 chunks of 1 MiB, the last short
-	rep := u2Handshake(t, s, "/dir/sub/", "a b.bin", f, 1600000000, nil)
+	f := newUp2kFile(randomBytes(24<<20 + 12345)) // 25 chunks of 1 MiB, the last short
+	rep := up2kHandshake(t, s, "/dir/sub/", "a b.bin", f, 1600000000, nil)
 	if rep.Name != "a b.bin" || rep.Purl != "/dir/sub/" || rep.Size != int64(len(f.data)) || !rep.Sprs || rep.Lmod != 1600000000 || len(rep.Hash) != 25 {
 		t.Fatalf("first handshake: %+v", rep)
 	}
@@ -315,12 +63,12 @@ func TestUp2kShuffledParallel(t *testing.T) {
 	for _, i := range order[:12] {
 		half = append(half, f.hashes[i])
 	}
-	u2Parallel(t, 6, half, func(h string) {
-		if code, b := u2PostClient(s, rep.Purl, rep.Wark, h, f.chunk(f.index(h))); code != 200 || string(b) != "thank" {
+	runParallel(t, 6, half, func(h string) {
+		if code, b := postChunksNoFail(s, rep.Purl, rep.Wark, h, f.chunk(f.index(h))); code != 200 || string(b) != "thank" {
 			t.Errorf("chunk: %d %s", code, b)
 		}
 	})
-	mid := u2Handshake(t, s, "/dir/sub/", "a b.bin", f, 1600000000, nil)
+	mid := up2kHandshake(t, s, "/dir/sub/", "a b.bin", f, 1600000000, nil)
 	if len(mid.Hash) != 13 {
 		t.Fatalf("after 12 chunks the server needs %d, want 13", len(mid.Hash))
 	}
@@ -333,14 +81,14 @@ func TestUp2kShuffledParallel(t *testing.T) {
 	for _, i := range order[12:] {
 		rest = append(rest, f.hashes[i])
 	}
-	u2Parallel(t, 6, rest, func(h string) {
-		if code, b := u2PostClient(s, rep.Purl, rep.Wark, h, f.chunk(f.index(h))); code != 200 || string(b) != "thank" {
+	runParallel(t, 6, rest, func(h string) {
+		if code, b := postChunksNoFail(s, rep.Purl, rep.Wark, h, f.chunk(f.index(h))); code != 200 || string(b) != "thank" {
 			t.Errorf("chunk: %d %s", code, b)
 		}
 	})
 	// Complete as soon as the last chunk was acknowledged.
-	u2Want(t, filepath.Join(vol, "dir/sub/a b.bin"), f.data, 1600000000)
-	fin := u2Handshake(t, s, "/dir/sub/", "a b.bin", f, 1600000000, nil)
+	wantUploaded(t, filepath.Join(vol, "dir/sub/a b.bin"), f.data, 1600000000)
+	fin := up2kHandshake(t, s, "/dir/sub/", "a b.bin", f, 1600000000, nil)
 	if len(fin.Hash) != 0 || fin.Name != "a b.bin" || fin.Wark != rep.Wark {
 		t.Fatalf("final handshake: %+v", fin)
 	}
@@ -351,7 +99,7 @@ func TestUp2kShuffledParallel(t *testing.T) {
 	}
 	// The browser's text/plain handshake and the spec's padded full
 	// hashes work too.
-	g := u2Make(u2Rand(3 << 20))
+	g := newUp2kFile(randomBytes(3 << 20))
 	full := make([]string, len(g.hashes))
 	for i := range full {
 		sum := sha512.Sum512(g.chunk(i))
@@ -360,23 +108,23 @@ func TestUp2kShuffledParallel(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{"name": "g.bin", "size": len(g.data), "lmod": 1.5e9, "hash": full})
 	resp, b = s.do(t, "POST", "/dir/", body, "Content-Type: text/plain;charset=UTF-8")
 	wantStatus(t, resp, b, 200)
-	var gr u2Reply
+	var gr handshakeReply
 	json.Unmarshal(b, &gr)
 	if !slices.Equal(gr.Need, full) {
 		t.Fatalf("need %v, want the hashes as sent", gr.Need)
 	}
 	for i, h := range full {
-		resp, b := u2Post(t, s, gr.Purl, gr.Wark, h, g.chunk(i))
+		resp, b := postChunks(t, s, gr.Purl, gr.Wark, h, g.chunk(i))
 		wantStatus(t, resp, b, 200)
 	}
-	u2Want(t, filepath.Join(vol, "dir/g.bin"), g.data, 1500000000)
+	wantUploaded(t, filepath.Join(vol, "dir/g.bin"), g.data, 1500000000)
 }
 
 func TestUp2kStitchedAndSubchunks(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
-	f := u2Make(u2Rand(10<<20 + 777)) // 11 chunks
-	rep := u2Handshake(t, s, "/", "st.bin", f, 1600000000, nil)
+	f := newUp2kFile(randomBytes(10<<20 + 777)) // 11 chunks
+	rep := up2kHandshake(t, s, "/", "st.bin", f, 1600000000, nil)
 	if rep.Purl != "/" {
 		t.Fatalf("purl %q for the root", rep.Purl)
 	}
@@ -388,15 +136,15 @@ func TestUp2kStitchedAndSubchunks(t *testing.T) {
 		return b
 	}
 	// The spec's comma list of full hashes: chunks 0-2.
-	resp, b := u2Post(t, s, rep.Purl, rep.Wark, strings.Join(f.hashes[0:3], ","), cat(0, 3))
+	resp, b := postChunks(t, s, rep.Purl, rep.Wark, strings.Join(f.hashes[0:3], ","), cat(0, 3))
 	wantStatus(t, resp, b, 200)
 	// copyparty's compact form: chunks 3-6.
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, u2Stitch(f.hashes[3:7]), cat(3, 7))
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, stitchHashes(f.hashes[3:7]), cat(3, 7))
 	wantStatus(t, resp, b, 200)
 	// First hash, then bare prefixes: chunks 7-8.
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, f.hashes[7]+","+f.hashes[8][:6], cat(7, 9))
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, f.hashes[7]+","+f.hashes[8][:6], cat(7, 9))
 	wantStatus(t, resp, b, 200)
-	mid := u2Handshake(t, s, "/", "st.bin", f, 1600000000, nil)
+	mid := up2kHandshake(t, s, "/", "st.bin", f, 1600000000, nil)
 	if !slices.Equal(mid.Hash, f.hashes[9:]) {
 		t.Fatalf("after stitched posts the server needs %v", mid.Hash)
 	}
@@ -407,13 +155,13 @@ func TestUp2kStitchedAndSubchunks(t *testing.T) {
 		if off == 600000 {
 			end = len(c9)
 		}
-		resp, b := u2Post(t, s, rep.Purl, rep.Wark, f.hashes[9], c9[off:end], fmt.Sprintf("X-Up2k-Subc: %d", off))
+		resp, b := postChunks(t, s, rep.Purl, rep.Wark, f.hashes[9], c9[off:end], fmt.Sprintf("X-Up2k-Subc: %d", off))
 		wantStatus(t, resp, b, 200)
 		if string(b) != "thank" {
 			t.Fatalf("sub-chunk reply %q", b)
 		}
 		if off < 600000 {
-			mid := u2Handshake(t, s, "/", "st.bin", f, 1600000000, nil)
+			mid := up2kHandshake(t, s, "/", "st.bin", f, 1600000000, nil)
 			if !slices.Contains(mid.Hash, f.hashes[9]) {
 				t.Fatal("a chunk was confirmed before its last sub-chunk")
 			}
@@ -421,66 +169,66 @@ func TestUp2kStitchedAndSubchunks(t *testing.T) {
 	}
 	// A sub-chunk that skips ahead is refused; starting over at 0 works.
 	c10 := f.chunk(10)
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, f.hashes[10], c10[:100], "X-Up2k-Subc: 0")
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, f.hashes[10], c10[:100], "X-Up2k-Subc: 0")
 	wantStatus(t, resp, b, 200)
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, f.hashes[10], c10[200:300], "X-Up2k-Subc: 200")
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, f.hashes[10], c10[200:300], "X-Up2k-Subc: 200")
 	wantStatus(t, resp, b, 400)
 	if !strings.Contains(string(b), "expected resume-point was 100") {
 		t.Fatalf("skipping ahead: %s", b)
 	}
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, f.hashes[10], c10[:500], "X-Up2k-Subc: 0")
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, f.hashes[10], c10[:500], "X-Up2k-Subc: 0")
 	wantStatus(t, resp, b, 200)
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, f.hashes[10], c10[500:], "X-Up2k-Subc: 500")
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, f.hashes[10], c10[500:], "X-Up2k-Subc: 500")
 	wantStatus(t, resp, b, 200)
-	u2Want(t, filepath.Join(vol, "st.bin"), f.data, 1600000000)
+	wantUploaded(t, filepath.Join(vol, "st.bin"), f.data, 1600000000)
 }
 
 func TestUp2kCorruptAndDuplicateChunks(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
-	f := u2Make(u2Rand(3<<20 + 5))
-	rep := u2Handshake(t, s, "/c/", "c.bin", f, 1600000000, nil)
+	f := newUp2kFile(randomBytes(3<<20 + 5))
+	rep := up2kHandshake(t, s, "/c/", "c.bin", f, 1600000000, nil)
 	bad := bytes.Clone(f.chunk(1))
 	bad[12345] ^= 0x40
-	resp, b := u2Post(t, s, rep.Purl, rep.Wark, f.hashes[1], bad)
+	resp, b := postChunks(t, s, rep.Purl, rep.Wark, f.hashes[1], bad)
 	wantStatus(t, resp, b, 400)
 	if !strings.Contains(string(b), "your chunk got corrupted somehow") || !strings.Contains(string(b), f.hashes[1]) {
 		t.Fatalf("corrupt chunk: %s", b)
 	}
-	mid := u2Handshake(t, s, "/c/", "c.bin", f, 1600000000, nil)
+	mid := up2kHandshake(t, s, "/c/", "c.bin", f, 1600000000, nil)
 	if len(mid.Hash) != 4 {
 		t.Fatalf("after a corrupt chunk the server needs %d chunks, want all 4", len(mid.Hash))
 	}
 	// A stitched post whose second chunk is corrupt keeps the first.
 	both := append(bytes.Clone(f.chunk(0)), bad...)
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, u2Stitch(f.hashes[0:2]), both)
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, stitchHashes(f.hashes[0:2]), both)
 	wantStatus(t, resp, b, 400)
-	mid = u2Handshake(t, s, "/c/", "c.bin", f, 1600000000, nil)
+	mid = up2kHandshake(t, s, "/c/", "c.bin", f, 1600000000, nil)
 	if !slices.Equal(mid.Hash, f.hashes[1:]) {
 		t.Fatalf("after a half-corrupt stitched post the server needs %v", mid.Hash)
 	}
-	u2Chunk(t, s, rep, f, 1)
+	postChunk(t, s, rep, f, 1)
 	// The same chunk again: copyparty's phrase.
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1))
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1))
 	wantStatus(t, resp, b, 400)
 	if !strings.Contains(string(b), "already got that ("+f.hashes[1]+") but thanks??") {
 		t.Fatalf("duplicate chunk: %s", b)
 	}
-	u2Chunk(t, s, rep, f, 2)
-	u2Chunk(t, s, rep, f, 3)
-	u2Want(t, filepath.Join(vol, "c/c.bin"), f.data, 1600000000)
+	postChunk(t, s, rep, f, 2)
+	postChunk(t, s, rep, f, 3)
+	wantUploaded(t, filepath.Join(vol, "c/c.bin"), f.data, 1600000000)
 	// After completion, a chunk of the finished upload is unknown.
-	resp, b = u2Post(t, s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1))
+	resp, b = postChunks(t, s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1))
 	wantStatus(t, resp, b, 400)
 }
 
 func TestUp2kBusyChunk(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
-	f := u2Make(u2Rand(2 << 20))
-	rep := u2Handshake(t, s, "/", "busy.bin", f, 1600000000, nil)
+	f := newUp2kFile(randomBytes(2 << 20))
+	rep := up2kHandshake(t, s, "/", "busy.bin", f, 1600000000, nil)
 	// A slow body holds chunk 0; another writer is told it is busy.
-	pr, pw := ioPipe()
+	pr, pw := io.Pipe()
 	req, _ := http.NewRequest("POST", s.URL+"/", pr)
 	req.ContentLength = int64(len(f.chunk(0)))
 	req.Header.Set("Content-Type", "application/octet-stream")
@@ -508,7 +256,7 @@ func TestUp2kBusyChunk(t *testing.T) {
 			t.Fatal("the first writer's bytes never reached the work file")
 		}
 	}
-	code, b := u2PostClient(s, rep.Purl, rep.Wark, f.hashes[0], f.chunk(0))
+	code, b := postChunksNoFail(s, rep.Purl, rep.Wark, f.hashes[0], f.chunk(0))
 	if code != 400 || !strings.Contains(string(b), "that chunk is already being written to") {
 		t.Fatalf("second writer: %d %s", code, b)
 	}
@@ -517,14 +265,14 @@ func TestUp2kBusyChunk(t *testing.T) {
 	if c := <-done; c != 200 {
 		t.Fatalf("first writer: %d", c)
 	}
-	u2Chunk(t, s, rep, f, 1)
-	u2Want(t, filepath.Join(vol, "busy.bin"), f.data, 1600000000)
+	postChunk(t, s, rep, f, 1)
+	wantUploaded(t, filepath.Join(vol, "busy.bin"), f.data, 1600000000)
 }
 
 func TestUp2kTwoClients(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
-	f := u2Make(u2Rand(16<<20 + 3))
+	f := newUp2kFile(randomBytes(16<<20 + 3))
 	// Two clients upload the same file to the same path at once; each
 	// sends every chunk it is told it needs. Both must finish with nothing
 	// needed, and the server must have refused double writes politely.
@@ -540,12 +288,12 @@ func TestUp2kTwoClients(t *testing.T) {
 				// rounds rather than burn them.
 				time.Sleep(time.Duration(round*round) * 10 * time.Millisecond)
 				body, _ := json.Marshal(map[string]any{"name": "same.bin", "size": len(f.data), "lmod": 1600000000, "hash": f.hashes})
-				code, b := u2JSON(s, "/two/", body)
+				code, b := postJSON(s, "/two/", body)
 				if code != 200 {
 					errs <- fmt.Sprintf("client %d handshake: %d %s", c, code, b)
 					return
 				}
-				var rep u2Reply
+				var rep handshakeReply
 				json.Unmarshal(b, &rep)
 				if len(rep.Hash) == 0 {
 					return
@@ -553,7 +301,7 @@ func TestUp2kTwoClients(t *testing.T) {
 				need := slices.Clone(rep.Hash)
 				mrand.Shuffle(len(need), func(i, j int) { need[i], need[j] = need[j], need[i] })
 				for _, h := range need {
-					code, b := u2PostClient(s, rep.Purl, rep.Wark, h, f.chunk(f.index(h)))
+					code, b := postChunksNoFail(s, rep.Purl, rep.Wark, h, f.chunk(f.index(h)))
 					if code != 200 && !(code == 400 && (strings.Contains(string(b), "already got that") || strings.Contains(string(b), "already being written") || strings.Contains(string(b), "unknown wark"))) {
 						errs <- fmt.Sprintf("client %d chunk: %d %s", c, code, b)
 					}
@@ -571,16 +319,16 @@ func TestUp2kTwoClients(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	u2Want(t, filepath.Join(vol, "two/same.bin"), f.data, 1600000000)
+	wantUploaded(t, filepath.Join(vol, "two/same.bin"), f.data, 1600000000)
 	if names := tree(t, filepath.Join(vol, "two")); !slices.Equal(names, []string{"same.bin"}) {
 		t.Fatalf("folder holds %v", names)
 	}
 }
 
-// u2JSON posts a JSON body from any goroutine.
-func u2JSON(s *server, path string, body []byte) (int, []byte) {
-	c := u2Clients.Get().(*http.Client)
-	defer u2Clients.Put(c)
+// postJSON posts a JSON body from any goroutine.
+func postJSON(s *server, path string, body []byte) (int, []byte) {
+	c := up2kClients.Get().(*http.Client)
+	defer up2kClients.Put(c)
 	resp, err := c.Post(s.URL+path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return 0, []byte(err.Error())
@@ -603,11 +351,11 @@ func TestUp2kSameContentElsewhere(t *testing.T) {
 				args = []string{"-v", vol + "::rw:c,nodupe"}
 			}
 			s := start(t, args...)
-			f := u2Make(u2Rand(5<<20 + 99))
-			u2Upload(t, s, "/a/", "orig.bin", f, 1600000000, 4)
+			f := newUp2kFile(randomBytes(5<<20 + 99))
+			up2kUpload(t, s, "/a/", "orig.bin", f, 1600000000, 4)
 			// The same content to another folder: no chunk is asked for.
 			body := map[string]any{"name": "again.bin", "size": len(f.data), "lmod": 1700000000, "hash": f.hashes}
-			resp, b := u2HS(t, s, "/b/", body)
+			resp, b := postHandshake(t, s, "/b/", body)
 			if mode == "nodupe" {
 				wantStatus(t, resp, b, 409)
 				if !strings.Contains(string(b), "upload rejected, file already exists") || !strings.Contains(string(b), "/a/orig.bin") {
@@ -619,12 +367,12 @@ func TestUp2kSameContentElsewhere(t *testing.T) {
 				return
 			}
 			wantStatus(t, resp, b, 200)
-			var rep u2Reply
+			var rep handshakeReply
 			json.Unmarshal(b, &rep)
 			if len(rep.Hash) != 0 || rep.Name != "again.bin" || rep.Purl != "/b/" {
 				t.Fatalf("dupe handshake: %s", b)
 			}
-			u2Want(t, filepath.Join(vol, "b/again.bin"), f.data, 0)
+			wantUploaded(t, filepath.Join(vol, "b/again.bin"), f.data, 0)
 			a, _ := os.Stat(filepath.Join(vol, "a/orig.bin"))
 			c, _ := os.Stat(filepath.Join(vol, "b/again.bin"))
 			linked := os.SameFile(a, c)
@@ -635,7 +383,7 @@ func TestUp2kSameContentElsewhere(t *testing.T) {
 				t.Fatalf("the copy has mtime %d, want its own lmod", c.ModTime().Unix())
 			}
 			// Same content, same path again: complete, same name, no copy.
-			fin := u2Handshake(t, s, "/b/", "again.bin", f, 1700000000, nil)
+			fin := up2kHandshake(t, s, "/b/", "again.bin", f, 1700000000, nil)
 			if len(fin.Hash) != 0 || fin.Name != "again.bin" {
 				t.Fatalf("repeat: %+v", fin)
 			}
@@ -644,12 +392,12 @@ func TestUp2kSameContentElsewhere(t *testing.T) {
 			}
 			// A changed source is not trusted: it is re-hashed, and the
 			// content is uploaded again.
-			os.WriteFile(filepath.Join(vol, "a/orig.bin"), u2Rand(len(f.data)), 0o644)
+			os.WriteFile(filepath.Join(vol, "a/orig.bin"), randomBytes(len(f.data)), 0o644)
 			if mode == "dedup" {
 				os.Remove(filepath.Join(vol, "b/again.bin"))
 			}
 			os.Remove(filepath.Join(vol, "b/again.bin"))
-			again := u2Handshake(t, s, "/c/", "third.bin", f, 1600000000, nil)
+			again := up2kHandshake(t, s, "/c/", "third.bin", f, 1600000000, nil)
 			if len(again.Hash) != len(f.hashes) {
 				t.Fatalf("with the source changed, the server needs %d chunks, want all %d", len(again.Hash), len(f.hashes))
 			}
@@ -657,77 +405,77 @@ func TestUp2kSameContentElsewhere(t *testing.T) {
 	}
 }
 
-var u2CollisionRE = regexp.MustCompile(`^x\.txt-\d+\.\d{6}-[A-Za-z0-9_-]{8}\.txt$`)
+var collisionNameRE = regexp.MustCompile(`^x\.txt-\d+\.\d{6}-[A-Za-z0-9_-]{8}\.txt$`)
 
 func TestUp2kCollisionAndReplace(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-a", "ed:pw", "-v", vol+"::rw:rwd,ed")
 	writeFile(t, vol, "x.txt", []byte("old content"))
-	f := u2Make(u2Rand(1500))
-	rep := u2Upload(t, s, "/", "x.txt", f, 1600000000, 1)
-	if !u2CollisionRE.MatchString(rep.Name) {
+	f := newUp2kFile(randomBytes(1500))
+	rep := up2kUpload(t, s, "/", "x.txt", f, 1600000000, 1)
+	if !collisionNameRE.MatchString(rep.Name) {
 		t.Fatalf("renamed to %q, want copyparty's collision name", rep.Name)
 	}
 	if b, _ := os.ReadFile(filepath.Join(vol, "x.txt")); string(b) != "old content" {
 		t.Fatal("the existing file changed")
 	}
-	u2Want(t, filepath.Join(vol, rep.Name), f.data, 1600000000)
+	wantUploaded(t, filepath.Join(vol, rep.Name), f.data, 1600000000)
 	// Two different uploads to one new name at once: the second is renamed.
-	g, h := u2Make(u2Rand(2000)), u2Make(u2Rand(3000))
-	r1 := u2Handshake(t, s, "/", "y.bin", g, 1600000000, nil)
-	r2 := u2Handshake(t, s, "/", "y.bin", h, 1600000000, nil)
+	g, h := newUp2kFile(randomBytes(2000)), newUp2kFile(randomBytes(3000))
+	r1 := up2kHandshake(t, s, "/", "y.bin", g, 1600000000, nil)
+	r2 := up2kHandshake(t, s, "/", "y.bin", h, 1600000000, nil)
 	if r1.Name != "y.bin" || r2.Name == "y.bin" || !strings.HasPrefix(r2.Name, "y.bin-") {
 		t.Fatalf("names %q and %q", r1.Name, r2.Name)
 	}
-	u2Chunk(t, s, r2, h, 0)
-	u2Chunk(t, s, r1, g, 0)
-	u2Want(t, filepath.Join(vol, "y.bin"), g.data, 1600000000)
-	u2Want(t, filepath.Join(vol, r2.Name), h.data, 1600000000)
+	postChunk(t, s, r2, h, 0)
+	postChunk(t, s, r1, g, 0)
+	wantUploaded(t, filepath.Join(vol, "y.bin"), g.data, 1600000000)
+	wantUploaded(t, filepath.Join(vol, r2.Name), h.data, 1600000000)
 	// replace: anonymous users lack d, so it is ignored (renamed).
-	k := u2Make(u2Rand(1000))
-	r3 := u2Handshake(t, s, "/", "y.bin", k, 1600000000, map[string]any{"replace": true})
+	k := newUp2kFile(randomBytes(1000))
+	r3 := up2kHandshake(t, s, "/", "y.bin", k, 1600000000, map[string]any{"replace": true})
 	if r3.Name == "y.bin" {
 		t.Fatal("replace without the delete permission kept the name")
 	}
 	// With d it overwrites, at publication.
-	k2 := u2Make(u2Rand(1001))
-	r4 := u2Handshake(t, s, "/", "y.bin", k2, 1600000000, map[string]any{"replace": true}, "PW: pw")
+	k2 := newUp2kFile(randomBytes(1001))
+	r4 := up2kHandshake(t, s, "/", "y.bin", k2, 1600000000, map[string]any{"replace": true}, "PW: pw")
 	if r4.Name != "y.bin" {
 		t.Fatalf("replace with d: name %q", r4.Name)
 	}
 	if b, _ := os.ReadFile(filepath.Join(vol, "y.bin")); !bytes.Equal(b, g.data) {
 		t.Fatal("the file was replaced before the upload was complete")
 	}
-	u2Chunk(t, s, r4, k2, 0, "PW: pw")
-	u2Want(t, filepath.Join(vol, "y.bin"), k2.data, 1600000000)
+	postChunk(t, s, r4, k2, 0, "PW: pw")
+	wantUploaded(t, filepath.Join(vol, "y.bin"), k2.data, 1600000000)
 	// replace "skip" refuses a taken name.
-	resp, b := u2HS(t, s, "/", map[string]any{"name": "y.bin", "size": 5, "hash": []string{u2Hash([]byte("skip!"))}, "replace": "skip"})
+	resp, b := postHandshake(t, s, "/", map[string]any{"name": "y.bin", "size": 5, "hash": []string{up2kChunkHash([]byte("skip!"))}, "replace": "skip"})
 	wantStatus(t, resp, b, 409)
 	if !strings.Contains(string(b), "upload rejected, a file with that name already exists") {
 		t.Fatalf("skip: %s", b)
 	}
 	// rand gives a random name with the extension (the browser's "a\n" prefix is fine).
-	m := u2Make(u2Rand(10))
-	r5 := u2Handshake(t, s, "/", "a\nphoto.jpg", m, 1600000000, map[string]any{"rand": true})
+	m := newUp2kFile(randomBytes(10))
+	r5 := up2kHandshake(t, s, "/", "a\nphoto.jpg", m, 1600000000, map[string]any{"rand": true})
 	if !regexp.MustCompile(`^[A-Za-z0-9_-]{9}\.jpg$`).MatchString(r5.Name) {
 		t.Fatalf("rand name %q", r5.Name)
 	}
-	u2Chunk(t, s, r5, m, 0)
-	u2Want(t, filepath.Join(vol, r5.Name), m.data, 1600000000)
+	postChunk(t, s, r5, m, 0)
+	wantUploaded(t, filepath.Join(vol, r5.Name), m.data, 1600000000)
 }
 
 func TestUp2kKillAndResume(t *testing.T) {
 	vol := t.TempDir()
 	args := []string{"-a", "u:pw", "-v", vol + "::rw,u"}
 	s := start(t, args...)
-	f := u2Make(u2Rand(20<<20 + 4321)) // 21 chunks
-	rep := u2Handshake(t, s, "/k/", "kill.bin", f, 1600000000, nil, "PW: pw")
+	f := newUp2kFile(randomBytes(20<<20 + 4321)) // 21 chunks
+	rep := up2kHandshake(t, s, "/k/", "kill.bin", f, 1600000000, nil, "PW: pw")
 	sent := []int{0, 3, 4, 5, 11, 19, 20}
 	for _, i := range sent {
-		u2Chunk(t, s, rep, f, i, "PW: pw")
+		postChunk(t, s, rep, f, i, "PW: pw")
 	}
 	// A chunk in flight when the server dies: half its body arrived.
-	pr, pw := ioPipe()
+	pr, pw := io.Pipe()
 	req, _ := http.NewRequest("POST", s.URL+"/k/", pr)
 	req.ContentLength = int64(len(f.chunk(7)))
 	req.Header.Set("Content-Type", "application/octet-stream")
@@ -745,7 +493,7 @@ func TestUp2kKillAndResume(t *testing.T) {
 	pw.Close()
 
 	s2 := start(t, args...)
-	again := u2Handshake(t, s2, "/k/", "kill.bin", f, 1600000000, nil, "PW: pw")
+	again := up2kHandshake(t, s2, "/k/", "kill.bin", f, 1600000000, nil, "PW: pw")
 	var want []string
 	for i, h := range f.hashes {
 		if !slices.Contains(sent, i) {
@@ -756,18 +504,18 @@ func TestUp2kKillAndResume(t *testing.T) {
 		t.Fatalf("after SIGKILL and restart the server needs %d chunks %v, want exactly the %d never acknowledged", len(again.Hash), again.Hash, len(want))
 	}
 	for _, h := range again.Hash {
-		u2Chunk(t, s2, again, f, f.index(h), "PW: pw")
+		postChunk(t, s2, again, f, f.index(h), "PW: pw")
 	}
-	u2Want(t, filepath.Join(vol, "k/kill.bin"), f.data, 1600000000)
-	fin := u2Handshake(t, s2, "/k/", "kill.bin", f, 1600000000, nil, "PW: pw")
+	wantUploaded(t, filepath.Join(vol, "k/kill.bin"), f.data, 1600000000)
+	fin := up2kHandshake(t, s2, "/k/", "kill.bin", f, 1600000000, nil, "PW: pw")
 	if len(fin.Hash) != 0 {
 		t.Fatal("not complete after resuming")
 	}
 	// A damaged chunk of an unfinished upload is found at restart.
-	g := u2Make(u2Rand(4 << 20))
-	r := u2Handshake(t, s2, "/k/", "dmg.bin", g, 1600000000, nil, "PW: pw")
-	u2Chunk(t, s2, r, g, 0, "PW: pw")
-	u2Chunk(t, s2, r, g, 2, "PW: pw")
+	g := newUp2kFile(randomBytes(4 << 20))
+	r := up2kHandshake(t, s2, "/k/", "dmg.bin", g, 1600000000, nil, "PW: pw")
+	postChunk(t, s2, r, g, 0, "PW: pw")
+	postChunk(t, s2, r, g, 2, "PW: pw")
 	s2.stop()
 	fh, err := os.OpenFile(filepath.Join(vol, "k/dmg.bin.PARTIAL"), os.O_RDWR, 0)
 	if err != nil {
@@ -776,7 +524,7 @@ func TestUp2kKillAndResume(t *testing.T) {
 	fh.WriteAt([]byte("rot"), 2*g.cs+5)
 	fh.Close()
 	s3 := start(t, args...)
-	r = u2Handshake(t, s3, "/k/", "dmg.bin", g, 1600000000, nil, "PW: pw")
+	r = up2kHandshake(t, s3, "/k/", "dmg.bin", g, 1600000000, nil, "PW: pw")
 	if !slices.Equal(r.Hash, []string{g.hashes[1], g.hashes[2], g.hashes[3]}) {
 		t.Fatalf("after damage and restart the server needs %v", r.Hash)
 	}
@@ -785,18 +533,18 @@ func TestUp2kKillAndResume(t *testing.T) {
 func TestUp2kEmptyFile(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
-	f := u2Make(nil)
-	rep := u2Handshake(t, s, "/e/", "empty.txt", f, 1700000000, nil)
+	f := newUp2kFile(nil)
+	rep := up2kHandshake(t, s, "/e/", "empty.txt", f, 1700000000, nil)
 	if len(rep.Hash) != 0 || len(rep.Wark) != 44 || !strings.HasPrefix(rep.Wark, "#") {
 		t.Fatalf("empty file: %+v", rep)
 	}
-	u2Want(t, filepath.Join(vol, "e/empty.txt"), nil, 1700000000)
+	wantUploaded(t, filepath.Join(vol, "e/empty.txt"), nil, 1700000000)
 	// copyparty's metadata wark for sub/empty.txt at lmod 1700000000.
-	rep = u2Handshake(t, s, "/sub/", "empty.txt", f, 1700000000, nil)
+	rep = up2kHandshake(t, s, "/sub/", "empty.txt", f, 1700000000, nil)
 	if rep.Wark != "#DvfD87DM-IqQ4KtOymzrYNQj5UgD3MaJdN_494u_3jn" {
 		t.Fatalf("metadata wark %q", rep.Wark)
 	}
-	again := u2Handshake(t, s, "/e/", "empty.txt", f, 1700000000, nil)
+	again := up2kHandshake(t, s, "/e/", "empty.txt", f, 1700000000, nil)
 	if len(again.Hash) != 0 || again.Name != "empty.txt" {
 		t.Fatalf("empty again: %+v", again)
 	}
@@ -814,8 +562,8 @@ func TestUp2kChunkSizeBoundaries(t *testing.T) {
 	// The huge handshakes come from another address than the real
 	// uploads below: one address's unfinished uploads may hold only half
 	// of the free space.
-	other := fromAddr("127.0.0.3")
-	u2HS := func(t *testing.T, s *server, folder string, body any) (*http.Response, []byte) {
+	other := clientFromAddr("127.0.0.3")
+	postHandshake := func(t *testing.T, s *server, folder string, body any) (*http.Response, []byte) {
 		t.Helper()
 		b, _ := json.Marshal(body)
 		req, _ := http.NewRequest("POST", s.URL+folder, bytes.NewReader(b))
@@ -830,23 +578,23 @@ func TestUp2kChunkSizeBoundaries(t *testing.T) {
 		return resp, out.Bytes()
 	}
 	const mi, gi, ti = int64(1 << 20), int64(1 << 30), int64(1 << 40)
-	dummy := u2Hash([]byte("x"))
+	dummy := up2kChunkHash([]byte("x"))
 	for i, size := range []int64{mi, 256 * mi, 256*mi + 1, 384 * mi, 384*mi + 1, 512*mi + 1, gi, gi + 1, 4 * gi, 4*gi + 1, 6*gi + 1, 128 * gi, 128*gi + 1, ti, ti + 1, 2*ti + 1} {
-		cs := u2ChunkSize(size)
+		cs := copypartyChunkSize(size)
 		n := int((size + cs - 1) / cs)
 		for _, d := range []int{-1, 1} {
 			hs := make([]string, n+d)
 			for j := range hs {
 				hs[j] = dummy
 			}
-			resp, b := u2HS(t, s, "/sz/", map[string]any{"name": fmt.Sprintf("f%d", i), "size": size, "hash": hs})
+			resp, b := postHandshake(t, s, "/sz/", map[string]any{"name": fmt.Sprintf("f%d", i), "size": size, "hash": hs})
 			wantStatus(t, resp, b, 400)
 		}
 		hs := make([]string, n)
 		for j := range hs {
-			hs[j] = u2Hash([]byte(fmt.Sprint(j))) // distinct
+			hs[j] = up2kChunkHash([]byte(fmt.Sprint(j))) // distinct
 		}
-		resp, b := u2HS(t, s, "/sz/", map[string]any{"name": fmt.Sprintf("f%d", i), "size": size, "hash": hs})
+		resp, b := postHandshake(t, s, "/sz/", map[string]any{"name": fmt.Sprintf("f%d", i), "size": size, "hash": hs})
 		// Accepted (200), or refused for lack of disk (413: larger than the
 		// free space; 503: the free space is promised to the unfinished
 		// uploads before; 429: half of it to this address's), naming the
@@ -864,9 +612,9 @@ func TestUp2kChunkSizeBoundaries(t *testing.T) {
 	// The spec's table read literally: 16 MiB chunks for a 2 GiB file.
 	hs := make([]string, 128)
 	for j := range hs {
-		hs[j] = u2Hash([]byte(fmt.Sprint(j)))
+		hs[j] = up2kChunkHash([]byte(fmt.Sprint(j)))
 	}
-	resp, b := u2HS(t, s, "/sz/", map[string]any{"name": "spec.bin", "size": 2 * gi, "hash": hs})
+	resp, b := postHandshake(t, s, "/sz/", map[string]any{"name": "spec.bin", "size": 2 * gi, "hash": hs})
 	if resp.StatusCode != 200 && resp.StatusCode != 413 && resp.StatusCode != 503 && resp.StatusCode != 429 {
 		t.Fatalf("spec table: %d %s", resp.StatusCode, b)
 	}
@@ -881,24 +629,24 @@ func TestUp2kChunkSizeBoundaries(t *testing.T) {
 		for _, off := range []int64{0, size / 3, size / 2, size - 1} {
 			data[off] = byte(off) | 1
 		}
-		copy(data[size/2:], u2Rand(int(min(size/2, 3000))))
-		f := u2Make(data)
+		copy(data[size/2:], randomBytes(int(min(size/2, 3000))))
+		f := newUp2kFile(data)
 		name := fmt.Sprintf("real-%d.bin", size)
-		u2Upload(t, s, "/real/", name, f, 1600000000, 4)
-		u2Want(t, filepath.Join(vol, "real", name), data, 1600000000)
+		up2kUpload(t, s, "/real/", name, f, 1600000000, 4)
+		wantUploaded(t, filepath.Join(vol, "real", name), data, 1600000000)
 	}
 }
 
 func TestUp2kFileKeyAndSearch(t *testing.T) {
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw:c,fk=10")
-	f := u2Make(u2Rand(100))
-	rep := u2Handshake(t, s, "/", "k.bin", f, 1600000000, nil)
+	f := newUp2kFile(randomBytes(100))
+	rep := up2kHandshake(t, s, "/", "k.bin", f, 1600000000, nil)
 	if rep.FK != "" {
 		t.Fatal("a file key before the upload is complete")
 	}
-	u2Chunk(t, s, rep, f, 0)
-	fin := u2Handshake(t, s, "/", "k.bin", f, 1600000000, nil)
+	postChunk(t, s, rep, f, 0)
+	fin := up2kHandshake(t, s, "/", "k.bin", f, 1600000000, nil)
 	if len(fin.FK) != 10 {
 		t.Fatalf("file key %q, want 10 characters", fin.FK)
 	}

@@ -18,65 +18,17 @@ import (
 	"time"
 )
 
-// u2cRun runs u2c.py with args and returns its output.
-func u2cRun(t *testing.T, ctx context.Context, args ...string) (string, error) {
-	t.Helper()
-	py := os.Getenv("HOARD_PYTHON")
-	if py == "" {
-		py = "python3"
-	}
-	cmd := exec.CommandContext(ctx, py, append([]string{os.Getenv("HOARD_U2C"), "-ns"}, args...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
-}
-
-func u2cNeed(t *testing.T) {
-	t.Helper()
-	if os.Getenv("HOARD_U2C") == "" {
-		t.Skip("HOARD_U2C is not set: skipping the test with copyparty's u2c.py; set it to the path of bin/u2c.py from github.com/9001/copyparty to run it")
-	}
-}
-
-// u2cSameTree compares every file below src with its copy below dst:
-// content, and mtime to the second.
-func u2cSameTree(t *testing.T, src, dst string) int {
-	t.Helper()
-	n := 0
-	filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		a, _ := os.ReadFile(p)
-		b, err := os.ReadFile(filepath.Join(dst, rel))
-		if err != nil || !bytes.Equal(a, b) {
-			t.Errorf("%s: not uploaded intact (%v)", rel, err)
-			return nil
-		}
-		fa, _ := os.Stat(p)
-		fb, _ := os.Stat(filepath.Join(dst, rel))
-		if fa.ModTime().Unix() != fb.ModTime().Unix() {
-			t.Errorf("%s: mtime %v, want %v", rel, fb.ModTime(), fa.ModTime())
-		}
-		n++
-		return nil
-	})
-	return n
-}
-
 func TestUp2kU2C(t *testing.T) {
 	u2cNeed(t)
 	vol, src := t.TempDir(), t.TempDir()
 	tree := filepath.Join(src, "tree")
-	writeFile(t, tree, "big.bin", u2Rand(40<<20+333))
+	writeFile(t, tree, "big.bin", randomBytes(40<<20+333))
 	writeFile(t, tree, "a.txt", []byte("hello\n"))
 	writeFile(t, tree, "empty", nil)
-	writeFile(t, tree, "sub/b b.txt", u2Rand(5000))
-	writeFile(t, tree, "sub/ünï cödé.bin", u2Rand(70000))
-	writeFile(t, tree, "sub/deeper/c.bin", u2Rand(3<<20+1))
-	writeFile(t, tree, "sub/deeper/same-as-c.bin", mustRead(t, filepath.Join(tree, "sub/deeper/c.bin")))
+	writeFile(t, tree, "sub/b b.txt", randomBytes(5000))
+	writeFile(t, tree, "sub/ünï cödé.bin", randomBytes(70000))
+	writeFile(t, tree, "sub/deeper/c.bin", randomBytes(3<<20+1))
+	writeFile(t, tree, "sub/deeper/same-as-c.bin", readVolumeFile(t, tree, "sub/deeper/c.bin"))
 	past := time.Unix(1500000000, 0)
 	os.Chtimes(filepath.Join(tree, "a.txt"), past, past)
 	s := start(t, "-a", "u:pw", "-v", vol+"::rw,u")
@@ -102,7 +54,7 @@ func TestUp2kU2C(t *testing.T) {
 	// An interrupted run resumes: kill u2c halfway through a big file,
 	// then run it again; the server continues the same session.
 	src2 := filepath.Join(src, "resume")
-	writeFile(t, src2, "huge.bin", u2Rand(300<<20+17))
+	writeFile(t, src2, "huge.bin", randomBytes(300<<20+17))
 	py := os.Getenv("HOARD_PYTHON")
 	if py == "" {
 		py = "python3"
@@ -149,27 +101,18 @@ func TestUp2kU2C(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, p string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestU2CSearchURLs: u2c -s prints the server's address + "/" + each
 // hit's rp; those URLs fetch the files, also from a volume mounted below
 // the root.
 func TestU2CSearchURLs(t *testing.T) {
 	u2cNeed(t)
 	root, music, src := t.TempDir(), t.TempDir(), t.TempDir()
-	a, b := u2Rand(2<<20+7), u2Rand(1000)
+	a, b := randomBytes(2<<20+7), randomBytes(1000)
 	writeFile(t, music, "Jazz/Take Five.bin", a)
 	writeFile(t, root, "b #1.bin", b)
 	writeFile(t, src, "a.bin", a)
 	writeFile(t, src, "b.bin", b)
-	writeFile(t, src, "c.bin", u2Rand(100))
+	writeFile(t, src, "c.bin", randomBytes(100))
 	s := start(t, "-v", root+"::r", "-v", music+":a/music:r", "-e2dsa")
 	waitReady(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

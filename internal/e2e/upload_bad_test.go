@@ -13,9 +13,9 @@ import (
 	"testing"
 )
 
-// upRefused checks a refusal: status, the body naming each of words
+// wantRefused checks a refusal: status, the body naming each of words
 // (case-insensitive), plain text, and an unchanged volume.
-func upRefused(t *testing.T, resp *http.Response, body []byte, status int, words []string, dir string, before map[string]string) {
+func wantRefused(t *testing.T, resp *http.Response, body []byte, status int, words []string, dir string, before map[string]string) {
 	t.Helper()
 	wantStatus(t, resp, body, status)
 	low := strings.ToLower(string(body))
@@ -33,8 +33,8 @@ func upRefused(t *testing.T, resp *http.Response, body []byte, status int, words
 	if status == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
 		t.Errorf("WWW-Authenticate on 401: got none, want a Basic challenge")
 	}
-	upSameSnap(t, before, upSnap(t, dir))
-	upNoPartial(t, dir)
+	wantSameSnapshot(t, before, snapshot(t, dir))
+	wantNoPartial(t, dir)
 }
 
 func TestUploadBadShortBody(t *testing.T) {
@@ -44,39 +44,39 @@ func TestUploadBadShortBody(t *testing.T) {
 	writeFile(t, dir, "sub/keep2.txt", []byte("also precious\n"))
 	host := strings.TrimPrefix(s.URL, "http://")
 	cases := []struct{ name, target string }{
-		{"new file", "/short.bin"},
-		{"new file in an existing folder", "/sub/short.bin"},
-		{"new file in a missing folder", "/newdir/deeper/short.bin"},
-		{"replace keeps the old file", "/keep.txt?replace"},
-		{"append keeps the old file", "/keep.txt?apnd"},
-		{"gz", "/short.txt?gz"},
-		{"xz", "/short.txt?xz"},
-		{"json reply requested", "/short.bin?j"},
-		{"trailing slash (generated name)", "/sub/"},
+		{name: "new file", target: "/short.bin"},
+		{name: "new file in an existing folder", target: "/sub/short.bin"},
+		{name: "new file in a missing folder", target: "/newdir/deeper/short.bin"},
+		{name: "replace keeps the old file", target: "/keep.txt?replace"},
+		{name: "append keeps the old file", target: "/keep.txt?apnd"},
+		{name: "gz", target: "/short.txt?gz"},
+		{name: "xz", target: "/short.txt?xz"},
+		{name: "json reply requested", target: "/short.bin?j"},
+		{name: "trailing slash (generated name)", target: "/sub/"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			raw := fmt.Sprintf("PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n0123456789", c.target, host)
-			resp, body := upRaw(t, s, []byte(raw))
-			upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+			resp, body := sendRaw(t, s, []byte(raw))
+			wantRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
 		})
 	}
 	// A chunked body cut off before its last (zero-length) chunk is just
 	// as incomplete as a short Content-Length body.
 	t.Run("chunked body without its final chunk", func(t *testing.T) {
-		before := upSnap(t, dir)
+		before := snapshot(t, dir)
 		raw := "PUT /cut.bin HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"
-		resp, body := upRaw(t, s, []byte(raw))
-		upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+		resp, body := sendRaw(t, s, []byte(raw))
+		wantRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
 	})
 	t.Run("chunked append without its final chunk", func(t *testing.T) {
-		before := upSnap(t, dir)
+		before := snapshot(t, dir)
 		raw := "PUT /keep.txt?apnd HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"
-		resp, body := upRaw(t, s, []byte(raw))
-		upRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
+		resp, body := sendRaw(t, s, []byte(raw))
+		wantRefused(t, resp, body, http.StatusBadRequest, []string{"ended before"}, dir, before)
 	})
-	upWantFile(t, dir, "keep.txt", []byte("precious\n"))
+	wantFile(t, dir, "keep.txt", []byte("precious\n"))
 }
 
 func TestUploadBadParams(t *testing.T) {
@@ -91,40 +91,40 @@ func TestUploadBadParams(t *testing.T) {
 		status     int
 		words      []string
 	}{
-		{"unknown ck", "/a.txt?ck=crc32", nil, 400, append([]string{"crc32"}, allCK...)},
-		{"unknown CK header", "/a.txt", []string{"CK: sha3"}, 400, append([]string{"sha3"}, allCK...)},
-		{"gz=10", "/a.txt?gz=10", nil, 400, []string{"gz", "0 to 9"}},
-		{"gz=-1", "/a.txt?gz=-1", nil, 400, []string{"gz", "0 to 9"}},
-		{"gz=abc", "/a.txt?gz=abc", nil, 400, []string{"gz", "0 to 9"}},
-		{"xz=abc", "/a.txt?xz=abc", nil, 400, []string{"xz", "0 to 9"}},
-		{"xz=10", "/a.txt?xz=10", nil, 400, []string{"xz", "0 to 9"}},
-		{"gz and xz together", "/a.txt?gz&xz", nil, 400, []string{"gz", "xz"}},
-		{"gz=1 and xz=1 together", "/a.txt?xz=1&gz=1", nil, 400, []string{"gz", "xz"}},
-		{"rand=0", "/a.txt?rand=0", nil, 400, []string{"rand"}},
-		{"rand=-3", "/a.txt?rand=-3", nil, 400, []string{"rand"}},
-		{"rand=abc", "/a.txt?rand=abc", nil, 400, []string{"rand"}},
-		{"rand=999", "/a.txt?rand=999", nil, 400, []string{"rand"}},
-		{"Rand header abc", "/a.txt", []string{"Rand: abc"}, 400, []string{"rand"}},
-		{"life=abc", "/a.txt?life=abc", nil, 400, []string{"life"}},
-		{"life=-5", "/a.txt?life=-5", nil, 400, []string{"life"}},
-		{"Life header abc", "/a.txt", []string{"Life: abc"}, 400, []string{"life"}},
-		{"life without a volume lifetime", "/a.txt?life=5", nil, 400, []string{"lifetime"}},
-		{"Life header without a volume lifetime", "/a.txt", []string{"Life: 5"}, 400, []string{"lifetime"}},
-		{"replace and apnd together", "/exists.txt?replace&apnd", nil, 400, []string{"replace", "apnd"}},
-		{"want=xml", "/a.txt?want=xml", nil, 400, []string{"want"}},
-		{"name ending in .PARTIAL", "/x.PARTIAL", nil, 400, []string{".PARTIAL"}},
-		{"name ending in .PARTIAL in a missing folder", "/nd/y.PARTIAL", nil, 400, []string{".PARTIAL"}},
-		{"PUT into /.hist", "/.hist/x", nil, 403, []string{"reserved"}},
-		{"PUT into /.HIST (case-insensitive)", "/.HIST/x", nil, 403, []string{"reserved"}},
-		{"PUT onto /.hist itself", "/.hist", nil, 403, []string{"reserved"}},
-		{"a file used as a folder", "/exists.txt/inner.txt", nil, 400, []string{"folder"}},
-		{"path with ..", "/a/../../etc/x", nil, 400, []string{".."}},
+		{name: "unknown ck", path: "/a.txt?ck=crc32", hdr: nil, status: 400, words: append([]string{"crc32"}, allCK...)},
+		{name: "unknown CK header", path: "/a.txt", hdr: []string{"CK: sha3"}, status: 400, words: append([]string{"sha3"}, allCK...)},
+		{name: "gz=10", path: "/a.txt?gz=10", hdr: nil, status: 400, words: []string{"gz", "0 to 9"}},
+		{name: "gz=-1", path: "/a.txt?gz=-1", hdr: nil, status: 400, words: []string{"gz", "0 to 9"}},
+		{name: "gz=abc", path: "/a.txt?gz=abc", hdr: nil, status: 400, words: []string{"gz", "0 to 9"}},
+		{name: "xz=abc", path: "/a.txt?xz=abc", hdr: nil, status: 400, words: []string{"xz", "0 to 9"}},
+		{name: "xz=10", path: "/a.txt?xz=10", hdr: nil, status: 400, words: []string{"xz", "0 to 9"}},
+		{name: "gz and xz together", path: "/a.txt?gz&xz", hdr: nil, status: 400, words: []string{"gz", "xz"}},
+		{name: "gz=1 and xz=1 together", path: "/a.txt?xz=1&gz=1", hdr: nil, status: 400, words: []string{"gz", "xz"}},
+		{name: "rand=0", path: "/a.txt?rand=0", hdr: nil, status: 400, words: []string{"rand"}},
+		{name: "rand=-3", path: "/a.txt?rand=-3", hdr: nil, status: 400, words: []string{"rand"}},
+		{name: "rand=abc", path: "/a.txt?rand=abc", hdr: nil, status: 400, words: []string{"rand"}},
+		{name: "rand=999", path: "/a.txt?rand=999", hdr: nil, status: 400, words: []string{"rand"}},
+		{name: "Rand header abc", path: "/a.txt", hdr: []string{"Rand: abc"}, status: 400, words: []string{"rand"}},
+		{name: "life=abc", path: "/a.txt?life=abc", hdr: nil, status: 400, words: []string{"life"}},
+		{name: "life=-5", path: "/a.txt?life=-5", hdr: nil, status: 400, words: []string{"life"}},
+		{name: "Life header abc", path: "/a.txt", hdr: []string{"Life: abc"}, status: 400, words: []string{"life"}},
+		{name: "life without a volume lifetime", path: "/a.txt?life=5", hdr: nil, status: 400, words: []string{"lifetime"}},
+		{name: "Life header without a volume lifetime", path: "/a.txt", hdr: []string{"Life: 5"}, status: 400, words: []string{"lifetime"}},
+		{name: "replace and apnd together", path: "/exists.txt?replace&apnd", hdr: nil, status: 400, words: []string{"replace", "apnd"}},
+		{name: "want=xml", path: "/a.txt?want=xml", hdr: nil, status: 400, words: []string{"want"}},
+		{name: "name ending in .PARTIAL", path: "/x.PARTIAL", hdr: nil, status: 400, words: []string{".PARTIAL"}},
+		{name: "name ending in .PARTIAL in a missing folder", path: "/nd/y.PARTIAL", hdr: nil, status: 400, words: []string{".PARTIAL"}},
+		{name: "PUT into /.hist", path: "/.hist/x", hdr: nil, status: 403, words: []string{"reserved"}},
+		{name: "PUT into /.HIST (case-insensitive)", path: "/.HIST/x", hdr: nil, status: 403, words: []string{"reserved"}},
+		{name: "PUT onto /.hist itself", path: "/.hist", hdr: nil, status: 403, words: []string{"reserved"}},
+		{name: "a file used as a folder", path: "/exists.txt/inner.txt", hdr: nil, status: 400, words: []string{"folder"}},
+		{name: "path with ..", path: "/a/../../etc/x", hdr: nil, status: 400, words: []string{".."}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			resp, body := s.do(t, "PUT", c.path, data, c.hdr...)
-			upRefused(t, resp, body, c.status, c.words, dir, before)
+			wantRefused(t, resp, body, c.status, c.words, dir, before)
 		})
 	}
 	// The same modifiers on a multipart upload.
@@ -132,19 +132,19 @@ func TestUploadBadParams(t *testing.T) {
 		name, query string
 		words       []string
 	}{
-		{"multipart unknown ck", "?ck=nope", []string{"nope", "sha512"}},
-		{"multipart bad rand", "?rand=abc", []string{"rand"}},
-		{"multipart bad life", "?life=-5", []string{"life"}},
-		{"multipart life without lifetime", "?life=5", []string{"lifetime"}},
-		{"multipart gz", "?gz", []string{"gz"}},
-		{"multipart apnd", "?apnd", []string{"apnd"}},
+		{name: "multipart unknown ck", query: "?ck=nope", words: []string{"nope", "sha512"}},
+		{name: "multipart bad rand", query: "?rand=abc", words: []string{"rand"}},
+		{name: "multipart bad life", query: "?life=-5", words: []string{"life"}},
+		{name: "multipart life without lifetime", query: "?life=5", words: []string{"lifetime"}},
+		{name: "multipart gz", query: "?gz", words: []string{"gz"}},
+		{name: "multipart apnd", query: "?apnd", words: []string{"apnd"}},
 	}
 	for _, c := range mpCases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
-			form, ct := upForm(t, upPart{"f", "m.txt", data})
+			before := snapshot(t, dir)
+			form, ct := multipartForm(t, formPart{"f", "m.txt", data})
 			resp, body := s.do(t, "POST", "/mp/"+c.query, form, ct)
-			upRefused(t, resp, body, 400, c.words, dir, before)
+			wantRefused(t, resp, body, 400, c.words, dir, before)
 		})
 	}
 }
@@ -157,16 +157,16 @@ func TestUploadBadHeaders(t *testing.T) {
 		name string
 		hdr  string
 	}{
-		{"one 80 KiB header", "X-Big: " + strings.Repeat("a", 80<<10) + "\r\n"},
-		{"3000 small headers", strings.Repeat("X-Many: 0123456789012345678901234567890\r\n", 3000)},
-		{"1 MiB header", "X-Huge: " + strings.Repeat("b", 1<<20) + "\r\n"},
+		{name: "one 80 KiB header", hdr: "X-Big: " + strings.Repeat("a", 80<<10) + "\r\n"},
+		{name: "3000 small headers", hdr: strings.Repeat("X-Many: 0123456789012345678901234567890\r\n", 3000)},
+		{name: "1 MiB header", hdr: "X-Huge: " + strings.Repeat("b", 1<<20) + "\r\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			raw := "PUT /hdr.bin HTTP/1.1\r\nHost: " + host + "\r\n" + c.hdr + "Content-Length: 5\r\n\r\nhello"
-			resp, body := upRaw(t, s, []byte(raw))
-			upRefused(t, resp, body, http.StatusRequestHeaderFieldsTooLarge, []string{"header"}, dir, before)
+			resp, body := sendRaw(t, s, []byte(raw))
+			wantRefused(t, resp, body, http.StatusRequestHeaderFieldsTooLarge, []string{"header"}, dir, before)
 		})
 	}
 }
@@ -175,7 +175,7 @@ func TestUploadBadAuth(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-a", "ed:edpass", "-a", "ro:ropass", "-v", dir+"::r:rw,ed")
 	data := []byte("unwanted\n")
-	form, ct := upForm(t, upPart{"f", "m.txt", data})
+	form, ct := multipartForm(t, formPart{"f", "m.txt", data})
 	basic := func(up string) string {
 		return "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(up))
 	}
@@ -186,31 +186,31 @@ func TestUploadBadAuth(t *testing.T) {
 		status             int
 		words              []string
 	}{
-		{"PUT anonymous without w", "PUT", "/a.txt", data, nil, 401, []string{"password"}},
-		{"PUT with a valid password but no w", "PUT", "/a.txt", data, []string{"PW: ropass"}, 403, []string{"ro", "upload"}},
-		{"PUT with ?pw= valid but no w", "PUT", "/a.txt?pw=ropass", data, nil, 403, []string{"upload"}},
-		{"PUT with basic auth valid but no w", "PUT", "/a.txt", data, []string{basic("ro:ropass")}, 403, []string{"upload"}},
-		{"PUT with a wrong PW header", "PUT", "/a.txt", data, []string{"PW: nope"}, 401, []string{"wrong password"}},
-		{"PUT with a wrong ?pw=", "PUT", "/a.txt?pw=nope", data, nil, 401, []string{"wrong password"}},
-		{"multipart anonymous without w", "POST", "/", form, []string{ct}, 401, []string{"password"}},
-		{"multipart with a valid password but no w", "POST", "/sub/", form, []string{ct, "PW: ropass"}, 403, []string{"upload"}},
-		{"multipart with wrong basic auth", "POST", "/", form, []string{ct, basic("ed:wrong")}, 401, []string{"wrong password"}},
-		{"PUT replace by a user with w but no d", "PUT", "/a.txt?replace", data, []string{"PW: edpass"}, 403, []string{"delete"}},
-		{"PUT apnd by a user with w but no d", "PUT", "/a.txt?apnd", data, []string{"PW: edpass"}, 403, []string{"delete"}},
-		{"multipart replace by a user with w but no d", "POST", "/?replace", form, []string{ct, "PW: edpass"}, 403, []string{"delete"}},
-		{"multipart Replace header by a user with w but no d", "POST", "/", form, []string{ct, "PW: edpass", "Replace: 1"}, 403, []string{"delete"}},
+		{name: "PUT anonymous without w", method: "PUT", path: "/a.txt", body: data, hdr: nil, status: 401, words: []string{"password"}},
+		{name: "PUT with a valid password but no w", method: "PUT", path: "/a.txt", body: data, hdr: []string{"PW: ropass"}, status: 403, words: []string{"ro", "upload"}},
+		{name: "PUT with ?pw= valid but no w", method: "PUT", path: "/a.txt?pw=ropass", body: data, hdr: nil, status: 403, words: []string{"upload"}},
+		{name: "PUT with basic auth valid but no w", method: "PUT", path: "/a.txt", body: data, hdr: []string{basic("ro:ropass")}, status: 403, words: []string{"upload"}},
+		{name: "PUT with a wrong PW header", method: "PUT", path: "/a.txt", body: data, hdr: []string{"PW: nope"}, status: 401, words: []string{"wrong password"}},
+		{name: "PUT with a wrong ?pw=", method: "PUT", path: "/a.txt?pw=nope", body: data, hdr: nil, status: 401, words: []string{"wrong password"}},
+		{name: "multipart anonymous without w", method: "POST", path: "/", body: form, hdr: []string{ct}, status: 401, words: []string{"password"}},
+		{name: "multipart with a valid password but no w", method: "POST", path: "/sub/", body: form, hdr: []string{ct, "PW: ropass"}, status: 403, words: []string{"upload"}},
+		{name: "multipart with wrong basic auth", method: "POST", path: "/", body: form, hdr: []string{ct, basic("ed:wrong")}, status: 401, words: []string{"wrong password"}},
+		{name: "PUT replace by a user with w but no d", method: "PUT", path: "/a.txt?replace", body: data, hdr: []string{"PW: edpass"}, status: 403, words: []string{"delete"}},
+		{name: "PUT apnd by a user with w but no d", method: "PUT", path: "/a.txt?apnd", body: data, hdr: []string{"PW: edpass"}, status: 403, words: []string{"delete"}},
+		{name: "multipart replace by a user with w but no d", method: "POST", path: "/?replace", body: form, hdr: []string{ct, "PW: edpass"}, status: 403, words: []string{"delete"}},
+		{name: "multipart Replace header by a user with w but no d", method: "POST", path: "/", body: form, hdr: []string{ct, "PW: edpass", "Replace: 1"}, status: 403, words: []string{"delete"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			resp, body := s.do(t, c.method, c.path, c.body, c.hdr...)
-			upRefused(t, resp, body, c.status, c.words, dir, before)
+			wantRefused(t, resp, body, c.status, c.words, dir, before)
 		})
 	}
 	t.Run("control: the user with w may upload", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/ok.txt", data, "PW: edpass")
 		wantStatus(t, resp, body, http.StatusCreated)
-		upWantFile(t, dir, "ok.txt", data)
+		wantFile(t, dir, "ok.txt", data)
 	})
 }
 
@@ -225,22 +225,22 @@ func TestUploadBadMultipart(t *testing.T) {
 		ct         string
 		words      []string
 	}
-	form := func(parts ...upPart) ([]byte, string) { return upForm(t, parts...) }
+	form := func(parts ...formPart) ([]byte, string) { return multipartForm(t, parts...) }
 	var cases []tc
-	add := func(name, path string, words []string, parts ...upPart) {
+	add := func(name, path string, words []string, parts ...formPart) {
 		b, ct := form(parts...)
 		cases = append(cases, tc{name, path, b, ct, words})
 	}
-	add("only act=bput, no file", "/m/", []string{"no file"}, upPart{"act", "", []byte("bput")})
+	add("only act=bput, no file", "/m/", []string{"no file"}, formPart{"act", "", []byte("bput")})
 	add("no parts at all", "/m/", []string{"no file"})
-	add("bad first field", "/m/", []string{"act", "foo"}, upPart{"foo", "", []byte("bar")}, upPart{"f", "x.txt", good})
-	add("field f without a filename first", "/m/", []string{"act"}, upPart{"f", "", []byte("not a file")})
-	add("unknown act", "/m/", []string{"action", "mkdirx"}, upPart{"act", "", []byte("mkdirx")}, upPart{"f", "x.txt", good})
-	add("file name ending in .PARTIAL", "/m/", []string{".PARTIAL"}, upPart{"f", "x.PARTIAL", good})
-	add("file name ..", "/m/", []string{"name"}, upPart{"f", "..", good})
-	add("into /.hist", "/.hist/", []string{"reserved"}, upPart{"f", "x.txt", good})
-	add("to a file instead of a folder", "/afile.txt", []string{"folder"}, upPart{"f", "x.txt", good})
-	b, _ := form(upPart{"f", "x.txt", good})
+	add("bad first field", "/m/", []string{"act", "foo"}, formPart{"foo", "", []byte("bar")}, formPart{"f", "x.txt", good})
+	add("field f without a filename first", "/m/", []string{"act"}, formPart{"f", "", []byte("not a file")})
+	add("unknown act", "/m/", []string{"action", "mkdirx"}, formPart{"act", "", []byte("mkdirx")}, formPart{"f", "x.txt", good})
+	add("file name ending in .PARTIAL", "/m/", []string{".PARTIAL"}, formPart{"f", "x.PARTIAL", good})
+	add("file name ..", "/m/", []string{"name"}, formPart{"f", "..", good})
+	add("into /.hist", "/.hist/", []string{"reserved"}, formPart{"f", "x.txt", good})
+	add("to a file instead of a folder", "/afile.txt", []string{"folder"}, formPart{"f", "x.txt", good})
+	b, _ := form(formPart{"f", "x.txt", good})
 	cases = append(cases,
 		tc{"no boundary in Content-Type", "/m/", b, "Content-Type: multipart/form-data", []string{"multipart"}},
 		tc{"truncated body (no closing boundary)", "/m/", b[:bytes.Index(b, good)+4], "", []string{"ended before"}},
@@ -254,34 +254,34 @@ func TestUploadBadMultipart(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			status := http.StatusBadRequest
 			if strings.Contains(c.name, ".hist") {
 				status = http.StatusForbidden
 			}
 			resp, body := s.do(t, "POST", c.path, c.body, c.ct)
-			upRefused(t, resp, body, status, c.words, dir, before)
+			wantRefused(t, resp, body, status, c.words, dir, before)
 		})
 	}
 	t.Run("error part after a stored file keeps and lists it", func(t *testing.T) {
-		b, ct := form(upPart{"f", "kept.txt", good}, upPart{"f", "bad.PARTIAL", good}, upPart{"f", "never.txt", good})
+		b, ct := form(formPart{"f", "kept.txt", good}, formPart{"f", "bad.PARTIAL", good}, formPart{"f", "never.txt", good})
 		resp, body := s.do(t, "POST", "/keep/?j", b, ct)
 		wantStatus(t, resp, body, http.StatusBadRequest)
-		var r upMPReply
-		upDecode(t, body, &r)
+		var r multipartReply
+		decodeJSONKeys(t, body, &r)
 		if r.Status != "ERROR" || !strings.Contains(r.Error, ".PARTIAL") {
 			t.Errorf("status, error: got %q, %q, want ERROR and a message naming .PARTIAL", r.Status, r.Error)
 		}
 		if len(r.Files) != 1 || r.Files[0].Fn != "kept.txt" {
 			t.Errorf("files: got %+v, want only kept.txt", r.Files)
 		}
-		upWantFile(t, dir, "keep/kept.txt", good)
+		wantFile(t, dir, "keep/kept.txt", good)
 		for _, p := range []string{"keep/bad.PARTIAL", "keep/never.txt"} {
-			if upExists(dir, p) {
+			if pathExists(dir, p) {
 				t.Errorf("%s: got stored, want not stored", p)
 			}
 		}
-		upNoPartial(t, dir)
+		wantNoPartial(t, dir)
 	})
 }
 
@@ -311,16 +311,16 @@ func TestUploadBadSizeLimits(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			data := upData(uint64(400+i), c.n)
-			before := upSnap(t, dir)
+			data := seededBytes(uint64(400+i), c.n)
+			before := snapshot(t, dir)
 			var resp *http.Response
 			var body []byte
 			switch {
 			case c.mp:
-				b, ct := upForm(t, upPart{"f", "m.bin", data})
+				b, ct := multipartForm(t, formPart{"f", "m.bin", data})
 				resp, body = s.do(t, "POST", c.path, b, ct)
 			case c.chunked:
-				resp, body = upDoChunked(t, s, "PUT", c.path, data)
+				resp, body = doChunked(t, s, "PUT", c.path, data)
 			default:
 				resp, body = s.do(t, "PUT", c.path, data)
 			}
@@ -328,18 +328,18 @@ func TestUploadBadSizeLimits(t *testing.T) {
 			if c.status == 400 {
 				word = "too small"
 			}
-			upRefused(t, resp, body, c.status, []string{word, "1024", "2048"}, dir, before)
+			wantRefused(t, resp, body, c.status, []string{word, "1024", "2048"}, dir, before)
 		})
 	}
 	for _, n := range []int{1024, 1500, 2048} {
 		t.Run(fmt.Sprintf("control: %d bytes fit", n), func(t *testing.T) {
-			data := upData(uint64(n), n)
-			resp, body := upDoChunked(t, s, "PUT", fmt.Sprintf("/ok%d.bin", n), data)
+			data := seededBytes(uint64(n), n)
+			resp, body := doChunked(t, s, "PUT", fmt.Sprintf("/ok%d.bin", n), data)
 			wantStatus(t, resp, body, http.StatusCreated)
-			upWantFile(t, dir, fmt.Sprintf("ok%d.bin", n), data)
+			wantFile(t, dir, fmt.Sprintf("ok%d.bin", n), data)
 			resp, body = s.do(t, "PUT", fmt.Sprintf("/okcl%d.bin", n), data)
 			wantStatus(t, resp, body, http.StatusCreated)
-			upWantFile(t, dir, fmt.Sprintf("okcl%d.bin", n), data)
+			wantFile(t, dir, fmt.Sprintf("okcl%d.bin", n), data)
 		})
 	}
 }

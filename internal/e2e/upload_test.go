@@ -6,10 +6,8 @@ package e2e
 // are prefixed "up" so that they cannot clash with other test files.
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -20,9 +18,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
-	"mime/multipart"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -41,8 +36,8 @@ import (
 
 // ---- helpers -------------------------------------------------------------
 
-// upDigest computes checksum ck of data independently of the server.
-func upDigest(t *testing.T, ck string, data []byte) []byte {
+// digestOf computes checksum ck of data independently of the server.
+func digestOf(t *testing.T, ck string, data []byte) []byte {
 	t.Helper()
 	switch ck {
 	case "", "sha512":
@@ -68,39 +63,29 @@ func upDigest(t *testing.T, ck string, data []byte) []byte {
 	return nil
 }
 
-// upSum is a checksum in the three encodings an upload reply uses.
-type upSum struct {
+// checksums is a checksum in the three encodings an upload reply uses.
+type checksums struct {
 	full  string // URL-safe base64 (padded) of the whole digest: JSON "sha512"
 	b64   string // URL-safe base64 of the first 33 bytes: "sha_b64", text line 2
 	hex56 string // lowercase hex cut to 56 characters: text line 3
 }
 
-func upSums(t *testing.T, ck string, data []byte) upSum {
+func checksumsOf(t *testing.T, ck string, data []byte) checksums {
 	t.Helper()
-	d := upDigest(t, ck, data)
+	d := digestOf(t, ck, data)
 	h := hex.EncodeToString(d)
 	if len(h) > 56 {
 		h = h[:56]
 	}
-	return upSum{
+	return checksums{
 		full:  base64.URLEncoding.EncodeToString(d),
 		b64:   base64.URLEncoding.EncodeToString(d[:min(33, len(d))]),
 		hex56: h,
 	}
 }
 
-// upData returns n deterministic pseudo-random bytes.
-func upData(seed uint64, n int) []byte {
-	var key [32]byte
-	key[0] = byte(seed)
-	key[1] = byte(seed >> 8)
-	b := make([]byte, n)
-	rand.NewChaCha8(key).Read(b)
-	return b
-}
-
-// upText returns n bytes of compressible text.
-func upText(n int) []byte {
+// compressibleText returns n bytes of compressible text.
+func compressibleText(n int) []byte {
 	var b bytes.Buffer
 	for i := 0; b.Len() < n; i++ {
 		fmt.Fprintf(&b, "line %d of a compressible upload body; hoard stores it\n", i%977)
@@ -108,34 +93,11 @@ func upText(n int) []byte {
 	return b.Bytes()[:n]
 }
 
-// upPutReply is the JSON reply to a PUT (spec fields plus copyparty's).
-type upPutReply struct {
-	URL        string `json:"url"`
-	Size       int64  `json:"size"`
-	SHA512     string `json:"sha512"`
-	UploadTime int64  `json:"upload_time"`
-	FileURL    string `json:"fileurl"`
-	FileSz     int64  `json:"filesz"`
-	ShaB64     string `json:"sha_b64"`
-	CK         string `json:"ck"`
-}
-
-// upDecode unmarshals a JSON reply into v and returns its keys.
-func upDecode(t *testing.T, body []byte, v any) map[string]json.RawMessage {
+// checkPutJSON checks a PUT's JSON reply against the uploaded data.
+func checkPutJSON(t *testing.T, body []byte, ck string, data []byte, wantURL string) putReply {
 	t.Helper()
-	if err := json.Unmarshal(body, v); err != nil {
-		t.Fatalf("reply is not JSON: %v; got %q", err, body)
-	}
-	var keys map[string]json.RawMessage
-	json.Unmarshal(body, &keys)
-	return keys
-}
-
-// upCheckPutJSON checks a PUT's JSON reply against the uploaded data.
-func upCheckPutJSON(t *testing.T, body []byte, ck string, data []byte, wantURL string) upPutReply {
-	t.Helper()
-	var r upPutReply
-	keys := upDecode(t, body, &r)
+	var r putReply
+	keys := decodeJSONKeys(t, body, &r)
 	for _, k := range []string{"url", "size", "upload_time", "fileurl", "filesz", "ck"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("JSON key %q: got absent, want present; reply %s", k, body)
@@ -168,7 +130,7 @@ func upCheckPutJSON(t *testing.T, body []byte, ck string, data []byte, wantURL s
 		}
 		return r
 	}
-	want := upSums(t, ck, data)
+	want := checksumsOf(t, ck, data)
 	if r.SHA512 != want.full {
 		t.Errorf("sha512 (ck=%s): got %q, want %q", wantCK, r.SHA512, want.full)
 	}
@@ -178,9 +140,9 @@ func upCheckPutJSON(t *testing.T, body []byte, ck string, data []byte, wantURL s
 	return r
 }
 
-// upCheckPutText checks copyparty's text reply "<bytes>\n<b64>\n<hex>\n<url>\n"
+// checkPutText checks copyparty's text reply "<bytes>\n<b64>\n<hex>\n<url>\n"
 // and returns the URL.
-func upCheckPutText(t *testing.T, body []byte, ck string, data []byte, wantURL string) string {
+func checkPutText(t *testing.T, body []byte, ck string, data []byte, wantURL string) string {
 	t.Helper()
 	lines := strings.Split(string(body), "\n")
 	if len(lines) != 5 || lines[4] != "" {
@@ -191,7 +153,7 @@ func upCheckPutText(t *testing.T, body []byte, ck string, data []byte, wantURL s
 	}
 	b64, hx := "checksum-disabled", "checksum-disabled"
 	if ck != "no" {
-		s := upSums(t, ck, data)
+		s := checksumsOf(t, ck, data)
 		b64, hx = s.b64, s.hex56
 	}
 	if lines[1] != b64 {
@@ -206,9 +168,9 @@ func upCheckPutText(t *testing.T, body []byte, ck string, data []byte, wantURL s
 	return lines[3]
 }
 
-// upRel turns a reply URL of server s into a slash path inside the volume
+// volumePath turns a reply URL of server s into a slash path inside the volume
 // mounted at /.
-func upRel(t *testing.T, s *server, u string) string {
+func volumePath(t *testing.T, s *server, u string) string {
 	t.Helper()
 	u, _, _ = strings.Cut(u, "?")
 	p, ok := strings.CutPrefix(u, s.URL+"/")
@@ -222,182 +184,16 @@ func upRel(t *testing.T, s *server, u string) string {
 	return rel
 }
 
-// upRead returns the bytes of rel in dir, failing when it is missing.
-func upRead(t *testing.T, dir, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatalf("stored file %s: %v", rel, err)
-	}
-	return b
-}
-
-// upWantFile checks that rel in dir holds exactly want.
-func upWantFile(t *testing.T, dir, rel string, want []byte) {
-	t.Helper()
-	got := upRead(t, dir, rel)
-	if !bytes.Equal(got, want) {
-		t.Errorf("stored %s: got %d bytes (sha256 %x), want %d bytes (sha256 %x)", rel, len(got), sha256.Sum256(got), len(want), sha256.Sum256(want))
-	}
-}
-
-func upExists(dir, rel string) bool {
-	_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel)))
-	return err == nil
-}
-
-// upSnap records every path below dir with a digest of its content, to
-// prove that a refused request changed nothing (tree plus contents).
-func upSnap(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	m := map[string]string{}
-	for _, rel := range tree(t, dir) {
-		if rel == ".hist" || strings.HasPrefix(rel, ".hist/") {
-			continue // the server's state (its logs of writes in progress) is not the volume's content
-		}
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		fi, err := os.Lstat(p)
-		if err != nil {
-			continue // vanished meanwhile
-		}
-		if fi.IsDir() {
-			m[rel] = "dir"
-			continue
-		}
-		b, _ := os.ReadFile(p)
-		m[rel] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
-	}
-	return m
-}
-
-// upSameSnap fails unless the two snapshots are equal.
-func upSameSnap(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	for p, a := range after {
-		if b, ok := before[p]; !ok {
-			t.Errorf("after the request %s exists (%s); got a new path, want none", p, a)
-		} else if a != b {
-			t.Errorf("after the request %s: got %s, want unchanged %s", p, a, b)
-		}
-	}
-	for p := range before {
-		if _, ok := after[p]; !ok {
-			t.Errorf("after the request %s: got missing, want unchanged", p)
-		}
-	}
-}
-
-// upNoPartial fails when a work file (.PARTIAL) is left in dir.
-func upNoPartial(t *testing.T, dir string) {
-	t.Helper()
-	for _, p := range tree(t, dir) {
-		if strings.HasSuffix(p, ".PARTIAL") {
-			t.Errorf("stray work file: got %s, want none", p)
-		}
-	}
-}
-
-// upDoChunked sends body without Content-Length (chunked transfer encoding).
-func upDoChunked(t *testing.T, s *server, method, path string, body []byte, hdr ...string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path, io.MultiReader(bytes.NewReader(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = -1
-	return roundTrip(t, req, hdr...)
-}
-
-// upRaw writes raw bytes on a fresh connection, half-closes it and reads
-// the one response. The request may be incomplete on purpose.
-func upRaw(t *testing.T, s *server, raw []byte) (*http.Response, []byte) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	// Write concurrently: a server that refuses early (431) stops reading,
-	// and a large request would then block here. Closing c ends the writer.
-	go func() {
-		c.Write(raw)
-		c.(*net.TCPConn).CloseWrite()
-	}()
-	// The request, for wantStatus's messages: method and target of line 1.
-	line, _, _ := strings.Cut(string(raw[:min(len(raw), 2000)]), "\r\n")
-	method, target, _ := strings.Cut(line, " ")
-	target, _, _ = strings.Cut(target, " ")
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
-		t.Fatalf("test bug: request target %q: %v", target, err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method, URL: u})
-	if err != nil {
-		t.Fatalf("%s %s: reading response: got %v, want an HTTP response", method, target, err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, body
-}
-
-// upPart is one part of a multipart form; file "" makes a plain field.
-type upPart struct {
-	field, file string
-	data        []byte
-}
-
-// upForm builds a multipart/form-data body.
-func upForm(t *testing.T, parts ...upPart) ([]byte, string) {
-	t.Helper()
-	var b bytes.Buffer
-	mw := multipart.NewWriter(&b)
-	for _, p := range parts {
-		var w io.Writer
-		var err error
-		if p.file == "" {
-			w, err = mw.CreateFormField(p.field)
-		} else {
-			w, err = mw.CreateFormFile(p.field, p.file)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(p.data)
-	}
-	if err := mw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes(), "Content-Type: " + mw.FormDataContentType()
-}
-
-// upMPFile is one file of a multipart JSON reply.
-type upMPFile struct {
-	upPutReply
-	Sz     int64  `json:"sz"`
-	Fn     string `json:"fn"`
-	FnOrig string `json:"fn_orig"`
-	Path   string `json:"path"`
-}
-
-type upMPReply struct {
-	Status  string     `json:"status"`
-	Sz      int64      `json:"sz"`
-	Files   []upMPFile `json:"files"`
-	FileURL string     `json:"fileurl"`
-	Error   string     `json:"error"`
-}
-
-// upWaitGone polls until rel in dir is gone; false after limit.
-func upWaitGone(dir, rel string, limit time.Duration) bool {
+// waitRemoved polls until rel in dir is gone; false after limit.
+func waitRemoved(dir, rel string, limit time.Duration) bool {
 	end := time.Now().Add(limit)
 	for time.Now().Before(end) {
-		if !upExists(dir, rel) {
+		if !pathExists(dir, rel) {
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return !upExists(dir, rel)
+	return !pathExists(dir, rel)
 }
 
 // ---- PUT reply forms -----------------------------------------------------
@@ -405,21 +201,21 @@ func upWaitGone(dir, rel string, limit time.Duration) bool {
 func TestUploadPutReplyForms(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
-	data := upData(1, 3000)
+	data := seededBytes(1, 3000)
 	cases := []struct {
 		name, query string
 		hdr         []string
 		form        string // text, url, json
 	}{
-		{"default text", "", nil, "text"},
-		{"Accept url", "", []string{"Accept: url"}, "url"},
-		{"want=url query", "?want=url", nil, "url"},
-		{"j query", "?j", nil, "json"},
-		{"j query with value", "?j=1", nil, "json"},
-		{"Accept json", "", []string{"Accept: json"}, "json"},
-		{"Accept application/json", "", []string{"Accept: application/json"}, "json"},
-		{"Accept application/json with parameters", "", []string{"Accept: application/json; charset=utf-8"}, "json"},
-		{"j query beats Accept url", "?j", []string{"Accept: url"}, "json"},
+		{name: "default text", query: "", hdr: nil, form: "text"},
+		{name: "Accept url", query: "", hdr: []string{"Accept: url"}, form: "url"},
+		{name: "want=url query", query: "?want=url", hdr: nil, form: "url"},
+		{name: "j query", query: "?j", hdr: nil, form: "json"},
+		{name: "j query with value", query: "?j=1", hdr: nil, form: "json"},
+		{name: "Accept json", query: "", hdr: []string{"Accept: json"}, form: "json"},
+		{name: "Accept application/json", query: "", hdr: []string{"Accept: application/json"}, form: "json"},
+		{name: "Accept application/json with parameters", query: "", hdr: []string{"Accept: application/json; charset=utf-8"}, form: "json"},
+		{name: "j query beats Accept url", query: "?j", hdr: []string{"Accept: url"}, form: "json"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -433,7 +229,7 @@ func TestUploadPutReplyForms(t *testing.T) {
 			ct := resp.Header.Get("Content-Type")
 			switch c.form {
 			case "text":
-				upCheckPutText(t, body, "sha512", data, wantURL)
+				checkPutText(t, body, "sha512", data, wantURL)
 				if !strings.HasPrefix(ct, "text/plain") {
 					t.Errorf("Content-Type: got %q, want text/plain", ct)
 				}
@@ -445,15 +241,15 @@ func TestUploadPutReplyForms(t *testing.T) {
 					t.Errorf("Content-Type: got %q, want text/plain", ct)
 				}
 			case "json":
-				upCheckPutJSON(t, body, "", data, wantURL)
+				checkPutJSON(t, body, "", data, wantURL)
 				if !strings.HasPrefix(ct, "application/json") {
 					t.Errorf("Content-Type: got %q, want application/json", ct)
 				}
 			}
-			upWantFile(t, dir, name, data)
+			wantFile(t, dir, name, data)
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- checksums -----------------------------------------------------------
@@ -463,7 +259,7 @@ func TestUploadPutChecksums(t *testing.T) {
 	s := start(t, "-v", dir+"::rw")
 	// Larger than one of the server's 512 KiB read buffers and not a
 	// multiple of it.
-	data := upData(2, 1<<20+12345)
+	data := seededBytes(2, 1<<20+12345)
 	small := []byte("one")
 	cks := []string{"", "sha512", "no", "md5", "sha1", "sha256", "b2", "b2s", "blake2", "blake2s"}
 	for _, ck := range cks {
@@ -487,7 +283,7 @@ func TestUploadPutChecksums(t *testing.T) {
 				for _, d := range []struct {
 					label string
 					data  []byte
-				}{{"big", data}, {"small", small}} {
+				}{{label: "big", data: data}, {label: "small", data: small}} {
 					base := strings.NewReplacer("=", "-", " ", "_").Replace(name) + "-" + d.label
 					// JSON form
 					jq := "?j"
@@ -496,8 +292,8 @@ func TestUploadPutChecksums(t *testing.T) {
 					}
 					resp, body := s.do(t, "PUT", "/"+base+".json.bin"+jq, d.data, hdr...)
 					wantStatus(t, resp, body, http.StatusCreated)
-					upCheckPutJSON(t, body, ck, d.data, s.URL+"/"+base+".json.bin")
-					upWantFile(t, dir, base+".json.bin", d.data)
+					checkPutJSON(t, body, ck, d.data, s.URL+"/"+base+".json.bin")
+					wantFile(t, dir, base+".json.bin", d.data)
 					// text form
 					tq := ""
 					if q != "" {
@@ -509,8 +305,8 @@ func TestUploadPutChecksums(t *testing.T) {
 					if wantCK == "" {
 						wantCK = "sha512"
 					}
-					upCheckPutText(t, body, wantCK, d.data, s.URL+"/"+base+".text.bin")
-					upWantFile(t, dir, base+".text.bin", d.data)
+					checkPutText(t, body, wantCK, d.data, s.URL+"/"+base+".text.bin")
+					wantFile(t, dir, base+".text.bin", d.data)
 				}
 			})
 		}
@@ -535,7 +331,7 @@ func TestUploadPutChecksums(t *testing.T) {
 			}
 		}
 	})
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- compression ---------------------------------------------------------
@@ -543,7 +339,7 @@ func TestUploadPutChecksums(t *testing.T) {
 func TestUploadPutCompression(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
-	data := append(upText(200<<10), upData(3, 777)...)
+	data := append(compressibleText(200<<10), seededBytes(3, 777)...)
 	cases := []struct {
 		name, path, query string
 		want              string // stored name
@@ -551,20 +347,20 @@ func TestUploadPutCompression(t *testing.T) {
 		xfl               int // gzip header XFL byte, -1 unchecked
 		stored            bool
 	}{
-		{"gz default level 9", "/c/a.txt", "gz", "c/a.txt.gz", "gz", 2, false},
-		{"gz=0 stores", "/c/b.txt", "gz=0", "c/b.txt.gz", "gz", -1, true},
-		{"gz=1", "/c/c.txt", "gz=1", "c/c.txt.gz", "gz", 4, false},
-		{"gz=5", "/c/d.txt", "gz=5", "c/d.txt.gz", "gz", 0, false},
-		{"gz=9", "/c/e.txt", "gz=9", "c/e.txt.gz", "gz", 2, false},
-		{"gz keeps .gz name", "/c/f.gz", "gz", "c/f.gz", "gz", -1, false},
-		{"gz keeps .tar.gz name", "/c/g.tar.gz", "gz=6", "c/g.tar.gz", "gz", -1, false},
-		{"gz keeps upper-case .GZ name", "/c/h.GZ", "gz", "c/h.GZ", "gz", -1, false},
-		{"gz with ck=sha1", "/c/i.txt", "gz&ck=sha1", "c/i.txt.gz", "gz", -1, false},
-		{"xz default level", "/c/j.txt", "xz", "c/j.txt.xz", "xz", -1, false},
-		{"xz=0", "/c/k.txt", "xz=0", "c/k.txt.xz", "xz", -1, false},
-		{"xz=9", "/c/l.txt", "xz=9", "c/l.txt.xz", "xz", -1, false},
-		{"xz keeps .xz name", "/c/m.xz", "xz", "c/m.xz", "xz", -1, false},
-		{"xz with ck=b2s", "/c/n.bin", "xz=3&ck=b2s", "c/n.bin.xz", "xz", -1, false},
+		{name: "gz default level 9", path: "/c/a.txt", query: "gz", want: "c/a.txt.gz", codec: "gz", xfl: 2, stored: false},
+		{name: "gz=0 stores", path: "/c/b.txt", query: "gz=0", want: "c/b.txt.gz", codec: "gz", xfl: -1, stored: true},
+		{name: "gz=1", path: "/c/c.txt", query: "gz=1", want: "c/c.txt.gz", codec: "gz", xfl: 4, stored: false},
+		{name: "gz=5", path: "/c/d.txt", query: "gz=5", want: "c/d.txt.gz", codec: "gz", xfl: 0, stored: false},
+		{name: "gz=9", path: "/c/e.txt", query: "gz=9", want: "c/e.txt.gz", codec: "gz", xfl: 2, stored: false},
+		{name: "gz keeps .gz name", path: "/c/f.gz", query: "gz", want: "c/f.gz", codec: "gz", xfl: -1, stored: false},
+		{name: "gz keeps .tar.gz name", path: "/c/g.tar.gz", query: "gz=6", want: "c/g.tar.gz", codec: "gz", xfl: -1, stored: false},
+		{name: "gz keeps upper-case .GZ name", path: "/c/h.GZ", query: "gz", want: "c/h.GZ", codec: "gz", xfl: -1, stored: false},
+		{name: "gz with ck=sha1", path: "/c/i.txt", query: "gz&ck=sha1", want: "c/i.txt.gz", codec: "gz", xfl: -1, stored: false},
+		{name: "xz default level", path: "/c/j.txt", query: "xz", want: "c/j.txt.xz", codec: "xz", xfl: -1, stored: false},
+		{name: "xz=0", path: "/c/k.txt", query: "xz=0", want: "c/k.txt.xz", codec: "xz", xfl: -1, stored: false},
+		{name: "xz=9", path: "/c/l.txt", query: "xz=9", want: "c/l.txt.xz", codec: "xz", xfl: -1, stored: false},
+		{name: "xz keeps .xz name", path: "/c/m.xz", query: "xz", want: "c/m.xz", codec: "xz", xfl: -1, stored: false},
+		{name: "xz with ck=b2s", path: "/c/n.bin", query: "xz=3&ck=b2s", want: "c/n.bin.xz", codec: "xz", xfl: -1, stored: false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -575,14 +371,14 @@ func TestUploadPutCompression(t *testing.T) {
 				ck = v
 			}
 			wantURL := s.URL + "/" + c.want
-			r := upCheckPutJSON(t, body, ck, data, wantURL)
+			r := checkPutJSON(t, body, ck, data, wantURL)
 			if got := resp.Header.Get("Location"); got != r.URL {
 				t.Errorf("Location: got %q, want %q", got, r.URL)
 			}
-			if orig := strings.TrimPrefix(c.path, "/"); orig != c.want && upExists(dir, orig) {
+			if orig := strings.TrimPrefix(c.path, "/"); orig != c.want && pathExists(dir, orig) {
 				t.Errorf("uncompressed name %s: got present, want only %s", orig, c.want)
 			}
-			raw := upRead(t, dir, c.want)
+			raw := readVolumeFile(t, dir, c.want)
 			var rd io.Reader
 			var err error
 			switch c.codec {
@@ -615,7 +411,7 @@ func TestUploadPutCompression(t *testing.T) {
 			}
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- replace and collisions ----------------------------------------------
@@ -624,22 +420,22 @@ func TestUploadPutReplace(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-a", "ed:edpass", "-a", "wo:wopass", "-v", dir+"::rw:rwd,ed")
 	old := []byte("old content\n")
-	data := upData(4, 5000)
+	data := seededBytes(4, 5000)
 	cases := []struct {
 		name, query string
 		hdr         []string
 		exists      bool
 		status      int
 	}{
-		{"query replace, user with d", "?replace", []string{"PW: edpass"}, true, 201},
-		{"query replace=1 via ?pw", "?replace=1&pw=edpass", nil, true, 201},
-		{"Replace header, user with d", "", []string{"PW: edpass", "Replace: 1"}, true, 201},
-		{"Replace header true via basic auth", "", []string{"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("ed:edpass")), "Replace: true"}, true, 201},
-		{"replace of a missing file creates it", "?replace", []string{"PW: edpass"}, false, 201},
-		{"query replace, anonymous without d", "?replace", nil, true, 401},
-		{"Replace header, anonymous without d", "", []string{"Replace: 1"}, true, 401},
-		{"query replace, user without d", "?replace", []string{"PW: wopass"}, true, 403},
-		{"Replace header, user without d", "", []string{"PW: wopass", "Replace: 1"}, true, 403},
+		{name: "query replace, user with d", query: "?replace", hdr: []string{"PW: edpass"}, exists: true, status: 201},
+		{name: "query replace=1 via ?pw", query: "?replace=1&pw=edpass", hdr: nil, exists: true, status: 201},
+		{name: "Replace header, user with d", query: "", hdr: []string{"PW: edpass", "Replace: 1"}, exists: true, status: 201},
+		{name: "Replace header true via basic auth", query: "", hdr: []string{"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("ed:edpass")), "Replace: true"}, exists: true, status: 201},
+		{name: "replace of a missing file creates it", query: "?replace", hdr: []string{"PW: edpass"}, exists: false, status: 201},
+		{name: "query replace, anonymous without d", query: "?replace", hdr: nil, exists: true, status: 401},
+		{name: "Replace header, anonymous without d", query: "", hdr: []string{"Replace: 1"}, exists: true, status: 401},
+		{name: "query replace, user without d", query: "?replace", hdr: []string{"PW: wopass"}, exists: true, status: 403},
+		{name: "Replace header, user without d", query: "", hdr: []string{"PW: wopass", "Replace: 1"}, exists: true, status: 403},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -647,7 +443,7 @@ func TestUploadPutReplace(t *testing.T) {
 			if c.exists {
 				writeFile(t, dir, name, old)
 			}
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			resp, body := s.do(t, "PUT", "/"+name+c.query, data, c.hdr...)
 			wantStatus(t, resp, body, c.status)
 			if c.status != 201 {
@@ -660,35 +456,35 @@ func TestUploadPutReplace(t *testing.T) {
 				if resp.Header.Get("Location") != "" {
 					t.Errorf("Location on refusal: got %q, want none", resp.Header.Get("Location"))
 				}
-				upSameSnap(t, before, upSnap(t, dir))
+				wantSameSnapshot(t, before, snapshot(t, dir))
 				return
 			}
 			wantURL := s.URL + "/" + name
-			upCheckPutText(t, body, "sha512", data, wantURL)
-			upWantFile(t, dir, name, data)
+			checkPutText(t, body, "sha512", data, wantURL)
+			wantFile(t, dir, name, data)
 			after := slices.DeleteFunc(tree(t, dir), func(p string) bool { return p == ".hist" || strings.HasPrefix(p, ".hist/") })
 			if len(after) != len(before)+map[bool]int{true: 0, false: 1}[c.exists] {
 				t.Errorf("paths after replace: got %v, want %v plus the new file only", after, slices.Sorted(maps.Keys(before)))
 			}
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
-var upTagRE = `(\d+\.\d{6})-([A-Za-z0-9_-]{8})`
+var collisionTagRE = `(\d+\.\d{6})-([A-Za-z0-9_-]{8})`
 
 func TestUploadPutCollision(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
 	cases := []struct{ name, ext string }{
-		{"a.txt", ".txt"},
-		{"x.tar.gz", ".gz"},
-		{"Makefile", ""},
-		{"README", ".README"},
-		{"f.abcdef", ".abcdef"},
-		{"g.abcdefg", ""},
-		{"sub/dir/h.md", ".md"},
-		{"with space.jpeg", ".jpeg"},
+		{name: "a.txt", ext: ".txt"},
+		{name: "x.tar.gz", ext: ".gz"},
+		{name: "Makefile", ext: ""},
+		{name: "README", ext: ".README"},
+		{name: "f.abcdef", ext: ".abcdef"},
+		{name: "g.abcdefg", ext: ""},
+		{name: "sub/dir/h.md", ext: ".md"},
+		{name: "with space.jpeg", ext: ".jpeg"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -698,18 +494,18 @@ func TestUploadPutCollision(t *testing.T) {
 			if j := strings.LastIndexByte(c.name, '/'); j >= 0 {
 				folder, base = c.name[:j+1], c.name[j+1:]
 			}
-			re := regexp.MustCompile("^" + regexp.QuoteMeta(folder+base) + "-" + upTagRE + regexp.QuoteMeta(c.ext) + "$")
+			re := regexp.MustCompile("^" + regexp.QuoteMeta(folder+base) + "-" + collisionTagRE + regexp.QuoteMeta(c.ext) + "$")
 			var tags []string
 			var names []string
 			for k := range 2 {
-				data := upData(uint64(100+i*2+k), 700+k)
+				data := seededBytes(uint64(100+i*2+k), 700+k)
 				resp, body := s.do(t, "PUT", "/"+(&url.URL{Path: c.name}).EscapedPath()+"?j", data)
 				wantStatus(t, resp, body, http.StatusCreated)
-				r := upCheckPutJSON(t, body, "", data, "")
+				r := checkPutJSON(t, body, "", data, "")
 				if got := resp.Header.Get("Location"); got != r.URL {
 					t.Errorf("Location: got %q, want %q", got, r.URL)
 				}
-				rel := upRel(t, s, r.URL)
+				rel := volumePath(t, s, r.URL)
 				m := re.FindStringSubmatch(rel)
 				if m == nil {
 					t.Fatalf("renamed path: got %q, want it to match %s", rel, re)
@@ -720,9 +516,9 @@ func TestUploadPutCollision(t *testing.T) {
 				}
 				tags = append(tags, m[2])
 				names = append(names, rel)
-				upWantFile(t, dir, rel, data)
+				wantFile(t, dir, rel, data)
 			}
-			upWantFile(t, dir, c.name, orig)
+			wantFile(t, dir, c.name, orig)
 			if names[0] == names[1] {
 				t.Errorf("second collision name: got %q again, want a new name", names[1])
 			}
@@ -731,7 +527,7 @@ func TestUploadPutCollision(t *testing.T) {
 			}
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- append --------------------------------------------------------------
@@ -744,45 +540,45 @@ func TestUploadPutAppend(t *testing.T) {
 		for i, add := range []string{"line2\n", "line3 is longer\n"} {
 			resp, body := s.do(t, "PUT", "/log.txt?apnd&j", []byte(add), "PW: edpass")
 			wantStatus(t, resp, body, http.StatusCreated)
-			upCheckPutJSON(t, body, "", []byte(add), s.URL+"/log.txt")
+			checkPutJSON(t, body, "", []byte(add), s.URL+"/log.txt")
 			want := "line1\nline2\n"
 			if i == 1 {
 				want += "line3 is longer\n"
 			}
-			upWantFile(t, dir, "log.txt", []byte(want))
+			wantFile(t, dir, "log.txt", []byte(want))
 		}
 	})
 	t.Run("append with ck=md5 and text reply", func(t *testing.T) {
 		writeFile(t, dir, "m.bin", []byte("head"))
-		add := upData(5, 600<<10)
+		add := seededBytes(5, 600<<10)
 		resp, body := s.do(t, "PUT", "/m.bin?apnd&ck=md5", add, "PW: edpass")
 		wantStatus(t, resp, body, http.StatusCreated)
-		upCheckPutText(t, body, "md5", add, s.URL+"/m.bin")
-		upWantFile(t, dir, "m.bin", append([]byte("head"), add...))
+		checkPutText(t, body, "md5", add, s.URL+"/m.bin")
+		wantFile(t, dir, "m.bin", append([]byte("head"), add...))
 	})
 	t.Run("append creates a missing file", func(t *testing.T) {
 		resp, body := s.do(t, "PUT", "/new/apnd.txt?apnd&j", []byte("first\n"), "PW: edpass")
 		wantStatus(t, resp, body, http.StatusCreated)
-		upCheckPutJSON(t, body, "", []byte("first\n"), s.URL+"/new/apnd.txt")
-		upWantFile(t, dir, "new/apnd.txt", []byte("first\n"))
+		checkPutJSON(t, body, "", []byte("first\n"), s.URL+"/new/apnd.txt")
+		wantFile(t, dir, "new/apnd.txt", []byte("first\n"))
 	})
 	for _, c := range []struct {
 		name   string
 		hdr    []string
 		status int
 	}{
-		{"anonymous without d", nil, 401},
-		{"user without d", []string{"PW: wopass"}, 403},
+		{name: "anonymous without d", hdr: nil, status: 401},
+		{name: "user without d", hdr: []string{"PW: wopass"}, status: 403},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			writeFile(t, dir, "keep.txt", []byte("keep\n"))
-			before := upSnap(t, dir)
+			before := snapshot(t, dir)
 			resp, body := s.do(t, "PUT", "/keep.txt?apnd", []byte("more\n"), c.hdr...)
 			wantStatus(t, resp, body, c.status)
-			upSameSnap(t, before, upSnap(t, dir))
+			wantSameSnapshot(t, before, snapshot(t, dir))
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- random names --------------------------------------------------------
@@ -801,17 +597,17 @@ func TestUploadPutRand(t *testing.T) {
 		n      int
 		ext    string
 	}{
-		{"rand=5 keeps extension", false, "/r/photo.jpg", "rand=5", nil, 5, ".jpg"},
-		{"Rand header 12", false, "/r/doc.pdf", "", []string{"Rand: 12"}, 12, ".pdf"},
-		{"rand=8 without extension", false, "/r/noext", "rand=8", nil, 8, ""},
-		{"rand=10 takes the last extension", false, "/r/x.tar.gz", "rand=10", nil, 10, ".gz"},
-		{"rand=1", false, "/r/one.txt", "rand=1", nil, 1, ".txt"},
-		{"rand=64", false, "/r/long.txt", "rand=64", nil, 64, ".txt"},
-		{"rand with gz", false, "/r/a.txt", "rand=6&gz", nil, 6, ".txt.gz"},
-		{"forced by volume flag", true, "/x.txt", "", nil, 12, ".txt"},
-		{"forced, rand=20 is longer", true, "/y.txt", "rand=20", nil, 20, ".txt"},
-		{"forced, rand=3 is raised to nrand", true, "/z.txt", "rand=3", nil, 12, ".txt"},
-		{"forced, into a subfolder", true, "/sub/w.bin", "", nil, 12, ".bin"},
+		{name: "rand=5 keeps extension", forced: false, path: "/r/photo.jpg", query: "rand=5", hdr: nil, n: 5, ext: ".jpg"},
+		{name: "Rand header 12", forced: false, path: "/r/doc.pdf", query: "", hdr: []string{"Rand: 12"}, n: 12, ext: ".pdf"},
+		{name: "rand=8 without extension", forced: false, path: "/r/noext", query: "rand=8", hdr: nil, n: 8, ext: ""},
+		{name: "rand=10 takes the last extension", forced: false, path: "/r/x.tar.gz", query: "rand=10", hdr: nil, n: 10, ext: ".gz"},
+		{name: "rand=1", forced: false, path: "/r/one.txt", query: "rand=1", hdr: nil, n: 1, ext: ".txt"},
+		{name: "rand=64", forced: false, path: "/r/long.txt", query: "rand=64", hdr: nil, n: 64, ext: ".txt"},
+		{name: "rand with gz", forced: false, path: "/r/a.txt", query: "rand=6&gz", hdr: nil, n: 6, ext: ".txt.gz"},
+		{name: "forced by volume flag", forced: true, path: "/x.txt", query: "", hdr: nil, n: 12, ext: ".txt"},
+		{name: "forced, rand=20 is longer", forced: true, path: "/y.txt", query: "rand=20", hdr: nil, n: 20, ext: ".txt"},
+		{name: "forced, rand=3 is raised to nrand", forced: true, path: "/z.txt", query: "rand=3", hdr: nil, n: 12, ext: ".txt"},
+		{name: "forced, into a subfolder", forced: true, path: "/sub/w.bin", query: "", hdr: nil, n: 12, ext: ".bin"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -819,25 +615,25 @@ func TestUploadPutRand(t *testing.T) {
 			if c.forced {
 				srv, d = fsrv, fdir
 			}
-			data := upData(uint64(200+i), 999)
+			data := seededBytes(uint64(200+i), 999)
 			q := "?j"
 			if c.query != "" {
 				q += "&" + c.query
 			}
 			resp, body := srv.do(t, "PUT", c.path+q, data, c.hdr...)
 			wantStatus(t, resp, body, http.StatusCreated)
-			var r upPutReply
-			upDecode(t, body, &r)
+			var r putReply
+			decodeJSONKeys(t, body, &r)
 			if got := resp.Header.Get("Location"); got != r.URL {
 				t.Errorf("Location: got %q, want %q", got, r.URL)
 			}
-			rel := upRel(t, srv, r.URL)
+			rel := volumePath(t, srv, r.URL)
 			folder := strings.TrimPrefix(c.path[:strings.LastIndexByte(c.path, '/')+1], "/")
 			re := regexp.MustCompile(fmt.Sprintf(`^%s[A-Za-z0-9_-]{%d}%s$`, regexp.QuoteMeta(folder), c.n, regexp.QuoteMeta(c.ext)))
 			if !re.MatchString(rel) {
 				t.Errorf("random name: got %q, want it to match %s", rel, re)
 			}
-			got := upRead(t, d, rel)
+			got := readVolumeFile(t, d, rel)
 			if strings.Contains(c.query, "gz") {
 				zr, err := gzip.NewReader(bytes.NewReader(got))
 				if err != nil {
@@ -848,7 +644,7 @@ func TestUploadPutRand(t *testing.T) {
 			if !bytes.Equal(got, data) {
 				t.Errorf("stored %s: got %d bytes, want the %d uploaded", rel, len(got), len(data))
 			}
-			if upExists(d, strings.TrimPrefix(c.path, "/")) {
+			if pathExists(d, strings.TrimPrefix(c.path, "/")) {
 				t.Errorf("original name %s: got present, want only the random name", c.path)
 			}
 		})
@@ -864,8 +660,8 @@ func TestUploadPutRand(t *testing.T) {
 			t.Errorf("second random name: got %q again, want a different one", got[1])
 		}
 	})
-	upNoPartial(t, dir)
-	upNoPartial(t, fdir)
+	wantNoPartial(t, dir)
+	wantNoPartial(t, fdir)
 }
 
 // ---- lifetimes -----------------------------------------------------------
@@ -895,12 +691,12 @@ func TestUploadPutLife(t *testing.T) {
 		up   up
 		rel  string
 	}{
-		{"life=2 query", up{s60, dir60, "/q.txt?life=2", nil, false}, "q.txt"},
-		{"Life header", up{s60, dir60, "/h.txt", []string{"Life: 2"}, false}, "h.txt"},
-		{"life in a subfolder with gz", up{s60, dir60, "/sub/g.txt?life=2&gz", nil, false}, "sub/g.txt.gz"},
-		{"life above the volume lifetime is capped", up{s2, dir2, "/cap.txt?life=3600", nil, false}, "cap.txt"},
-		{"volume lifetime applies without life", up{s2, dir2, "/plain.txt", nil, false}, "plain.txt"},
-		{"multipart with life=2", up{s60, dir60, "/mp/?life=2", nil, true}, "mp/m.txt"},
+		{name: "life=2 query", up: up{s60, dir60, "/q.txt?life=2", nil, false}, rel: "q.txt"},
+		{name: "Life header", up: up{s60, dir60, "/h.txt", []string{"Life: 2"}, false}, rel: "h.txt"},
+		{name: "life in a subfolder with gz", up: up{s60, dir60, "/sub/g.txt?life=2&gz", nil, false}, rel: "sub/g.txt.gz"},
+		{name: "life above the volume lifetime is capped", up: up{s2, dir2, "/cap.txt?life=3600", nil, false}, rel: "cap.txt"},
+		{name: "volume lifetime applies without life", up: up{s2, dir2, "/plain.txt", nil, false}, rel: "plain.txt"},
+		{name: "multipart with life=2", up: up{s60, dir60, "/mp/?life=2", nil, true}, rel: "mp/m.txt"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -909,16 +705,16 @@ func TestUploadPutLife(t *testing.T) {
 			var resp *http.Response
 			var body []byte
 			if c.up.mp {
-				form, ct := upForm(t, upPart{"f", "m.txt", data})
+				form, ct := multipartForm(t, formPart{"f", "m.txt", data})
 				resp, body = c.up.s.do(t, "POST", c.up.path, form, append(c.up.hdr, ct)...)
 			} else {
 				resp, body = c.up.s.do(t, "PUT", c.up.path, data, c.up.hdr...)
 			}
 			wantStatus(t, resp, body, http.StatusCreated)
-			if !upExists(c.up.dir, c.rel) {
+			if !pathExists(c.up.dir, c.rel) {
 				t.Fatalf("%s right after upload: got missing, want present", c.rel)
 			}
-			if !upWaitGone(c.up.dir, c.rel, 10*time.Second) {
+			if !waitRemoved(c.up.dir, c.rel, 10*time.Second) {
 				t.Fatalf("%s 10 s after upload with a 2 s life: got present, want deleted", c.rel)
 			}
 		})
@@ -930,10 +726,10 @@ func TestUploadPutLife(t *testing.T) {
 		resp, body = s60.do(t, "PUT", "/re.txt?replace", []byte("new, no short life"))
 		wantStatus(t, resp, body, http.StatusCreated)
 		time.Sleep(2500 * time.Millisecond)
-		upWantFile(t, dir60, "re.txt", []byte("new, no short life"))
+		wantFile(t, dir60, "re.txt", []byte("new, no short life"))
 	})
 	t.Cleanup(func() {
-		if !upExists(dir60, "stays.txt") {
+		if !pathExists(dir60, "stays.txt") {
 			t.Errorf("stays.txt (1 h lifetime): got deleted, want present")
 		}
 	})
@@ -951,21 +747,21 @@ func TestUploadPutLifeRestart(t *testing.T) {
 	if err := s1.stop(); err != nil {
 		t.Fatalf("stopping the first server: got %v, want exit 0", err)
 	}
-	if !upExists(dir, "restart.txt") {
+	if !pathExists(dir, "restart.txt") {
 		t.Fatalf("restart.txt after stop: got missing, want present (life not over yet)")
 	}
 	start(t, args...)
-	if !upWaitGone(dir, "restart.txt", 10*time.Second) {
+	if !waitRemoved(dir, "restart.txt", 10*time.Second) {
 		t.Fatalf("restart.txt 10 s after upload with life=3 across a restart: got present, want deleted")
 	}
-	if !upExists(dir, "keeper.txt") {
+	if !pathExists(dir, "keeper.txt") {
 		t.Errorf("keeper.txt: got deleted, want present")
 	}
 }
 
 // ---- paths and transfer encodings -----------------------------------------
 
-var upPutNameRE = regexp.MustCompile(`^put-` + upTagRE + `\.bin$`)
+var putNameRE = regexp.MustCompile(`^put-` + collisionTagRE + `\.bin$`)
 
 func TestUploadPutPaths(t *testing.T) {
 	dir := t.TempDir()
@@ -979,26 +775,26 @@ func TestUploadPutPaths(t *testing.T) {
 		folder     string
 		wantURL    string // expected URL path when it differs from want
 	}{
-		{"missing folders are created", "/a/b/c/deep.txt", "a/b/c/deep.txt", "", ""},
-		{"trailing slash gets a generated name", "/drop/", "", "drop/", ""},
-		{"root gets a generated name", "/", "", "", ""},
-		{"existing folder without slash", "/exist", "", "exist/", ""},
-		{"escaped names", "/sp%20ace/%C3%BC%20n%23.txt", "sp ace/ü n#.txt", "", "/sp%20ace/%C3%BC%20n%23.txt"},
-		{"empty body", "/empty.txt", "empty.txt", "", ""},
+		{name: "missing folders are created", path: "/a/b/c/deep.txt", want: "a/b/c/deep.txt", folder: "", wantURL: ""},
+		{name: "trailing slash gets a generated name", path: "/drop/", want: "", folder: "drop/", wantURL: ""},
+		{name: "root gets a generated name", path: "/", want: "", folder: "", wantURL: ""},
+		{name: "existing folder without slash", path: "/exist", want: "", folder: "exist/", wantURL: ""},
+		{name: "escaped names", path: "/sp%20ace/%C3%BC%20n%23.txt", want: "sp ace/ü n#.txt", folder: "", wantURL: "/sp%20ace/%C3%BC%20n%23.txt"},
+		{name: "empty body", path: "/empty.txt", want: "empty.txt", folder: "", wantURL: ""},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			data := upData(uint64(300+i), 1234)
+			data := seededBytes(uint64(300+i), 1234)
 			if c.name == "empty body" {
 				data = []byte{}
 			}
 			resp, body := s.do(t, "PUT", c.path+"?j", data)
 			wantStatus(t, resp, body, http.StatusCreated)
-			r := upCheckPutJSON(t, body, "", data, "")
+			r := checkPutJSON(t, body, "", data, "")
 			if got := resp.Header.Get("Location"); got != r.URL {
 				t.Errorf("Location: got %q, want %q", got, r.URL)
 			}
-			rel := upRel(t, s, r.URL)
+			rel := volumePath(t, s, r.URL)
 			if c.want != "" {
 				if rel != c.want {
 					t.Errorf("stored path: got %q, want %q", rel, c.want)
@@ -1008,14 +804,14 @@ func TestUploadPutPaths(t *testing.T) {
 				}
 			} else {
 				name, ok := strings.CutPrefix(rel, c.folder)
-				if !ok || !upPutNameRE.MatchString(name) {
+				if !ok || !putNameRE.MatchString(name) {
 					t.Errorf("generated path: got %q, want %sput-<time>-<tag>.bin", rel, c.folder)
 				}
 			}
-			upWantFile(t, dir, rel, data)
+			wantFile(t, dir, rel, data)
 		})
 	}
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 func TestUploadPutChunked(t *testing.T) {
@@ -1027,12 +823,12 @@ func TestUploadPutChunked(t *testing.T) {
 		want       string
 		gz         bool
 	}{
-		{"one byte", "/ch/one.bin", []byte{7}, "ch/one.bin", false},
-		{"100 KiB", "/ch/k100.bin", upData(6, 100<<10), "ch/k100.bin", false},
-		{"1.5 MiB", "/ch/m15.bin", upData(7, 3<<19+3), "ch/m15.bin", false},
-		{"empty", "/ch/empty.bin", []byte{}, "ch/empty.bin", false},
-		{"with gz", "/ch/z.txt?gz", upText(300 << 10), "ch/z.txt.gz", true},
-		{"into a new folder with ck=sha256", "/ch/new/n.bin?ck=sha256", upData(8, 70000), "ch/new/n.bin", false},
+		{name: "one byte", path: "/ch/one.bin", data: []byte{7}, want: "ch/one.bin", gz: false},
+		{name: "100 KiB", path: "/ch/k100.bin", data: seededBytes(6, 100<<10), want: "ch/k100.bin", gz: false},
+		{name: "1.5 MiB", path: "/ch/m15.bin", data: seededBytes(7, 3<<19+3), want: "ch/m15.bin", gz: false},
+		{name: "empty", path: "/ch/empty.bin", data: []byte{}, want: "ch/empty.bin", gz: false},
+		{name: "with gz", path: "/ch/z.txt?gz", data: compressibleText(300 << 10), want: "ch/z.txt.gz", gz: true},
+		{name: "into a new folder with ck=sha256", path: "/ch/new/n.bin?ck=sha256", data: seededBytes(8, 70000), want: "ch/new/n.bin", gz: false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1040,14 +836,14 @@ func TestUploadPutChunked(t *testing.T) {
 			if strings.Contains(c.path, "?") {
 				sep = "&"
 			}
-			resp, body := upDoChunked(t, s, "PUT", c.path+sep+"j", c.data)
+			resp, body := doChunked(t, s, "PUT", c.path+sep+"j", c.data)
 			wantStatus(t, resp, body, http.StatusCreated)
 			ck := ""
 			if _, v, ok := strings.Cut(c.path, "ck="); ok {
 				ck = v
 			}
-			upCheckPutJSON(t, body, ck, c.data, s.URL+"/"+c.want)
-			got := upRead(t, dir, c.want)
+			checkPutJSON(t, body, ck, c.data, s.URL+"/"+c.want)
+			got := readVolumeFile(t, dir, c.want)
 			if c.gz {
 				zr, err := gzip.NewReader(bytes.NewReader(got))
 				if err != nil {
@@ -1064,14 +860,14 @@ func TestUploadPutChunked(t *testing.T) {
 		host := strings.TrimPrefix(s.URL, "http://")
 		raw := "PUT /ch/raw.txt HTTP/1.1\r\nHost: " + host + "\r\nTransfer-Encoding: chunked\r\nAccept: url\r\n\r\n" +
 			"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n"
-		resp, body := upRaw(t, s, []byte(raw))
+		resp, body := sendRaw(t, s, []byte(raw))
 		wantStatus(t, resp, body, http.StatusCreated)
 		if string(body) != s.URL+"/ch/raw.txt" {
 			t.Errorf("body: got %q, want %q", body, s.URL+"/ch/raw.txt")
 		}
-		upWantFile(t, dir, "ch/raw.txt", []byte("hello, world"))
+		wantFile(t, dir, "ch/raw.txt", []byte("hello, world"))
 	})
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }
 
 // ---- multipart -----------------------------------------------------------
@@ -1084,7 +880,7 @@ func TestUploadMultipart(t *testing.T) {
 		data []byte
 	}
 	f1 := file{"one.txt", []byte("first file\n")}
-	f2 := file{"two.bin", upData(9, 700<<10)}
+	f2 := file{"two.bin", seededBytes(9, 700<<10)}
 	f3 := file{"a b.txt", []byte("spaced name\n")}
 	f4 := file{"empty.txt", []byte{}}
 	cases := []struct {
@@ -1099,20 +895,20 @@ func TestUploadMultipart(t *testing.T) {
 		pre    bool   // a file of the same name exists already
 		want   string // "replace", "rename" or "" (plain)
 	}{
-		{"single f, ?j", "/mp1/", "?j", nil, "", []file{f1}, "json", "", false, ""},
-		{"several f in one request, ?j", "/mp2/", "?j", nil, "", []file{f1, f2, f3, f4}, "json", "", false, ""},
-		{"leading act=bput", "/mp3/", "?j", nil, "bput", []file{f1, f2}, "json", "", false, ""},
-		{"Accept application/json", "/mp4/", "", []string{"Accept: application/json"}, "bput", []file{f2}, "json", "", false, ""},
-		{"Accept url", "/mp5/", "", []string{"Accept: url"}, "", []file{f1, f3}, "url", "", false, ""},
-		{"default text", "/mp6/", "", nil, "bput", []file{f1, f2}, "text", "", false, ""},
-		{"ck=md5", "/mp7/", "?j&ck=md5", nil, "", []file{f1, f2}, "json", "md5", false, ""},
-		{"CK header b2s", "/mp8/", "?j", []string{"CK: b2s"}, "", []file{f1}, "json", "b2s", false, ""},
-		{"ck=no", "/mp9/", "?j&ck=no", nil, "", []file{f1, f2}, "json", "no", false, ""},
-		{"into missing nested folders", "/mp10/new/deeper/", "?j", nil, "", []file{f1}, "json", "", false, ""},
-		{"folder without trailing slash", "/mp11", "?j", nil, "", []file{f3}, "json", "", false, ""},
-		{"existing name is renamed", "/mp12/", "?j", nil, "", []file{f1}, "json", "", true, "rename"},
-		{"replace with d", "/mp13/", "?j&replace", []string{"PW: edpass"}, "", []file{f1}, "json", "", true, "replace"},
-		{"Replace header with d", "/mp14/", "?j", []string{"PW: edpass", "Replace: 1"}, "bput", []file{f1, f2}, "json", "", true, "replace"},
+		{name: "single f, ?j", folder: "/mp1/", query: "?j", hdr: nil, act: "", files: []file{f1}, form: "json", ck: "", pre: false, want: ""},
+		{name: "several f in one request, ?j", folder: "/mp2/", query: "?j", hdr: nil, act: "", files: []file{f1, f2, f3, f4}, form: "json", ck: "", pre: false, want: ""},
+		{name: "leading act=bput", folder: "/mp3/", query: "?j", hdr: nil, act: "bput", files: []file{f1, f2}, form: "json", ck: "", pre: false, want: ""},
+		{name: "Accept application/json", folder: "/mp4/", query: "", hdr: []string{"Accept: application/json"}, act: "bput", files: []file{f2}, form: "json", ck: "", pre: false, want: ""},
+		{name: "Accept url", folder: "/mp5/", query: "", hdr: []string{"Accept: url"}, act: "", files: []file{f1, f3}, form: "url", ck: "", pre: false, want: ""},
+		{name: "default text", folder: "/mp6/", query: "", hdr: nil, act: "bput", files: []file{f1, f2}, form: "text", ck: "", pre: false, want: ""},
+		{name: "ck=md5", folder: "/mp7/", query: "?j&ck=md5", hdr: nil, act: "", files: []file{f1, f2}, form: "json", ck: "md5", pre: false, want: ""},
+		{name: "CK header b2s", folder: "/mp8/", query: "?j", hdr: []string{"CK: b2s"}, act: "", files: []file{f1}, form: "json", ck: "b2s", pre: false, want: ""},
+		{name: "ck=no", folder: "/mp9/", query: "?j&ck=no", hdr: nil, act: "", files: []file{f1, f2}, form: "json", ck: "no", pre: false, want: ""},
+		{name: "into missing nested folders", folder: "/mp10/new/deeper/", query: "?j", hdr: nil, act: "", files: []file{f1}, form: "json", ck: "", pre: false, want: ""},
+		{name: "folder without trailing slash", folder: "/mp11", query: "?j", hdr: nil, act: "", files: []file{f3}, form: "json", ck: "", pre: false, want: ""},
+		{name: "existing name is renamed", folder: "/mp12/", query: "?j", hdr: nil, act: "", files: []file{f1}, form: "json", ck: "", pre: true, want: "rename"},
+		{name: "replace with d", folder: "/mp13/", query: "?j&replace", hdr: []string{"PW: edpass"}, act: "", files: []file{f1}, form: "json", ck: "", pre: true, want: "replace"},
+		{name: "Replace header with d", folder: "/mp14/", query: "?j", hdr: []string{"PW: edpass", "Replace: 1"}, act: "bput", files: []file{f1, f2}, form: "json", ck: "", pre: true, want: "replace"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -1123,23 +919,23 @@ func TestUploadMultipart(t *testing.T) {
 					writeFile(t, dir, folder+f.name, orig)
 				}
 			}
-			var parts []upPart
+			var parts []formPart
 			if c.act != "" {
-				parts = append(parts, upPart{"act", "", []byte(c.act)})
+				parts = append(parts, formPart{"act", "", []byte(c.act)})
 			}
 			var total int64
 			for _, f := range c.files {
-				parts = append(parts, upPart{"f", f.name, f.data})
+				parts = append(parts, formPart{"f", f.name, f.data})
 				total += int64(len(f.data))
 			}
-			form, ct := upForm(t, parts...)
+			form, ct := multipartForm(t, parts...)
 			resp, body := s.do(t, "POST", c.folder+c.query, form, append(c.hdr, ct)...)
 			wantStatus(t, resp, body, http.StatusCreated)
 			var urls []string
 			switch c.form {
 			case "json":
-				var r upMPReply
-				keys := upDecode(t, body, &r)
+				var r multipartReply
+				keys := decodeJSONKeys(t, body, &r)
 				if r.Status != "OK" {
 					t.Errorf("status: got %q, want OK", r.Status)
 				}
@@ -1184,7 +980,7 @@ func TestUploadMultipart(t *testing.T) {
 							}
 						}
 					} else {
-						sum := upSums(t, wantCK, f.data)
+						sum := checksumsOf(t, wantCK, f.data)
 						if got.SHA512 != sum.full || got.ShaB64 != sum.b64 {
 							t.Errorf("files[%d] sha512, sha_b64: got %q, %q, want %q, %q", i, got.SHA512, got.ShaB64, sum.full, sum.b64)
 						}
@@ -1192,7 +988,7 @@ func TestUploadMultipart(t *testing.T) {
 					if got.FnOrig != f.name {
 						t.Errorf("files[%d] fn_orig: got %q, want %q", i, got.FnOrig, f.name)
 					}
-					rel := upRel(t, s, got.URL)
+					rel := volumePath(t, s, got.URL)
 					if got.Fn != rel[strings.LastIndexByte(rel, '/')+1:] {
 						t.Errorf("files[%d] fn: got %q, want %q (the stored name)", i, got.Fn, rel[strings.LastIndexByte(rel, '/')+1:])
 					}
@@ -1215,14 +1011,14 @@ func TestUploadMultipart(t *testing.T) {
 					if !strings.Contains(string(body), u) {
 						t.Errorf("text reply: got %q, want it to list %s", body, u)
 					}
-					if sum := upSums(t, "sha512", f.data); !strings.Contains(string(body), sum.b64) {
+					if sum := checksumsOf(t, "sha512", f.data); !strings.Contains(string(body), sum.b64) {
 						t.Errorf("text reply: got %q, want it to carry checksum %s", body, sum.b64)
 					}
 					urls = append(urls, u)
 				}
 			}
 			for i, f := range c.files {
-				rel := upRel(t, s, urls[i])
+				rel := volumePath(t, s, urls[i])
 				switch c.want {
 				case "":
 					if rel != folder+f.name {
@@ -1234,31 +1030,31 @@ func TestUploadMultipart(t *testing.T) {
 					}
 				case "rename":
 					ext := f.name[strings.LastIndexByte(f.name, '.'):]
-					re := regexp.MustCompile("^" + regexp.QuoteMeta(folder+f.name) + "-" + upTagRE + regexp.QuoteMeta(ext) + "$")
+					re := regexp.MustCompile("^" + regexp.QuoteMeta(folder+f.name) + "-" + collisionTagRE + regexp.QuoteMeta(ext) + "$")
 					if !re.MatchString(rel) {
 						t.Errorf("renamed path: got %q, want it to match %s", rel, re)
 					}
-					upWantFile(t, dir, folder+f.name, orig)
+					wantFile(t, dir, folder+f.name, orig)
 				}
-				upWantFile(t, dir, rel, f.data)
+				wantFile(t, dir, rel, f.data)
 			}
 		})
 	}
 	t.Run("a plain field after act is ignored", func(t *testing.T) {
-		form, ct := upForm(t, upPart{"act", "", []byte("bput")}, upPart{"note", "", []byte("hi")}, upPart{"f", "n.txt", []byte("n")})
+		form, ct := multipartForm(t, formPart{"act", "", []byte("bput")}, formPart{"note", "", []byte("hi")}, formPart{"f", "n.txt", []byte("n")})
 		resp, body := s.do(t, "POST", "/mp20/?j", form, ct)
 		wantStatus(t, resp, body, http.StatusCreated)
-		upWantFile(t, dir, "mp20/n.txt", []byte("n"))
+		wantFile(t, dir, "mp20/n.txt", []byte("n"))
 	})
 	t.Run("multipart rand", func(t *testing.T) {
-		form, ct := upForm(t, upPart{"f", "pic.png", []byte("png")})
+		form, ct := multipartForm(t, formPart{"f", "pic.png", []byte("png")})
 		resp, body := s.do(t, "POST", "/mp21/?rand=7", form, ct, "Accept: url")
 		wantStatus(t, resp, body, http.StatusCreated)
-		rel := upRel(t, s, string(body))
+		rel := volumePath(t, s, string(body))
 		if !regexp.MustCompile(`^mp21/[A-Za-z0-9_-]{7}\.png$`).MatchString(rel) {
 			t.Errorf("random name: got %q, want mp21/<7 chars>.png", rel)
 		}
-		upWantFile(t, dir, rel, []byte("png"))
+		wantFile(t, dir, rel, []byte("png"))
 	})
-	upNoPartial(t, dir)
+	wantNoPartial(t, dir)
 }

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"hash/crc32"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,29 +24,6 @@ type zlsRow struct {
 	Csz uint64 `json:"csz"`
 	Ts  int64  `json:"ts"`
 	Dir bool   `json:"dir"`
-}
-
-// zipOf builds a zip in memory from name → content (a name ending in / is
-// a folder), deflated.
-func zipOf(t *testing.T, members [][2]string, mtime time.Time) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, m := range members {
-		h := &zip.FileHeader{Name: m[0], Method: zip.Deflate, Modified: mtime}
-		if strings.HasSuffix(m[0], "/") {
-			h.Method = zip.Store
-		}
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(m[1]))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 func zlsGet(t *testing.T, s *server, path string, hdr ...string) []zlsRow {
@@ -69,7 +46,7 @@ func TestZipListAndGet(t *testing.T) {
 	mt := time.Date(2024, 5, 6, 7, 8, 10, 0, time.UTC)
 	big := strings.Repeat("0123456789abcdef", 5000)
 	members := [][2]string{{"docs/", ""}, {"docs/readme.txt", "hello zip\n"}, {"ünïcödé/日本語 ファイル.txt", "非ASCII content ✓\n"}, {"big.bin", big}, {"space name.md", "# hi\n"}}
-	writeFile(t, dir, "a.zip", zipOf(t, members, mt))
+	writeFile(t, dir, "a.zip", makeZip(t, members, mt))
 	rows := zlsGet(t, s, "/a.zip")
 	if len(rows) != len(members) {
 		t.Fatalf("%d rows: %+v", len(rows), rows)
@@ -86,7 +63,7 @@ func TestZipListAndGet(t *testing.T) {
 	for _, m := range members[1:] {
 		resp, body := s.do(t, "GET", "/a.zip?zget="+url.QueryEscape(m[0]), nil)
 		wantStatus(t, resp, body, 200)
-		if string(body) != m[1] || resp.Header.Get("Content-Length") != strconvI(len(m[1])) {
+		if string(body) != m[1] || resp.Header.Get("Content-Length") != strconv.Itoa(len(m[1])) {
 			t.Fatalf("%s: %d bytes, Content-Length %s", m[0], len(body), resp.Header.Get("Content-Length"))
 		}
 	}
@@ -98,13 +75,6 @@ func TestZipListAndGet(t *testing.T) {
 	if got := userTree(t, dir); !slices.Equal(got, []string{"a.zip"}) {
 		t.Fatalf("volume now holds %v", got)
 	}
-}
-
-func strconvI(n int) string { return itoa(n) }
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 // TestZipZip64 reads zips in zip64 form made by another tool (bsdtar) and
@@ -145,8 +115,8 @@ func TestZipZip64(t *testing.T) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for i := range 70000 {
-		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "m/" + itoa(i), Method: zip.Store})
-		w.Write([]byte(itoa(i)))
+		w, _ := zw.CreateHeader(&zip.FileHeader{Name: "m/" + strconv.Itoa(i), Method: zip.Store})
+		w.Write([]byte(strconv.Itoa(i)))
 	}
 	zw.Close()
 	if !bytes.Contains(buf.Bytes(), []byte("PK\x06\x06")) {
@@ -166,8 +136,8 @@ func TestZipZip64(t *testing.T) {
 
 func TestZipPermissions(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, "a.zip", zipOf(t, [][2]string{{"x.txt", "x"}}, time.Now()))
-	writeFile(t, dir, "up/b.zip", zipOf(t, [][2]string{{"y.txt", "y"}}, time.Now()))
+	writeFile(t, dir, "a.zip", makeZip(t, [][2]string{{"x.txt", "x"}}, time.Now()))
+	writeFile(t, dir, "up/b.zip", makeZip(t, [][2]string{{"y.txt", "y"}}, time.Now()))
 	s := start(t, "-a", "u:pw", "-v", dir+"::r,u", "-v", filepath.Join(dir, "up")+":up:w")
 	resp, body := s.do(t, "GET", "/a.zip?zls", nil)
 	wantStatus(t, resp, body, 401)
@@ -189,7 +159,7 @@ func TestZipPermissions(t *testing.T) {
 func TestZipBadInput(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
-	writeFile(t, dir, "a.zip", zipOf(t, [][2]string{{"ok.txt", "fine"}, {"../../evil.txt", "slip"}, {"/abs.txt", "abs"}, {"dir\\..\\win.txt", "win"}}, time.Now()))
+	writeFile(t, dir, "a.zip", makeZip(t, [][2]string{{"ok.txt", "fine"}, {"../../evil.txt", "slip"}, {"/abs.txt", "abs"}, {"dir\\..\\win.txt", "win"}}, time.Now()))
 	// A real bomb: 64 MiB of zeros deflate to ~64 KiB.
 	var bomb bytes.Buffer
 	zw := zip.NewWriter(&bomb)
@@ -201,7 +171,7 @@ func TestZipBadInput(t *testing.T) {
 	zw.Close()
 	writeFile(t, dir, "bomb.zip", bomb.Bytes())
 	// Truncated: the first half of a valid zip.
-	good := zipOf(t, [][2]string{{"a.txt", strings.Repeat("a", 10000)}}, time.Now())
+	good := makeZip(t, [][2]string{{"a.txt", strings.Repeat("a", 10000)}}, time.Now())
 	writeFile(t, dir, "trunc.zip", good[:len(good)/2])
 	// Central directory intact, member data overwritten.
 	var stored bytes.Buffer
@@ -226,19 +196,19 @@ func TestZipBadInput(t *testing.T) {
 		path string
 		code int
 	}{
-		{"/a.zip?zget=" + url.QueryEscape("../../evil.txt"), 400},
-		{"/a.zip?zget=" + url.QueryEscape("/abs.txt"), 400},
-		{"/a.zip?zget=" + url.QueryEscape("dir\\..\\win.txt"), 400},
-		{"/a.zip?zget=", 400},
-		{"/a.zip?zget=" + url.QueryEscape("nope.txt"), 404},
-		{"/a.zip?zget=" + url.QueryEscape(strings.Repeat("x", 5000)), 400},
-		{"/a.zip?zget=%00", 400},
-		{"/bomb.zip?zget=zeros.bin", 400},
-		{"/trunc.zip?zls", 400},
-		{"/trunc.zip?zget=a.txt", 400},
-		{"/notzip.zip?zls", 400},
-		{"/notzip.zip?zget=a", 400},
-		{"/missing.zip?zls", 404},
+		{path: "/a.zip?zget=" + url.QueryEscape("../../evil.txt"), code: 400},
+		{path: "/a.zip?zget=" + url.QueryEscape("/abs.txt"), code: 400},
+		{path: "/a.zip?zget=" + url.QueryEscape("dir\\..\\win.txt"), code: 400},
+		{path: "/a.zip?zget=", code: 400},
+		{path: "/a.zip?zget=" + url.QueryEscape("nope.txt"), code: 404},
+		{path: "/a.zip?zget=" + url.QueryEscape(strings.Repeat("x", 5000)), code: 400},
+		{path: "/a.zip?zget=%00", code: 400},
+		{path: "/bomb.zip?zget=zeros.bin", code: 400},
+		{path: "/trunc.zip?zls", code: 400},
+		{path: "/trunc.zip?zget=a.txt", code: 400},
+		{path: "/notzip.zip?zls", code: 400},
+		{path: "/notzip.zip?zget=a", code: 400},
+		{path: "/missing.zip?zls", code: 404},
 	} {
 		resp, body := s.do(t, "GET", tc.path, nil)
 		if resp.StatusCode != tc.code {
@@ -249,7 +219,7 @@ func TestZipBadInput(t *testing.T) {
 	// response is cut (never a silent wrong body).
 	resp, err := client.Get(s.URL + "/corrupt.zip?zget=a.txt")
 	if err == nil {
-		b, rerr := readAllErr(resp)
+		b, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode == 200 && rerr == nil && string(b) == strings.Repeat("a", 10000) {
 			t.Fatal("corrupt member served as if fine")
@@ -306,5 +276,3 @@ func overlapZip(t *testing.T) []byte {
 	binary.Write(&b, le, uint16(0))
 	return b.Bytes()
 }
-
-func readAllErr(resp *http.Response) ([]byte, error) { return io.ReadAll(resp.Body) }

@@ -1,4 +1,4 @@
-// Package lint keeps the rooms of ../shared/design.md apart: each top-level
+// Package lint keeps the rooms of docs/design.md apart: each top-level
 // package may import only what the design allows, and a few house rules
 // hold across the tree.
 package lint
@@ -90,7 +90,7 @@ func TestImportBoundaries(t *testing.T) {
 			case imp == module || strings.HasPrefix(imp, module+"/"):
 				other, _, _ := strings.Cut(strings.TrimPrefix(imp, module+"/"), "/")
 				if other != room && !slices.Contains(r.hoard, other) {
-					t.Errorf("%s imports %s; design.md does not allow %s → %s", dir, imp, room, other)
+					t.Errorf("%s imports %s; docs/design.md does not allow %s → %s", dir, imp, room, other)
 				}
 			case isStd(imp):
 				for _, f := range r.forbidStd {
