@@ -73,7 +73,7 @@ func TestManageOps(t *testing.T) {
 	writeFile(t, top, "xv.txt", []byte("cross volume"))
 	writeFile(t, top, "cp.txt", []byte("copy me"))
 	writeFile(t, top, "fold/in.txt", []byte("in a folder"))
-	auth := rsBasic("u:pw")
+	auth := basicAuth("u:pw")
 	s := start(t, "-a", "u:pw", "-v", top+"::rwmd,u", "-v", other+":b:rwmd,u", "-e2dsa")
 	waitReady(t, s, auth)
 	waitHits(t, s, "txt", []string{"/cp.txt", "/fold/in.txt", "/gone.txt", "/list/keep.txt", "/list/one.txt", "/list/tree/deep/two.txt", "/mv.txt", "/xv.txt"}, auth)
@@ -104,7 +104,7 @@ func TestManageOps(t *testing.T) {
 	resp, body = s.do(t, "POST", "/cp.txt?copy=/b/cp2.txt", nil, auth)
 	wantStatus(t, resp, body, http.StatusCreated)
 	// mkdir, multipart and urlencoded.
-	form, ct := upForm(t, upPart{"act", "", []byte("mkdir")}, upPart{"name", "", []byte("made here")})
+	form, ct := multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("made here")})
 	resp, body = s.do(t, "POST", "/b/", form, ct, auth)
 	wantStatus(t, resp, body, http.StatusCreated)
 	if got := resp.Header.Get("X-New-Dir"); got != "/b/made%20here" {
@@ -166,28 +166,28 @@ func TestManagePerms(t *testing.T) {
 		{"delete", "d", func(who, auth string) (*http.Response, []byte) {
 			writeFile(t, dir, "del-"+who+".txt", []byte("x"))
 			return s.do(t, "POST", "/del-"+who+".txt?delete", nil, auth)
-		}, func(who string) bool { return !rsExists(dir, "del-"+who+".txt") }},
+		}, func(who string) bool { return !pathExists(dir, "del-"+who+".txt") }},
 		{"delete list", "d", func(who, auth string) (*http.Response, []byte) {
 			writeFile(t, dir, "dl-"+who+".txt", []byte("x"))
 			return s.do(t, "POST", "/?delete", mgJSON(t, []string{"dl-" + who + ".txt"}), "Content-Type: application/json", auth)
-		}, func(who string) bool { return !rsExists(dir, "dl-"+who+".txt") }},
+		}, func(who string) bool { return !pathExists(dir, "dl-"+who+".txt") }},
 		{"move", "mw", func(who, auth string) (*http.Response, []byte) {
 			writeFile(t, dir, "mv-"+who+".txt", []byte("x"))
 			return s.do(t, "POST", "/mv-"+who+".txt?move=/moved-"+who+".txt", nil, auth)
-		}, func(who string) bool { return rsExists(dir, "moved-"+who+".txt") && !rsExists(dir, "mv-"+who+".txt") }},
+		}, func(who string) bool { return pathExists(dir, "moved-"+who+".txt") && !pathExists(dir, "mv-"+who+".txt") }},
 		{"copy", "rw", func(who, auth string) (*http.Response, []byte) {
 			writeFile(t, dir, "cp-"+who+".txt", []byte("x"))
 			return s.do(t, "POST", "/cp-"+who+".txt?copy=/copied-"+who+".txt", nil, auth)
-		}, func(who string) bool { return rsExists(dir, "copied-"+who+".txt") }},
+		}, func(who string) bool { return pathExists(dir, "copied-"+who+".txt") }},
 		{"copy over", "rwd", func(who, auth string) (*http.Response, []byte) {
 			writeFile(t, dir, "co-"+who+".txt", []byte("new"))
 			writeFile(t, dir, "co-old-"+who+".txt", []byte("old"))
 			return s.do(t, "POST", "/co-"+who+".txt?copy=/co-old-"+who+".txt&replace", nil, auth)
-		}, func(who string) bool { return rsFileIs(dir, "co-old-"+who+".txt", "new") }},
+		}, func(who string) bool { return fileHolds(dir, "co-old-"+who+".txt", "new") }},
 		{"mkdir", "w", func(who, auth string) (*http.Response, []byte) {
-			form, ct := upForm(t, upPart{"act", "", []byte("mkdir")}, upPart{"name", "", []byte("md-" + who)})
+			form, ct := multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("md-" + who)})
 			return s.do(t, "POST", "/", form, ct, auth)
-		}, func(who string) bool { return rsExists(dir, "md-"+who) }},
+		}, func(who string) bool { return pathExists(dir, "md-"+who) }},
 	}
 	for _, o := range ops {
 		for _, u := range append([]string{"anon", "nobody"}, users...) {
@@ -197,7 +197,7 @@ func TestManagePerms(t *testing.T) {
 				if u != "nobody" {
 					name = "u" + u
 				}
-				auth = rsBasic(name + ":pw-" + u)
+				auth = basicAuth(name + ":pw-" + u)
 			}
 			ok := u != "anon" && u != "nobody"
 			for _, c := range o.need {
@@ -233,7 +233,7 @@ func TestManageRefusals(t *testing.T) {
 	writeFile(t, dir, "a.txt", []byte("a"))
 	writeFile(t, dir, "b.txt", []byte("b"))
 	writeFile(t, dir, "d/sub/c.txt", []byte("c"))
-	auth := rsBasic("u:pw")
+	auth := basicAuth("u:pw")
 	s := start(t, "-a", "u:pw", "-v", dir+":v:rwmd,u", "-v", other+":o:rwmd,u", "-e2dsa")
 	waitReady(t, s, auth)
 	noHist := func(p string) bool { return strings.HasPrefix(p, ".hist") }
@@ -286,7 +286,7 @@ func TestManageRefusals(t *testing.T) {
 	// From another site's page: the browser attaches cached Basic
 	// credentials, so the cross-origin check applies to these too.
 	xs := []string{"Sec-Fetch-Site: cross-site"}
-	form, ct := upForm(t, upPart{"act", "", []byte("mkdir")}, upPart{"name", "", []byte("csrf")})
+	form, ct := multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("csrf")})
 	cases = append(cases, []struct {
 		name, method, path string
 		body               []byte
@@ -302,7 +302,7 @@ func TestManageRefusals(t *testing.T) {
 	}...)
 	// The same holds for uploads with cached Basic credentials (the
 	// hole is one of a class: any change a page could ask for).
-	upf, upct := upForm(t, upPart{"act", "", []byte("bput")}, upPart{"f", "planted.txt", []byte("x")})
+	upf, upct := multipartForm(t, formPart{"act", "", []byte("bput")}, formPart{"f", "planted.txt", []byte("x")})
 	cases = append(cases, struct {
 		name, method, path string
 		body               []byte
@@ -323,7 +323,7 @@ func TestManageRefusals(t *testing.T) {
 			t.Fatalf("%s changed the other volume: %q, was %q", c.name, got, beforeO)
 		}
 	}
-	if !rsExists(dir, ".hist/secret") || !rsExists(dir, ".hist/idx") {
+	if !pathExists(dir, ".hist/secret") || !pathExists(dir, ".hist/idx") {
 		t.Error("the state folder lost files")
 	}
 	waitHits(t, s, "txt", []string{"/v/a.txt", "/v/b.txt", "/v/d/sub/c.txt"}, auth)
@@ -334,7 +334,7 @@ func TestManageRefusals(t *testing.T) {
 func TestManageUnpost(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-a", "ann:pw1", "-a", "bob:pw2", "-v", dir+"::rw,ann,bob", "-e2d")
-	ann, bob := rsBasic("ann:pw1"), rsBasic("bob:pw2")
+	ann, bob := basicAuth("ann:pw1"), basicAuth("bob:pw2")
 	waitReady(t, s, ann)
 	for _, n := range []string{"mine.txt", "mine2.txt"} {
 		resp, body := s.do(t, "PUT", "/up/"+n, []byte("mine"), ann)
@@ -357,7 +357,7 @@ func TestManageUnpost(t *testing.T) {
 	}
 	resp, body = s.do(t, "POST", "/up?delete&unpost", nil, ann)
 	wantStatus(t, resp, body, http.StatusBadRequest)
-	if !rsExists(dir, "up/mine.txt") || !rsExists(dir, "up/scanned.txt") {
+	if !pathExists(dir, "up/mine.txt") || !pathExists(dir, "up/scanned.txt") {
 		t.Fatal("a refused unpost deleted something")
 	}
 	// The uploader, as copyparty's browser asks.
@@ -365,7 +365,7 @@ func TestManageUnpost(t *testing.T) {
 	wantStatus(t, resp, body, http.StatusOK)
 	resp, body = s.do(t, "POST", "/up/mine2.txt?delete&unpost", nil, ann)
 	wantStatus(t, resp, body, http.StatusOK)
-	if rsExists(dir, "up/mine.txt") || rsExists(dir, "up/mine2.txt") {
+	if pathExists(dir, "up/mine.txt") || pathExists(dir, "up/mine2.txt") {
 		t.Fatal("unposted files are still there")
 	}
 	if got, want := mgLs(t, s, "/up/", ann), []string{"scanned.txt"}; !slices.Equal(got, want) {
