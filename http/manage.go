@@ -32,9 +32,11 @@ func (q *req) actor() store.Actor { return store.Actor{User: q.user, IP: q.ip} }
 
 // domain turns a permission refusal for an anonymous user into 401, so
 // the client asks for a password (as everywhere else); other errors pass.
+// An unpost refused (not the uploader, too late, feature off) stays 403:
+// a password would not change the answer the uploader is after.
 func (q *req) domain(err error) error {
 	var e *store.Error
-	if err != nil && q.user == "" && !q.share && errors.As(err, &e) && e.Kind == store.KindForbidden && e.Need != 0 {
+	if err != nil && q.user == "" && !q.share && !has(q.query, "unpost") && errors.As(err, &e) && e.Kind == store.KindForbidden && e.Need != 0 {
 		return errUnauthorized
 	}
 	return err
@@ -85,6 +87,9 @@ func (s *Server) postDelete(q *req) error {
 				return err
 			}
 			v, rel := s.st.Resolve(parts)
+			if v == nil { // known before anything is deleted
+				return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(parts, "/"))
+			}
 			locs = append(locs, store.Loc{Vol: v, Rel: rel})
 		}
 	}

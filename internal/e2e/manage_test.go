@@ -174,7 +174,9 @@ func TestManagePerms(t *testing.T) {
 		{"move", "mw", func(who, auth string) (*http.Response, []byte) {
 			writeFile(t, dir, "mv-"+who+".txt", []byte("x"))
 			return s.do(t, "POST", "/mv-"+who+".txt?move=/moved-"+who+".txt", nil, auth)
-		}, func(who string) bool { return pathExists(dir, "moved-"+who+".txt") && !pathExists(dir, "mv-"+who+".txt") }},
+		}, func(who string) bool {
+			return pathExists(dir, "moved-"+who+".txt") && !pathExists(dir, "mv-"+who+".txt")
+		}},
 		{"copy", "rw", func(who, auth string) (*http.Response, []byte) {
 			writeFile(t, dir, "cp-"+who+".txt", []byte("x"))
 			return s.do(t, "POST", "/cp-"+who+".txt?copy=/copied-"+who+".txt", nil, auth)
@@ -250,6 +252,8 @@ func TestManageRefusals(t *testing.T) {
 		{"delete .hist", "POST", "/v/.hist?delete", nil, nil, 0},
 		{"delete .hist by list", "POST", "/?delete", mgJSON(t, []string{"v/.hist/"}), []string{"Content-Type: application/json"}, 0},
 		{"delete in no volume", "POST", "/?delete", mgJSON(t, []string{"/nowhere/x"}), []string{"Content-Type: application/json"}, 403},
+		{"delete a list ending in no volume", "POST", "/?delete", mgJSON(t, []string{"/v/a.txt", "/nowhere/x"}), []string{"Content-Type: application/json"}, 403},
+		{"delete a list ending with ..", "POST", "/?delete", mgJSON(t, []string{"/v/a.txt", "/v/../x"}), []string{"Content-Type: application/json"}, 400},
 		{"delete with ..", "POST", "/?delete", mgJSON(t, []string{"/v/../etc/passwd"}), []string{"Content-Type: application/json"}, 400},
 		{"delete encoded ..", "POST", "/?delete", mgJSON(t, []string{"/v/%2e%2e/x"}), []string{"Content-Type: application/json"}, 400},
 		{"delete missing", "POST", "/v/nope.txt?delete", nil, nil, 404},
@@ -359,6 +363,12 @@ func TestManageUnpost(t *testing.T) {
 	wantStatus(t, resp, body, http.StatusBadRequest)
 	if !pathExists(dir, "up/mine.txt") || !pathExists(dir, "up/scanned.txt") {
 		t.Fatal("a refused unpost deleted something")
+	}
+	// An anonymous uploader refused gets 403 with the reason, not a
+	// password prompt.
+	resp, body = s.do(t, "POST", "/?delete&unpost", mgJSON(t, []string{"/up/mine.txt"}), "Content-Type: text/plain;charset=UTF-8")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "you cannot delete this") && !strings.Contains(string(body), "may not") {
+		t.Errorf("anonymous unpost: %d %s", resp.StatusCode, body)
 	}
 	// The uploader, as copyparty's browser asks.
 	resp, body = s.do(t, "POST", "/?delete&unpost&lim=1", mgJSON(t, []string{"/up/mine.txt"}), "Content-Type: text/plain;charset=UTF-8", ann)
