@@ -416,3 +416,35 @@ func TestManageU2CDelete(t *testing.T) {
 		t.Fatalf("after --dr the server has %q, want %q\n%s", got, want, out)
 	}
 }
+
+// TestManageInShare: a share's visitor cannot delete, move, copy or make
+// folders through it, not even with a share that grants every letter
+// (the paths these requests carry would reach outside the share).
+func TestManageInShare(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "proj/a.txt", []byte("a"))
+	writeFile(t, dir, "other/b.txt", []byte("b"))
+	s := start(t, shareArgs(dir)...)
+	makeShare(t, s, "apw", map[string]any{"k": "all", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"read", "write", "move", "delete"}}, 201)
+	before := tree(t, dir)
+	for _, c := range []struct {
+		path string
+		body []byte
+		hdr  []string
+	}{
+		{"/shr/all/a.txt?delete", nil, nil},
+		{"/shr/all/?delete", mgJSON(t, []string{"/other/b.txt"}), []string{"Content-Type: application/json"}},
+		{"/shr/all/a.txt?move=/other/a.txt", nil, nil},
+		{"/shr/all/a.txt?copy=/other/a.txt", nil, nil},
+		{"/shr/all/", []byte("act=mkdir&name=x"), []string{"Content-Type: application/x-www-form-urlencoded"}},
+	} {
+		resp, body := s.do(t, "POST", c.path, c.body, c.hdr...)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: %d %s, want 403", c.path, resp.StatusCode, body)
+		}
+	}
+	if got := tree(t, dir); !slices.Equal(slices.DeleteFunc(got, func(p string) bool { return strings.HasPrefix(p, ".hist") }),
+		slices.DeleteFunc(before, func(p string) bool { return strings.HasPrefix(p, ".hist") })) {
+		t.Fatalf("the volume changed: %q, was %q", got, before)
+	}
+}
