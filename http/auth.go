@@ -53,10 +53,13 @@ func (s *Server) authenticate(q *req) error {
 			continue
 		}
 		if user, ok := s.st.AuthenticateContext(q.r.Context(), pw); ok {
-			if fromCookie {
-				// A browser sends the cookie on cross-site requests too;
-				// refuse those that change things (CSRF). Requests with
-				// their own PW, ?pw= or Basic credentials are not at risk.
+			if fromCookie || viaBasic(q) {
+				// A browser sends the cookie, and Basic credentials it
+				// has cached, on cross-site requests too; refuse those
+				// that change things (CSRF). Requests with their own PW
+				// header or ?pw= are not at risk (a foreign page cannot
+				// know them), nor are clients other than browsers (they
+				// send no Sec-Fetch-Site or Origin).
 				if err := s.cop.Check(q.r); err != nil {
 					return errorf(http.StatusForbidden, "rejected by the cross-origin check: %v", err)
 				}
@@ -72,6 +75,12 @@ func (s *Server) authenticate(q *req) error {
 	s.log.Warn("wrong password", "id", q.id, "ip", q.ip, "method", q.r.Method, "path", logPath(q.r.URL))
 	s.slowGuess(q)
 	return &httpError{code: http.StatusUnauthorized, msg: "wrong password"}
+}
+
+// viaBasic reports that the request's credentials come from HTTP Basic
+// auth (no ?pw= or PW header goes before them).
+func viaBasic(q *req) bool {
+	return q.query.Get("pw") == "" && q.r.Header.Get("PW") == "" && q.r.Header.Get("Authorization") != ""
 }
 
 // failTracker counts wrong passwords per client address so that guessing

@@ -359,6 +359,11 @@ func (s *Server) multipart(q *req) error {
 			}
 			if p.FormName() == "act" {
 				switch string(v) {
+				case "mkdir":
+					if first {
+						return s.mkdirMultipart(q, mr)
+					}
+					return s.mpFail(q, o, rep, errorf(http.StatusBadRequest, "act=mkdir must come first"))
 				case "bput":
 				case "uput":
 					o.ck = "no"

@@ -192,6 +192,14 @@ func (s *Server) post(q *req) error {
 	if has(q.query, "share") {
 		return s.postShare(q) // whatever the type: curl -d sends a form type
 	}
+	switch { // file management (manage.go), whatever the type
+	case has(q.query, "delete"):
+		return s.postDelete(q)
+	case has(q.query, "move"):
+		return s.postTransfer(q, "move")
+	case has(q.query, "copy"):
+		return s.postTransfer(q, "copy")
+	}
 	if wantsArchive(q) {
 		return s.archivePost(q)
 	}
@@ -204,12 +212,7 @@ func (s *Server) post(q *req) error {
 	case strings.HasPrefix(ct, "application/octet-stream"):
 		return s.postChunk(q)
 	case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
-		// copyparty's clients post a note here when a batch is done
-		// (msg=upload-queue-empty;...). Read it and answer like a GET.
-		if _, err := io.Copy(io.Discard, http.MaxBytesReader(q.w, q.r.Body, 64<<10)); err != nil {
-			return err
-		}
-		return s.get(q)
+		return s.urlencoded(q) // act=mkdir, or a note answered like a GET
 	}
 	return errorf(http.StatusUnsupportedMediaType, "don't know how to handle POST(%s)", ct)
 }
