@@ -82,7 +82,7 @@ func (s *Server) postDelete(q *req) error {
 		}
 		locs = locs[:0]
 		for _, p := range paths {
-			parts, err := parseTarget(p)
+			parts, err := parseTarget(q.unloc(p))
 			if err != nil {
 				return err
 			}
@@ -153,7 +153,7 @@ func (s *Server) postTransfer(q *req, key string) error {
 	if err := s.manageCheck(q, "?"+key); err != nil {
 		return err
 	}
-	parts, err := parseTarget(q.query.Get(key))
+	parts, err := parseTarget(q.unloc(q.query.Get(key)))
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (s *Server) mkdir(q *req, name string) error {
 	if _, err := s.st.Mkdir(q.r.Context(), q.actor(), store.Loc{Vol: v, Rel: rel}, store.MkdirOptions{Parents: true}); err != nil {
 		return q.domain(err)
 	}
-	u := "/" + escapePath(strings.Join(parts, "/"))
+	u := q.loc + "/" + escapePath(strings.Join(parts, "/"))
 	h := q.w.Header()
 	h.Set("X-New-Dir", u)
 	h.Set("Location", u+"/")

@@ -194,3 +194,16 @@ func (q *req) conn() string {
 	}
 	return q.r.RemoteAddr
 }
+
+// unloc is a server path a client named in a query or body (a move's
+// destination, a path to delete) without the --rp-loc prefix a client
+// behind the proxy writes: the URL paths hoard hands out carry it.
+func (q *req) unloc(p string) string {
+	if q.loc == "" || p == "" {
+		return p
+	}
+	if !strings.HasPrefix(p, "/") {
+		return strings.TrimPrefix(stripLoc("/"+p, q.loc), "/")
+	}
+	return stripLoc(p, q.loc)
+}

@@ -307,3 +307,21 @@ func waitLog(t *testing.T, s *server, want string) string {
 		}
 	}
 }
+
+// TestReverseProxyManage: with --rp-loc the paths a client behind the
+// proxy names (a move's destination) carry the prefix, and so does the
+// X-New-Dir hoard hands back.
+func TestReverseProxyManage(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::rwmd", "--rp-loc", "/files")
+	writeFile(t, dir, "a.txt", []byte("A"))
+	form, ct := multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("made")})
+	resp, body := s.do(t, "POST", "/files/", form, ct)
+	wantStatus(t, resp, body, 201)
+	if got := resp.Header.Get("X-New-Dir"); got != "/files/made" {
+		t.Fatalf("X-New-Dir %q, want /files/made", got)
+	}
+	resp, body = s.do(t, "POST", "/files/a.txt?move=/files/made/a.txt", nil)
+	wantStatus(t, resp, body, 201)
+	wantFile(t, dir, "made/a.txt", []byte("A"))
+}
