@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -249,10 +250,14 @@ http {
 	cmd := exec.Command(ngx, "-p", pfx, "-c", filepath.Join(pfx, "nginx.conf"), "-g", "daemon off;")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// nginx's workers inherit the output pipe: stop the whole process
+	// group, and never wait for the pipe longer than a moment.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	from := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}}).DialContext}}
 	do := func(method, u string, body string, hdr ...string) (*http.Response, []byte) {
