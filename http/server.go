@@ -44,6 +44,8 @@ type Config struct {
 	Extra ExtraConfig
 	// Proxy: trusted reverse proxies and their prefix (proxy.go).
 	Proxy ProxyConfig
+	// DAV switches WebDAV (dav.go).
+	DAV DAVConfig
 }
 
 // Server is hoard's http.Handler.
@@ -64,6 +66,7 @@ type Server struct {
 
 	archSem chan struct{} // slots for CPU-heavy archives
 	proxy   ProxyConfig
+	dav     DAVConfig // WebDAV (dav.go)
 }
 
 // New returns the handler for cfg.
@@ -90,6 +93,7 @@ func New(cfg Config) *Server {
 	}
 	s.archSem = make(chan struct{}, cfg.ArchMT)
 	s.proxy = cfg.Proxy
+	s.dav = cfg.DAV
 	if s.proxy.Header == "" {
 		s.proxy.Header = "X-Forwarded-For"
 	}
@@ -180,9 +184,10 @@ func (s *Server) route(q *req) error {
 	case http.MethodPost:
 		return s.post(q)
 	case http.MethodOptions:
-		w.Header().Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
-		w.WriteHeader(http.StatusNoContent)
-		return nil
+		return s.davOptions(q)
+	}
+	if isDAVMethod(r.Method) {
+		return s.davRoute(q)
 	}
 	w.Header().Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported", r.Method)

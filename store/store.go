@@ -55,6 +55,7 @@ type Store struct {
 	sweepStop context.CancelFunc
 
 	ops opState // file management (manage.go)
+	dav davLocks // WebDAV locks (davlock.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable.
