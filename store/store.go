@@ -54,7 +54,7 @@ type Store struct {
 	sweepCtx  context.Context       // cancelled by Close
 	sweepStop context.CancelFunc
 
-	ops opState // file management (manage.go)
+	ops opState  // file management (manage.go)
 	dav davLocks // WebDAV locks (davlock.go)
 }
 
