@@ -328,6 +328,9 @@ func TestDAVDavfs2(t *testing.T) {
 		t.Skip("no /dev/fuse; skipping the davfs2 mount")
 	}
 	vol, work := t.TempDir(), t.TempDir()
+	// davfs2 runs as its own user (davfs2): it must reach its cache.
+	os.Chmod(filepath.Dir(work), 0o755)
+	os.Chmod(work, 0o755)
 	mnt, cache := filepath.Join(work, "mnt"), filepath.Join(work, "cache")
 	os.Mkdir(mnt, 0o755)
 	os.Mkdir(cache, 0o777)
