@@ -296,8 +296,8 @@ func parseIf(h string) ([]ifList, error) {
 				return bad("unterminated resource tag")
 			}
 			tag = s[1:end]
-			if tag == "" {
-				return bad("empty resource tag")
+			if tag == "" || strings.ContainsAny(tag, "<>()[] \t") {
+				return bad("bad resource tag")
 			}
 			s = s[end+1:]
 			s = strings.TrimLeft(s, " \t")
@@ -356,8 +356,8 @@ func parseIfConds(s string) ([]ifCond, error) {
 				return bad("unterminated state token")
 			}
 			c.token = s[1:end]
-			if c.token == "" {
-				return bad("empty state token")
+			if c.token == "" || strings.ContainsAny(c.token, "<>()[] \t") {
+				return bad("bad state token")
 			}
 			s = s[end+1:]
 		case '[':
@@ -366,8 +366,8 @@ func parseIfConds(s string) ([]ifCond, error) {
 				return bad("unterminated entity tag")
 			}
 			c.etag = s[1:end]
-			if c.etag == "" {
-				return bad("empty entity tag")
+			if c.etag == "" || strings.ContainsAny(c.etag, "[]()<>") {
+				return bad("bad entity tag")
 			}
 			s = s[end+1:]
 		default:
