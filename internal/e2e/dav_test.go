@@ -47,7 +47,36 @@ func davAgree(t *testing.T, s *server, dir string, auth string, mounts ...string
 	}
 	want = append(want, davAgreeVol(t, s, dir, "", auth, names)...)
 	slices.Sort(want)
-	waitHits(t, s, "txt", want, auth)
+	waitAllHits(t, s, "txt", want, auth)
+}
+
+// waitAllHits is waitHits with room for 10,000 hits (not the default 200).
+func waitAllHits(t *testing.T, s *server, q string, want []string, hdr ...string) {
+	t.Helper()
+	var got []string
+	for range 300 {
+		code, r := postSearch(t, s, map[string]any{"q": q, "n": 10000}, hdr...)
+		if code != 200 {
+			t.Fatalf("search %q = %d %s", q, code, r.Error)
+		}
+		got = r.hrefs()
+		if slices.Equal(got, want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var missing, extra []string
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			missing = append(missing, w)
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			extra = append(extra, g)
+		}
+	}
+	t.Fatalf("search %q: %d hits, want %d; missing %.20q, extra %.20q", q, len(got), len(want), missing, extra)
 }
 
 // davAgreeVol compares ?ls with the disk for one volume mounted at url
