@@ -274,13 +274,14 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 		parts = nil
 	}
 	mounts := s.st.MountsBelow(parts)
-	seen := map[string]bool{}
 	if !virtual && r.loc.Vol != nil {
 		v := r.loc.Vol
 		opt := store.ListOptions{Dots: v.Perms(q.user).Has(store.PermDot)}
 		err := v.Each(q.r.Context(), r.loc.Rel, opt, func(e store.Entry) error {
-			if _, ok := mounts[e.Name]; ok && e.Dir {
-				seen[e.Name] = true
+			if _, ok := mounts[e.Name]; ok {
+				// Its URL leads to (or toward) another volume: listed
+				// below as the URL resolves, never the shadowed folder.
+				return nil
 			}
 			c := davRes{path: path.Join(r.path, e.Name), dir: e.Dir, mtime: e.Mtime, loc: store.Loc{Vol: v, Rel: path.Join(r.loc.Rel, e.Name)}}
 			if !e.Dir {
@@ -302,7 +303,7 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 		}
 	}
 	for name, vols := range mounts {
-		if seen[name] || !s.visible(q, vols) {
+		if !s.visible(q, vols) {
 			continue
 		}
 		c := davRes{path: path.Join(r.path, name), dir: true}
@@ -672,6 +673,9 @@ func (s *Server) shallowCopy(q *req, src, dst store.Loc, opt store.DestOptions) 
 			if !opt.Overwrite {
 				return res, &store.Error{Op: "copy", Kind: store.KindExists, Msg: "the destination exists"}
 			}
+			if !dst.Vol.Perms(q.user).Has(store.PermDelete) {
+				return res, &store.Error{Op: "copy", Kind: store.KindForbidden, Need: store.PermDelete, Msg: "replacing needs the d permission at the destination"}
+			}
 			if dfi.IsDir() {
 				return store.DestResult{Dir: true, Replaced: true}, nil // the folder is there; no members are copied
 			}
@@ -746,6 +750,7 @@ func (s *Server) davLock(q *req) error {
 			s.st.Unlock(q.actor(), at, l.Token)
 			return q.davErr(err, nil)
 		}
+		s.st.LockMadeFile(l.Token)
 		code = http.StatusCreated
 	}
 	q.w.Header().Set("Lock-Token", "<"+l.Token+">")
@@ -818,7 +823,7 @@ func (s *Server) davPut(q *req) error {
 	}
 	if exists && !q.perm.Has(store.PermDelete) {
 		// The empty file a LOCK of this user made is theirs to fill.
-		if fi.Size() != 0 || len(toks) == 0 || s.st.CheckLocks(q.actor(), at, store.WriteCheck{}, toks) != nil || len(s.st.LocksOn(at)) == 0 {
+		if fi.Size() != 0 || !s.st.LockNullHeld(q.actor(), at, toks) {
 			if q.user == "" {
 				return errUnauthorized
 			}

@@ -22,8 +22,12 @@ import (
 const MaxLockTimeout = time.Hour
 
 // maxLocks caps the locks held at once (all users), so LOCK cannot grow
-// memory without bound.
-const maxLocks = 10000
+// memory without bound; maxUserLocks caps one account's (anonymous is one
+// account), so one cannot use them all up.
+const (
+	maxLocks     = 10000
+	maxUserLocks = 1000
+)
 
 // Lock is one WebDAV lock.
 type Lock struct {
@@ -35,6 +39,7 @@ type Lock struct {
 	Owner    string // the client's DAV:owner content, echoed back verbatim
 	Timeout  time.Duration
 	Expires  time.Time
+	Made     bool // the LOCK made the (empty) file at Root
 }
 
 // LockRequest asks for a new lock.
@@ -155,6 +160,15 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 	if len(d.byTok) >= maxLocks {
 		return Lock{}, refuse(op, KindStateFull, "too many WebDAV locks are held (%d); unlock some first", maxLocks)
 	}
+	mine := 0
+	for _, l := range d.byTok {
+		if l.User == who.User {
+			mine++
+		}
+	}
+	if mine >= maxUserLocks {
+		return Lock{}, refuse(op, KindRateLimited, "this account holds %d WebDAV locks already; unlock some first", mine)
+	}
 	for _, l := range d.byTok {
 		overlap := l.covers(p) || (r.Infinite && under(l.Root, p))
 		if overlap && !(l.Shared && r.Shared) {
@@ -206,6 +220,35 @@ func (s *Store) Unlock(who Actor, at Loc, token string) error {
 	}
 	delete(d.byTok, token)
 	return nil
+}
+
+// LockMadeFile notes that the LOCK that took token made the empty file
+// it locks (RFC 4918 section 7.3), so its holder may fill it without d
+// (LockNullHeld).
+func (s *Store) LockMadeFile(token string) {
+	d := &s.dav
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l := d.byTok[token]; l != nil {
+		l.Made = true
+	}
+}
+
+// LockNullHeld reports whether who presents (in tokens) a live lock of
+// theirs on exactly at that made the file there: the one case where
+// replacing a file needs no d.
+func (s *Store) LockNullHeld(who Actor, at Loc, tokens []string) bool {
+	p := lockPath(at)
+	d := &s.dav
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s.lockTable()
+	for _, t := range tokens {
+		if l := d.byTok[t]; l != nil && l.Made && l.Root == p && l.User == who.User {
+			return true
+		}
+	}
+	return false
 }
 
 // LockCovers reports whether the lock with token exists and covers at

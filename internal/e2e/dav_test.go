@@ -890,3 +890,52 @@ func TestDAVPropfindStream(t *testing.T) {
 		t.Errorf("server peak memory grew by %d bytes for a %d-byte body: not streamed", grew, size)
 	}
 }
+
+// TestDAVLockNull: an account with w but not d may fill the empty file
+// its own LOCK made, and nothing else that exists.
+func TestDAVLockNull(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "empty.txt", nil)
+	w := basicAuth("w:pw")
+	s := start(t, "-a", "w:pw", "-v", dir+"::w,w")
+	resp, body := davReq(t, s, "LOCK", "/made.txt", lockBody, w, "Depth: 0")
+	wantStatus(t, resp, body, http.StatusCreated)
+	tok := resp.Header.Get("Lock-Token")
+	resp, body = davReq(t, s, "PUT", "/made.txt", "filled", w, davUA)
+	wantStatus(t, resp, body, http.StatusLocked) // without its token
+	resp, body = davReq(t, s, "PUT", "/made.txt", "filled", w, davUA, "If: ("+tok+")")
+	wantStatus(t, resp, body, http.StatusNoContent)
+	if !fileHolds(dir, "made.txt", "filled") {
+		t.Error("the lock-null file was not filled")
+	}
+	// An empty file the LOCK did not make needs d, lock or not.
+	resp, body = davReq(t, s, "LOCK", "/empty.txt", lockBody, w, "Depth: 0")
+	wantStatus(t, resp, body, http.StatusOK)
+	resp, body = davReq(t, s, "PUT", "/empty.txt", "mine now", w, davUA, "If: ("+resp.Header.Get("Lock-Token")+")")
+	wantStatus(t, resp, body, http.StatusForbidden)
+	if !fileHolds(dir, "empty.txt", "") {
+		t.Error("an empty file was replaced without d")
+	}
+}
+
+// TestDAVPropfindMounts: a volume mounted inside another is listed as
+// its URL resolves; the folder it shadows on the outer volume's disk is
+// never shown, not even by Depth: infinity.
+func TestDAVPropfindMounts(t *testing.T) {
+	outer, inner := t.TempDir(), t.TempDir()
+	writeFile(t, outer, "m/hidden.txt", []byte("shadowed"))
+	writeFile(t, outer, "top.txt", []byte("t"))
+	writeFile(t, inner, "shown.txt", []byte("s"))
+	s := start(t, "-v", outer+"::r", "-v", inner+":m:r", "--dav-inf")
+	for _, depth := range []string{"1", "infinity"} {
+		resp, body := davReq(t, s, "PROPFIND", "/", "", "Depth: "+depth)
+		wantStatus(t, resp, body, http.StatusMultiStatus)
+		b := string(body)
+		if strings.Contains(b, "hidden.txt") || strings.Count(b, "<D:href>/m/</D:href>") != 1 {
+			t.Errorf("Depth %s: %s", depth, b)
+		}
+		if depth == "infinity" && !strings.Contains(b, "<D:href>/m/shown.txt</D:href>") {
+			t.Errorf("Depth %s lacks the mounted volume's file: %s", depth, b)
+		}
+	}
+}
