@@ -331,7 +331,7 @@ var liveProps = []string{"resourcetype", "displayname", "getcontentlength", "get
 
 // liveProp writes the value of the live property name of r; false when r
 // has no such property.
-func (s *Server) liveProp(b *bufio.Writer, name string, r davRes) bool {
+func (s *Server) liveProp(b *bufio.Writer, name string, r davRes, loc string) bool {
 	switch name {
 	case "resourcetype":
 		if r.dir {
@@ -378,7 +378,7 @@ func (s *Server) liveProp(b *bufio.Writer, name string, r davRes) bool {
 		b.WriteString("<D:lockdiscovery>")
 		if r.loc.Vol != nil {
 			for _, l := range s.st.LocksOn(r.loc) {
-				writeActiveLock(b, l, "")
+				writeActiveLock(b, l, loc+"/"+escapePath(strings.TrimPrefix(l.Root, "/")))
 			}
 		}
 		b.WriteString("</D:lockdiscovery>")
@@ -404,10 +404,6 @@ func writeActiveLock(b *bufio.Writer, l store.Lock, href string) {
 	b.WriteString("<D:locktoken><D:href>")
 	xml.EscapeText(b, []byte(l.Token))
 	b.WriteString("</D:href></D:locktoken><D:lockroot><D:href>")
-	if href == "" {
-		href = escapePath(strings.TrimPrefix(l.Root, "/"))
-		href = "/" + href
-	}
 	xml.EscapeText(b, []byte(href))
 	b.WriteString("</D:href></D:lockroot></D:activelock>")
 }
@@ -429,14 +425,14 @@ func (s *Server) propResponse(q *req, b *bufio.Writer, pf propfindReq, r davRes)
 	case "allprop":
 		b.WriteString("<D:propstat><D:prop>")
 		for _, n := range liveProps {
-			s.liveProp(b, n, r)
+			s.liveProp(b, n, r, q.loc)
 		}
 		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
 	default:
 		var missing []xml.Name
 		b.WriteString("<D:propstat><D:prop>")
 		for _, n := range pf.props {
-			if n.Space != nsDAV || !s.liveProp(b, n.Local, r) {
+			if n.Space != nsDAV || !s.liveProp(b, n.Local, r, q.loc) {
 				missing = append(missing, n)
 			}
 		}
@@ -616,6 +612,9 @@ func (s *Server) davTransfer(q *req) error {
 	default:
 		return errorf(http.StatusBadRequest, "Overwrite: want T or F")
 	}
+	if err := s.routedElsewhere(parts); err != nil {
+		return err
+	}
 	dv, drel := s.st.Resolve(parts)
 	src, dst := q.loc0(), store.Loc{Vol: dv, Rel: drel}
 	toks, err := s.checkLocks(q, src, store.WriteCheck{Tree: move, Member: move})
@@ -652,6 +651,16 @@ func (s *Server) davTransfer(q *req) error {
 	}
 	q.w.Header().Set("Location", q.davURL(strings.Join(parts, "/"), res.Dir))
 	return q.text(http.StatusCreated, "")
+}
+
+// routedElsewhere refuses a destination whose URL the server answers with
+// something else than a volume (the share links' folder): a file put
+// there could never be reached by its URL.
+func (s *Server) routedElsewhere(parts []string) error {
+	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
+		return errorf(http.StatusForbidden, "/%s/ is where share links are served; nothing can be moved or copied there", s.shrName)
+	}
+	return nil
 }
 
 // shallowCopy is COPY with Depth: 0: a file is copied; a folder becomes an

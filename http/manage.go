@@ -157,6 +157,9 @@ func (s *Server) postTransfer(q *req, key string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.routedElsewhere(parts); err != nil { // dav.go
+		return err
+	}
 	dv, drel := s.st.Resolve(parts)
 	src, dst := store.Loc{Vol: q.vol, Rel: q.rel}, store.Loc{Vol: dv, Rel: drel}
 	opt := store.DestOptions{Parents: true, Overwrite: flag(q, "replace", "Replace")}

@@ -750,6 +750,7 @@ func TestDAVBadInput(t *testing.T) {
 		{"encoded backslash", "COPY", "/a.txt", "", []string{"Destination: /f%5c..%5cx.txt"}, http.StatusBadRequest},
 		{"encoded NUL", "COPY", "/a.txt", "", []string{"Destination: /x%00.txt"}, http.StatusBadRequest},
 		{"no destination", "MOVE", "/a.txt", "", nil, http.StatusBadRequest},
+		{"into the share links' folder", "COPY", "/a.txt", "", []string{"Destination: /shr/a.txt"}, http.StatusForbidden},
 		{"symlink out at the destination", "COPY", "/a.txt", "", []string{"Destination: /out/secret.txt"}, 0},
 		{"into a symlink out", "MOVE", "/a.txt", "", []string{"Destination: /out/new.txt"}, 0},
 		{"onto itself", "MOVE", "/a.txt", "", []string{"Destination: /a.txt"}, http.StatusForbidden},
@@ -938,4 +939,30 @@ func TestDAVPropfindMounts(t *testing.T) {
 			t.Errorf("Depth %s lacks the mounted volume's file: %s", depth, b)
 		}
 	}
+}
+
+// TestDAVRpLoc: behind a proxy's prefix (--rp-loc), every href and lock
+// root carries it, and a Destination must too.
+func TestDAVRpLoc(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.txt", []byte("a"))
+	s := start(t, "-v", dir+"::rwmd", "--rp-loc", "/files")
+	resp, body := davReq(t, s, "PROPFIND", "/files/", "", "Depth: 1")
+	wantStatus(t, resp, body, http.StatusMultiStatus)
+	if !strings.Contains(string(body), "<D:href>/files/a.txt</D:href>") || strings.Contains(string(body), "<D:href>/a.txt") {
+		t.Errorf("PROPFIND hrefs: %s", body)
+	}
+	resp, body = davReq(t, s, "LOCK", "/files/a.txt", lockBody, "Depth: 0")
+	wantStatus(t, resp, body, http.StatusOK)
+	if !strings.Contains(string(body), "<D:lockroot><D:href>/files/a.txt</D:href>") {
+		t.Errorf("LOCK reply: %s", body)
+	}
+	resp, body = davReq(t, s, "PROPFIND", "/files/a.txt", `<D:propfind xmlns:D="DAV:"><D:prop><D:lockdiscovery/></D:prop></D:propfind>`, "Depth: 0")
+	if !strings.Contains(string(body), "<D:lockroot><D:href>/files/a.txt</D:href>") {
+		t.Errorf("lockdiscovery: %s", body)
+	}
+	tok := resp.Header.Get("Lock-Token")
+	_ = tok
+	resp, body = davReq(t, s, "MOVE", "/files/a.txt", "", "Destination: /b.txt")
+	wantStatus(t, resp, body, http.StatusBadGateway)
 }
