@@ -51,10 +51,9 @@ type LockRequest struct {
 }
 
 type davLocks struct {
-	mu     sync.Mutex
-	once   sync.Once
-	byTok  map[string]*Lock
-	follow bool
+	mu    sync.Mutex
+	once  sync.Once // subscribes locksFollow
+	byTok map[string]*Lock
 }
 
 // lockPath is the key of a location in the lock table: its URL path.
@@ -89,8 +88,8 @@ func newLockToken() string {
 	return fmt.Sprintf("opaquelocktoken:%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// init starts following the store's events (once) and drops expired locks.
-// It runs with d.mu held.
+// lockTable starts following the store's events (once) and drops expired
+// locks. It runs with d.mu held.
 func (s *Store) lockTable() *davLocks {
 	d := &s.dav
 	d.once.Do(func() { s.Subscribe(s.locksFollow) })
