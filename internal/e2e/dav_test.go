@@ -887,7 +887,14 @@ func TestDAVPropfindStream(t *testing.T) {
 	}
 	grew := hwm() - h0
 	t.Logf("body %d MiB, server peak memory grew %d MiB", size>>20, grew>>20)
-	if grew > int64(size)/4 {
+	// A server that buffered the body would grow by more than all of it;
+	// one that streams grows by its buffers and garbage (more under -race,
+	// whose shadow memory scales with the heap).
+	limit := int64(size) / 4
+	if raceEnabled {
+		limit = int64(size) / 2
+	}
+	if grew > limit {
 		t.Errorf("server peak memory grew by %d bytes for a %d-byte body: not streamed", grew, size)
 	}
 }
