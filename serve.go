@@ -17,13 +17,21 @@ import (
 	"time"
 
 	srvhttp "hoard/http"
+	"hoard/internal/metrics"
 )
 
 // newServer is the HTTP server of the services, with its timeouts.
 func newServer(svc *services, o *options, log *slog.Logger) *http.Server {
 	st, up, ix, med, extra := svc.store, svc.up2k, svc.index, svc.media, svc.extra
 	proxy, _ := o.proxyConfig() // checked by validate
-	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy})
+	cfg := srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy}
+	if svc.stats != nil {
+		cfg.Observer, cfg.Metrics = svc.stats, svc.stats
+	}
+	handler := srvhttp.New(cfg)
+	if svc.stats != nil {
+		svc.stats.Watch(metrics.Sources{Store: st, Up2k: up, Index: ix, Media: med, Downloads: handler.ActiveDownloads})
+	}
 	srv := &http.Server{
 		Handler:           withTLSState(handler),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -632,3 +632,13 @@ func Icon(name string) []byte {
 	b.WriteString("</text></svg>\n")
 	return b.Bytes()
 }
+
+// Stats are the worker pool's state, for the metrics: jobs waiting for a
+// worker and workers converting.
+func (s *Service) Stats() (queued, busy int) {
+	busy = len(s.sem)
+	s.mu.Lock()
+	jobs := len(s.jobs)
+	s.mu.Unlock()
+	return max(jobs-busy, 0), busy
+}
