@@ -119,5 +119,5 @@ func commas(n int64) string {
 
 // scanMsg is the progress a BusyError reports.
 func scanMsg(files, bytes int64) string {
-	return fmt.Sprintf("scan in progress: %s files, %s so far; please retry shortly", commas(files), store.HumanSize(bytes))
+	return fmt.Sprintf("scan in progress: %s files, %s so far; indexing, please retry shortly", commas(files), store.HumanSize(bytes))
 }
