@@ -44,6 +44,14 @@ type Shares struct {
 // MaxShares caps how many shares exist at once.
 const MaxShares = 10000
 
+// maxShares is MaxShares; tests lower it.
+var maxShares = MaxShares
+
+// ErrTooManyShares is a new share refused because MaxShares exist: the
+// server's table of shares is at its cap (507), until some expire or are
+// deleted.
+var ErrTooManyShares = &Error{Kind: KindStateFull, Msg: fmt.Sprintf("there are already %d shares; delete or let expire some first", MaxShares)}
+
 var shareKeyRE = regexp.MustCompile(`^[0-9A-Za-z_-]{1,64}$`)
 
 // ErrShareKey is a share key hoard does not accept.
@@ -166,8 +174,8 @@ func (s *Shares) Add(sh Share) error {
 	if old, ok := s.m[sh.Key]; ok && !old.expired(s.now()) {
 		return fmt.Errorf("share key %q: %w", sh.Key, ErrExists)
 	}
-	if len(s.m) >= MaxShares {
-		return fmt.Errorf("there are already %d shares", MaxShares)
+	if len(s.m) >= maxShares {
+		return ErrTooManyShares
 	}
 	sh.Files = slices.Clone(sh.Files)
 	s.m[sh.Key] = &sh
