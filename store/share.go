@@ -119,6 +119,20 @@ func OpenShares(file string, now func() time.Time) (*Shares, error) {
 	return s, nil
 }
 
+// Reload reads the shares file again (an operator edited it): its
+// shares replace those in memory. A file that cannot be read or parsed
+// changes nothing.
+func (s *Shares) Reload() (int, error) {
+	n, err := OpenShares(s.file, s.now)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m = n.m
+	return len(s.m), nil
+}
+
 func (sh *Share) expired(now time.Time) bool {
 	return sh.Expires != 0 && now.Unix() >= sh.Expires
 }
