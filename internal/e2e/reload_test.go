@@ -4,11 +4,13 @@ package e2e
 // its config files.
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,6 +118,12 @@ func TestReload(t *testing.T) {
 	if !pathExists(gone, "g.bin.PARTIAL") && !hasPartial(t, gone) {
 		t.Fatal("the removed volume's unfinished upload lost its work file")
 	}
+	// A chunk for the removed volume's upload is refused (no volume is
+	// mounted there, as for any unmounted path), and stays needed.
+	resp, b = postChunks(t, s, grep.Purl, grep.Wark, g.hashes[1], g.chunk(1), "PW: pw2")
+	if resp.StatusCode != 403 && resp.StatusCode != 404 {
+		t.Fatalf("a chunk for the removed volume: %d %s", resp.StatusCode, b)
+	}
 	// The upload in /up goes on with the new password.
 	for i := 2; i < len(f.hashes); i++ {
 		postChunk(t, s, rep, f, i, "PW: pw2")
@@ -158,4 +166,34 @@ func hasPartial(t *testing.T, dir string) bool {
 		}
 	}
 	return false
+}
+
+// TestReloadShares: SIGHUP reads shares.json again, so a share the
+// operator removed from the file stops resolving without a restart.
+func TestReloadShares(t *testing.T) {
+	dir := shareSetup(t)
+	s := start(t, shareArgs(dir)...)
+	p := makeShare(t, s, "apw", map[string]any{"k": "k1", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"read"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "k2", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"read"}}, 201)
+	resp, b := s.do(t, "GET", p+"a.txt", nil)
+	wantStatus(t, resp, b, 200)
+	file := filepath.Join(dir, ".hist", "shares.json")
+	var list []map[string]any
+	raw := readFile(t, file)
+	if err := json.Unmarshal(raw, &list); err != nil || len(list) != 2 {
+		t.Fatalf("shares.json: %v %s", err, raw)
+	}
+	list = slices.DeleteFunc(list, func(m map[string]any) bool { return m["key"] == "k1" || m["k"] == "k1" })
+	if len(list) != 1 {
+		t.Fatalf("no share k1 in %s", raw)
+	}
+	out, _ := json.Marshal(list)
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup(t, s, 1)
+	resp, b = s.do(t, "GET", p+"a.txt", nil)
+	wantStatus(t, resp, b, 404)
+	resp, b = s.do(t, "GET", "/shr/k2/a.txt", nil)
+	wantStatus(t, resp, b, 200)
 }
