@@ -173,6 +173,7 @@ func TestReverseProxyNginxTLS(t *testing.T) {
 		t.Fatalf("Set-Cookie to an untrusted peer claiming https: %q", sc)
 	}
 	resp, body = ngx.do("GET", base+"/files/?ru&j", "", "PW: bpw")
+	wantStatus(t, resp, body, 200)
 	json.Unmarshal(body, &ru)
 	if last := ru.Ups[0]; last.IP != "127.0.0.3" || last.Vp != "/files/d.txt" {
 		t.Fatalf("?ru for the untrusted upload: %s", fmt.Sprint(ru.Ups))
