@@ -97,7 +97,7 @@ func (s *Store) Reload(cfg Config) (ReloadResult, error) {
 		res.Served = append(res.Served, "/"+v.VPath)
 	}
 	for _, k := range keep {
-		if !maps.Equal(*k.v.perms.Load(), k.perms) {
+		if !maps.Equal(k.v.permMap(), k.perms) {
 			k.v.setPerms(k.perms)
 		}
 	}

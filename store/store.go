@@ -406,12 +406,21 @@ func (s *Store) MountsBelow(parts []string) map[string][]*Volume {
 // Perms returns what user may do in v; "*" grants apply to everyone.
 // An empty user is anonymous.
 func (v *Volume) Perms(user string) Perm {
-	perms := *v.perms.Load()
+	perms := v.permMap()
 	p := perms["*"]
 	if user != "" {
 		p |= perms[user]
 	}
 	return p
+}
+
+// permMap is the volume's permissions (nil for a Volume not made by
+// mount, as in tests).
+func (v *Volume) permMap() map[string]Perm {
+	if p := v.perms.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // setPerms replaces the volume's permissions.
