@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -195,5 +196,54 @@ func TestReloadShares(t *testing.T) {
 	resp, b = s.do(t, "GET", p+"a.txt", nil)
 	wantStatus(t, resp, b, 404)
 	resp, b = s.do(t, "GET", "/shr/k2/a.txt", nil)
+	wantStatus(t, resp, b, 200)
+}
+
+// TestReloadU2C: SIGHUP (with an account added) while copyparty's u2c.py
+// is uploading a big file: the upload goes on and finishes intact, in
+// one session.
+func TestReloadU2C(t *testing.T) {
+	u2cNeed(t)
+	vol, src := t.TempDir(), t.TempDir()
+	writeFile(t, src, "huge.bin", randomBytes(200<<20+17))
+	conf := configFile(t, fmt.Sprintf("[accounts]\n  u: pw\n\n[/]\n  %s\n  accs:\n    rw: u\n", vol))
+	s := start(t, "-c", conf)
+	py := os.Getenv("HOARD_PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	cmd := exec.Command(py, os.Getenv("HOARD_U2C"), "-ns", "-j", "1", "--sz", "1", "-a", "pw", s.URL+"/up/", src)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	partial := filepath.Join(vol, "up", filepath.Base(src), "huge.bin.PARTIAL")
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if fi, err := os.Stat(partial); err == nil && fi.Sys().(*syscall.Stat_t).Blocks*512 >= 20<<20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upload never got going:\n%s", out.String())
+		}
+	}
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[accounts]\n  u: pw\n  v: pw2\n\n[/]\n  %s\n  accs:\n    rw: u, v\n", vol)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hup(t, s, 1)
+	if _, err := os.Stat(filepath.Join(vol, "up", filepath.Base(src), "huge.bin")); err == nil {
+		t.Fatal("the upload finished before the reload; the test proves nothing")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("u2c across the reload: %v\n%s\nserver log:\n%s", err, out.String(), s.logs)
+	}
+	if n := u2cSameTree(t, src, filepath.Join(vol, "up", filepath.Base(src))); n != 1 {
+		t.Fatal("huge.bin not compared")
+	}
+	if n := strings.Count(s.logs.String(), `msg="upload started"`); n != 1 {
+		t.Fatalf("%d upload sessions; the reload must not restart the upload", n)
+	}
+	resp, b := s.do(t, "GET", "/", nil, "PW: pw2")
 	wantStatus(t, resp, b, 200)
 }
