@@ -17,9 +17,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	srvhttp "hoard/http"
@@ -46,6 +48,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(o.logLevel, o.logFormat, stderr)
 	slog.SetDefault(log)
+	// A SIGHUP while starting (systemctl reload too early) must not end
+	// the process; serve takes them up as reloads.
+	signal.Ignore(syscall.SIGHUP)
 
 	cfg, err := o.storeConfig(log)
 	if err != nil {
