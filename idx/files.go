@@ -248,17 +248,32 @@ func (d *DB) FileCount() (n int64, ok bool) {
 	return d.files.Load(), d.counted.Load()
 }
 
-// countFiles counts the file records once. Writes during the count may
-// make it off by the files they touch, until the next scan recounts.
+// countFiles counts the file records once. The count starts from the
+// snapshot its iterator reads, taken under wmu with the counter zeroed, so
+// the writes meanwhile (each adds its change under wmu) and the records
+// counted add up exactly.
 func (d *DB) countFiles() {
-	if d.counted.Load() {
+	if d.counted.Load() || d.usable() != nil {
+		return
+	}
+	lo, hi := famRange(famRel)
+	d.wmu.Lock()
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err == nil {
+		d.files.Store(0)
+	}
+	d.wmu.Unlock()
+	if err != nil {
 		return
 	}
 	var n int64
-	if err := d.Rels(func(string) error { n++; return nil }); err != nil {
-		return
+	for it.First(); it.Valid(); it.Next() {
+		n++
 	}
-	d.files.Store(n)
+	if it.Close() != nil {
+		return // the counter stays unshown; the next start counts again
+	}
+	d.files.Add(n)
 	d.counted.Store(true)
 }
 
