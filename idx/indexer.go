@@ -148,7 +148,7 @@ func New(cfg Config) *Indexer {
 	x.cond = sync.NewCond(&x.mu)
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	x.evctx, x.evstop = context.WithCancel(context.Background())
-	for _, v := range cfg.Store.Volumes() {
+	for _, v := range cfg.Store.Mounted() {
 		db := cfg.DBs[v]
 		if db == nil || !v.Flags.E2D {
 			continue

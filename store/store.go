@@ -351,6 +351,10 @@ func (s *Store) Close() error {
 // Volumes returns the volumes served, deepest mount first.
 func (s *Store) Volumes() []*Volume { return slices.Clone(*s.served.Load()) }
 
+// Mounted returns every volume mounted since Open, served or not (Reload
+// stops serving a volume, it never unmounts it), deepest mount first.
+func (s *Store) Mounted() []*Volume { return slices.Clone(s.vols) }
+
 func (s *Store) pwKey(pw string) [32]byte {
 	m := hmac.New(sha256.New, s.authKey)
 	m.Write([]byte(pw))

@@ -152,7 +152,7 @@ func New(cfg Config) (*Manager, error) {
 		m.laneBufs = make(chan struct{}, laneBufs)
 	}
 	m.log.Info("chunk hashing", "avx512_lanes", m.lanes != nil, "cpu_has_lanes", sha512x8.Available())
-	for _, v := range cfg.Store.Volumes() {
+	for _, v := range cfg.Store.Mounted() {
 		db := cfg.DBs[v]
 		if db == nil {
 			m.log.Warn("no session store for this volume; its unfinished uploads will not survive a restart", "volume", "/"+v.VPath)
