@@ -654,11 +654,15 @@ func (s *Server) davTransfer(q *req) error {
 }
 
 // routedElsewhere refuses a destination whose URL the server answers with
-// something else than a volume (the share links' folder): a file put
-// there could never be reached by its URL.
+// something else than a volume (the share links' folder, and /.cpr/,
+// copyparty's folder of its own pages, where hoard serves its metrics): a
+// file put there could never be reached by its URL.
 func (s *Server) routedElsewhere(parts []string) error {
 	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
 		return errorf(http.StatusForbidden, "/%s/ is where share links are served; nothing can be moved or copied there", s.shrName)
+	}
+	if len(parts) > 0 && parts[0] == ".cpr" {
+		return errorf(http.StatusForbidden, "/.cpr/ is the server's own; nothing can be moved or copied there")
 	}
 	return nil
 }

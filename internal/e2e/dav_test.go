@@ -751,6 +751,7 @@ func TestDAVBadInput(t *testing.T) {
 		{"encoded NUL", "COPY", "/a.txt", "", []string{"Destination: /x%00.txt"}, http.StatusBadRequest},
 		{"no destination", "MOVE", "/a.txt", "", nil, http.StatusBadRequest},
 		{"into the share links' folder", "COPY", "/a.txt", "", []string{"Destination: /shr/a.txt"}, http.StatusForbidden},
+		{"onto the metrics page", "COPY", "/a.txt", "", []string{"Destination: /.cpr/metrics"}, http.StatusForbidden},
 		{"symlink out at the destination", "COPY", "/a.txt", "", []string{"Destination: /out/secret.txt"}, 0},
 		{"into a symlink out", "MOVE", "/a.txt", "", []string{"Destination: /out/new.txt"}, 0},
 		{"onto itself", "MOVE", "/a.txt", "", []string{"Destination: /a.txt"}, http.StatusForbidden},
