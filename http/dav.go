@@ -531,8 +531,8 @@ func (s *Server) proppatch(q *req) error {
 			}
 		}
 	} else if !mtime.IsZero() {
-		if err := q.vol.SetMtime(q.rel, mtime); err != nil {
-			return err
+		if err := s.st.SetMtime(q.r.Context(), q.actor(), q.loc0(), mtime); err != nil {
+			return q.davErr(err, nil)
 		}
 	}
 	h := q.w.Header()

@@ -289,6 +289,8 @@ func (x *Indexer) events() {
 			err = vi.db.DeleteRecord(e.Rel)
 		case e.Kind == store.Created && !isDotPath(e.Rel):
 			err = x.indexFile(x.evctx, vi, e.Rel, nil, &e)
+		case e.Kind == store.Touched && !isDotPath(e.Rel):
+			err = x.touch(vi, e.Rel)
 		}
 		x.mu.Lock()
 		x.applying = nil
@@ -331,6 +333,22 @@ func (x *Indexer) reindex(vi *volIdx, e *store.Event) error {
 		return x.indexFile(x.evctx, vi, e.Rel, old, e)
 	}
 	return x.indexFile(x.evctx, vi, e.Rel, old, nil)
+}
+
+// touch takes in a new mtime of rel (store.Touched): its content is
+// unchanged, so its record keeps its hashes, tags and upload facts and
+// takes the file's size and mtime as they are now; a file the index does
+// not know, whose size changed meanwhile, or that is empty (its wark is
+// made of its mtime) is indexed afresh.
+func (x *Indexer) touch(vi *volIdx, rel string) error {
+	old, _ := vi.db.Record(rel)
+	fi, err := vi.v.Stat(rel)
+	if err != nil || !fi.Mode().IsRegular() || old == nil || old.Size != fi.Size() || old.Size == 0 {
+		return x.indexFile(x.evctx, vi, rel, old, nil)
+	}
+	rec := *old
+	rec.Mtime = fi.ModTime().UnixNano()
+	return vi.db.PutRecord(&rec)
 }
 
 // compactAfter is how many files a scan must have indexed before the

@@ -63,7 +63,7 @@ func decodeNote(b []byte) (*note, error) {
 	}
 	n := &note{kind: store.EventKind(b[0]), tree: b[1]&noteTree != 0, hasFrom: b[1]&noteFrom != 0}
 	switch n.kind {
-	case store.Created, store.Removed:
+	case store.Created, store.Removed, store.Touched:
 		if n.hasFrom {
 			return nil, errBadNote
 		}
@@ -176,7 +176,7 @@ func (d *DB) notes() ([]*note, error) {
 // synced, and returns the note's id (0 when the change is not indexed).
 func (x *Indexer) Note(e store.Event) (uint64, error) {
 	switch e.Kind {
-	case store.Created, store.Removed:
+	case store.Created, store.Removed, store.Touched:
 		if !indexed(e.Rel) {
 			return 0, nil
 		}

@@ -11,6 +11,7 @@ const (
 	Moved                        // FromVol/From is now Vol/Rel (same or another volume); with Tree, a folder and everything below it
 	Copied                       // FromVol/From was copied to Vol/Rel; with Tree, a folder and everything below it
 	MadeDir                      // an empty folder was made at Rel
+	Touched                      // a file's mtime was set (Mtime); its content is unchanged
 )
 
 func (k EventKind) String() string {
@@ -25,6 +26,8 @@ func (k EventKind) String() string {
 		return "copied"
 	case MadeDir:
 		return "mkdir"
+	case Touched:
+		return "touched"
 	}
 	return "unknown"
 }

@@ -81,7 +81,8 @@ func boolInt(b bool) int {
 func (m *Manager) here(ctx context.Context, h Handshake, wark, rel string, fi fs.FileInfo) (Reply, bool, error) {
 	if h.Umod && fi.ModTime().Unix() != h.Lmod {
 		t := time.Unix(h.Lmod, 0)
-		if err := h.Vol.SetMtime(rel, t); err != nil {
+		// Through the store, so that the index follows (store.Touched).
+		if err := m.st.SetMtime(ctx, store.Actor{User: h.User, IP: h.IP}, store.Loc{Vol: h.Vol, Rel: rel}, t); err != nil {
 			return Reply{}, false, err
 		}
 		if nfi, err := h.Vol.Stat(rel); err == nil {

@@ -974,3 +974,49 @@ func TestDAVRpLoc(t *testing.T) {
 	resp, body = davReq(t, s, "MOVE", "/files/a.txt", "", "Destination: /b.txt")
 	wantStatus(t, resp, body, http.StatusBadGateway)
 }
+
+// TestDAVProppatchIndexed: a PROPPATCH of the mtime reaches the index at
+// once (search by date finds the new time, not the old), and the file
+// keeps its upload record (uploader) there.
+func TestDAVProppatchIndexed(t *testing.T) {
+	dir := t.TempDir()
+	auth := basicAuth("u:pw")
+	s := start(t, "-a", "u:pw", "-v", dir+"::rwmd,u", "-e2dsa")
+	waitReady(t, s, auth)
+	resp, body := davReq(t, s, "PUT", "/p.txt", "content", auth, "X-OC-Mtime: 1500000000")
+	wantStatus(t, resp, body, http.StatusCreated)
+	waitAllHits(t, s, "date:2017-07-14", []string{"/p.txt"}, auth)
+	pp := `<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:getlastmodified>Wed, 02 Jan 2019 03:04:05 GMT</D:getlastmodified></D:prop></D:set></D:propertyupdate>`
+	resp, body = davReq(t, s, "PROPPATCH", "/p.txt", pp, auth)
+	wantStatus(t, resp, body, http.StatusMultiStatus)
+	if !strings.Contains(string(body), "200 OK") {
+		t.Fatalf("PROPPATCH: %s", body)
+	}
+	waitAllHits(t, s, "date:2019-01-02", []string{"/p.txt"}, auth)
+	waitAllHits(t, s, "date:2017-07-14", nil, auth)
+	ls := getListing(t, s, "/?ls", auth)
+	found := false
+	for _, f := range ls.Files {
+		if f.Href == "p.txt" {
+			found = true
+			if f.Ts != time.Date(2019, 1, 2, 3, 4, 5, 0, time.UTC).Unix() {
+				t.Errorf("?ls ts %d", f.Ts)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("?ls lacks p.txt: %+v", ls)
+	}
+	// The hit has the new mtime.
+	code, r := postSearch(t, s, map[string]any{"q": "date:2019-01-02"}, auth)
+	if code != 200 || len(r.Hits) != 1 {
+		t.Fatalf("search %d %+v", code, r)
+	}
+	if h := r.Hits[0]; h.MT != time.Date(2019, 1, 2, 3, 4, 5, 0, time.UTC).Unix() {
+		t.Errorf("hit %+v", h)
+	}
+	// It keeps its upload record: still the uploader's upload.
+	if got := upsPaths(t, s, "", auth); !slices.Contains(got, "/p.txt") {
+		t.Errorf("?ups after PROPPATCH: %v", got)
+	}
+}
