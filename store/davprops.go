@@ -2,9 +2,21 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 )
 
 // openAny opens the file or folder at rel of v read-only (confined,
@@ -47,11 +59,17 @@ func (s *Store) SetMtime(ctx context.Context, who Actor, at Loc, t time.Time) er
 		return opErr(op, err)
 	}
 	defer f.Close()
+	return s.setMtimeOpen(v, who, at.Rel, f, t)
+}
+
+// setMtimeOpen sets the mtime of f, the file or folder rel of v, flushes
+// it, and for a file emits Touched (noted ahead, while the flush runs).
+func (s *Store) setMtimeOpen(v *Volume, who Actor, rel string, f *os.File, t time.Time) error {
+	const op = "set the time"
 	fi, err := f.Stat()
 	if err != nil {
 		return opErr(op, mapErr(err))
 	}
-	rel := at.Rel
 	var pn *pendingNote
 	ev := Event{Kind: Touched, Vol: v, Rel: rel, Size: fi.Size(), Mtime: t, At: s.now(), Uploader: who.User, ClientIP: who.IP}
 	if fi.Mode().IsRegular() {
@@ -77,5 +95,346 @@ func (s *Store) SetMtime(ctx context.Context, who Actor, at Loc, t time.Time) er
 	}
 	ev.Note = nid
 	s.emit(ev)
+	return nil
+}
+
+// ---- dead properties (WebDAV)
+
+// A file's or folder's dead properties (RFC 4918 section 4: set by a
+// client, kept by the server) live in one extended attribute of it,
+// propsXattr, read and written through its open descriptor, never by
+// path. So they are confined like the file, go where a rename takes it,
+// are copied with it (copyProps, by copyFileAt and copyTree) and vanish
+// with it. The value is a small bounded encoding (encodeProps) of every
+// property: its namespace, its local name and its value, a self-contained
+// XML fragment (each element declares its own namespace), so that it is
+// served back namespace-correctly in any reply.
+
+const (
+	propsXattr = "user.hoard.props"
+	// MaxPropsBytes caps the encoded properties of one file.
+	MaxPropsBytes = 64 << 10
+	// MaxProps caps how many dead properties one file holds.
+	MaxProps = 256
+	// MaxPropName caps a property's namespace and local name, each.
+	MaxPropName  = 1024
+	propsVersion = 1
+)
+
+// PropName is a property's XML name.
+type PropName struct{ Space, Local string }
+
+// DeadProp is one dead property: its name and its value, a self-contained
+// XML fragment (every element declares its namespace; text escaped).
+type DeadProp struct {
+	PropName
+	Value string
+}
+
+// PropOp is one change of a PROPPATCH: set Prop, or (Remove) remove the
+// property of Prop's name.
+type PropOp struct {
+	Remove bool
+	Prop   DeadProp
+}
+
+// ErrNoProps is a file system that keeps no extended attributes: dead
+// properties cannot be stored there.
+var ErrNoProps = &Error{Kind: KindForbidden, Msg: "this volume's file system keeps no extended attributes, so no dead properties can be stored"}
+
+// errPropsFull is a change that would make a file's properties larger
+// than the caps.
+func errPropsFull(why string) *Error {
+	return &Error{Kind: KindStateFull, Msg: "the dead properties would exceed " + why}
+}
+
+// encodeProps encodes ps: version byte, count, then per property its
+// namespace, local name and value, each length-prefixed (uvarint). It
+// refuses what breaks the caps, so what it returns always decodes.
+func encodeProps(ps []DeadProp) ([]byte, error) {
+	if len(ps) > MaxProps {
+		return nil, errPropsFull(fmt.Sprintf("%d properties per file", MaxProps))
+	}
+	b := []byte{propsVersion}
+	b = binary.AppendUvarint(b, uint64(len(ps)))
+	for _, p := range ps {
+		if err := checkPropName(p.PropName); err != nil {
+			return nil, err
+		}
+		for _, s := range []string{p.Space, p.Local, p.Value} {
+			b = binary.AppendUvarint(b, uint64(len(s)))
+			b = append(b, s...)
+		}
+		if len(b) > MaxPropsBytes {
+			return nil, errPropsFull(fmt.Sprintf("%d bytes per file", MaxPropsBytes))
+		}
+	}
+	return b, nil
+}
+
+var errBadProps = errors.New("store: corrupt dead properties")
+
+// decodeProps decodes what encodeProps made; anything else (a value not
+// of this encoding, a broken cap, a value that is not a self-contained
+// XML fragment, a name twice) is refused whole.
+func decodeProps(b []byte) ([]DeadProp, error) {
+	if len(b) > MaxPropsBytes || len(b) < 2 || b[0] != propsVersion {
+		return nil, errBadProps
+	}
+	b = b[1:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > MaxProps {
+		return nil, errBadProps
+	}
+	b = b[k:]
+	ps := make([]DeadProp, 0, n)
+	seen := make(map[PropName]bool, n)
+	for range n {
+		var s [3]string
+		for i := range s {
+			l, k := binary.Uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) {
+				return nil, errBadProps
+			}
+			s[i] = string(b[k : k+int(l)])
+			b = b[k+int(l):]
+		}
+		p := DeadProp{PropName{s[0], s[1]}, s[2]}
+		if checkPropName(p.PropName) != nil || seen[p.PropName] || !ValidFragment(p.Value) {
+			return nil, errBadProps
+		}
+		seen[p.PropName] = true
+		ps = append(ps, p)
+	}
+	if len(b) != 0 {
+		return nil, errBadProps
+	}
+	return ps, nil
+}
+
+// checkPropName refuses a name that is not an XML name (local part) or
+// too long.
+func checkPropName(n PropName) error {
+	if len(n.Space) > MaxPropName || len(n.Local) > MaxPropName {
+		return errPropsFull(fmt.Sprintf("%d bytes per property name", MaxPropName))
+	}
+	if !utf8.ValidString(n.Space) || strings.ContainsAny(n.Space, "\x00") {
+		return &Error{Kind: KindInvalid, Msg: "a property's namespace is not valid UTF-8"}
+	}
+	if !xmlName(n.Local) {
+		return &Error{Kind: KindInvalid, Msg: "a property's name is not an XML name"}
+	}
+	return nil
+}
+
+// xmlName reports whether s is an XML NCName (no colon).
+func xmlName(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || unicode.IsLetter(r):
+		case i > 0 && (r == '-' || r == '.' || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || r == 0xB7):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidFragment reports whether v is well-formed XML content: text and
+// balanced elements, every element and attribute prefix declared inside v.
+func ValidFragment(v string) bool {
+	if !utf8.ValidString(v) {
+		return false
+	}
+	d := xml.NewDecoder(strings.NewReader("<r>" + v + "</r>"))
+	d.Strict = true
+	depth := 0
+	for {
+		t, err := d.RawToken()
+		if errors.Is(err, io.EOF) {
+			return depth == 0
+		}
+		if err != nil {
+			return false
+		}
+		switch t := t.(type) {
+		case xml.StartElement:
+			if depth == 0 && t.Name.Local != "r" {
+				return false
+			}
+			if t.Name.Space != "" && depth > 0 && !declared(t, t.Name.Space) {
+				return false
+			}
+			depth++
+		case xml.EndElement:
+			depth--
+			if depth == 0 {
+				// Only the wrapper's own end may close it.
+				if _, err := d.RawToken(); !errors.Is(err, io.EOF) {
+					return false
+				}
+				return true
+			}
+		case xml.ProcInst, xml.Directive:
+			return false
+		}
+	}
+}
+
+// declared reports whether the prefix p is declared on the element t
+// itself (fragments declare their namespaces where they use them).
+func declared(t xml.StartElement, p string) bool {
+	if p == "xml" {
+		return true
+	}
+	for _, a := range t.Attr {
+		if a.Name.Space == "xmlns" && a.Name.Local == p {
+			return true
+		}
+	}
+	return false
+}
+
+// readProps reads the dead properties of the open file f; none when it
+// has none or the file system keeps no extended attributes.
+func readProps(f *os.File) ([]DeadProp, error) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := fgetxattr(f, propsXattr, buf)
+		switch {
+		case err == nil:
+			return decodeProps(buf[:n])
+		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP):
+			return nil, nil
+		case errors.Is(err, unix.ERANGE) && len(buf) < MaxPropsBytes:
+			buf = make([]byte, MaxPropsBytes)
+		default:
+			return nil, err
+		}
+	}
+}
+
+// writeProps replaces the dead properties of the open file f.
+func writeProps(f *os.File, ps []DeadProp) error {
+	if len(ps) == 0 {
+		err := fremovexattr(f, propsXattr)
+		if err == nil || errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ENOTSUP) {
+			return nil
+		}
+		return err
+	}
+	b, err := encodeProps(ps)
+	if err != nil {
+		return err
+	}
+	err = fsetxattr(f, propsXattr, b)
+	switch {
+	case errors.Is(err, unix.ENOTSUP):
+		return ErrNoProps
+	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.E2BIG), errors.Is(err, unix.EDQUOT):
+		return errPropsFull("what this file system holds per file")
+	}
+	return err
+}
+
+// copyProps gives dst the dead properties of src (a copy keeps them). A
+// file system without extended attributes has none to copy.
+func copyProps(dst, src *os.File) error {
+	ps, err := readProps(src)
+	if err != nil || len(ps) == 0 {
+		return nil // a corrupt or unreadable set is not copied
+	}
+	err = writeProps(dst, ps)
+	if errors.Is(err, ErrNoProps) {
+		return nil // the destination's file system keeps none
+	}
+	return err
+}
+
+// StatProps describes the file or folder at rel and lists its dead
+// properties, through one open descriptor.
+func (v *Volume) StatProps(rel string) (fs.FileInfo, []DeadProp, error) {
+	f, err := v.openAny(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	ps, err := readProps(f)
+	if err != nil {
+		v.store.log.Warn("unreadable dead properties; served as none", "volume", "/"+v.VPath, "path", rel, "err", err)
+		ps = nil
+	}
+	return fi, ps, nil
+}
+
+// PatchProps applies a PROPPATCH to the file or folder at: the changes of
+// its dead properties in order, and a new mtime when mtime is not zero;
+// all or nothing. It needs the w permission. The changes are flushed
+// before it returns; a file's new mtime reaches the index (Touched).
+func (s *Store) PatchProps(ctx context.Context, who Actor, at Loc, ops []PropOp, mtime time.Time) error {
+	const op = "change properties"
+	if len(ops) == 0 {
+		if mtime.IsZero() {
+			return nil
+		}
+		return s.SetMtime(ctx, who, at, mtime)
+	}
+	v := at.Vol
+	if v == nil {
+		return refuse(op, KindForbidden, "no volume is mounted at %s", at.URLPath())
+	}
+	if !v.Perms(who.User).Has(PermWrite) {
+		return forbid(op, who, v, PermWrite, "change properties")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := v.openAny(at.Rel)
+	if err != nil {
+		return opErr(op, err)
+	}
+	defer f.Close()
+	old, err := readProps(f)
+	if err != nil {
+		old = nil // corrupt: replaced by the new set
+	}
+	ps := slices.Clone(old)
+	for _, o := range ops {
+		if err := checkPropName(o.Prop.PropName); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(ps, func(p DeadProp) bool { return p.PropName == o.Prop.PropName })
+		switch {
+		case o.Remove && i >= 0:
+			ps = slices.Delete(ps, i, i+1)
+		case o.Remove:
+		case !ValidFragment(o.Prop.Value):
+			return &Error{Kind: KindInvalid, Msg: "a property's value is not well-formed XML"}
+		case i >= 0:
+			ps[i] = o.Prop
+		default:
+			ps = append(ps, o.Prop)
+		}
+	}
+	if err := writeProps(f, ps); err != nil {
+		return err
+	}
+	if !mtime.IsZero() {
+		if err := s.setMtimeOpen(v, who, at.Rel, f, mtime); err != nil {
+			writeProps(f, old) // all or nothing
+			return err
+		}
+		return nil
+	}
+	if err := fsyncFile(f); err != nil {
+		return opErr(op, v.writeErr(err, 0))
+	}
 	return nil
 }

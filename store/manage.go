@@ -753,6 +753,9 @@ func (s *Store) copyOver(ctx context.Context, op string, who Actor, se *end, sst
 			return DestResult{}, opErr(op, err)
 		}
 		defer dd.Close()
+		if err := copyProps(dd, sd); err != nil { // davprops.go
+			return DestResult{}, opErr(op, dv.writeErr(err, 0))
+		}
 		if err := dv.copyTree(ctx, sd, dd, &ts, move); err != nil {
 			if errors.Is(err, errVanished) {
 				return DestResult{}, &OpError{Op: op, Kind: KindConflict, Msg: "the folder changed while it was being moved; nothing was moved, try again", Err: err}

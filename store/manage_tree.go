@@ -200,6 +200,9 @@ func (v *Volume) copyFileAt(ctx context.Context, sdir *os.File, name string, ddi
 	if err := v.copyFileData(ctx, df, sf, fi.Size()); err != nil {
 		return 0, err
 	}
+	if err := copyProps(df, sf); err != nil { // davprops.go
+		return 0, v.writeErr(err, 0)
+	}
 	setMtime(df, fi.ModTime())
 	if sync || fsyncEachFile {
 		if err := df.Sync(); err != nil {
@@ -290,6 +293,11 @@ func (v *Volume) copyTree(ctx context.Context, src, dst *os.File, st *treeStats,
 			var dd *os.File
 			if err == nil {
 				dd, err = openDirAt(top.dst, name)
+			}
+			if err == nil {
+				if err = copyProps(dd, sd); err != nil { // davprops.go
+					dd.Close()
+				}
 			}
 			if err != nil {
 				sd.Close()
