@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -185,6 +186,9 @@ type davRes struct {
 	mtime time.Time
 	etag  string
 	loc   store.Loc
+	// dead: its dead properties, when read (propsRead)
+	dead      []store.DeadProp
+	propsRead bool
 }
 
 func (s *Server) propfind(q *req) error {
@@ -214,7 +218,7 @@ func (s *Server) propfind(q *req) error {
 		if !q.perm.Has(store.PermRead) {
 			return q.denyRead()
 		}
-		fi, err := q.vol.Stat(q.rel)
+		fi, dead, err := s.statRes(q.vol, q.rel, pf)
 		if errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(q.parts)) > 0 {
 			virtual = true
 		} else if err != nil {
@@ -227,6 +231,7 @@ func (s *Server) propfind(q *req) error {
 			return err
 		} else {
 			top = resOf(self, q.loc0(), fi)
+			top.dead, top.propsRead = dead, pf.dead
 		}
 	}
 	if virtual {
@@ -253,6 +258,16 @@ func (s *Server) propfind(q *req) error {
 	}
 	bw.WriteString("</D:multistatus>\n")
 	return bw.Flush()
+}
+
+// statRes describes rel of v, with its dead properties when the request
+// asks for any (one open of the file either way).
+func (s *Server) statRes(v *store.Volume, rel string, pf propfindReq) (fs.FileInfo, []store.DeadProp, error) {
+	if !pf.dead {
+		fi, err := v.Stat(rel)
+		return fi, nil, err
+	}
+	return v.StatProps(rel)
 }
 
 func resOf(p string, at store.Loc, fi fs.FileInfo) davRes {
@@ -284,10 +299,13 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 				return nil
 			}
 			c := davRes{path: path.Join(r.path, e.Name), dir: e.Dir, mtime: e.Mtime, loc: store.Loc{Vol: v, Rel: path.Join(r.loc.Rel, e.Name)}}
-			if !e.Dir {
+			if !e.Dir || pf.dead {
 				c.size = e.Size
-				if fi, err := v.Stat(c.loc.Rel); err == nil {
-					c.etag = etag(fi)
+				if fi, dead, err := s.statRes(v, c.loc.Rel, pf); err == nil {
+					if !e.Dir {
+						c.etag = etag(fi)
+					}
+					c.dead, c.propsRead = dead, pf.dead
 				}
 			}
 			if err := s.propResponse(q, bw, pf, c); err != nil {
@@ -311,8 +329,9 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 		v, rel := s.st.Resolve(cparts)
 		sub := true
 		if v != nil && v.Perms(q.user).Has(store.PermRead) {
-			if fi, err := v.Stat(rel); err == nil && fi.IsDir() {
+			if fi, dead, err := s.statRes(v, rel, pf); err == nil && fi.IsDir() {
 				c.mtime, c.loc, sub = fi.ModTime(), store.Loc{Vol: v, Rel: rel}, false
+				c.dead, c.propsRead = dead, pf.dead
 			}
 		}
 		if err := s.propResponse(q, bw, pf, c); err != nil {
@@ -421,20 +440,31 @@ func (s *Server) propResponse(q *req, b *bufio.Writer, pf propfindReq, r davRes)
 				b.WriteString("<D:" + n + "/>")
 			}
 		}
+		for _, p := range r.dead {
+			writeEmptyProp(b, xml.Name{Space: p.Space, Local: p.Local})
+		}
 		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
 	case "allprop":
 		b.WriteString("<D:propstat><D:prop>")
 		for _, n := range liveProps {
 			s.liveProp(b, n, r, q.loc)
 		}
+		for _, p := range r.dead {
+			writeDeadProp(b, p)
+		}
 		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
 	default:
 		var missing []xml.Name
 		b.WriteString("<D:propstat><D:prop>")
 		for _, n := range pf.props {
-			if n.Space != nsDAV || !s.liveProp(b, n.Local, r, q.loc) {
-				missing = append(missing, n)
+			if n.Space == nsDAV && s.liveProp(b, n.Local, r, q.loc) {
+				continue
 			}
+			if i := slices.IndexFunc(r.dead, func(p store.DeadProp) bool { return p.Space == n.Space && p.Local == n.Local }); i >= 0 {
+				writeDeadProp(b, r.dead[i])
+				continue
+			}
+			missing = append(missing, n)
 		}
 		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
 		if len(missing) > 0 {
@@ -464,15 +494,32 @@ func hasLive(name string, r davRes) bool {
 
 // writeEmptyProp writes <name/> in its own namespace.
 func writeEmptyProp(b *bufio.Writer, n xml.Name) {
-	if n.Space == nsDAV {
-		b.WriteString("<D:" + n.Local + "/>")
-		return
+	start, _ := propTags(n)
+	b.WriteString(start + "/>")
+}
+
+// writeDeadProp writes a dead property with its value.
+func writeDeadProp(b *bufio.Writer, p store.DeadProp) {
+	start, end := propTags(xml.Name{Space: p.Space, Local: p.Local})
+	b.WriteString(start + ">" + p.Value + end)
+}
+
+// propTags are the start tag (unclosed: no ">") and the end tag of the
+// property n, in its own namespace (none: xmlns="").
+func propTags(n xml.Name) (start, end string) {
+	var sb strings.Builder
+	local := n.Local
+	switch n.Space {
+	case nsDAV:
+		return "<D:" + local, "</D:" + local + ">"
+	case "":
+		sb.WriteString("<" + local + ` xmlns=""`)
+		return sb.String(), "</" + local + ">"
 	}
-	b.WriteString("<X:")
-	xml.EscapeText(b, []byte(n.Local))
-	b.WriteString(` xmlns:X="`)
-	xml.EscapeText(b, []byte(n.Space))
-	b.WriteString(`"/>`)
+	sb.WriteString("<X:" + local + ` xmlns:X="`)
+	xml.EscapeText(&sb, []byte(n.Space))
+	sb.WriteString(`"`)
+	return sb.String(), "</X:" + local + ">"
 }
 
 // ---- PROPPATCH
@@ -503,7 +550,10 @@ func (s *Server) proppatch(q *req) error {
 	}
 	// All or nothing (RFC 4918 section 9.2): check every property first.
 	status := make([]int, len(ops))
+	why := make([]string, len(ops))
 	var mtime time.Time
+	var dead []store.PropOp
+	var deadAt []int
 	failed := false
 	for i, o := range ops {
 		status[i] = http.StatusOK
@@ -511,16 +561,41 @@ func (s *Server) proppatch(q *req) error {
 		case !o.remove && (o.name == xml.Name{Space: nsDAV, Local: "getlastmodified"} || o.name == xml.Name{Space: nsMS, Local: "Win32LastModifiedTime"}):
 			t, err := http.ParseTime(o.value)
 			if err != nil {
-				status[i] = http.StatusConflict
+				status[i], why[i] = http.StatusConflict, "not an HTTP date"
 			} else {
 				mtime = t
 			}
 		case o.name.Space == nsMS && strings.HasPrefix(o.name.Local, "Win32"):
 			// Windows' creation and access times and attributes: taken, not kept
+		case o.name.Space == nsDAV:
+			status[i], why[i] = http.StatusForbidden, "a property of the DAV: namespace that cannot be changed"
 		default:
-			status[i] = http.StatusForbidden // live and protected, or dead (not stored)
+			dead = append(dead, store.PropOp{Remove: o.remove, Prop: store.DeadProp{PropName: store.PropName{Space: o.name.Space, Local: o.name.Local}, Value: o.frag}})
+			deadAt = append(deadAt, i)
 		}
 		if status[i] != http.StatusOK {
+			failed = true
+		}
+	}
+	if !failed {
+		err := s.st.PatchProps(q.r.Context(), q.actor(), q.loc0(), dead, mtime)
+		if err != nil {
+			code := 0
+			switch store.KindOf(err) {
+			case store.KindStateFull, store.KindNoSpace:
+				code = http.StatusInsufficientStorage
+			case store.KindForbidden:
+				code = http.StatusForbidden
+			case store.KindInvalid:
+				code = http.StatusConflict
+			}
+			if code == 0 || len(dead) == 0 {
+				return q.davErr(err, nil)
+			}
+			_, msg := statusOf(err)
+			for _, i := range deadAt {
+				status[i], why[i] = code, msg
+			}
 			failed = true
 		}
 	}
@@ -529,10 +604,6 @@ func (s *Server) proppatch(q *req) error {
 			if status[i] == http.StatusOK {
 				status[i] = http.StatusFailedDependency
 			}
-		}
-	} else if !mtime.IsZero() {
-		if err := s.st.SetMtime(q.r.Context(), q.actor(), q.loc0(), mtime); err != nil {
-			return q.davErr(err, nil)
 		}
 	}
 	h := q.w.Header()
@@ -546,8 +617,10 @@ func (s *Server) proppatch(q *req) error {
 		b.WriteString("<D:propstat><D:prop>")
 		writeEmptyProp(b, o.name)
 		fmt.Fprintf(b, "</D:prop><D:status>HTTP/1.1 %d %s</D:status>", status[i], http.StatusText(status[i]))
-		if status[i] == http.StatusForbidden {
-			b.WriteString("<D:responsedescription>this server keeps no dead properties, and this one cannot be changed</D:responsedescription>")
+		if why[i] != "" {
+			b.WriteString("<D:responsedescription>")
+			xml.EscapeText(b, []byte(why[i]))
+			b.WriteString("</D:responsedescription>")
 		}
 		b.WriteString("</D:propstat>")
 	}

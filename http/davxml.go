@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,6 +35,70 @@ type xnode struct {
 	text     string // character data directly inside (trimmed)
 	inner    []byte // the raw bytes between its start and end tags
 	innerErr bool
+	// toks[t0] is its start tag and toks[t1] its end tag, in its
+	// document's tokens (namespaces resolved).
+	doc    *[]xml.Token
+	t0, t1 int
+}
+
+// content is the element's content as a self-contained XML fragment:
+// every element declares its namespace itself, so the fragment means the
+// same wherever it is later written (a dead property's value).
+func (n *xnode) content() string {
+	if n.doc == nil || n.t1 <= n.t0 {
+		return ""
+	}
+	return fragment((*n.doc)[n.t0+1 : n.t1])
+}
+
+// xmlNS is the namespace of the reserved prefix xml (xml:lang).
+const xmlNS = "http://www.w3.org/XML/1998/namespace"
+
+// fragment writes tokens (balanced, namespaces resolved by the decoder)
+// as XML: each element as <local xmlns="space">, each namespaced
+// attribute with a prefix declared on its element; namespace
+// declarations, comments and processing instructions are dropped.
+func fragment(toks []xml.Token) string {
+	var b strings.Builder
+	var stack []string
+	esc := func(s string) { xml.EscapeText(&b, []byte(s)) }
+	for _, t := range toks {
+		switch t := t.(type) {
+		case xml.StartElement:
+			b.WriteString("<" + t.Name.Local + ` xmlns="`)
+			esc(t.Name.Space)
+			b.WriteString(`"`)
+			n := 0
+			for _, a := range t.Attr {
+				switch {
+				case a.Name.Space == "xmlns" || a.Name.Space == "" && a.Name.Local == "xmlns":
+					continue
+				case a.Name.Space == "":
+					b.WriteString(" " + a.Name.Local + `="`)
+				case a.Name.Space == xmlNS || a.Name.Space == "xml":
+					b.WriteString(" xml:" + a.Name.Local + `="`)
+				default:
+					p := "a" + strconv.Itoa(n)
+					n++
+					b.WriteString(" xmlns:" + p + `="`)
+					esc(a.Name.Space)
+					b.WriteString(`" ` + p + ":" + a.Name.Local + `="`)
+				}
+				esc(a.Value)
+				b.WriteString(`"`)
+			}
+			b.WriteString(">")
+			stack = append(stack, t.Name.Local)
+		case xml.EndElement:
+			if len(stack) > 0 {
+				b.WriteString("</" + stack[len(stack)-1] + ">")
+				stack = stack[:len(stack)-1]
+			}
+		case xml.CharData:
+			esc(string(t))
+		}
+	}
+	return b.String()
 }
 
 func (n *xnode) is(space, local string) bool {
@@ -83,6 +149,7 @@ func parseXML(body []byte) (*xnode, error) {
 	var stack []*xnode
 	var starts []int64
 	nodes := 0
+	doc := new([]xml.Token)
 	for {
 		before := d.InputOffset()
 		tok, err := d.Token()
@@ -91,6 +158,9 @@ func parseXML(body []byte) (*xnode, error) {
 		}
 		if err != nil {
 			return nil, badXML("%v", err)
+		}
+		if len(stack) > 0 || isStart(tok) {
+			*doc = append(*doc, xml.CopyToken(tok))
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
@@ -109,7 +179,7 @@ func parseXML(body []byte) (*xnode, error) {
 			if t.Name.Space == "" && strings.Contains(t.Name.Local, ":") {
 				return nil, badXML("undeclared namespace prefix in <%s>", t.Name.Local)
 			}
-			n := &xnode{name: t.Name}
+			n := &xnode{name: t.Name, doc: doc, t0: len(*doc) - 1}
 			if len(stack) == 0 {
 				if root != nil {
 					return nil, badXML("more than one root element")
@@ -123,6 +193,7 @@ func parseXML(body []byte) (*xnode, error) {
 			starts = append(starts, d.InputOffset())
 		case xml.EndElement:
 			n := stack[len(stack)-1]
+			n.t1 = len(*doc) - 1
 			s := starts[len(starts)-1]
 			if s <= before && before <= int64(len(body)) {
 				n.inner = body[s:before]
@@ -147,16 +218,22 @@ func parseXML(body []byte) (*xnode, error) {
 	return root, nil
 }
 
+func isStart(t xml.Token) bool {
+	_, ok := t.(xml.StartElement)
+	return ok
+}
+
 // propfindReq is a parsed PROPFIND body.
 type propfindReq struct {
 	mode  string // "allprop", "propname" or "prop"
 	props []xml.Name
+	dead  bool // it asks for dead properties (or for all)
 }
 
 // parsePropfind reads a PROPFIND body; an empty one asks for allprop.
 func parsePropfind(body []byte) (propfindReq, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
-		return propfindReq{mode: "allprop"}, nil
+		return propfindReq{mode: "allprop", dead: true}, nil
 	}
 	root, err := parseXML(body)
 	if err != nil {
@@ -186,6 +263,12 @@ func parsePropfind(body []byte) (propfindReq, error) {
 	if r.mode == "" {
 		return propfindReq{}, badXML("propfind names neither allprop, propname nor prop")
 	}
+	r.dead = r.mode != "prop"
+	for _, n := range r.props {
+		if n.Space != nsDAV || !slices.Contains(liveProps, n.Local) {
+			r.dead = true
+		}
+	}
 	return r, nil
 }
 
@@ -194,6 +277,7 @@ type patchOp struct {
 	remove bool
 	name   xml.Name
 	value  string // the element's text
+	frag   string // its content as a self-contained fragment (xnode.content)
 }
 
 func parseProppatch(body []byte) ([]patchOp, error) {
@@ -215,7 +299,7 @@ func parseProppatch(body []byte) ([]patchOp, error) {
 				continue
 			}
 			for _, v := range p.kids {
-				ops = append(ops, patchOp{remove: rm, name: v.name, value: v.text})
+				ops = append(ops, patchOp{remove: rm, name: v.name, value: v.text, frag: v.content()})
 			}
 		}
 	}

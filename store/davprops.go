@@ -268,6 +268,11 @@ func ValidFragment(v string) bool {
 			if t.Name.Space != "" && depth > 0 && !declared(t, t.Name.Space) {
 				return false
 			}
+			for _, a := range t.Attr {
+				if a.Name.Space != "" && a.Name.Space != "xmlns" && !declared(t, a.Name.Space) {
+					return false
+				}
+			}
 			depth++
 		case xml.EndElement:
 			depth--

@@ -152,15 +152,8 @@ func hrefEscape(p string) string {
 var litmusLine = regexp.MustCompile(`(\d+)\. (\w+)\.*\s*(pass|FAIL|SKIPPED|WARNING)`)
 
 // litmusAllowed are the litmus failures this server is known to have,
-// each justified in README.md (WebDAV): hoard keeps no dead properties,
-// so the tests that set one (and read it back) fail. Anything else fails
-// the test.
-var litmusAllowed = map[string]bool{
-	"props/propset":      true, // sets dead properties: refused, 403 per property
-	"props/propmanyns":   true, // the same, in many namespaces
-	"props/propget":      true, // reads back the dead properties propmanyns would have set
-	"locks/owner_modify": true, // a PROPPATCH of a dead property under the lock (the PUT under it passes)
-}
+// each justified in README.md (WebDAV). Anything else fails the test.
+var litmusAllowed = map[string]bool{}
 
 func TestDAVLitmus(t *testing.T) {
 	litmus := needProgram(t, "litmus")
