@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"hoard/store"
 )
 
 // Fuzz targets for what WebDAV parses: XML bodies, the If header and
@@ -21,6 +23,8 @@ func FuzzDAVXML(f *testing.F) {
 		strings.Repeat("<a>", 40) + strings.Repeat("</a>", 40),
 		`<a/><b/>`,
 		`<p:a/>`,
+		`<D:propertyupdate xmlns:D="DAV:" xmlns:Q="urn:q"><D:set><D:prop><Q:a>t &amp; <Q:b Q:x="1" y="2" xml:lang="en">u</Q:b><![CDATA[<c>]]><!-- c --></Q:a><n xmlns="">v</n></D:prop></D:set></D:propertyupdate>`,
+		`<a:lockinfo xmlns:a="DAV:"><a:lockscope><a:exclusive/></a:lockscope><a:locktype><a:write/></a:locktype><a:owner><a:href>http://me</a:href></a:owner></a:lockinfo>`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -56,13 +60,34 @@ func FuzzDAVXML(f *testing.F) {
 				t.Fatalf("mode %q", pf.mode)
 			}
 		}
-		if ops, err := parseProppatch(body); err == nil && len(ops) == 0 {
-			t.Fatal("a proppatch with no property was accepted")
+		if ops, err := parseProppatch(body); err == nil {
+			if len(ops) == 0 {
+				t.Fatal("a proppatch with no property was accepted")
+			}
+			for _, o := range ops {
+				checkFragment(t, o.frag)
+			}
 		}
-		if lr, err := parseLockinfo(body); err == nil && len(lr.owner) > len(body) {
-			t.Fatal("owner longer than the body")
+		if lr, err := parseLockinfo(body); err == nil {
+			checkFragment(t, lr.owner)
 		}
 	})
+}
+
+// checkFragment: a value kept as a fragment is self-contained XML, and
+// parsing it again inside any other prefixes gives it back unchanged.
+func checkFragment(t *testing.T, frag string) {
+	t.Helper()
+	if !store.ValidFragment(frag) {
+		t.Fatalf("fragment %q is not self-contained XML", frag)
+	}
+	ops, err := parseProppatch([]byte(`<A:propertyupdate xmlns:A="DAV:" xmlns:D="urn:other"><A:set><A:prop><D:p>` + frag + `</D:p></A:prop></A:set></A:propertyupdate>`))
+	if err != nil {
+		t.Fatalf("fragment %q does not parse again: %v", frag, err)
+	}
+	if len(ops) != 1 || ops[0].frag != frag {
+		t.Fatalf("fragment %q parses again as %+v", frag, ops)
+	}
 }
 
 func FuzzIfHeader(f *testing.F) {

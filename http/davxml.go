@@ -312,7 +312,7 @@ func parseProppatch(body []byte) ([]patchOp, error) {
 // lockReq is a parsed LOCK body; a refresh has none.
 type lockReq struct {
 	shared bool
-	owner  string // raw XML of DAV:owner's content
+	owner  string // DAV:owner's content, a self-contained XML fragment
 }
 
 func parseLockinfo(body []byte) (lockReq, error) {
@@ -335,8 +335,10 @@ func parseLockinfo(body []byte) (lockReq, error) {
 	default:
 		return lockReq{}, badXML("lockscope is neither exclusive nor shared")
 	}
-	if o := root.child(nsDAV, "owner"); o != nil && !o.innerErr {
-		r.owner = string(bytes.TrimSpace(o.inner))
+	if o := root.child(nsDAV, "owner"); o != nil {
+		// Self-contained: a prefix the client declared on its root means
+		// the same in every lockdiscovery it is written into.
+		r.owner = strings.TrimSpace(o.content())
 	}
 	return r, nil
 }

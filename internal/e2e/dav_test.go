@@ -504,12 +504,17 @@ func TestDAVPutMtime(t *testing.T) {
 	if fi.ModTime().UTC() != time.Date(2019, 1, 2, 3, 4, 5, 0, time.UTC) {
 		t.Errorf("mtime after PROPPATCH %v", fi.ModTime())
 	}
-	// A dead property is refused, and nothing else of the request is done.
-	pp = `<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:X="urn:x"><D:set><D:prop><D:getlastmodified>Wed, 02 Jan 2001 03:04:05 GMT</D:getlastmodified><X:dead>v</X:dead></D:prop></D:set></D:propertyupdate>`
+	// A protected live property is refused, and nothing else of the
+	// request is done (the dead property is not set either).
+	pp = `<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:X="urn:x"><D:set><D:prop><D:getlastmodified>Wed, 02 Jan 2001 03:04:05 GMT</D:getlastmodified><X:dead>v</X:dead><D:getetag>"x"</D:getetag></D:prop></D:set></D:propertyupdate>`
 	resp, body = davReq(t, s, "PROPPATCH", "/m.txt", pp, auth)
 	wantStatus(t, resp, body, http.StatusMultiStatus)
-	if !strings.Contains(string(body), "403 Forbidden") || !strings.Contains(string(body), "424 Failed Dependency") {
-		t.Errorf("PROPPATCH of a dead property: %s", body)
+	if strings.Count(string(body), "403 Forbidden") != 1 || strings.Count(string(body), "424 Failed Dependency") != 2 {
+		t.Errorf("PROPPATCH of a protected property: %s", body)
+	}
+	resp, body = davReq(t, s, "PROPFIND", "/m.txt", `<D:propfind xmlns:D="DAV:"><D:prop><X:dead xmlns:X="urn:x"/></D:prop></D:propfind>`, auth, "Depth: 0")
+	if !strings.Contains(string(body), "404 Not Found") {
+		t.Errorf("a refused PROPPATCH set a dead property: %s", body)
 	}
 	fi, _ = os.Stat(filepath.Join(dir, "m.txt"))
 	if fi.ModTime().Year() != 2019 {
