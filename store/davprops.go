@@ -182,7 +182,7 @@ func decodeProps(b []byte) ([]DeadProp, error) {
 		return nil, errBadProps
 	}
 	b = b[1:]
-	n, k := binary.Uvarint(b)
+	n, k := uvarint(b)
 	if k <= 0 || n > MaxProps {
 		return nil, errBadProps
 	}
@@ -192,7 +192,7 @@ func decodeProps(b []byte) ([]DeadProp, error) {
 	for range n {
 		var s [3]string
 		for i := range s {
-			l, k := binary.Uvarint(b)
+			l, k := uvarint(b)
 			if k <= 0 || l > uint64(len(b)-k) {
 				return nil, errBadProps
 			}
@@ -210,6 +210,16 @@ func decodeProps(b []byte) ([]DeadProp, error) {
 		return nil, errBadProps
 	}
 	return ps, nil
+}
+
+// uvarint is binary.Uvarint refusing non-minimal encodings (k = 0): one
+// set of properties has one encoding.
+func uvarint(b []byte) (uint64, int) {
+	v, k := binary.Uvarint(b)
+	if k > 0 && len(binary.AppendUvarint(nil, v)) != k {
+		return 0, 0
+	}
+	return v, k
 }
 
 // checkPropName refuses a name that is not an XML name (local part) or
