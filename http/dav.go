@@ -28,9 +28,10 @@ import (
 // listing).
 //
 // Locks live in store (davlock.go), bound to the account that took them.
-// Dead properties are not stored: a PROPPATCH of one is refused with 403
-// for that property (and 424 for the rest). Of the live ones, the mtime
-// (DAV:getlastmodified, or Windows' Win32LastModifiedTime) can be set;
+// Dead properties live in store too (davprops.go: an extended attribute
+// of the file); their values are kept as self-contained XML fragments
+// (xnode.content). Of the live ones, the mtime (DAV:getlastmodified, or
+// Windows' Win32LastModifiedTime) can be set, and reaches the index;
 // Windows' other Win32* times and attributes are accepted and ignored.
 
 // DAVConfig switches WebDAV.

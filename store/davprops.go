@@ -322,7 +322,7 @@ func readProps(f *os.File) ([]DeadProp, error) {
 		switch {
 		case err == nil:
 			return decodeProps(buf[:n])
-		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP):
+		case isNoAttr(err), errors.Is(err, unix.ENOTSUP):
 			return nil, nil
 		case errors.Is(err, unix.ERANGE) && len(buf) < MaxPropsBytes:
 			buf = make([]byte, MaxPropsBytes)
@@ -336,7 +336,7 @@ func readProps(f *os.File) ([]DeadProp, error) {
 func writeProps(f *os.File, ps []DeadProp) error {
 	if len(ps) == 0 {
 		err := fremovexattr(f, propsXattr)
-		if err == nil || errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ENOTSUP) {
+		if err == nil || isNoAttr(err) || errors.Is(err, unix.ENOTSUP) {
 			return nil
 		}
 		return err

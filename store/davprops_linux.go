@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -19,3 +20,6 @@ func fsetxattr(f *os.File, name string, b []byte) error {
 func fremovexattr(f *os.File, name string) error {
 	return unix.Fremovexattr(int(f.Fd()), name)
 }
+
+// isNoAttr reports the error of a file without the attribute.
+func isNoAttr(err error) bool { return errors.Is(err, unix.ENODATA) }

@@ -15,3 +15,5 @@ func fgetxattr(*os.File, string, []byte) (int, error) { return 0, unix.ENOTSUP }
 func fsetxattr(*os.File, string, []byte) error { return unix.ENOTSUP }
 
 func fremovexattr(*os.File, string) error { return unix.ENOTSUP }
+
+func isNoAttr(error) bool { return false }
