@@ -153,6 +153,16 @@ type end struct {
 	dirRel string // canonical path of dir in the volume: "" for the top
 	name   string
 	rel    string // canonical path of the name: dirRel/name
+	top    string // the volume's real folder as read when dir was opened ("" when unknown)
+}
+
+// physical is the real path of the end's name (v.physical(e.rel)), with
+// the volume's folder as read when the end was opened.
+func (e *end) physical() string {
+	if e.top == "" {
+		return e.v.physical(e.rel)
+	}
+	return filepath.Join(e.top, filepath.FromSlash(e.rel))
 }
 
 func (e *end) close() { e.dir.Close() }
@@ -178,6 +188,12 @@ func joinRel(dir, name string) string {
 // name in it. The folder is reached through the volume's os.Root, so a
 // link on the way that leads out of the volume is refused by the kernel.
 func (v *Volume) openEnd(dir, name string) (*end, error) {
+	return v.openEndTop(dir, name, "")
+}
+
+// openEndTop is openEnd with the volume's real folder already read (top;
+// "" reads it): one operation with two ends in one volume reads it once.
+func (v *Volume) openEndTop(dir, name, top string) (*end, error) {
 	f, err := v.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if r2, ok := v.retry(dir, err); ok { // an absolute link back into the volume (links.go)
 		f, err = v.root.OpenFile(r2, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
@@ -185,43 +201,46 @@ func (v *Volume) openEnd(dir, name string) (*end, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	canon, err := v.canonical(f, dir)
+	canon, top, err := v.canonical(f, dir, top)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &end{v: v, dir: f, dirRel: canon, name: name, rel: joinRel(canon, name)}, nil
+	return &end{v: v, dir: f, dirRel: canon, name: name, rel: joinRel(canon, name), top: top}, nil
 }
 
 // canonical is the path inside v of the open folder f (given is the path
 // it was opened by), symbolic links resolved. A folder reached through a
 // link into the state folder is refused as a missing one is (guard.go).
-func (v *Volume) canonical(f *os.File, given string) (string, error) {
+// top is the volume's real folder when the caller has read it ("": it is
+// read here); the one used is returned ("" when unknown).
+func (v *Volume) canonical(f *os.File, given, top string) (string, string, error) {
 	if given == "." {
 		given = ""
 	}
 	real, err := realPath(f)
 	if err != nil {
-		return given, nil // no /proc: the path as given
+		return given, "", nil // no /proc: the path as given
 	}
-	top, err := v.realTop()
-	if err != nil {
-		return given, nil
+	if top == "" {
+		if top, err = v.realTop(); err != nil {
+			return given, "", nil
+		}
 	}
 	rel, err := filepath.Rel(top, real)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", ErrOutside
+		return "", "", ErrOutside
 	}
 	if rel == "." {
-		return "", nil
+		return "", top, nil
 	}
 	rel = filepath.ToSlash(rel)
 	for c := range strings.SplitSeq(rel, "/") {
 		if strings.EqualFold(c, HistName) {
-			return "", ErrNotFound // no oracle for what it holds
+			return "", "", ErrNotFound // no oracle for what it holds
 		}
 	}
-	return rel, nil
+	return rel, top, nil
 }
 
 // realTop is the volume's folder as the kernel knows it (links resolved).
@@ -326,13 +345,14 @@ func (v *Volume) makeParents(dir string) error {
 
 // openDest opens the folder of a destination dst (already cleaned and
 // checked), making it first with parents.
-func (v *Volume) openDest(op, dir, name string, parents bool) (*end, error) {
-	de, err := v.openEnd(dir, name)
+// top is as for openEndTop.
+func (v *Volume) openDest(op, dir, name string, parents bool, top string) (*end, error) {
+	de, err := v.openEndTop(dir, name, top)
 	if errors.Is(err, ErrNotFound) && parents {
 		if err := v.makeParents(dir); err != nil {
 			return nil, opErr(op, err)
 		}
-		de, err = v.openEnd(dir, name)
+		de, err = v.openEndTop(dir, name, top)
 	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, &OpError{Op: op, Kind: KindConflict, Msg: "the destination's folder does not exist", Err: err}
@@ -490,7 +510,7 @@ func (s *Store) Mkdir(ctx context.Context, who Actor, at Loc, opt MkdirOptions) 
 	if v.Flags.NoSub {
 		return "", opErr(op, ErrNoSub)
 	}
-	de, err := v.openDest(op, dir, name, opt.Parents)
+	de, err := v.openDest(op, dir, name, opt.Parents, "")
 	if err != nil {
 		return "", err
 	}
@@ -595,12 +615,16 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 			return DestResult{}, err
 		}
 	}
-	de, err := dv.openDest(op, ddir, dname, opt.Parents)
+	top := "" // the volume's real folder, read once for both ends in one volume
+	if dv == sv {
+		top = se.top
+	}
+	de, err := dv.openDest(op, ddir, dname, opt.Parents, top)
 	if err != nil {
 		return DestResult{}, err
 	}
 	defer de.close()
-	sp, dp := sv.physical(se.rel), dv.physical(de.rel)
+	sp, dp := se.physical(), de.physical()
 	if sp == dp {
 		return DestResult{}, refuse(op, KindInvalid, "the source and the destination are the same")
 	}
