@@ -36,7 +36,7 @@ type Lock struct {
 	Root     string // the locked resource's URL path ("/vol/a/b")
 	Infinite bool   // depth infinity: everything below Root too
 	Shared   bool
-	Owner    string // the client's DAV:owner content, echoed back verbatim
+	Owner    string // the client's DAV:owner content, a self-contained XML fragment (echoed back)
 	Timeout  time.Duration
 	Expires  time.Time
 	Made     bool // the LOCK made the (empty) file at Root

@@ -513,6 +513,7 @@ func TestDAVPutMtime(t *testing.T) {
 		t.Errorf("PROPPATCH of a protected property: %s", body)
 	}
 	resp, body = davReq(t, s, "PROPFIND", "/m.txt", `<D:propfind xmlns:D="DAV:"><D:prop><X:dead xmlns:X="urn:x"/></D:prop></D:propfind>`, auth, "Depth: 0")
+	wantStatus(t, resp, body, http.StatusMultiStatus)
 	if !strings.Contains(string(body), "404 Not Found") {
 		t.Errorf("a refused PROPPATCH set a dead property: %s", body)
 	}
