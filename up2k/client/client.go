@@ -220,6 +220,9 @@ func (r *run) pipeline(ctx context.Context) {
 		hw.Go(func() {
 			for l := range files {
 				it, err := r.open(ctx, l)
+				for try := 0; try < 3 && errors.Is(err, errChanged); try++ {
+					it, err = r.open(ctx, l) // it changed while hashed: again
+				}
 				if err != nil {
 					r.fail(l.rel, l.size, err)
 					continue
@@ -268,6 +271,8 @@ type item struct {
 	f      *os.File
 	hashes []string
 	sent   atomic.Int64 // its chunk bytes acknowledged
+	owned  string       // the name of the upload this run started, if any
+	redo   bool         // hashed again after a change: replace what we started
 }
 
 func (it *item) close() {
@@ -340,11 +345,15 @@ func (r *run) folderURL(it *item) string {
 
 // handshake posts the file's hashes; srch asks for a search instead.
 func (r *run) handshake(ctx context.Context, it *item, srch bool) ([]byte, error) {
-	req := map[string]any{"name": it.name, "size": it.size, "lmod": it.mtime, "hash": it.hashes}
+	name := it.name
+	if it.redo && it.owned != "" {
+		name = it.owned // the upload this run started holds the old content
+	}
+	req := map[string]any{"name": name, "size": it.size, "lmod": it.mtime, "hash": it.hashes}
 	if srch {
 		req["srch"] = 1
 	} else {
-		if r.o.Overwrite {
+		if r.o.Overwrite || it.redo && it.owned != "" {
 			req["replace"] = true
 		}
 		if r.o.Touch {
@@ -406,6 +415,9 @@ func (r *run) drive(ctx context.Context, it *item) {
 		}
 		prev = len(rep.Need)
 		rounds++
+		if it.owned == "" {
+			it.owned = rep.Name
+		}
 		err = r.sendChunks(ctx, it, rep)
 		if err == nil && it.changed() {
 			err = errChanged
@@ -422,7 +434,7 @@ func (r *run) drive(ctx context.Context, it *item) {
 				r.fail(it.rel, it.size, err)
 				return
 			}
-			prev = -1
+			it.redo, prev = true, -1
 		case errors.Is(err, ErrAuth):
 			r.hsFailed(it, err)
 			return

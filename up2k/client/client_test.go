@@ -1,0 +1,286 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"hoard/up2k"
+)
+
+func hashesOf(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = up2k.ChunkHash([]byte{byte(i), byte(i >> 8)})
+	}
+	return out
+}
+
+const goodWark = "XMbpLRqVdtGmgggqjUI6uSoNMTqZVX4K6zr74XA1BRKc"
+
+func TestParseReply(t *testing.T) {
+	hs := hashesOf(3)
+	ok := func(need []string) []byte {
+		b, _ := json.Marshal(map[string]any{"name": "f", "purl": "/d/", "size": 3, "lmod": 1, "sprs": true, "hash": need, "dwrk": goodWark, "wark": goodWark})
+		return b
+	}
+	r, err := parseReply(ok(hs[1:]), hs)
+	if err != nil || r.Name != "f" || r.Purl != "/d/" || r.Wark != goodWark || len(r.Need) != 2 || !r.Sprs {
+		t.Fatalf("good reply: %+v %v", r, err)
+	}
+	bad := map[string]string{
+		"not json":       `{"name":`,
+		"no hash":        `{"name":"f","purl":"/d/","wark":"` + goodWark + `"}`,
+		"unknown chunk":  string(ok([]string{up2k.ChunkHash([]byte("other"))})),
+		"chunk twice":    string(ok([]string{hs[0], hs[0]})),
+		"purl not path":  `{"name":"f","purl":"http://evil/","wark":"` + goodWark + `","hash":[]}`,
+		"purl query":     `{"name":"f","purl":"/d/?delete","wark":"` + goodWark + `","hash":[]}`,
+		"name with /":    `{"name":"../f","purl":"/d/","wark":"` + goodWark + `","hash":[]}`,
+		"short wark":     `{"name":"f","purl":"/d/","wark":"abc","hash":[]}`,
+		"wark bad chars": `{"name":"f","purl":"/d/","wark":"` + strings.Repeat("+", 44) + `","hash":[]}`,
+		"hash not list":  `{"name":"f","purl":"/d/","wark":"` + goodWark + `","hash":"x"}`,
+	}
+	for what, body := range bad {
+		if _, err := parseReply([]byte(body), hs); err == nil {
+			t.Errorf("%s: accepted %s", what, body)
+		}
+	}
+}
+
+// FuzzParseReply: whatever a server answers, a reply accepted names only
+// chunks of the file (each once), a plain name, a folder path and a wark.
+func FuzzParseReply(f *testing.F) {
+	hs := hashesOf(4)
+	f.Add([]byte(`{"name":"f","purl":"/d/","size":3,"lmod":1,"sprs":true,"hash":["` + hs[0] + `"],"wark":"` + goodWark + `"}`))
+	f.Add([]byte(`{"name":"f","purl":"/","hash":[],"wark":"#` + goodWark[1:] + `","sprs":false}`))
+	f.Add([]byte(`{"hits":[]}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := parseReply(body, hs)
+		if err != nil {
+			return
+		}
+		if r.Name == "" || strings.ContainsAny(r.Name, "/\\") || !strings.HasPrefix(r.Purl, "/") || strings.ContainsAny(r.Purl, "?#") || !validWark(r.Wark) {
+			t.Fatalf("accepted %+v", r)
+		}
+		seen := map[string]bool{}
+		for _, h := range r.Need {
+			if seen[h] || !contains(hs, h) {
+				t.Fatalf("need %q not a chunk of the file once", h)
+			}
+			seen[h] = true
+		}
+	})
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// FuzzParseListing: a listing accepted gives plain names only (what --dr
+// deletes is always inside the folder listed).
+func FuzzParseListing(f *testing.F) {
+	f.Add([]byte(`{"dirs":[{"href":"a%20b/"}],"files":[{"href":"c.txt?k=x"}]}`))
+	f.Add([]byte(`{"dirs":[{"href":"../"}],"files":[]}`))
+	f.Add([]byte(`{"files":[{"href":"%2e%2e"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		names, err := parseListing(body)
+		if err != nil {
+			return
+		}
+		for _, n := range names {
+			if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\\\x00") {
+				t.Fatalf("accepted name %q", n)
+			}
+		}
+	})
+}
+
+func TestParseListing(t *testing.T) {
+	got, err := parseListing([]byte(`{"dirs":[{"href":"a%20b/"}],"files":[{"href":"c%23.txt?k=x"}]}`))
+	if err != nil || strings.Join(got, "|") != "a b|c#.txt" {
+		t.Fatalf("%q %v", got, err)
+	}
+	for _, b := range []string{`{"files":[{"href":"%2e%2e"}]}`, `{"files":[{"href":"a/b"}]}`, `{"files":[{"href":"%2F"}]}`, `[1]`} {
+		if _, err := parseListing([]byte(b)); err == nil {
+			t.Errorf("accepted %s", b)
+		}
+	}
+}
+
+// TestStitchParses: the header stitch makes is read back by the server's
+// parser as the same run of chunks.
+func TestStitchParses(t *testing.T) {
+	hs := hashesOf(200)
+	for _, n := range []int{1, 2, 9, 57, maxStitch} {
+		g := make([]int, n)
+		for i := range g {
+			g[i] = 3 + i
+		}
+		hl, err := up2k.ParseHashList(stitch(hs, g))
+		if err != nil {
+			t.Fatalf("%d chunks: %v", n, err)
+		}
+		if hl.First != hs[3] || len(hl.Rest) != n-1 {
+			t.Fatalf("%d chunks: first %q, %d more", n, hl.First, len(hl.Rest))
+		}
+		for i, p := range hl.Rest {
+			if !strings.HasPrefix(hs[4+i], p) {
+				t.Fatalf("prefix %d %q of %q", i, p, hs[4+i])
+			}
+		}
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://h:1":         "http://h:1 /",
+		"http://h:1/":        "http://h:1 /",
+		"https://h/a/b":      "https://h /a/b/",
+		"http://[::1]:9/x/":  "http://[::1]:9 /x/",
+		"http://h/sp%20ace/": "http://h /sp ace/",
+	} {
+		b, f, err := ParseURL(in)
+		if err != nil || b+" "+f != want {
+			t.Errorf("%s: %q %q %v, want %s", in, b, f, err, want)
+		}
+	}
+	for _, in := range []string{"", "h:1/x", "ftp://h/", "http://", "http:///x", "http://h/?x", "http://u:p@h/", "http://h/a/../b", "./dir", "http://h/#f"} {
+		if _, _, err := ParseURL(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+// TestHasherMatches: chunk hashes from the pool (lanes or not) equal
+// up2k.HashFile's for sizes around the chunk and piece edges.
+func TestHasherMatches(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, lanes := range []bool{true, false} {
+		h := newHasher(2)
+		if !lanes {
+			h.close()
+			h = &hasher{par: 2, bufs: make(chan []byte, 4)}
+			for range 4 {
+				h.bufs <- make([]byte, pieceSize)
+			}
+		}
+		for _, size := range []int64{1, 127, 128, 129, pieceSize - 1, pieceSize, pieceSize + 1, 1<<20 - 1, 1 << 20, 1<<20 + 1, 3<<20 + 12345, 40<<20 + 7} {
+			if size > 8<<20 && !lanes {
+				continue
+			}
+			b := make([]byte, size)
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			p := filepath.Join(dir, "f")
+			os.WriteFile(p, b, 0o644)
+			f, _ := os.Open(p)
+			got, err := h.hashFile(context.Background(), f, size)
+			_, want, werr := up2k.HashFile(context.Background(), bytes.NewReader(b), size, "s", 0, "", "f")
+			f.Close()
+			if err != nil || werr != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Fatalf("lanes=%v size %d: %v %v\n%q\n%q", lanes, size, err, werr, got, want)
+			}
+		}
+		// A file shorter than the size it was announced with: errChanged.
+		p := filepath.Join(dir, "short")
+		os.WriteFile(p, make([]byte, 1000), 0o644)
+		f, _ := os.Open(p)
+		if _, err := h.hashFile(context.Background(), f, 3<<20); !errors.Is(err, errChanged) {
+			t.Fatalf("lanes=%v: a short file gave %v", lanes, err)
+		}
+		f.Close()
+		if len(h.bufs) != cap(h.bufs) {
+			t.Fatalf("lanes=%v: %d of %d buffers back", lanes, len(h.bufs), cap(h.bufs))
+		}
+		h.close()
+	}
+}
+
+// TestRetries: 503 and 429 (with Retry-After) and dropped connections are
+// retried; a 400 is not; 403 is ErrAuth.
+func TestRetries(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch k := n.Add(1); {
+		case r.URL.Path == "/bad":
+			http.Error(w, "no such thing\nsecond line", 400)
+		case r.URL.Path == "/auth":
+			http.Error(w, "who", 403)
+		case k == 1:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy", 503)
+		case k == 2:
+			http.Error(w, "slow down", 429)
+		case k == 3:
+			hj, _ := w.(http.Hijacker)
+			c, _, _ := hj.Hijack()
+			c.Close()
+		default:
+			w.Write([]byte("ok"))
+		}
+	}))
+	defer srv.Close()
+	w := &wire{base: srv.URL, hc: srv.Client(), retries: 5}
+	get := func(p string) func() (*http.Request, error) {
+		return func() (*http.Request, error) { return http.NewRequest("GET", srv.URL+p, nil) }
+	}
+	t0 := time.Now()
+	b, err := w.do(context.Background(), get("/"), false)
+	if err != nil || string(b) != "ok" || n.Load() != 4 {
+		t.Fatalf("%q %v after %d tries", b, err, n.Load())
+	}
+	if time.Since(t0) < time.Second {
+		t.Fatalf("Retry-After: 1 was not honoured (%v)", time.Since(t0))
+	}
+	n.Store(10)
+	_, err = w.do(context.Background(), get("/bad"), true)
+	if he, ok := isHTTP(err, 400); !ok || he.Msg != "no such thing" || n.Load() != 11 {
+		t.Fatalf("400: %v after %d", err, n.Load()-10)
+	}
+	if _, err := w.do(context.Background(), get("/auth"), true); !errors.Is(err, ErrAuth) {
+		t.Fatalf("403: %v", err)
+	}
+}
+
+func TestFilter(t *testing.T) {
+	re, err := CompileX(`.*/\.git/.*`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Filter{Exclude: []*regexp.Regexp{re}, Skip: []string{"*.tmp", "cache"}, Only: []string{"*.jpg", "keep/*"}}
+	for _, c := range []struct {
+		abs, rel string
+		dir, skip bool
+	}{
+		{"/a/.GIT/x", ".git/x", false, true},
+		{"/a/b.jpg", "b.jpg", false, false},
+		{"/a/b.png", "b.png", false, true},
+		{"/a/keep/b.png", "keep/b.png", false, false},
+		{"/a/x.tmp", "x.tmp", false, true},
+		{"/a/cache", "cache", true, true},
+		{"/a/sub", "sub", true, false},
+	} {
+		if got := f.skip(c.abs, c.rel, c.dir); got != c.skip {
+			t.Errorf("%s: skip %v, want %v", c.rel, got, c.skip)
+		}
+	}
+}
