@@ -81,6 +81,9 @@ const maxFailures = 1000
 // ParseURL checks a target URL and returns its base (scheme://host) and
 // folder path (with slashes at both ends).
 func ParseURL(s string) (base, folder string, err error) {
+	if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
+		return "", "", fmt.Errorf("URL %q: want http://HOST[:PORT]/FOLDER/ or https://…", s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return "", "", fmt.Errorf("URL %q: %v", s, err)
@@ -476,6 +479,10 @@ func (r *run) hsFailed(it *item, err error) {
 
 // search asks the server for files with this content.
 func (r *run) search(ctx context.Context, it *item) {
+	if it.size == 0 {
+		r.found(it, nil) // nothing to search by (servers refuse an empty hash list)
+		return
+	}
 	body, err := r.handshake(ctx, it, true)
 	if err != nil {
 		r.hsFailed(it, err)

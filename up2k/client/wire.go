@@ -187,6 +187,10 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 				return body, nil
 			case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 				return nil, fmt.Errorf("%w: %w", ErrAuth, &HTTPError{resp.StatusCode, firstLine(body)})
+			case resp.StatusCode == http.StatusInternalServerError && attempt >= 2:
+				// A plain 500 is more often a lasting failure (a full
+				// disk, a refusal) than a passing one: a few tries only.
+				return nil, &HTTPError{resp.StatusCode, firstLine(body)}
 			case transient(resp.StatusCode) || retry422 && resp.StatusCode == http.StatusUnprocessableEntity:
 				err = &HTTPError{resp.StatusCode, firstLine(body)}
 				wait = retryAfter(resp.Header.Get("Retry-After"))

@@ -1,0 +1,584 @@
+package e2e
+
+// hoard up, the bulk uploader, against the built server, through a
+// counting (and, when asked, slow or flaky) proxy in the test.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// upProxy forwards to a hoard that may be replaced (a restart), counting
+// up2k requests: handshakes, chunk posts, and the chunk bytes the server
+// acknowledged (200).
+type upProxy struct {
+	URL     string
+	backend atomic.Pointer[url.URL]
+	srv     *http.Server
+
+	handshakes atomic.Int64
+	posts      atomic.Int64 // chunk posts forwarded
+	postBytes  atomic.Int64 // their bodies
+	acked      atomic.Int64 // posts answered 200
+	ackedBytes atomic.Int64
+
+	delay  atomic.Int64 // nanoseconds to hold each chunk post
+	drop   atomic.Int64 // per mille of requests whose connection is cut
+	onPost func(r *http.Request)
+	rnd    *rand.Rand
+	mu     sync.Mutex
+}
+
+func newUpProxy(t *testing.T, target string) *upProxy {
+	t.Helper()
+	p := &upProxy{rnd: rand.New(rand.NewPCG(7, 11))}
+	p.setBackend(t, target)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(p.backend.Load())
+			pr.Out.Host = pr.In.Host
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.Request.Header.Get("X-Up2k-Hash") != "" && resp.StatusCode == 200 {
+				p.acked.Add(1)
+				p.ackedBytes.Add(resp.Request.ContentLength)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			http.Error(w, "proxy: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := r.Header.Get("X-Up2k-Hash") != ""
+		if chunk {
+			p.posts.Add(1)
+			p.postBytes.Add(r.ContentLength)
+			if p.onPost != nil {
+				p.onPost(r)
+			}
+			if d := p.delay.Load(); d > 0 {
+				time.Sleep(time.Duration(d))
+			}
+		} else if r.Method == "POST" && strings.Contains(r.Header.Get("Content-Type"), "json") && r.URL.RawQuery == "" {
+			p.handshakes.Add(1)
+		}
+		if d := p.drop.Load(); d > 0 {
+			p.mu.Lock()
+			roll, after := p.rnd.Int64N(1000), p.rnd.IntN(2) == 0
+			p.mu.Unlock()
+			if roll < d {
+				if after { // the server does the work, the answer is lost
+					rec := &discardWriter{h: http.Header{}}
+					rp.ServeHTTP(rec, r)
+				}
+				if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+					c.Close()
+				}
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.URL = "http://" + l.Addr().String()
+	p.srv = &http.Server{Handler: h}
+	go p.srv.Serve(l)
+	t.Cleanup(func() { p.srv.Close() })
+	return p
+}
+
+func (p *upProxy) setBackend(t *testing.T, target string) {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.backend.Store(u)
+}
+
+func (p *upProxy) reset() {
+	for _, c := range []*atomic.Int64{&p.handshakes, &p.posts, &p.postBytes, &p.acked, &p.ackedBytes} {
+		c.Store(0)
+	}
+}
+
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// upCmd is hoard up with args, its output collected.
+func upCmd(ctx context.Context, args ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
+	cmd := exec.CommandContext(ctx, binPath, append([]string{"up"}, args...)...)
+	var o, e syncBuf
+	cmd.Stdout, cmd.Stderr = &o, &e
+	cmd.Env = append(os.Environ(), "HOARD_PW=")
+	return cmd, &o, &e
+}
+
+// hoardUp runs hoard up to the end and returns its exit status and output.
+func hoardUp(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd, o, e := upCmd(ctx, args...)
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("hoard up %q did not finish in time\nstdout:\n%s\nstderr:\n%s", args, o, e)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, o.String(), e.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), o.String(), e.String()
+	}
+	t.Fatalf("hoard up: %v", err)
+	return 0, "", ""
+}
+
+// upSummary is the last line of --json output.
+type upSummary struct {
+	Event    string `json:"event"`
+	Files    int64  `json:"files"`
+	Uploaded int64  `json:"uploaded"`
+	Present  int64  `json:"present"`
+	Failed   int64  `json:"failed"`
+	Found    int64  `json:"found"`
+	NotFound int64  `json:"notfound"`
+	Sent     int64  `json:"sent"`
+	Deleted  int64  `json:"deleted"`
+	OK       bool   `json:"ok"`
+	Failures []struct {
+		Path, Error string
+	} `json:"failures"`
+}
+
+func lastSummary(t *testing.T, stdout string) upSummary {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var s upSummary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil || s.Event != "summary" {
+		t.Fatalf("no JSON summary at the end (%v):\n%s", err, stdout)
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Fatalf("--json line is not JSON: %q", l)
+		}
+	}
+	return s
+}
+
+// upTree makes a tree of big and small files (one of each size range,
+// names with spaces and non-ASCII, an empty file, a duplicate) and
+// returns its total size and file count.
+func upTree(t *testing.T, dir string, big int) (int64, int) {
+	t.Helper()
+	var total int64
+	n := 0
+	add := func(rel string, b []byte) {
+		writeFile(t, dir, rel, b)
+		total += int64(len(b))
+		n++
+	}
+	add("big.bin", seededBytes(1, big))
+	add("a.txt", []byte("hello\n"))
+	add("empty", nil)
+	add("sub/b b.txt", seededBytes(2, 5000))
+	add("sub/ünï cödé.bin", seededBytes(3, 70000))
+	add("sub/deeper/c.bin", seededBytes(4, 3<<20+1))
+	add("sub/deeper/same-as-c.bin", seededBytes(4, 3<<20+1))
+	for i := range 40 {
+		add(fmt.Sprintf("many/f%02d", i), seededBytes(uint64(100+i), 1+i*997))
+	}
+	past := time.Unix(1500000000, 0)
+	os.Chtimes(filepath.Join(dir, "a.txt"), past, past)
+	return total, n
+}
+
+// sameTree fails unless dst holds exactly the regular files of src
+// (content and mtime to the second), nothing more (the state folder and
+// work files aside).
+func sameTree(t *testing.T, src, dst string) {
+	t.Helper()
+	want := map[string]bool{}
+	filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(src, p)
+		want[filepath.ToSlash(rel)] = true
+		return nil
+	})
+	if n := u2cSameTree(t, src, dst); n != len(want) {
+		t.Errorf("%d files compared, want %d", n, len(want))
+	}
+	for _, p := range userTree(t, dst) {
+		fi, err := os.Stat(filepath.Join(dst, p))
+		if err == nil && !fi.IsDir() && !want[p] {
+			t.Errorf("remote has %s, which the local tree has not", p)
+		}
+	}
+}
+
+func TestUpTree(t *testing.T) {
+	vol, src := t.TempDir(), t.TempDir()
+	tree := filepath.Join(src, "tree")
+	total, n := upTree(t, tree, 40<<20+333)
+	s := start(t, "-a", "u:pw", "-v", vol+"::rwd,u", "-e2d")
+	px := newUpProxy(t, s.URL)
+
+	code, out, errOut := hoardUp(t, "-a", "pw", "--json", px.URL+"/up/", tree)
+	if code != 0 {
+		t.Fatalf("hoard up: exit %d\n%s\n%s\nserver:\n%s", code, out, errOut, s.logs)
+	}
+	sameTree(t, tree, filepath.Join(vol, "up", "tree"))
+	wantNoPartial(t, vol)
+	sum := lastSummary(t, out)
+	if sum.Files != int64(n) || sum.Failed != 0 || !sum.OK {
+		t.Fatalf("summary %+v, want %d files, none failed", sum, n)
+	}
+	// Every chunk is acknowledged once (the duplicate file costs one
+	// handshake, no chunk), and big consecutive chunks were stitched.
+	dup := int64(3<<20 + 1)
+	if got := px.ackedBytes.Load(); got != total-dup || px.postBytes.Load() != got {
+		t.Errorf("chunk bytes acknowledged %d, posted %d; want both %d (the tree less its duplicate file)", got, px.postBytes.Load(), total-dup)
+	}
+	if p := px.posts.Load(); p >= int64(n)+40 {
+		t.Errorf("%d chunk posts for %d files with a 40-chunk file: consecutive chunks were not stitched", p, n)
+	}
+
+	// A re-run finds everything there: a handshake per file, no chunk.
+	px.reset()
+	code, out, errOut = hoardUp(t, "-a", "pw", "--json", px.URL+"/up/", tree)
+	if code != 0 {
+		t.Fatalf("re-run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	sum = lastSummary(t, out)
+	if px.posts.Load() != 0 || px.handshakes.Load() != int64(n) || sum.Present != int64(n) || sum.Sent != 0 {
+		t.Fatalf("re-run: %d chunk posts, %d handshakes, summary %+v; want 0 posts and %d handshakes, all present", px.posts.Load(), px.handshakes.Load(), sum, n)
+	}
+
+	// -s finds every file by its content; --dry-run sends nothing.
+	px.reset()
+	code, out, _ = hoardUp(t, "-a", "pw", "-s", "--json", px.URL+"/up/", tree)
+	if sum = lastSummary(t, out); code != 0 || sum.Found != int64(n)-1 || sum.NotFound != 1 || px.posts.Load() != 0 {
+		// the empty file has no content to find
+		t.Fatalf("-s: exit %d, %+v, %d posts\n%s", code, sum, px.posts.Load(), out)
+	}
+	px.reset()
+	writeFile(t, tree, "new.txt", []byte("new"))
+	code, out, _ = hoardUp(t, "-a", "pw", "--dry-run", px.URL+"/up/", tree)
+	if code != 0 || px.handshakes.Load() != 0 || px.posts.Load() != 0 || pathExists(vol, "up/tree/new.txt") || !strings.Contains(out, "would send: tree/new.txt") {
+		t.Fatalf("--dry-run: exit %d, %d handshakes, %d posts\n%s", code, px.handshakes.Load(), px.posts.Load(), out)
+	}
+}
+
+// TestUpPlainOutput: without --json, the progress and summary are lines
+// on stderr, and an unreadable entry (here a dangling link) is reported,
+// the rest uploaded, exit 1 with the failure listed.
+func TestUpPlainOutput(t *testing.T) {
+	vol, src := t.TempDir(), t.TempDir()
+	writeFile(t, src, "d/ok.txt", []byte("fine"))
+	os.Symlink(filepath.Join(src, "nowhere"), filepath.Join(src, "d", "dangling"))
+	s := start(t, "-v", vol+"::rw")
+	code, out, errOut := hoardUp(t, "--pi", "1", s.URL+"/", filepath.Join(src, "d")+"/")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (one file failed)\n%s\n%s", code, out, errOut)
+	}
+	wantFile(t, vol, "ok.txt", []byte("fine"))
+	if !strings.Contains(errOut, "failed: dangling:") || !strings.Contains(errOut, "these 1 files failed") || !strings.Contains(errOut, "1 uploaded") {
+		t.Fatalf("stderr does not report the dangling link and the summary:\n%s", errOut)
+	}
+}
+
+func TestUpKilledResumes(t *testing.T) {
+	vol, src := t.TempDir(), t.TempDir()
+	tree := filepath.Join(src, "tree")
+	total, _ := upTree(t, tree, 24<<20)
+	total -= 3<<20 + 1 // the duplicate is never sent
+	s := start(t, "-v", vol+"::rw")
+	px := newUpProxy(t, s.URL)
+	px.delay.Store(int64(40 * time.Millisecond))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd, o, e := upCmd(ctx, "-j", "2", "--sz", "1", px.URL+"/", tree)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for px.acked.Load() < 12 {
+		if ctx.Err() != nil {
+			t.Fatalf("the upload never got going\n%s\n%s", o, e)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	time.Sleep(100 * time.Millisecond) // the proxy sees the last answers
+	first := px.ackedBytes.Load()
+	if first >= total {
+		t.Fatalf("the first run finished (%d of %d bytes) before it was killed", first, total)
+	}
+
+	px.delay.Store(0)
+	px.reset()
+	code, out, errOut := hoardUp(t, "-j", "2", px.URL+"/", tree)
+	if code != 0 {
+		t.Fatalf("re-run: exit %d\n%s\n%s\nserver:\n%s", code, out, errOut, s.logs)
+	}
+	sameTree(t, tree, filepath.Join(vol, "tree"))
+	wantNoPartial(t, vol)
+	if got := px.postBytes.Load(); first+got != total || px.ackedBytes.Load() != got {
+		t.Fatalf("the first run got %d bytes acknowledged, the re-run posted %d (%d acknowledged); want the %d missing of %d", first, got, px.ackedBytes.Load(), total-first, total)
+	}
+}
+
+func TestUpServerRestart(t *testing.T) {
+	vol, src := t.TempDir(), t.TempDir()
+	tree := filepath.Join(src, "tree")
+	total, _ := upTree(t, tree, 24<<20)
+	total -= 3<<20 + 1
+	s, err := launch(t, t.TempDir(), "-v", vol+"::rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := newUpProxy(t, s.URL)
+	px.delay.Store(int64(30 * time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd, o, e := upCmd(ctx, "-j", "2", "--sz", "1", "--json", px.URL+"/", tree)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for px.acked.Load() < 10 {
+		if ctx.Err() != nil {
+			t.Fatalf("the upload never got going\n%s\n%s", o, e)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.kill(t) // no shutdown: the client sees refused connections, then a new server
+	time.Sleep(300 * time.Millisecond)
+	s2 := startInDir(t, t.TempDir(), "-v", vol+"::rw")
+	px.setBackend(t, s2.URL)
+	px.delay.Store(0)
+	err = cmd.Wait()
+	if err != nil {
+		t.Fatalf("hoard up across a restart: %v\n%s\n%s\nserver:\n%s", err, o, e, s2.logs)
+	}
+	sameTree(t, tree, filepath.Join(vol, "tree"))
+	wantNoPartial(t, vol)
+	if sum := lastSummary(t, o.String()); !sum.OK || sum.Failed != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	// Each chunk was acknowledged once: nothing the old server took was
+	// sent again.
+	if got := px.ackedBytes.Load(); got != total {
+		t.Fatalf("%d chunk bytes acknowledged across the restart, want %d (each chunk once)", got, total)
+	}
+}
+
+func TestUpDeleteRemote(t *testing.T) {
+	vol, src := t.TempDir(), t.TempDir()
+	tree := filepath.Join(src, "tree")
+	upTree(t, tree, 2<<20)
+	s := start(t, "-v", vol+"::rwmd")
+	if code, out, errOut := hoardUp(t, s.URL+"/up/", tree); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Locally: a file and a folder go, a file changes; remotely a file
+	// and a folder appear that were never local; beside the target a
+	// remote file that --dr must not touch.
+	os.Remove(filepath.Join(tree, "a.txt"))
+	os.RemoveAll(filepath.Join(tree, "sub", "deeper"))
+	writeFile(t, tree, "many/f01", []byte("changed"))
+	resp, body := s.do(t, "PUT", "/up/tree/many/remote-only", []byte("x"))
+	wantStatus(t, resp, body, 201)
+	resp, body = s.do(t, "PUT", "/up/tree/rdir/r", []byte("y"))
+	wantStatus(t, resp, body, 201)
+	resp, body = s.do(t, "PUT", "/up/beside", []byte("z"))
+	wantStatus(t, resp, body, 201)
+	// An excluded local file is still present: its remote copy stays.
+	writeFile(t, tree, "keep.tmp", []byte("tmp"))
+	resp, body = s.do(t, "PUT", "/up/tree/keep.tmp", []byte("tmp"))
+	wantStatus(t, resp, body, 201)
+
+	code, out, errOut := hoardUp(t, "--dr", "--exclude", "*.tmp", "--json", s.URL+"/up/", tree)
+	if code != 0 {
+		t.Fatalf("--dr: exit %d\n%s\n%s\n%s", code, out, errOut, s.logs)
+	}
+	sameTree(t, tree, filepath.Join(vol, "up", "tree"))
+	if sum := lastSummary(t, out); sum.Deleted != 4 {
+		t.Errorf("deleted %d, want 4 (a.txt, sub/deeper, many/remote-only, rdir)", sum.Deleted)
+	}
+	wantFile(t, vol, "up/beside", []byte("z"))
+	wantFile(t, vol, "up/tree/many/f01", []byte("changed")) // --dr implies --ow
+	for _, gone := range []string{"up/tree/a.txt", "up/tree/sub/deeper", "up/tree/rdir", "up/tree/many/remote-only"} {
+		if pathExists(vol, gone) {
+			t.Errorf("%s is still there", gone)
+		}
+	}
+}
+
+func TestUpFlakyProxy(t *testing.T) {
+	vol, src := t.TempDir(), t.TempDir()
+	tree := filepath.Join(src, "tree")
+	upTree(t, tree, 12<<20)
+	s := start(t, "-v", vol+"::rw")
+	px := newUpProxy(t, s.URL)
+	px.drop.Store(200) // one request in five loses its connection
+	code, out, errOut := hoardUp(t, "-j", "3", "--sz", "2", "--retries", "30", px.URL+"/", tree)
+	if code != 0 {
+		t.Fatalf("exit %d through a flaky proxy\n%s\n%s\nserver:\n%s", code, out, errOut, s.logs)
+	}
+	sameTree(t, tree, filepath.Join(vol, "tree"))
+	wantNoPartial(t, vol)
+}
+
+// TestUpFileChanges: a file rewritten while its chunks are on their way
+// is hashed again and the server ends with the new content under its
+// name (not a second, renamed copy).
+func TestUpFileChanges(t *testing.T) {
+	vol, src := t.TempDir(), t.TempDir()
+	p := writeFile(t, src, "d/f.bin", seededBytes(9, 777777))
+	s := start(t, "-v", vol+"::rwd")
+	px := newUpProxy(t, s.URL)
+	var once sync.Once
+	newer := seededBytes(10, 777777)
+	px.onPost = func(r *http.Request) {
+		once.Do(func() {
+			os.WriteFile(p, newer, 0o644)
+			later := time.Now().Add(time.Hour)
+			os.Chtimes(p, later, later)
+		})
+	}
+	code, out, errOut := hoardUp(t, px.URL+"/", filepath.Join(src, "d"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s\n%s", code, out, errOut, s.logs)
+	}
+	wantFile(t, vol, "d/f.bin", newer)
+	if got := userTree(t, filepath.Join(vol, "d")); !slices.Equal(got, []string{"f.bin"}) {
+		t.Fatalf("remote folder holds %q, want only f.bin", got)
+	}
+}
+
+func TestUpBadArgs(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "need a URL and at least one PATH"},
+		{[]string{"http://127.0.0.1:1/"}, "need a URL and at least one PATH"},
+		{[]string{"--nope", "http://127.0.0.1:1/", dir}, "nope"},
+		{[]string{"-j", "0", "http://127.0.0.1:1/", dir}, "-j 0"},
+		{[]string{"-j", "x", "http://127.0.0.1:1/", dir}, "-j"},
+		{[]string{"ftp://127.0.0.1/", dir}, "want http://"},
+		{[]string{"http://", dir}, "has no host"},
+		{[]string{"127.0.0.1:3923/up", dir}, "want http://"},
+		{[]string{dir, "http://127.0.0.1:1/"}, "want http://"},
+		{[]string{"http://127.0.0.1:1/a/../b", dir}, ".."},
+		{[]string{"http://127.0.0.1:1/", filepath.Join(dir, "missing")}, "no such file"},
+		{[]string{"-x", "(", "http://127.0.0.1:1/", dir}, "-x"},
+		{[]string{"--exclude", "[", "http://127.0.0.1:1/", dir}, "glob"},
+		{[]string{"-s", "--dr", "http://127.0.0.1:1/", dir}, "do not go together"},
+	} {
+		code, out, errOut := hoardUp(t, c.args...)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != 2 || len(lines) != 1 || !strings.Contains(errOut, c.want) || !strings.HasPrefix(errOut, "hoard up: ") || out != "" {
+			t.Errorf("hoard up %q: exit %d, stdout %q, stderr %q; want exit 2 and one line about %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	// -h prints the usage and exits 0; a server that is not there is a
+	// run-time failure (1), after the retries.
+	if code, out, _ := hoardUp(t, "-h"); code != 0 || !strings.Contains(out, "usage: hoard up") {
+		t.Errorf("-h: exit %d\n%s", code, out)
+	}
+	writeFile(t, dir, "f", []byte("x"))
+	if code, _, errOut := hoardUp(t, "--retries", "1", "http://127.0.0.1:1/", dir); code != 1 || !strings.Contains(errOut, "failed") {
+		t.Errorf("no server: exit %d, want 1\n%s", code, errOut)
+	}
+	// A wrong password stops the run at once, exit 1.
+	s := start(t, "-a", "u:pw", "-v", t.TempDir()+"::rw,u")
+	if code, _, errOut := hoardUp(t, "-a", "wrong", s.URL+"/", dir); code != 1 || !strings.Contains(errOut, "wrong password") {
+		t.Errorf("wrong password: exit %d, want 1\n%s", code, errOut)
+	}
+}
+
+// TestUpCopyparty: the same client against copyparty from source, when
+// COPYPARTY_SRC names a checkout.
+func TestUpCopyparty(t *testing.T) {
+	cp := os.Getenv("COPYPARTY_SRC")
+	if cp == "" {
+		t.Skip("COPYPARTY_SRC is not set: skipping hoard up against copyparty; set it to a copyparty source tree (python3 -m copyparty runs there)")
+	}
+	py := os.Getenv("HOARD_PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	vol, src := t.TempDir(), t.TempDir()
+	tree := filepath.Join(src, "tree")
+	total, n := upTree(t, tree, 40<<20+333)
+	port := freePort(t)
+	cmd := exec.Command(py, "-m", "copyparty", "-q", "-p", strconv.Itoa(port), "-i", "127.0.0.1", "-v", vol+"::rwd", "-e2d", "--no-robots")
+	cmd.Dir = cp
+	var logs syncBuf
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for i := 0; ; i++ {
+		if resp, err := http.Get(base + "/"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if i > 300 {
+			t.Fatalf("copyparty did not come up:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	px := newUpProxy(t, base)
+	code, out, errOut := hoardUp(t, "--json", px.URL+"/up/", tree)
+	if code != 0 {
+		t.Fatalf("against copyparty: exit %d\n%s\n%s\ncopyparty:\n%s", code, out, errOut, logs.String())
+	}
+	sameTree(t, tree, filepath.Join(vol, "up", "tree"))
+	if got := px.ackedBytes.Load(); got != total-(3<<20+1) {
+		t.Errorf("%d chunk bytes acknowledged, want %d", got, total-(3<<20+1))
+	}
+	px.reset()
+	code, out, _ = hoardUp(t, "--json", px.URL+"/up/", tree)
+	if sum := lastSummary(t, out); code != 0 || px.posts.Load() != 0 || sum.Present != int64(n) {
+		t.Fatalf("re-run against copyparty: exit %d, %d posts, %+v", code, px.posts.Load(), sum)
+	}
+	// --dr with copyparty's listing and delete.
+	os.Remove(filepath.Join(tree, "a.txt"))
+	code, out, errOut = hoardUp(t, "--dr", px.URL+"/up/", tree)
+	if code != 0 || pathExists(vol, "up/tree/a.txt") {
+		t.Fatalf("--dr against copyparty: exit %d\n%s\n%s\n%s", code, out, errOut, logs.String())
+	}
+}
