@@ -599,3 +599,33 @@ func TestUpCopyparty(t *testing.T) {
 		t.Fatalf("--dr against copyparty: exit %d\n%s\n%s\n%s", code, out, errOut, logs.String())
 	}
 }
+
+// TestUpTLS: --cacert (or u2c's -te) trusts the server's certificate; -td
+// skips the check; without either a self-signed server is refused at
+// once (no retries), exit 1.
+func TestUpTLS(t *testing.T) {
+	vol, src, cdir := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFile(t, src, "tree/big.bin", seededBytes(5, 5<<20+77))
+	writeFile(t, src, "tree/a.txt", []byte("hello\n"))
+	certFile := filepath.Join(cdir, "cert.pem")
+	tlsCert(t, certFile, "", 1)
+	b := readFile(t, certFile)
+	caFile := writeFile(t, cdir, "ca.pem", b[:bytes.Index(b, []byte("-----BEGIN PRIVATE KEY"))])
+	s := start(t, "--cert", certFile, "-v", vol+"::rw")
+	t0 := time.Now()
+	code, _, errOut := hoardUp(t, httpsURL(s)+"/up/", filepath.Join(src, "tree"))
+	if code != 1 || !strings.Contains(errOut, "certificate is not trusted") || time.Since(t0) > 10*time.Second || pathExists(vol, "up") {
+		t.Fatalf("an untrusted certificate: exit %d after %v\n%s", code, time.Since(t0), errOut)
+	}
+	for _, flag := range []string{"--cacert", "-te"} {
+		if code, out, errOut := hoardUp(t, flag, caFile, httpsURL(s)+"/up/", filepath.Join(src, "tree")); code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", flag, code, out, errOut)
+		}
+	}
+	sameTree(t, filepath.Join(src, "tree"), filepath.Join(vol, "up", "tree"))
+	writeFile(t, src, "tree2/c.bin", seededBytes(6, 3<<20))
+	if code, out, errOut := hoardUp(t, "-td", httpsURL(s)+"/up/", filepath.Join(src, "tree2")); code != 0 {
+		t.Fatalf("-td: exit %d\n%s\n%s", code, out, errOut)
+	}
+	sameTree(t, filepath.Join(src, "tree2"), filepath.Join(vol, "up", "tree2"))
+}

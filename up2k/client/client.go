@@ -222,6 +222,9 @@ func (r *run) pipeline(ctx context.Context) {
 	for range hashers {
 		hw.Go(func() {
 			for l := range files {
+				if ctx.Err() != nil {
+					continue // the run is over (a bad password, a signal)
+				}
 				it, err := r.open(ctx, l)
 				for try := 0; try < 3 && errors.Is(err, errChanged); try++ {
 					it, err = r.open(ctx, l) // it changed while hashed: again
@@ -252,6 +255,10 @@ func (r *run) pipeline(ctx context.Context) {
 	for range r.o.Handshakes {
 		dw.Go(func() {
 			for it := range hashed {
+				if ctx.Err() != nil {
+					it.close()
+					continue
+				}
 				if r.o.Search {
 					r.search(ctx, it)
 				} else {
@@ -438,7 +445,7 @@ func (r *run) drive(ctx context.Context, it *item) {
 				return
 			}
 			it.redo, prev = true, -1
-		case errors.Is(err, ErrAuth):
+		case errors.Is(err, ErrAuth) || errors.Is(err, ErrTLS):
 			r.hsFailed(it, err)
 			return
 		case errors.As(err, &he) && he.Status < 500:
@@ -465,7 +472,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // hsFailed handles a handshake that failed.
 func (r *run) hsFailed(it *item, err error) {
-	if errors.Is(err, ErrAuth) {
+	if errors.Is(err, ErrAuth) || errors.Is(err, ErrTLS) {
 		r.cancel(err) // every other file would fail the same way
 		r.fail(it.rel, it.size, err)
 		return

@@ -222,14 +222,14 @@ func TestRetries(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch k := n.Add(1); {
 		case r.URL.Path == "/bad":
-			http.Error(w, "no such thing\nsecond line", 400)
+			http.Error(w, "no such thing\nsecond line", http.StatusBadRequest)
 		case r.URL.Path == "/auth":
-			http.Error(w, "who", 403)
+			http.Error(w, "who", http.StatusForbidden)
 		case k == 1:
 			w.Header().Set("Retry-After", "1")
-			http.Error(w, "busy", 503)
+			http.Error(w, "busy", http.StatusServiceUnavailable)
 		case k == 2:
-			http.Error(w, "slow down", 429)
+			http.Error(w, "slow down", http.StatusTooManyRequests)
 		case k == 3:
 			hj, _ := w.(http.Hijacker)
 			c, _, _ := hj.Hijack()
@@ -268,7 +268,7 @@ func TestFilter(t *testing.T) {
 	}
 	f := Filter{Exclude: []*regexp.Regexp{re}, Skip: []string{"*.tmp", "cache"}, Only: []string{"*.jpg", "keep/*"}}
 	for _, c := range []struct {
-		abs, rel string
+		abs, rel  string
 		dir, skip bool
 	}{
 		{"/a/.GIT/x", ".git/x", false, true},

@@ -115,6 +115,9 @@ func (e *HTTPError) Error() string {
 // ErrAuth is a server refusing the password (or asking for one).
 var ErrAuth = errors.New("login required, or wrong password (-a PASSWORD or HOARD_PW)")
 
+// ErrTLS is a server certificate that does not verify; no retry helps.
+var ErrTLS = errors.New("the server's certificate is not trusted (--cacert FILE, or -td to skip the check)")
+
 // wire sends requests with retries.
 type wire struct {
 	base    string // scheme://host
@@ -204,6 +207,10 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 		if errors.Is(err, errChanged) {
 			return nil, errChanged
 		}
+		var cve *tls.CertificateVerificationError
+		if errors.As(err, &cve) {
+			return nil, fmt.Errorf("%w: %v", ErrTLS, cve.Err)
+		}
 		last = err
 		if attempt >= w.retries {
 			return nil, fmt.Errorf("gave up after %d tries: %w", attempt+1, last)
@@ -264,8 +271,8 @@ func firstLine(b []byte) string {
 	return strings.ToValidUTF8(string(b), "?")
 }
 
-// fullMsg is the whole body of an error (the server's chunk errors span
-// lines), for matching.
+// isHTTP reports whether err is an *HTTPError with status code (any
+// status when code is 0).
 func isHTTP(err error, code int) (*HTTPError, bool) {
 	var he *HTTPError
 	if errors.As(err, &he) && (code == 0 || he.Status == code) {
