@@ -43,7 +43,7 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 		sz, every          int
 	)
 	fs.StringVar(&pw, "a", "", "password (or $FILE to read it from FILE; default: env HOARD_PW)")
-	fs.IntVar(&o.Jobs, "j", 4, "parallel connections sending chunks")
+	fs.IntVar(&o.Jobs, "j", 8, "parallel connections sending chunks")
 	fs.IntVar(&o.Handshakes, "hs", 0, "files handshaking at once (default max(16, 4 × -j))")
 	fs.IntVar(&sz, "sz", 64, "stitch consecutive chunks into POSTs of about this many MiB")
 	fs.BoolVar(&o.Overwrite, "ow", false, "overwrite existing files instead of autorenaming")

@@ -146,7 +146,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	if o.Jobs < 1 {
-		o.Jobs = 4
+		o.Jobs = 8
 	}
 	if o.Handshakes < 1 {
 		o.Handshakes = max(16, 4*o.Jobs)
