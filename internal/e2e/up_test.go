@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -628,4 +630,86 @@ func TestUpTLS(t *testing.T) {
 		t.Fatalf("-td: exit %d\n%s\n%s", code, out, errOut)
 	}
 	sameTree(t, filepath.Join(src, "tree2"), filepath.Join(vol, "up", "tree2"))
+}
+
+// nullUp2k is a do-nothing up2k server (as bench/nullup2k): every chunk
+// needed on the first handshake of a name, none after; chunks read and
+// thanked. It counts handshakes.
+func nullUp2k(t *testing.T) (string, *atomic.Int64) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var n atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Up2k-Hash") != "" {
+			io.Copy(io.Discard, r.Body)
+			io.WriteString(w, "thank")
+			return
+		}
+		var h struct {
+			Name string   `json:"name"`
+			Hash []string `json:"hash"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&h); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n.Add(1)
+		key := r.URL.Path + "/" + h.Name
+		mu.Lock()
+		need := []string{}
+		if !seen[key] {
+			need = slices.Compact(slices.Clone(h.Hash))
+		}
+		seen[key] = true
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"name": h.Name, "purl": r.URL.Path, "hash": need, "wark": strings.Repeat("w", 44), "sprs": true})
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String(), &n
+}
+
+// TestUpMemoryBounded: the client's peak memory does not grow with the
+// number of files (the walk streams, the queues are bounded): ten times
+// the files, about the same peak.
+func TestUpMemoryBounded(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory makes peak RSS meaningless")
+	}
+	src := t.TempDir()
+	mk := func(dir string, n int) {
+		for i := range n {
+			d := filepath.Join(src, dir, fmt.Sprintf("d%03d", i%100))
+			if i < 100 {
+				os.MkdirAll(d, 0o755)
+			}
+			os.WriteFile(filepath.Join(d, fmt.Sprintf("f%06d", i)), []byte(strconv.Itoa(i)), 0o644)
+		}
+	}
+	mk("small", 3000)
+	mk("large", 30000)
+	base, hs := nullUp2k(t)
+	peak := func(dir string) int64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd, o, e := upCmd(ctx, "-q", base+"/", filepath.Join(src, dir))
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s: %v\n%s\n%s", dir, err, o, e)
+		}
+		return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // KiB → MiB
+	}
+	small := peak("small")
+	large := peak("large")
+	if hs.Load() != 2*33000 { // each file: a handshake and the final one
+		t.Fatalf("%d handshakes, want 66000", hs.Load())
+	}
+	t.Logf("peak RSS: %d MiB for 3,000 files, %d MiB for 30,000", small, large)
+	if large > 100 || large > small+16 {
+		t.Fatalf("peak RSS %d MiB for 30,000 files against %d MiB for 3,000: memory grows with the tree", large, small)
+	}
 }

@@ -506,7 +506,7 @@ func (r *run) search(ctx context.Context, it *item) {
 	}
 	var hits []string
 	for _, h := range rep.Hits {
-		hits = append(hits, "/"+strings.TrimPrefix(h.RP, "/"))
+		hits = append(hits, "/"+strings.TrimPrefix(clean(h.RP), "/"))
 	}
 	r.found(it, hits)
 }

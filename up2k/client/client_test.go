@@ -284,3 +284,34 @@ func TestFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFalseAck: a redirect is not taken for an acknowledgement (nor
+// followed, which would carry the password elsewhere), and what a server
+// says is printed without its control characters.
+func TestNoFalseAck(t *testing.T) {
+	var pw atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/elsewhere" {
+			pw.Store(r.Header.Get("PW"))
+			return
+		}
+		if r.URL.Path == "/esc" {
+			http.Error(w, "bad \x1b]0;pwned\x07 thing", http.StatusBadRequest)
+			return
+		}
+		http.Redirect(w, r, "/elsewhere", http.StatusFound)
+	}))
+	defer srv.Close()
+	w := &wire{base: srv.URL, pw: "secret", hc: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, retries: 2}
+	_, err := w.do(context.Background(), func() (*http.Request, error) { return http.NewRequest("POST", srv.URL+"/chunk", nil) }, false)
+	if _, ok := isHTTP(err, http.StatusFound); !ok {
+		t.Fatalf("a 302 gave %v, want an HTTPError", err)
+	}
+	if v := pw.Load(); v != nil {
+		t.Fatalf("the redirect was followed with PW %q", v)
+	}
+	_, err = w.do(context.Background(), func() (*http.Request, error) { return http.NewRequest("GET", srv.URL+"/esc", nil) }, false)
+	if he, ok := isHTTP(err, 400); !ok || strings.ContainsAny(he.Msg, "\x1b\x07") {
+		t.Fatalf("error %q keeps control characters", err)
+	}
+}

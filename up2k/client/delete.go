@@ -109,9 +109,9 @@ func (r *run) deleted(p string, dry bool) {
 	case r.o.JSON:
 		r.emit(event{Event: "delete", URL: p})
 	case dry:
-		r.line(false, "would delete: %s", p)
+		r.line(false, "would delete: %s", clean(p))
 	default:
-		r.say("deleted: %s", p)
+		r.say("deleted: %s", clean(p))
 	}
 }
 

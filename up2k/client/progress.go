@@ -90,13 +90,13 @@ func (r *run) fail(rel string, size int64, err error) {
 	if len(r.sum.Failures) < maxFailures {
 		r.sum.Failures = append(r.sum.Failures, Failure{Path: rel, Err: msg})
 	}
-	r.lastErr = rel + ": " + msg
+	r.lastErr = clean(rel + ": " + msg)
 	r.mu.Unlock()
 	if r.o.JSON {
 		r.emit(event{Event: "file", Path: rel, Size: &size, Status: "failed", Error: msg})
 		return
 	}
-	r.line(true, "failed: %s: %s", rel, msg)
+	r.line(true, "failed: %s: %s", clean(rel), clean(msg))
 }
 
 // finish records a file done: uploaded, present or skipped.
@@ -144,16 +144,16 @@ func (r *run) found(it *item, hits []string) {
 	case r.o.JSON:
 		r.emit(event{Event: "file", Path: it.rel, Size: &it.size, Status: "notfound"})
 	case len(hits) > 0:
-		r.line(false, "found: %s\t%s", it.rel, strings.Join(hits, " "))
+		r.line(false, "found: %s\t%s", clean(it.rel), strings.Join(hits, " "))
 	default:
-		r.line(false, "not found: %s", it.rel)
+		r.line(false, "not found: %s", clean(it.rel))
 	}
 }
 
 func (r *run) retried(err error) {
 	r.st.retries.Add(1)
 	r.mu.Lock()
-	r.lastErr = "retrying: " + err.Error()
+	r.lastErr = clean("retrying: " + err.Error())
 	r.mu.Unlock()
 }
 
@@ -325,7 +325,7 @@ func (r *run) final(runErr error) {
 	if s.Failed > 0 {
 		r.line(true, "these %d files failed:", s.Failed)
 		for _, f := range s.Failures {
-			r.line(true, "  %s: %s", f.Path, f.Err)
+			r.line(true, "  %s: %s", clean(f.Path), clean(f.Err))
 		}
 		if n := s.Failed - int64(len(s.Failures)); n > 0 {
 			r.line(true, "  … and %d more", n)
@@ -366,7 +366,7 @@ func (r *run) dryRun(ctx context.Context) {
 		if r.o.JSON {
 			r.emit(event{Event: "file", Path: l.rel, Size: &l.size, Status: "dry-run", URL: url})
 		} else {
-			r.line(false, "would send: %s (%s) to %s", l.rel, human(l.size), url)
+			r.line(false, "would send: %s (%s) to %s", clean(l.rel), human(l.size), clean(url))
 		}
 	}
 }

@@ -186,8 +186,12 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 			switch {
 			case rerr != nil:
 				err = rerr
-			case resp.StatusCode < 400:
+			case resp.StatusCode >= 200 && resp.StatusCode < 300:
 				return body, nil
+			case resp.StatusCode < 400:
+				// Redirects are not followed (they would carry the
+				// password elsewhere) and are no acknowledgement.
+				return nil, &HTTPError{resp.StatusCode, "unexpected redirect to " + clean(resp.Header.Get("Location"))}
 			case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 				return nil, fmt.Errorf("%w: %w", ErrAuth, &HTTPError{resp.StatusCode, firstLine(body)})
 			case resp.StatusCode == http.StatusInternalServerError && attempt >= 2:
@@ -268,7 +272,18 @@ func firstLine(b []byte) string {
 	if len(b) > 300 {
 		b = b[:300]
 	}
-	return strings.ToValidUTF8(string(b), "?")
+	return clean(string(b))
+}
+
+// clean makes text from a server safe to print on a terminal: valid
+// UTF-8, control characters (escape sequences) replaced.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || 0x80 <= r && r < 0xa0 {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
 }
 
 // isHTTP reports whether err is an *HTTPError with status code (any
