@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -313,5 +317,146 @@ func TestNoFalseAck(t *testing.T) {
 	_, err = w.do(context.Background(), func() (*http.Request, error) { return http.NewRequest("GET", srv.URL+"/esc", nil) }, false)
 	if he, ok := isHTTP(err, 400); !ok || strings.ContainsAny(he.Msg, "\x1b\x07") {
 		t.Fatalf("error %q keeps control characters", err)
+	}
+}
+
+// fakeServer is an up2k server in the test: it checks every chunk post
+// against the hashes (offsets and stitching), records the most posts in
+// flight at once, and answers sprs as told.
+type fakeServer struct {
+	t        *testing.T
+	sprs     bool
+	mu       sync.Mutex
+	files    map[string]*fakeFile // by wark
+	inflight map[string]int // posts in flight per file, under mu
+	maxIn    int            // the most for one file
+	posts    atomic.Int32
+}
+
+type fakeFile struct {
+	size   int64
+	hashes []string
+	have   map[int]bool
+}
+
+func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if hh := r.Header.Get("X-Up2k-Hash"); hh != "" {
+		wk := r.Header.Get("X-Up2k-Wark")
+		f.mu.Lock()
+		f.inflight[wk]++
+		f.maxIn = max(f.maxIn, f.inflight[wk])
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			f.inflight[wk]--
+			f.mu.Unlock()
+		}()
+		f.posts.Add(1)
+		time.Sleep(2 * time.Millisecond)
+		f.mu.Lock()
+		ff := f.files[r.Header.Get("X-Up2k-Wark")]
+		f.mu.Unlock()
+		hl, err := up2k.ParseHashList(hh)
+		if ff == nil || err != nil {
+			http.Error(w, "bad post", http.StatusBadRequest)
+			return
+		}
+		i := slices.Index(ff.hashes, hl.First)
+		idx := []int{i}
+		for k, p := range hl.Rest {
+			if !strings.HasPrefix(ff.hashes[i+1+k], p) {
+				http.Error(w, "bad prefix", http.StatusBadRequest)
+				return
+			}
+			idx = append(idx, i+1+k)
+		}
+		cs := up2k.ChunkSize(ff.size)
+		body, _ := io.ReadAll(r.Body)
+		for k, c := range idx {
+			n := min(cs, ff.size-int64(c)*cs)
+			if int64(len(body)) < n || up2k.ChunkHash(body[:n]) != ff.hashes[c] {
+				f.t.Errorf("chunk %d (post chunk %d) does not match its hash", c, k)
+				http.Error(w, "your chunk got corrupted somehow", http.StatusBadRequest)
+				return
+			}
+			body = body[n:]
+		}
+		f.mu.Lock()
+		for _, c := range idx {
+			ff.have[c] = true
+		}
+		f.mu.Unlock()
+		io.WriteString(w, "thank")
+		return
+	}
+	var h struct {
+		Name string
+		Size int64
+		Hash []string
+	}
+	json.NewDecoder(r.Body).Decode(&h)
+	wark := up2k.Wark("s", h.Size, h.Hash)
+	f.mu.Lock()
+	ff := f.files[wark]
+	if ff == nil {
+		ff = &fakeFile{size: h.Size, hashes: h.Hash, have: map[int]bool{}}
+		f.files[wark] = ff
+	}
+	need := []string{}
+	for i, x := range ff.hashes {
+		if !ff.have[i] && !slices.Contains(need, x) && slices.Index(ff.hashes, x) == i {
+			need = append(need, x)
+		}
+	}
+	f.mu.Unlock()
+	json.NewEncoder(w).Encode(map[string]any{"name": h.Name, "purl": r.URL.Path, "hash": need, "wark": wark, "sprs": f.sprs})
+}
+
+// TestRunFake runs the whole client in the test (under -race too)
+// against fakeServer: every chunk arrives right (the server checks), a
+// non-sparse server gets one post of a file at a time, a sparse one
+// several.
+func TestRunFake(t *testing.T) {
+	src := t.TempDir()
+	r := rand.New(rand.NewPCG(3, 4))
+	var total int64
+	for i, size := range []int{0, 1, 5000, 1 << 20, 3<<20 + 5, 9<<20 + 1} {
+		b := make([]byte, size)
+		for k := range b {
+			b[k] = byte(r.Uint32())
+		}
+		if i == 5 {
+			copy(b[2<<20:3<<20], b[:1<<20]) // a chunk twice in one file
+		}
+		total += int64(size)
+		os.MkdirAll(filepath.Join(src, "d", "sub"), 0o755)
+		os.WriteFile(filepath.Join(src, "d", "sub", fmt.Sprintf("f%d", i)), b, 0o644)
+	}
+	for _, sprs := range []bool{false, true} {
+		fs := &fakeServer{t: t, sprs: sprs, files: map[string]*fakeFile{}, inflight: map[string]int{}}
+		srv := httptest.NewServer(fs)
+		tg, err := NewTarget(filepath.Join(src, "d"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		sum, err := Run(context.Background(), Options{URL: srv.URL + "/up/", Targets: []Target{tg}, Jobs: 4, PostSize: 2 << 20, JSON: true, Stdout: &out})
+		srv.Close()
+		if err != nil || sum.Failed != 0 || sum.Files != 6 || sum.Bytes != total {
+			t.Fatalf("sprs=%v: %v %+v\n%s", sprs, err, sum, out.String())
+		}
+		if sum.Sent != total-(1<<20) {
+			t.Errorf("sprs=%v: sent %d, want %d (the repeated chunk once)", sprs, sum.Sent, total-(1<<20))
+		}
+		if m := fs.maxIn; sprs && m < 2 || !sprs && m != 1 {
+			t.Errorf("sprs=%v: up to %d posts of one file at once", sprs, m)
+		}
+		for _, ff := range fs.files {
+			for i, h := range ff.hashes {
+				if slices.Index(ff.hashes, h) == i && !ff.have[i] {
+					t.Errorf("sprs=%v: chunk %d of a %d-byte file never arrived", sprs, i, ff.size)
+				}
+			}
+		}
 	}
 }
