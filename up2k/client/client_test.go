@@ -328,8 +328,8 @@ type fakeServer struct {
 	sprs     bool
 	mu       sync.Mutex
 	files    map[string]*fakeFile // by wark
-	inflight map[string]int // posts in flight per file, under mu
-	maxIn    int            // the most for one file
+	inflight map[string]int       // posts in flight per file, under mu
+	maxIn    int                  // the most for one file
 	posts    atomic.Int32
 }
 
