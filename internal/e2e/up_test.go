@@ -713,3 +713,42 @@ func TestUpMemoryBounded(t *testing.T) {
 		t.Fatalf("peak RSS %d MiB for 30,000 files against %d MiB for 3,000: memory grows with the tree", large, small)
 	}
 }
+
+// TestUpTouchOverwrite: --touch moves the server's mtime of an identical
+// file to the local one; a different file of the same name is kept beside
+// (a collision name) without --ow and replaced with it.
+func TestUpTouchOverwrite(t *testing.T) {
+	vol, src := t.TempDir(), t.TempDir()
+	p := writeFile(t, src, "d/a.txt", []byte("local"))
+	s := start(t, "-v", vol+"::rwd", "-e2d")
+	if code, out, errOut := hoardUp(t, s.URL+"/", filepath.Join(src, "d")); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	later := time.Unix(1700000000, 0)
+	os.Chtimes(p, later, later)
+	if code, out, errOut := hoardUp(t, "--touch", s.URL+"/", filepath.Join(src, "d")); code != 0 {
+		t.Fatalf("--touch: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if fi, err := os.Stat(filepath.Join(vol, "d", "a.txt")); err != nil || fi.ModTime().Unix() != later.Unix() {
+		t.Fatalf("--touch: remote mtime %v, want %v (%v)", fi.ModTime(), later, err)
+	}
+
+	// A different file under the name on the server (put there through
+	// it, so its index knows).
+	writeFile(t, src, "e/a.txt", []byte("local"))
+	resp, body := s.do(t, "PUT", "/e/a.txt", []byte("remote, different"))
+	wantStatus(t, resp, body, 201)
+	if code, out, errOut := hoardUp(t, s.URL+"/", filepath.Join(src, "e")); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	wantFile(t, vol, "e/a.txt", []byte("remote, different"))
+	if n := len(userTree(t, filepath.Join(vol, "e"))); n != 2 {
+		t.Fatalf("without --ow: %q, want a.txt and a renamed copy", userTree(t, filepath.Join(vol, "e")))
+	}
+	// (new content: the same content would be found as the renamed copy)
+	writeFile(t, src, "e/a.txt", []byte("local v2"))
+	if code, out, errOut := hoardUp(t, "--ow", s.URL+"/", filepath.Join(src, "e")); code != 0 {
+		t.Fatalf("--ow: exit %d\n%s\n%s", code, out, errOut)
+	}
+	wantFile(t, vol, "e/a.txt", []byte("local v2"))
+}
