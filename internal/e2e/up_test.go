@@ -143,6 +143,17 @@ func upCmd(ctx context.Context, args ...string) (*exec.Cmd, *syncBuf, *syncBuf) 
 	return cmd, &o, &e
 }
 
+// startUp starts cmd; the channel gets its Wait's result.
+func startUp(t *testing.T, cmd *exec.Cmd) <-chan error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	return ch
+}
+
 // hoardUp runs hoard up to the end and returns its exit status and output.
 func hoardUp(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -331,17 +342,18 @@ func TestUpKilledResumes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd, o, e := upCmd(ctx, "-j", "2", "--sz", "1", px.URL+"/", tree)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	exited := startUp(t, cmd)
 	for px.acked.Load() < 12 {
-		if ctx.Err() != nil {
+		select {
+		case err := <-exited:
+			t.Fatalf("hoard up ended (%v) before it was killed\n%s\n%s", err, o, e)
+		case <-ctx.Done():
 			t.Fatalf("the upload never got going\n%s\n%s", o, e)
+		case <-time.After(5 * time.Millisecond):
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	<-exited
 	time.Sleep(100 * time.Millisecond) // the proxy sees the last answers
 	first := px.ackedBytes.Load()
 	if first >= total {
@@ -375,21 +387,22 @@ func TestUpServerRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd, o, e := upCmd(ctx, "-j", "2", "--sz", "1", "--json", px.URL+"/", tree)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	exited := startUp(t, cmd)
 	for px.acked.Load() < 10 {
-		if ctx.Err() != nil {
+		select {
+		case err := <-exited:
+			t.Fatalf("hoard up ended (%v) before the restart\n%s\n%s", err, o, e)
+		case <-ctx.Done():
 			t.Fatalf("the upload never got going\n%s\n%s", o, e)
+		case <-time.After(5 * time.Millisecond):
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	s.kill(t) // no shutdown: the client sees refused connections, then a new server
 	time.Sleep(300 * time.Millisecond)
 	s2 := startInDir(t, t.TempDir(), "-v", vol+"::rw")
 	px.setBackend(t, s2.URL)
 	px.delay.Store(0)
-	err = cmd.Wait()
+	err = <-exited
 	if err != nil {
 		t.Fatalf("hoard up across a restart: %v\n%s\n%s\nserver:\n%s", err, o, e, s2.logs)
 	}
