@@ -416,7 +416,7 @@ func (r *run) drive(ctx context.Context, it *item) {
 				r.fail(it.rel, it.size, fmt.Errorf("the server still needs %d chunks after %d tries", len(rep.Need), stale))
 				return
 			}
-			if !sleep(ctx, backoff(stale)) {
+			if !sleepCtx(ctx, backoff(stale)) {
 				r.fail(it.rel, it.size, ctx.Err())
 				return
 			}
@@ -456,17 +456,6 @@ func (r *run) drive(ctx context.Context, it *item) {
 			r.fail(it.rel, it.size, err)
 			return
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -460,3 +460,33 @@ func TestRunFake(t *testing.T) {
 		}
 	}
 }
+
+// TestWait422: a handshake waits out 422 (a duplicate still being
+// uploaded elsewhere) past the retry count; other requests do not.
+func TestWait422(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 8 {
+			http.Error(w, "partial upload exists at a different location; please resume uploading here instead:\n/x ", http.StatusUnprocessableEntity)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	w := &wire{base: srv.URL, hc: srv.Client(), retries: 2}
+	mk := func() (*http.Request, error) { return http.NewRequest("POST", srv.URL+"/", nil) }
+	if b, err := w.do(context.Background(), mk, true); err != nil || string(b) != "ok" {
+		t.Fatalf("%q %v after %d tries", b, err, n.Load())
+	}
+	n.Store(0)
+	if _, err := w.do(context.Background(), mk, false); err == nil || n.Load() != 1 {
+		t.Fatalf("a chunk post retried 422: %v after %d", err, n.Load())
+	}
+	old := patience422
+	patience422 = 0
+	defer func() { patience422 = old }()
+	n.Store(0)
+	if _, err := w.do(context.Background(), mk, true); err == nil {
+		t.Fatalf("422 beyond the patience: no error")
+	}
+}

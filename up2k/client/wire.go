@@ -168,7 +168,10 @@ func transient(code int) bool {
 // retry422 also retries 422, copyparty's "try again later". Other
 // statuses are an *HTTPError; 401 and 403 are ErrAuth.
 func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry422 bool) ([]byte, error) {
-	var last error
+	var (
+		last    error
+		wait422 time.Time // when the first 422 came
+	)
 	for attempt := 0; ; attempt++ {
 		req, err := mk()
 		if err != nil {
@@ -198,7 +201,24 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 				// A plain 500 is more often a lasting failure (a full
 				// disk, a refusal) than a passing one: a few tries only.
 				return nil, &HTTPError{resp.StatusCode, firstLine(body)}
-			case transient(resp.StatusCode) || retry422 && resp.StatusCode == http.StatusUnprocessableEntity:
+			case retry422 && resp.StatusCode == http.StatusUnprocessableEntity:
+				// The same content is being uploaded to another path
+				// (often by this run: a duplicate file), or its source is
+				// busy: wait for it, however many tries that takes, up
+				// to patience422.
+				if wait422.IsZero() {
+					wait422 = time.Now()
+				}
+				he := &HTTPError{resp.StatusCode, firstLine(body)}
+				if time.Since(wait422) > patience422 {
+					return nil, he
+				}
+				attempt-- // not counted against the retries
+				if !sleepCtx(ctx, min(backoff(3+attempt/4), 5*time.Second)) {
+					return nil, ctx.Err()
+				}
+				continue
+			case transient(resp.StatusCode):
 				err = &HTTPError{resp.StatusCode, firstLine(body)}
 				wait = retryAfter(resp.Header.Get("Retry-After"))
 			default:
@@ -232,6 +252,21 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 			return nil, ctx.Err()
 		case <-t.C:
 		}
+	}
+}
+
+// patience422 is how long a handshake waits out 422 (the same content
+// being uploaded elsewhere).
+var patience422 = 30 * time.Minute
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
