@@ -557,6 +557,16 @@ func TestUpBadArgs(t *testing.T) {
 	if code, _, errOut := hoardUp(t, "-a", "wrong", s.URL+"/", dir); code != 1 || !strings.Contains(errOut, "wrong password") {
 		t.Errorf("wrong password: exit %d, want 1\n%s", code, errOut)
 	}
+	// The password from a file (-a $FILE, as u2c) and from HOARD_PW.
+	pwFile := writeFile(t, t.TempDir(), "pw", []byte("pw\n"))
+	if code, _, errOut := hoardUp(t, "-a", "$"+pwFile, s.URL+"/", dir); code != 0 {
+		t.Errorf("-a $FILE: exit %d\n%s", code, errOut)
+	}
+	cmd, _, e := upCmd(context.Background(), s.URL+"/env/", dir)
+	cmd.Env = append(cmd.Env, "HOARD_PW=pw")
+	if err := cmd.Run(); err != nil {
+		t.Errorf("HOARD_PW: %v\n%s", err, e)
+	}
 }
 
 // TestUpCopyparty: the same client against copyparty from source, when
