@@ -252,6 +252,11 @@ func (r *run) snap(t0 time.Time) snapshot {
 	if s.counted && s.Rate > 0 && s.BytesTotal > s.Bytes {
 		s.ETA = float64(s.BytesTotal-s.Bytes) / s.Rate
 	}
+	// Many small files go at a rate of files, not bytes: the later of
+	// the two estimates.
+	if el := time.Since(t0).Seconds(); s.counted && s.Files > 0 && s.FilesTotal > s.Files && el > 0 {
+		s.ETA = max(s.ETA, float64(s.FilesTotal-s.Files)/(float64(s.Files)/el))
+	}
 	return s
 }
 
