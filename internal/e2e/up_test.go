@@ -386,7 +386,7 @@ func TestUpServerRestart(t *testing.T) {
 	px.delay.Store(int64(30 * time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd, o, e := upCmd(ctx, "-j", "2", "--sz", "1", "--json", px.URL+"/", tree)
+	cmd, o, e := upCmd(ctx, "-j", "2", "--sz", "1", "--json", "--pi", "1", px.URL+"/", tree)
 	exited := startUp(t, cmd)
 	for px.acked.Load() < 10 {
 		select {
@@ -410,6 +410,9 @@ func TestUpServerRestart(t *testing.T) {
 	wantNoPartial(t, vol)
 	if sum := lastSummary(t, o.String()); !sum.OK || sum.Failed != 0 {
 		t.Fatalf("summary %+v", sum)
+	}
+	if !strings.Contains(o.String(), `{"event":"progress","files":`) || !strings.Contains(o.String(), `"retries":`) {
+		t.Errorf("no progress events (--pi 1) in a run of seconds:\n%s", o)
 	}
 	// Each chunk was acknowledged once: nothing the old server took was
 	// sent again.

@@ -187,6 +187,9 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	var runErr error
 	if c := context.Cause(ctx); c != nil {
 		runErr = c
+		if errors.Is(c, context.Canceled) {
+			runErr = errors.New("interrupted; run it again to resume")
+		}
 	}
 	if runErr == nil && o.DeleteRemote && !o.Search {
 		if r.sum.Failed > 0 {
