@@ -490,3 +490,50 @@ func TestWait422(t *testing.T) {
 		t.Fatalf("422 beyond the patience: no error")
 	}
 }
+
+// FuzzParseURL: an accepted URL gives an http(s) base with a host and a
+// folder path with slashes at both ends, no dot segments, no query.
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{"http://h:1/a/b/", "https://[::1]/", "http://h/a/../b", "http://h/%2e%2e/", "http://h/a?b", "ftp://x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		base, folder, err := ParseURL(s)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") || strings.HasSuffix(base, "://") {
+			t.Fatalf("%q: base %q", s, base)
+		}
+		if !strings.HasPrefix(folder, "/") || !strings.HasSuffix(folder, "/") || strings.ContainsAny(folder, "?#") {
+			t.Fatalf("%q: folder %q", s, folder)
+		}
+		for _, seg := range strings.Split(strings.Trim(folder, "/"), "/") {
+			if seg == "." || seg == ".." {
+				t.Fatalf("%q: folder %q has a dot segment", s, folder)
+			}
+		}
+	})
+}
+
+func TestRetryAfter(t *testing.T) {
+	for in, want := range map[string][2]time.Duration{
+		"":      {0, 0},
+		"x":     {0, 0},
+		"-5":    {0, 0},
+		"0":     {0, 0},
+		"3":     {3 * time.Second, 3*time.Second + 100*time.Millisecond},
+		"99999": {time.Minute, time.Minute + 100*time.Millisecond},
+		time.Now().Add(10 * time.Second).UTC().Format(http.TimeFormat): {8 * time.Second, 10*time.Second + 100*time.Millisecond},
+		time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat):       {0, 0},
+	} {
+		if got := retryAfter(in); got < want[0] || got > want[1] {
+			t.Errorf("Retry-After %q: %v, want %v to %v", in, got, want[0], want[1])
+		}
+	}
+	for a := range 20 {
+		if d := backoff(a); d <= 0 || d > 10*time.Second {
+			t.Fatalf("backoff(%d) = %v", a, d)
+		}
+	}
+}
