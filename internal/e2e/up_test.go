@@ -44,7 +44,7 @@ type upProxy struct {
 
 	delay  atomic.Int64 // nanoseconds to hold each chunk post
 	drop   atomic.Int64 // per mille of requests whose connection is cut
-	onPost func(r *http.Request)
+	onPost atomic.Pointer[func(r *http.Request)] // called before a chunk post is forwarded
 	rnd    *rand.Rand
 	mu     sync.Mutex
 }
@@ -77,8 +77,8 @@ func newUpProxy(t *testing.T, target string) *upProxy {
 		if chunk {
 			p.posts.Add(1)
 			p.postBytes.Add(r.ContentLength)
-			if p.onPost != nil {
-				p.onPost(r)
+			if f := p.onPost.Load(); f != nil {
+				(*f)(r)
 			}
 			if d := p.delay.Load(); d > 0 {
 				time.Sleep(time.Duration(d))
@@ -491,13 +491,14 @@ func TestUpFileChanges(t *testing.T) {
 	px := newUpProxy(t, s.URL)
 	var once sync.Once
 	newer := seededBytes(10, 777777)
-	px.onPost = func(r *http.Request) {
+	change := func(r *http.Request) {
 		once.Do(func() {
 			os.WriteFile(p, newer, 0o644)
 			later := time.Now().Add(time.Hour)
 			os.Chtimes(p, later, later)
 		})
 	}
+	px.onPost.Store(&change)
 	code, out, errOut := hoardUp(t, "--json", px.URL+"/", filepath.Join(src, "d"))
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s\n%s", code, out, errOut, s.logs)
