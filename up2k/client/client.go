@@ -135,6 +135,7 @@ type stats struct {
 	errors                 atomic.Int64
 	retries                atomic.Int64
 	hashed                 atomic.Int64
+	hashedBytes            atomic.Int64
 }
 
 // Run uploads (or searches, or lists) the targets. Its error is for the
@@ -208,6 +209,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 // pipeline: walk → hash (all cores) → handshakes and chunk posts.
 func (r *run) pipeline(ctx context.Context) {
 	r.h = newHasher(runtime.GOMAXPROCS(0))
+	r.h.done = func(n int64) { r.st.hashedBytes.Add(n) }
 	defer r.h.close()
 	files := make(chan *local, 256)
 	hashed := make(chan *item, 64)

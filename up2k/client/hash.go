@@ -26,7 +26,8 @@ const pieceSize = 256 << 10
 type hasher struct {
 	lanes *sha512x8.Hasher // nil without the lanes
 	bufs  chan []byte
-	par   int // chunks of one file hashed at once
+	par   int           // chunks of one file hashed at once
+	done  func(n int64) // called with each chunk's length once hashed (progress); may be nil
 }
 
 func newHasher(cores int) *hasher {
@@ -73,6 +74,7 @@ func (h *hasher) chunk(ctx context.Context, f io.ReaderAt, off, n int64) (string
 			d.Write(buf[:k])
 			done += k
 		}
+		h.progress(n)
 		return b64.EncodeToString(d.Sum(nil)[:33]), nil
 	}
 	s := h.lanes.New()
@@ -99,7 +101,14 @@ func (h *hasher) chunk(ctx context.Context, f io.ReaderAt, off, n int64) (string
 	if werr != nil {
 		return "", werr
 	}
+	h.progress(n)
 	return b64.EncodeToString(sum[:33]), nil
+}
+
+func (h *hasher) progress(n int64) {
+	if h.done != nil {
+		h.done(n)
+	}
 }
 
 func readErr(err error) error {

@@ -235,6 +235,7 @@ type snapshot struct {
 	Bytes      int64   `json:"bytes"`
 	BytesTotal int64   `json:"bytes_total"`
 	Sent       int64   `json:"sent"`
+	Hashed     int64   `json:"hashed"`        // bytes hashed (ahead of what is sent)
 	Rate       float64 `json:"rate"`          // bytes per second, all bytes handled
 	ETA        float64 `json:"eta,omitempty"` // seconds, once the totals are known
 	Errors     int64   `json:"errors"`
@@ -244,7 +245,7 @@ type snapshot struct {
 
 func (r *run) snap(t0 time.Time) snapshot {
 	s := snapshot{Event: "progress", Files: r.st.filesDone.Load(), FilesTotal: r.st.filesTotal.Load(),
-		Bytes: r.st.bytesDone.Load(), BytesTotal: r.st.bytesTotal.Load(), Sent: r.st.sent.Load(),
+		Bytes: r.st.bytesDone.Load(), BytesTotal: r.st.bytesTotal.Load(), Sent: r.st.sent.Load(), Hashed: r.st.hashedBytes.Load(),
 		Errors: r.st.errors.Load(), Retries: r.st.retries.Load(), counted: r.st.countDone.Load()}
 	if el := time.Since(t0).Seconds(); el > 0 {
 		s.Rate = float64(s.Bytes) / el
@@ -273,6 +274,9 @@ func (r *run) tick(t0 time.Time) {
 	txt := fmt.Sprintf("%d/%d%s files  %s/%s%s  %s/s", s.Files, s.FilesTotal, plus, human(s.Bytes), human(s.BytesTotal), plus, human(int64(s.Rate)))
 	if s.ETA > 0 {
 		txt += "  ETA " + (time.Duration(s.ETA) * time.Second).String()
+	}
+	if s.Hashed > s.Bytes && s.Hashed < s.BytesTotal {
+		txt += "  (hashed " + human(s.Hashed) + ")"
 	}
 	if s.Errors > 0 || s.Retries > 0 {
 		r.mu.Lock()
