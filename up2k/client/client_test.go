@@ -537,3 +537,32 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetLink: a PATH that is a link to a folder is walked (a walk
+// does not follow a link at its top by itself).
+func TestTargetLink(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "real", "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "real", "sub", "f"), []byte("x"), 0o644)
+	os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link"))
+	for _, arg := range []string{filepath.Join(dir, "link"), filepath.Join(dir, "link") + "/"} {
+		tg, err := NewTarget(arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make(chan *local, 10)
+		walk(context.Background(), []Target{tg}, &Filter{}, out, func(rel string, err error) { t.Errorf("%s: %v", rel, err) })
+		close(out)
+		var got []string
+		for l := range out {
+			got = append(got, l.rel)
+		}
+		want := "real/sub/f"
+		if strings.HasSuffix(arg, "/") {
+			want = "sub/f"
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: walked %q, want [%s]", arg, got, want)
+		}
+	}
+}

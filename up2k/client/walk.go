@@ -34,6 +34,12 @@ func NewTarget(p string) (Target, error) {
 	}
 	switch {
 	case fi.IsDir():
+		// A link to a folder is walked where it points (a walk does
+		// not follow a link, not even at its top), and named as there,
+		// like u2c.py's realpath.
+		if abs, err = filepath.EvalSymlinks(abs); err != nil {
+			return Target{}, err
+		}
 		if strings.HasSuffix(p, "/") || strings.HasSuffix(p, string(filepath.Separator)) {
 			return Target{Local: abs, Dir: true}, nil
 		}
