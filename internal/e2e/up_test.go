@@ -623,6 +623,20 @@ func TestUpCopyparty(t *testing.T) {
 	if sum := lastSummary(t, out); code != 0 || px.posts.Load() != 0 || sum.Present != int64(n) {
 		t.Fatalf("re-run against copyparty: exit %d, %d posts, %+v", code, px.posts.Load(), sum)
 	}
+	// A name taken by other content: the server renames the upload, and
+	// the final handshake asks under that name (under the first one,
+	// copyparty would make another copy at yet another name).
+	writeFile(t, src, "coll/a.txt", []byte("local"))
+	req, _ := http.NewRequest("PUT", base+"/up/coll/a.txt", strings.NewReader("remote, different"))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode >= 300 {
+		t.Fatalf("PUT: %v %v", resp, err)
+	}
+	if code, out, errOut := hoardUp(t, px.URL+"/up/", filepath.Join(src, "coll")); code != 0 {
+		t.Fatalf("collision: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got := userTree(t, filepath.Join(vol, "up", "coll")); len(got) != 2 {
+		t.Fatalf("after a collision the folder holds %q, want a.txt and one renamed copy", got)
+	}
 	// --dr with copyparty's listing and delete.
 	os.Remove(filepath.Join(tree, "a.txt"))
 	code, out, errOut = hoardUp(t, "--dr", px.URL+"/up/", tree)

@@ -287,7 +287,7 @@ type item struct {
 	hashes []string
 	sent   atomic.Int64 // its chunk bytes acknowledged
 	owned  string       // the name of the upload this run started, if any
-	redo   bool         // hashed again after a change: replace what we started
+	redo   bool         // hashed again after a change: replace what we started (owned)
 }
 
 func (it *item) close() {
@@ -361,8 +361,11 @@ func (r *run) folderURL(it *item) string {
 // handshake posts the file's hashes; srch asks for a search instead.
 func (r *run) handshake(ctx context.Context, it *item, srch bool) ([]byte, error) {
 	name := it.name
-	if it.redo && it.owned != "" {
-		name = it.owned // the upload this run started holds the old content
+	if it.owned != "" {
+		// The name the server gave this upload (a collision rename): the
+		// same content asked for under the first name would be another
+		// file, a duplicate at yet another name.
+		name = it.owned
 	}
 	req := map[string]any{"name": name, "size": it.size, "lmod": it.mtime, "hash": it.hashes}
 	if srch {
