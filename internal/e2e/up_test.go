@@ -42,8 +42,8 @@ type upProxy struct {
 	acked      atomic.Int64 // posts answered 200
 	ackedBytes atomic.Int64
 
-	delay  atomic.Int64 // nanoseconds to hold each chunk post
-	drop   atomic.Int64 // per mille of requests whose connection is cut
+	delay  atomic.Int64                          // nanoseconds to hold each chunk post
+	drop   atomic.Int64                          // per mille of requests whose connection is cut
 	onPost atomic.Pointer[func(r *http.Request)] // called before a chunk post is forwarded
 	rnd    *rand.Rand
 	mu     sync.Mutex
