@@ -287,6 +287,7 @@ type item struct {
 	hashes []string
 	sent   atomic.Int64 // its chunk bytes acknowledged
 	owned  string       // the name of the upload this run started, if any
+	purl   string       // and its folder (as the server gave it)
 	redo   bool         // hashed again after a change: replace what we started (owned)
 }
 
@@ -382,7 +383,11 @@ func (r *run) handshake(ctx context.Context, it *item, srch bool) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	target := r.w.base + escapePath(r.folderURL(it))
+	folder := r.folderURL(it)
+	if it.owned != "" && it.purl != "" {
+		folder = it.purl // where the server put it (a hook may move it)
+	}
+	target := r.w.base + escapePath(folder)
 	return r.w.do(ctx, func() (*http.Request, error) {
 		q, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
 		if err == nil {
@@ -434,7 +439,7 @@ func (r *run) drive(ctx context.Context, it *item) {
 		prev = len(rep.Need)
 		rounds++
 		if it.owned == "" {
-			it.owned = rep.Name
+			it.owned, it.purl = rep.Name, rep.Purl
 		}
 		err = r.sendChunks(ctx, it, rep)
 		if err == nil && it.changed() {

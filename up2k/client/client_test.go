@@ -331,6 +331,8 @@ type fakeServer struct {
 	inflight map[string]int       // posts in flight per file, under mu
 	maxIn    int                  // the most for one file
 	posts    atomic.Int32
+	relocate bool     // answer with another folder and name (as a server hook may)
+	asked    []string // handshakes: folder + name, under mu
 }
 
 type fakeFile struct {
@@ -397,6 +399,11 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewDecoder(r.Body).Decode(&h)
 	wark := up2k.Wark("s", h.Size, h.Hash)
 	f.mu.Lock()
+	f.asked = append(f.asked, r.URL.Path+h.Name)
+	purl, name := r.URL.Path, h.Name
+	if f.relocate && !strings.HasPrefix(purl, "/moved/") {
+		purl, name = "/moved"+purl, "r-"+name
+	}
 	ff := f.files[wark]
 	if ff == nil {
 		ff = &fakeFile{size: h.Size, hashes: h.Hash, have: map[int]bool{}}
@@ -409,7 +416,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.mu.Unlock()
-	json.NewEncoder(w).Encode(map[string]any{"name": h.Name, "purl": r.URL.Path, "hash": need, "wark": wark, "sprs": f.sprs})
+	json.NewEncoder(w).Encode(map[string]any{"name": name, "purl": purl, "hash": need, "wark": wark, "sprs": f.sprs})
 }
 
 // TestRunFake runs the whole client in the test (under -race too)
@@ -564,5 +571,24 @@ func TestTargetLink(t *testing.T) {
 		if len(got) != 1 || got[0] != want {
 			t.Errorf("%s: walked %q, want [%s]", arg, got, want)
 		}
+	}
+}
+
+// TestRunRelocated: once the server has named the upload (another folder
+// or name), the client's next handshakes ask there, as u2c.py does.
+func TestRunRelocated(t *testing.T) {
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "d"), 0o755)
+	os.WriteFile(filepath.Join(src, "d", "f"), []byte("content"), 0o644)
+	fs := &fakeServer{t: t, sprs: true, relocate: true, files: map[string]*fakeFile{}, inflight: map[string]int{}}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	tg, _ := NewTarget(filepath.Join(src, "d"))
+	sum, err := Run(context.Background(), Options{URL: srv.URL + "/up/", Targets: []Target{tg}})
+	if err != nil || sum.Uploaded != 1 {
+		t.Fatalf("%v %+v", err, sum)
+	}
+	if strings.Join(fs.asked, " ") != "/up/d/f /moved/up/d/r-f" {
+		t.Fatalf("handshakes %q, want the second at the server's folder and name", fs.asked)
 	}
 }
