@@ -189,19 +189,90 @@ func (b *browser) drop(t *testing.T, paths ...string) {
 	}))
 }
 
-func TestUIExplore(t *testing.T) {
+// shots saves the page at 1280×800 and at a phone's 390×844.
+func (b *browser) shots(t *testing.T, name string) {
+	t.Helper()
+	b.do(t, chromedp.EmulateViewport(1280, 800))
+	time.Sleep(150 * time.Millisecond)
+	b.screenshot(t, name+"-1280x800")
+	b.do(t, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	time.Sleep(150 * time.Millisecond)
+	b.screenshot(t, name+"-390x844")
+	if w := evalJS[float64](t, b, `document.documentElement.scrollWidth`); w > 392 {
+		t.Errorf("at 390 px the page is %v px wide: it scrolls sideways", w)
+	}
+	b.do(t, chromedp.EmulateViewport(1280, 800))
+}
+
+// text is the page's visible text.
+func (b *browser) text(t *testing.T) string {
+	t.Helper()
+	return evalJS[string](t, b, `document.body.innerText`)
+}
+
+func TestUIBrowserLoginLogout(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, dir, "a b/x.txt", []byte("hello"))
-	s := start(t, "-v", dir+":/:rw")
+	writeFile(t, dir, "private.txt", []byte("p"))
+	s := start(t, "-a", "alice:wonder land", "-v", dir+":/:rwmd,alice")
 	b := newBrowser(t, 1280, 800)
 	b.do(t, chromedp.Navigate(s.URL+"/"))
-	b.waitJS(t, "listing", `!!document.querySelector('#up')`, 10*time.Second)
-	src := t.TempDir()
-	writeFile(t, src, "tree/sub dir/ü <b>.txt", []byte("data1"))
-	writeFile(t, src, "tree/top.txt", []byte("data2"))
-	b.drop(t, filepath.Join(src, "tree"))
-	time.Sleep(3 * time.Second)
-	b.screenshot(t, "explore")
-	t.Log(tree(t, dir))
+	if txt := b.text(t); !strings.Contains(txt, "log in") || strings.Contains(txt, "private.txt") {
+		t.Fatalf("an anonymous visitor should see a login form and no files, got:\n%s", txt)
+	}
+	b.shots(t, "login")
+	b.do(t, chromedp.SendKeys(chromedp.ID("cppwd"), "wonder land"), chromedp.Submit(chromedp.ID("cppwd")))
+	b.waitJS(t, "the listing after login", `document.body.innerText.includes('private.txt') && /logged in as\s+alice/.test(document.body.innerText)`, 10*time.Second)
+	b.waitJS(t, "the tools", `!!document.querySelector('#up') && document.querySelector('.info').innerText.includes('delete')`, 10*time.Second)
+	b.shots(t, "logged-in")
+	// The cookie is HttpOnly: the page's script cannot read it.
+	if c := evalJS[string](t, b, `document.cookie`); strings.Contains(c, "cppwd") {
+		t.Errorf("the page's script can read the password cookie: %q", c)
+	}
+	b.do(t, chromedp.Click(chromedp.CSS(`.acct button`)))
+	b.waitJS(t, "the login form after logout", `!!document.getElementById('cppwd') && !document.body.innerText.includes('private.txt')`, 10*time.Second)
+	b.quiet(t)
+}
+
+// uiTree writes the tree the upload tests drop: one big file and n small
+// ones, with spaces, unicode and HTML characters in the names.
+func uiTree(t *testing.T, root string, big, n int) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	add := func(rel string, data []byte) {
+		writeFile(t, root, rel, data)
+		files[rel] = data
+	}
+	add("drop/big file.bin", seededBytes(1, big))
+	names := []string{"plain", "with space", "ünïcödé ✓", "<b>bold</b> & \"q\"", "<img src=x onerror=alert(1)>", "日本語"}
+	for i := range n {
+		dir := fmt.Sprintf("drop/sub %d/%s", i%7, names[i%len(names)])
+		add(fmt.Sprintf("%s/f%03d %s.txt", dir, i, names[(i+1)%len(names)]), seededBytes(uint64(100+i), 1+(i*7919)%5000))
+	}
+	add("drop/empty.txt", nil)
+	return files
+}
+
+func TestUIBrowserUploadTree(t *testing.T) {
+	big, n := 50<<20, 500
+	if testing.Short() {
+		big, n = 3<<20, 40
+	}
+	src, dst := t.TempDir(), t.TempDir()
+	files := uiTree(t, src, big, n)
+	s := start(t, "-v", dst+":/:rwmd")
+	b := newBrowser(t, 1280, 800)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	b.waitJS(t, "the drop zone", `!!document.querySelector('#up')`, 10*time.Second)
+	b.drop(t, filepath.Join(src, "drop"))
+	b.waitJS(t, "the queue", fmt.Sprintf(`window.hoardUp.jobs.length === %d`, len(files)), 30*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	b.shots(t, "uploading")
+	b.waitJS(t, "every upload done", fmt.Sprintf(`window.hoardUp.totals().done === %d`, len(files)), 5*time.Minute)
+	for rel, want := range files {
+		wantFile(t, dst, rel, want)
+	}
+	wantNoPartial(t, dst)
+	b.waitJS(t, "the listing to show the new folder", `document.body.innerText.includes('drop/')`, 10*time.Second)
+	b.shots(t, "uploaded")
 	b.quiet(t)
 }
