@@ -3,8 +3,8 @@ package http
 import (
 	"crypto/sha256"
 	"embed"
-	"html/template"
 	"encoding/hex"
+	"html/template"
 	"io/fs"
 	"mime"
 	"net/http"

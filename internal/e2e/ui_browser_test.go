@@ -1,8 +1,15 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,8 +104,13 @@ func (b *browser) event(ev any) {
 		}
 		b.logs = append(b.logs, "exception: "+msg)
 	case *page.EventJavascriptDialogOpening:
-		b.dlgs = append(b.dlgs, string(e.Type)+": "+e.Message)
-		go cdp.Call(b.ctx, chromedp.FromContext(b.ctx).Target, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		// "Leave the page while uploading?" is the page's own question
+		// (a reload in a test says yes); any other dialog is a fault.
+		leave := e.Type == page.DialogTypeBeforeunload
+		if !leave {
+			b.dlgs = append(b.dlgs, string(e.Type)+": "+e.Message)
+		}
+		go cdp.Call(b.ctx, chromedp.FromContext(b.ctx).Target, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: leave})
 	}
 }
 
@@ -274,5 +286,193 @@ func TestUIBrowserUploadTree(t *testing.T) {
 	wantNoPartial(t, dst)
 	b.waitJS(t, "the listing to show the new folder", `document.body.innerText.includes('drop/')`, 10*time.Second)
 	b.shots(t, "uploaded")
+	b.quiet(t)
+}
+
+// chunkProxy stands between the browser and hoard and watches up2k: it
+// records the hashes of every chunk POST and its status, and the need list
+// of every handshake; it can corrupt the first chunk POST and hold every
+// chunk POST after the first few successes (an upload cut off mid-way).
+type chunkProxy struct {
+	URL string
+
+	mu       sync.Mutex
+	phase    int
+	posts    []chunkPost
+	needs    map[int][][]string // phase → need lists of the handshakes
+	corrupt  bool               // flip a byte in the next chunk POST
+	holdFrom int                // hold chunk POSTs once this many succeeded (0: never)
+	acks     int
+}
+
+type chunkPost struct {
+	phase  int
+	hashes []string
+	status int
+	body   string
+}
+
+func newChunkProxy(t *testing.T, target string) *chunkProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &chunkProxy{needs: map[int][][]string{}, phase: 1}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		r := resp.Request
+		if r.Method != http.MethodPost {
+			return nil
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if h := r.Header.Get("X-Up2k-Hash"); h != "" {
+			p.posts = append(p.posts, chunkPost{phase: p.phase, hashes: strings.Split(h, ","), status: resp.StatusCode, body: string(body)})
+			if resp.StatusCode == 200 {
+				p.acks++
+			}
+		} else if strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") && resp.StatusCode == 200 {
+			var rep struct{ Hash []string }
+			if json.Unmarshal(body, &rep) == nil {
+				p.needs[p.phase] = append(p.needs[p.phase], rep.Hash)
+			}
+		}
+		return nil
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("X-Up2k-Hash") != "" {
+			p.mu.Lock()
+			hold := p.holdFrom > 0 && p.acks >= p.holdFrom && p.phase == 1
+			bad := p.corrupt
+			p.corrupt = false
+			p.mu.Unlock()
+			if hold {
+				<-r.Context().Done() // the page went away
+				return
+			}
+			if bad {
+				r.Body = &flipReader{r: r.Body, at: 1000}
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// flipReader inverts the byte at offset at of the stream.
+type flipReader struct {
+	r  io.ReadCloser
+	n  int64
+	at int64
+}
+
+func (f *flipReader) Read(b []byte) (int, error) {
+	n, err := f.r.Read(b)
+	if f.at >= f.n && f.at < f.n+int64(n) {
+		b[f.at-f.n] ^= 0xff
+	}
+	f.n += int64(n)
+	return n, err
+}
+
+func (f *flipReader) Close() error { return f.r.Close() }
+
+func TestUIBrowserResumeAfterReload(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	data := seededBytes(7, 40<<20) // 40 chunks of 1 MiB
+	writeFile(t, src, "resume me.bin", data)
+	s := start(t, "-v", dst+":/:rw")
+	px := newChunkProxy(t, s.URL)
+	px.corrupt, px.holdFrom = true, 2
+	b := newBrowser(t, 1280, 800)
+	b.do(t, chromedp.Navigate(px.URL+"/"))
+	b.waitJS(t, "the drop zone", `!!document.querySelector('#up')`, 10*time.Second)
+	b.drop(t, filepath.Join(src, "resume me.bin"))
+	// Wait until two chunk posts got through and the rest are held.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		px.mu.Lock()
+		acks := px.acks
+		px.mu.Unlock()
+		if acks >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.screenshot(t, "stuck")
+			t.Fatalf("no two chunk posts got through; posts: %+v", px.posts)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	b.screenshot(t, "before-reload")
+	b.do(t, chromedp.Reload())
+	px.mu.Lock()
+	px.phase = 2
+	px.mu.Unlock()
+	b.waitJS(t, "the unfinished-upload notice", `document.body.innerText.includes('not finished')`, 10*time.Second)
+	b.shots(t, "after-reload")
+	b.drop(t, filepath.Join(src, "resume me.bin"))
+	b.waitJS(t, "the upload to finish", `window.hoardUp.totals().done === 1`, 2*time.Minute)
+	wantFile(t, dst, "resume me.bin", data)
+	wantNoPartial(t, dst)
+
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	all := newUp2kFile(data).hashes
+	acked := map[string]bool{}
+	corrupted := false
+	for _, p := range px.posts {
+		if p.phase == 1 && p.status == 200 {
+			for _, h := range p.hashes {
+				acked[h] = true
+			}
+		}
+		if p.phase == 1 && p.status == 400 && strings.Contains(p.body, "corrupted") {
+			corrupted = true
+		}
+	}
+	if !corrupted {
+		t.Errorf("the corrupted chunk was not refused as corrupted: %+v", px.posts)
+	}
+	if len(acked) == 0 || len(acked) == len(all) {
+		t.Fatalf("%d of %d chunks acknowledged before the reload: the test did not cut the upload", len(acked), len(all))
+	}
+	if len(px.needs[2]) == 0 {
+		t.Fatal("no handshake after the reload")
+	}
+	need := map[string]bool{}
+	for _, h := range px.needs[2][0] {
+		need[h] = true
+		if acked[h] {
+			t.Errorf("after the reload the server asked again for a chunk it had acknowledged: %s", h)
+		}
+	}
+	for _, h := range all {
+		if !acked[h[:44]] && !need[h[:44]] {
+			t.Errorf("chunk %s neither acknowledged nor asked for", h)
+		}
+	}
+	sent := 0
+	for _, p := range px.posts {
+		if p.phase != 2 {
+			continue
+		}
+		for _, h := range p.hashes {
+			sent++
+			if !need[h] {
+				t.Errorf("after the reload the page sent chunk %s that the server did not ask for", h)
+			}
+		}
+	}
+	t.Logf("%d chunks; %d acknowledged before the reload; %d asked for after it; %d sent after it", len(all), len(acked), len(need), sent)
 	b.quiet(t)
 }
