@@ -119,11 +119,13 @@ const searchInput = h('input', { type: 'search', id: 'q', name: 'q', placeholder
 const searchForm = h('form', { className: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); doSearch(searchInput.value, 100); } },
   searchInput, ' ', h('button', {}, 'search'),
   h('details', { className: 'help' }, h('summary', {}, '?'), h('div', {},
-    h('p', {}, 'Words match names: ', h('code', {}, 'holiday 2024'), '. Operators:'),
+    h('p', {}, 'All terms must match. Examples:'),
     h('ul', {},
-      h('li', {}, h('code', {}, 'name like *.jpg'), ' — file name pattern'),
-      h('li', {}, h('code', {}, 'size > 10m'), ', ', h('code', {}, 'date > 2024-01-01')),
-      h('li', {}, h('code', {}, 'and'), ', ', h('code', {}, 'or'), ', ', h('code', {}, 'not'), ', parentheses')),
+      h('li', {}, h('code', {}, 'holiday 2024'), ' — words in the path'),
+      h('li', {}, h('code', {}, '"exact phrase"'), ', ', h('code', {}, '*.log'), ' — phrase, wildcard'),
+      h('li', {}, h('code', {}, 'size:>10M'), ', ', h('code', {}, 'date:>2024-01-01')),
+      h('li', {}, h('code', {}, 'path:music/'), ', ', h('code', {}, 'ext:jpg,png')),
+      h('li', {}, h('code', {}, 'artist:"Some One"'), ', ', h('code', {}, 'year:1999'), ', ', h('code', {}, 'dur:>300'))),
   )));
 top.insertBefore(searchForm, top.querySelector('.acct'));
 

@@ -476,3 +476,156 @@ func TestUIBrowserResumeAfterReload(t *testing.T) {
 	t.Logf("%d chunks; %d acknowledged before the reload; %d asked for after it; %d sent after it", len(all), len(acked), len(need), sent)
 	b.quiet(t)
 }
+
+// clickText clicks the first button whose text is label.
+func (b *browser) clickButton(t *testing.T, label string) {
+	t.Helper()
+	ok := evalJS[bool](t, b, fmt.Sprintf(`(() => { const x = [...document.querySelectorAll('button')].find((e) => e.textContent.trim() === %q && !e.disabled); if (x) x.click(); return !!x; })()`, label))
+	if !ok {
+		b.screenshot(t, "nobutton")
+		t.Fatalf("no enabled button %q on the page:\n%s", label, b.text(t))
+	}
+}
+
+// selectRow ticks the checkbox of the entry named name.
+func (b *browser) selectRow(t *testing.T, name string) {
+	t.Helper()
+	b.waitJS(t, "entry "+name, fmt.Sprintf(`!!document.querySelector('input[aria-label=%q]')`, "select "+name), 10*time.Second)
+	evalJS[bool](t, b, fmt.Sprintf(`(() => { const x = document.querySelector('input[aria-label=%q]'); x.click(); return x.checked; })()`, "select "+name))
+}
+
+// answer fills the page's open dialog and presses its ok button.
+func (b *browser) answer(t *testing.T, value string) {
+	t.Helper()
+	b.waitJS(t, "the dialog", `!!document.querySelector('dialog[open]')`, 5*time.Second)
+	evalJS[bool](t, b, fmt.Sprintf(`(() => { const d = document.querySelector('dialog[open]'); const i = d.querySelector('input'); if (i) i.value = %q; d.querySelector('button[value=ok]').click(); return true; })()`, value))
+}
+
+func TestUIBrowserManageAndSearch(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "alpha report.txt", []byte("a"))
+	writeFile(t, dir, "beta.txt", []byte("b"))
+	writeFile(t, dir, "gamma.txt", []byte("g"))
+	writeFile(t, dir, "sub/keep.txt", []byte("k"))
+	s := start(t, "-e2dsa", "-v", dir+":/:rwmd")
+	b := newBrowser(t, 1280, 800)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	// rename
+	b.selectRow(t, "alpha report.txt")
+	b.clickButton(t, "rename")
+	b.answer(t, "renamed <é>.txt")
+	b.waitJS(t, "the renamed file", `document.body.innerText.includes('renamed <é>.txt')`, 10*time.Second)
+	wantFile(t, dir, "renamed <é>.txt", []byte("a"))
+	// move into sub/
+	b.selectRow(t, "beta.txt")
+	b.clickButton(t, "move")
+	b.answer(t, "/sub/")
+	b.waitJS(t, "beta gone from the folder", `!document.body.innerText.includes('beta.txt')`, 10*time.Second)
+	wantFile(t, dir, "sub/beta.txt", []byte("b"))
+	// delete
+	b.selectRow(t, "gamma.txt")
+	b.clickButton(t, "delete")
+	b.waitJS(t, "the confirmation", `!!document.querySelector('dialog[open]')`, 5*time.Second)
+	b.screenshot(t, "confirm-delete")
+	b.answer(t, "")
+	b.waitJS(t, "gamma gone", `!document.body.innerText.includes('gamma.txt')`, 10*time.Second)
+	if pathExists(dir, "gamma.txt") {
+		t.Error("gamma.txt is still on disk after delete")
+	}
+	// new folder
+	b.clickButton(t, "new folder")
+	b.answer(t, "fresh folder")
+	b.waitJS(t, "the new folder", `document.body.innerText.includes('fresh folder/')`, 10*time.Second)
+	if fi, err := os.Stat(filepath.Join(dir, "fresh folder")); err != nil || !fi.IsDir() {
+		t.Errorf("new folder not on disk: %v", err)
+	}
+	// search: a hit, then a bad query's message
+	b.do(t, chromedp.SendKeys(chromedp.ID("q"), "keep\r"))
+	b.waitJS(t, "a search hit", `!!document.querySelector('.results a[href$="keep.txt"]')`, 20*time.Second)
+	b.shots(t, "search")
+	b.do(t, chromedp.SetValue(chromedp.ID("q"), "\"unterminated"), chromedp.SendKeys(chromedp.ID("q"), "\r"))
+	b.waitJS(t, "the error of a bad query", `!!document.querySelector('.results .err')`, 10*time.Second)
+	msg := evalJS[string](t, b, `document.querySelector('.results .err').textContent`)
+	resp, body := s.do(t, "POST", "/", []byte(`{"q":"\"unterminated"}`), "Content-Type: application/json")
+	if resp.StatusCode != 400 || !strings.Contains(string(body), strings.TrimSpace(msg)) {
+		t.Errorf("page shows %q for a bad query; the server says %d %s", msg, resp.StatusCode, body)
+	}
+	// keyboard: down to the first entry, grid view with g, back
+	b.do(t, chromedp.Click(chromedp.CSS(`.results h2 button`)))
+	evalJS[bool](t, b, `(document.activeElement.blur(), true)`)
+	b.do(t, chromedp.KeyEvent("j"), chromedp.KeyEvent("g"))
+	b.waitJS(t, "grid view", `!!document.querySelector('ul.grid')`, 5*time.Second)
+	b.shots(t, "grid")
+	b.quiet(t)
+}
+
+func TestUIBrowserWriteOnly(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	writeFile(t, dst, "someone else's.txt", []byte("x"))
+	data := seededBytes(3, 3<<20+5)
+	writeFile(t, src, "mine.bin", data)
+	s := start(t, "-v", dst+":/:w")
+	b := newBrowser(t, 1280, 800)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	// Hash with hoard's own JavaScript SHA-512 here, as a page that is not
+	// a secure context would.
+	evalJS[bool](t, b, `(localStorage.setItem('hoard.nosubtle', '1'), true)`)
+	b.do(t, chromedp.Reload())
+	b.waitJS(t, "the drop zone", `!!document.querySelector('#up') && window.hoardUp.fallback`, 10*time.Second)
+	if txt := b.text(t); strings.Contains(txt, "someone else") || !strings.Contains(txt, "not see what is here") || strings.Contains(txt, "zip") {
+		t.Errorf("a write-only folder should show only the drop zone:\n%s", txt)
+	}
+	b.drop(t, filepath.Join(src, "mine.bin"))
+	b.waitJS(t, "the upload", `window.hoardUp.totals().done === 1`, time.Minute)
+	wantFile(t, dst, "mine.bin", data)
+	b.waitJS(t, "the upload in 'your recent uploads'", `document.querySelector('.ups') && document.querySelector('.ups').innerText.includes('mine.bin')`, 10*time.Second)
+	b.shots(t, "write-only")
+	b.quiet(t)
+}
+
+// TestUIBrowserSHA512 checks the page's JavaScript SHA-512 against the
+// standard's vectors, against WebCrypto on random data of awkward
+// lengths, and the up2k chunk hash against the server's.
+func TestUIBrowserSHA512(t *testing.T) {
+	s := start(t, "-v", t.TempDir()+":/:r")
+	b := newBrowser(t, 800, 600)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	js := uiScriptRE.FindStringSubmatch(string(func() []byte { _, body := s.do(t, "GET", "/", nil); return body }()))[1]
+	base := js[:strings.LastIndexByte(js, '/')+1]
+	got := evalJS[map[string]string](t, b, `(async () => {
+		const { sha512, SHA512 } = await import('`+base+`sha512.js');
+		const hex = (b) => [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+		const enc = (s) => new TextEncoder().encode(s);
+		const out = {
+			empty: hex(sha512(new Uint8Array(0))),
+			abc: hex(sha512(enc('abc'))),
+			long: hex(sha512(enc('abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu'))),
+			million: hex(sha512(new Uint8Array(1000000).fill(97))),
+		};
+		let bad = [];
+		for (const n of [1, 111, 112, 113, 127, 128, 129, 255, 256, 1000, 65537, 1 << 20]) {
+			const d = crypto.getRandomValues(new Uint8Array(Math.min(n, 65536)));
+			const full = new Uint8Array(n);
+			for (let i = 0; i < n; i += d.length) full.set(d.subarray(0, Math.min(d.length, n - i)), i);
+			const h = new SHA512();
+			for (let i = 0; i < n; i += 1000) h.update(full.subarray(i, Math.min(n, i + 1000)));
+			const want = hex(new Uint8Array(await crypto.subtle.digest('SHA-512', full)));
+			if (hex(sha512(full)) !== want || hex(h.digest()) !== want) bad.push(n);
+		}
+		out.bad = bad.join(',');
+		return out;
+	})()`)
+	want := map[string]string{
+		"empty":   "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e",
+		"abc":     "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+		"long":    "8e959b75dae313da8cf4f72814fc143f8f7779c6eb9f7fa17299aeadb6889018501d289e4900f7e4331b99dec4b5433ac7d329eeb6dd26545e96e55b874be909",
+		"million": "e718483d0ce769644e2e42c7bc15b4638e1f98b13b2044285632a803afa973ebde0ff244877ea60a4cb0432ce577c31beb009c5c2c49aa2e4eadb217ad8cc09b",
+		"bad":     "",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: got %q, want %q", k, got[k], w)
+		}
+	}
+	b.quiet(t)
+}
