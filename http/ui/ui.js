@@ -95,7 +95,9 @@ function confirmBox(title, lines) {
 
 function toast(msg, bad) {
   const t = h('div', { className: 'toast' + (bad ? ' bad' : ''), role: 'alert' }, msg);
-  document.body.append(t);
+  let box = document.querySelector('.toasts');
+  if (!box) { box = h('div', { className: 'toasts' }); document.body.append(box); }
+  box.append(t);
   setTimeout(() => t.remove(), bad ? 8000 : 3000);
 }
 

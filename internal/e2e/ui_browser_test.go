@@ -629,3 +629,66 @@ func TestUIBrowserSHA512(t *testing.T) {
 	}
 	b.quiet(t)
 }
+
+// TestUIBrowserXSS feeds hostile names, Markdown, SVG and text through
+// every view of the UI: list, grid with thumbnails, breadcrumb, search
+// results, gallery, text and Markdown previews, upload queue. No script
+// of theirs may run: no dialog, no console call, no exception.
+func TestUIBrowserXSS(t *testing.T) {
+	dir, src := t.TempDir(), t.TempDir()
+	hostile := []string{
+		"<img src=x onerror=alert(1)>.png",
+		"<script>alert(2).txt",
+		`"><svg onload=console.log(3)>.jpg`,
+		"'><img src=x onerror=console.error(4)>.mp4",
+		"javascript:alert(5)",
+		"a&amp;b &lt;i&gt;.txt",
+		"{{7*7}} ${alert(8)}.md",
+	}
+	for _, n := range hostile {
+		writeFile(t, dir, n, []byte("<script>alert('body')</script><img src=x onerror=alert('body')>"))
+	}
+	writeFile(t, dir, "<svg onload=alert(9)>/inner <b>.txt", []byte("x"))
+	writeFile(t, dir, "evil.svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg" onload="alert(10)"><script>alert(11)</script><rect width="10" height="10"/></svg>`))
+	writeFile(t, dir, "notes.md", []byte("# hi <script>alert(12)</script>\n\n<img src=x onerror=alert(13)>\n\n[js](javascript:alert(14)) ![svg](data:image/svg+xml,<svg onload=alert(15)>)\n\n| a | b |\n|---|---|\n| <b onmouseover=alert(16)>1</b> | 2 |\n"))
+	writeFile(t, src, "<img src=x onerror=alert(17)>.txt", []byte("up"))
+	s := start(t, "-e2dsa", "-v", dir+":/:rw")
+	b := newBrowser(t, 1280, 800)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	b.waitJS(t, "the listing", `!!document.querySelector('table.ls tbody a.f')`, 10*time.Second)
+	txt := b.text(t)
+	for _, n := range hostile {
+		if !strings.Contains(txt, n) {
+			t.Errorf("name %q is not shown as text", n)
+		}
+	}
+	// list → grid (thumbnails) → open every previewable file → folder → search
+	b.do(t, chromedp.KeyEvent("g"))
+	b.waitJS(t, "grid view", `!!document.querySelector('ul.grid')`, 5*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	b.shots(t, "hostile-grid")
+	n := evalJS[int](t, b, `document.querySelectorAll('ul.grid a.f').length`)
+	for i := range n {
+		evalJS[bool](t, b, fmt.Sprintf(`(document.querySelectorAll('ul.grid a.f')[%d].click(), true)`, i))
+		time.Sleep(250 * time.Millisecond)
+		if i == 0 {
+			b.screenshot(t, "hostile-preview")
+		}
+		evalJS[bool](t, b, `(document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight'})), document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'})), true)`)
+	}
+	b.do(t, chromedp.KeyEvent("g"))
+	b.waitJS(t, "list view", `!!document.querySelector('table.ls')`, 5*time.Second)
+	evalJS[bool](t, b, `([...document.querySelectorAll('a.d')].find((a) => a.textContent.startsWith('<svg')).click(), true)`)
+	b.waitJS(t, "the hostile folder", `document.querySelector('.crumbs').textContent.includes('<svg onload=alert(9)>') && document.body.innerText.includes('inner <b>.txt')`, 10*time.Second)
+	b.drop(t, filepath.Join(src, "<img src=x onerror=alert(17)>.txt"))
+	b.waitJS(t, "the upload", `window.hoardUp.totals().done === 1`, 30*time.Second)
+	wantFile(t, dir, "<svg onload=alert(9)>/<img src=x onerror=alert(17)>.txt", []byte("up"))
+	b.do(t, chromedp.SendKeys(chromedp.ID("q"), "onerror\r"))
+	b.waitJS(t, "search hits", `document.querySelectorAll('.results tbody tr').length >= 2`, 20*time.Second)
+	b.shots(t, "hostile-search")
+	if n := evalJS[int](t, b, `document.querySelectorAll('img[src="x"], script:not([type=module]), [onerror], [onload]').length`); n != 0 {
+		t.Errorf("%d elements from names became markup", n)
+	}
+	time.Sleep(300 * time.Millisecond)
+	b.quiet(t)
+}
