@@ -275,7 +275,7 @@ function gridView(rows) {
   const g = h('ul', { className: 'grid' });
   rows.forEach((e, i) => {
     const thumb = !e.dir && (IMG.test(e.name) || VID.test(e.name) || AUD.test(e.name));
-    const pic = thumb ? h('img', { src: S.path + e.href + (e.href.includes('?') ? '&' : '?') + 'th', loading: 'lazy', alt: '', decoding: 'async' }) : h('span', { className: 'icon', 'aria-hidden': 'true' }, e.dir ? '📁' : (e.ext || '').slice(0, 4));
+    const pic = thumb ? h('img', { src: S.path + e.href + (e.href.includes('?') ? '&' : '?') + 'th', loading: 'lazy', alt: '', decoding: 'async' }) : h('span', { className: 'icon', 'aria-hidden': 'true' }, e.dir ? 'dir' : (e.ext || '').slice(0, 4));
     if (thumb) pic.onerror = () => pic.replaceWith(h('span', { className: 'icon', 'aria-hidden': 'true' }, (e.ext || '').slice(0, 4)));
     g.append(h('li', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : '') },
       h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, pic, h('span', { className: 'nm' }, e.name)),
