@@ -126,21 +126,30 @@ export class Uploader {
     this.lastBytes = 0;
     this.lastT = performance.now();
     this.stats = { posts: 0, retries: 0 };
+    this.store = loadStore(); // unfinished uploads, saved to localStorage now and then
+    this.saveT = 0;
+    addEventListener('pagehide', () => this.flush());
     setInterval(() => this.tick(), 1000);
   }
 
   // leftovers lists unfinished uploads recorded before a reload.
   leftovers() {
-    const m = loadStore();
-    return Object.values(m).filter((r) => !this.jobs.some((j) => j.key === r.key));
+    if (this.jobs.length) return [];
+    return Object.values(this.store);
   }
 
-  forgetLeftovers() { saveStore({}); this.onchange(); }
+  forgetLeftovers() { this.store = {}; this.flush(); this.onchange(); }
+
+  flush() {
+    clearTimeout(this.saveT);
+    this.saveT = 0;
+    saveStore(this.store);
+  }
 
   // add queues files: items are {file, rel} with rel the path below the
   // folder dest (a URL path ending in "/").
   add(items, dest) {
-    const store = loadStore();
+    const store = this.store;
     for (const { file, rel } of items) {
       const parts = rel.split('/').filter((p) => p !== '' && p !== '.' && p !== '..');
       const name = parts.pop() || file.name;
@@ -165,12 +174,12 @@ export class Uploader {
   }
 
   record(job) {
-    const m = loadStore();
+    const m = this.store;
     if (job.state === 'done' || job.state === 'cancelled') delete m[job.key];
     else m[job.key] = { key: job.key, rel: job.rel, dir: job.dir, size: job.size, hashes: job.hashes, t: Date.now() };
     const keys = Object.keys(m);
     if (keys.length > 5000) for (const k of keys.slice(0, keys.length - 5000)) delete m[k];
-    saveStore(m);
+    if (!this.saveT) this.saveT = setTimeout(() => this.flush(), 1000);
   }
 
   pump() {
