@@ -371,9 +371,9 @@ var pageTmpl = template.Must(template.New("ls").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>/{{.Path}}</title><link rel="stylesheet" href="{{.CSS}}">
 <script type="module" src="{{.JS}}"></script>
-</head><body data-loc="{{.Loc}}">
+</head><body data-loc="{{.Loc}}"{{if .Share}} data-share=""{{end}}>
 <header id="top"><nav class="crumbs" aria-label="breadcrumb"><a href="{{.Loc}}/">/</a>{{range .Crumbs}}<a href="{{.Href}}">{{.Name}}</a>/{{end}}</nav>
-<div class="acct">{{if .User}}<form method="post"><input type="hidden" name="act" value="logout">logged in as <b>{{.User}}</b> <button>log out</button></form>{{else}}<form method="post"><input type="hidden" name="act" value="login"><label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" required> <button>log in</button></form>{{end}}</div></header>
+{{if not .Share}}<div class="acct">{{if .User}}<form method="post"><input type="hidden" name="act" value="logout">logged in as <b>{{.User}}</b> <button>log out</button></form>{{else}}<form method="post"><input type="hidden" name="act" value="login"><label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" required> <button>log in</button></form>{{end}}</div>{{end}}</header>
 <main id="app">
 {{if .Writable}}<form method="post" enctype="multipart/form-data"><input type="hidden" name="act" value="bput"><input type="file" name="f" multiple aria-label="files to upload"> <button>upload</button></form>{{end}}
 <table class="ls"><thead><tr><th>name</th><th>size</th><th>modified (UTC)</th></tr></thead><tbody>
@@ -400,7 +400,8 @@ func writeHTML(q *req, l listing) error {
 		Empty              bool
 		CSS, JS, Loc, User string
 		Crumbs             []pageRow
-	}{CSS: q.uiURL("ui.css"), JS: q.uiURL("ui.js"), Loc: q.loc, User: q.user, Path: l.path, Writable: slices.Contains(l.perms, "write"), Readable: slices.Contains(l.perms, "read") || l.vol == nil, Empty: len(l.entries) == 0}
+		Share              bool
+	}{Share: q.share, CSS: q.uiURL("ui.css"), JS: q.uiURL("ui.js"), Loc: q.loc, User: q.user, Path: l.path, Writable: slices.Contains(l.perms, "write"), Readable: slices.Contains(l.perms, "read") || l.vol == nil, Empty: len(l.entries) == 0}
 	href := q.loc + "/"
 	for _, p := range q.parts {
 		href += escapeName(p) + "/"

@@ -129,7 +129,7 @@ const searchForm = h('form', { className: 'search', role: 'search', onsubmit: (e
       h('li', {}, h('code', {}, 'path:music/'), ', ', h('code', {}, 'ext:jpg,png')),
       h('li', {}, h('code', {}, 'artist:"Some One"'), ', ', h('code', {}, 'year:1999'), ', ', h('code', {}, 'dur:>300'))),
   )));
-top.insertBefore(searchForm, top.querySelector('.acct'));
+if (!('share' in document.body.dataset)) top.insertBefore(searchForm, top.querySelector('.acct'));
 
 async function doSearch(q, n) {
   q = q.trim();
@@ -156,6 +156,7 @@ function renderSearch() {
     const tb = h('tbody');
     for (const x of hits) {
       const href = x.href || '/' + x.rp;
+      if (!href.startsWith('/') || href.startsWith('//')) continue; // only paths on this server
       const dir = href.replace(/[^/]*$/, '');
       tb.append(h('tr', {},
         h('td', {}, h('a', { href: (x.href ? '' : loc) + href }, decPath(x.rp))),

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"path/filepath"
 	"net/url"
 	"regexp"
 	"strings"
@@ -136,5 +137,26 @@ func TestUILoginCookie(t *testing.T) {
 	wantStatus(t, resp, body, 401)
 	if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
 		t.Errorf("a script lost the Basic challenge: %q", resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// Over TLS the login cookie is Secure; over plain HTTP on the same port it
+// is not (a browser would drop a Secure cookie there).
+func TestUILoginCookieSecureUnderTLS(t *testing.T) {
+	cdir := t.TempDir()
+	certFile := filepath.Join(cdir, "cert.pem")
+	pool := tlsCert(t, certFile, "", 1)
+	s := start(t, "--cert", certFile, "-a", "u:pw1", "-v", t.TempDir()+":/:rw,u")
+	c := tlsClient(pool, false)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, body := tlsDo(t, c, "POST", httpsURL(s)+"/", []byte("act=login&cppwd=pw1"), "Content-Type: application/x-www-form-urlencoded")
+	wantStatus(t, resp, body, 303)
+	if ck := resp.Cookies(); len(ck) != 1 || !ck[0].Secure || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteLaxMode {
+		t.Errorf("login over TLS: Set-Cookie %q, want Secure, HttpOnly, SameSite=Lax", resp.Header["Set-Cookie"])
+	}
+	resp, body = s.do(t, "POST", "/", []byte("act=login&cppwd=pw1"), "Content-Type: application/x-www-form-urlencoded")
+	wantStatus(t, resp, body, 303)
+	if ck := resp.Cookies(); len(ck) != 1 || ck[0].Secure {
+		t.Errorf("login over http: Set-Cookie %q, want not Secure", resp.Header["Set-Cookie"])
 	}
 }
