@@ -232,6 +232,7 @@ function toolbar() {
     can('read') ? b('zip', () => archive('zip'), n > 0) : null,
     can('read') ? b('tar', () => archive('tar'), n > 0) : null,
     can('read') ? h('a', { className: 'btn', href: S.path + '?zip' }, 'folder as zip') : null,
+    S.ls.acct && S.ls.acct !== '*' && !('share' in document.body.dataset) && (can('read') || can('write')) ? b('share', share, true, 'a link for others; the selection, or this folder') : null,
     can('read') ? h('button', { type: 'button', onclick: toggleView, 'aria-pressed': String(S.view === 'grid') }, S.view === 'grid' ? 'list view' : 'grid view') : null,
   );
   const info = h('p', { className: 'info' },
@@ -381,6 +382,28 @@ async function del() {
   const r = await req('POST', loc + '/?delete', JSON.stringify(paths), 'application/json');
   r.ok ? toast(r.text.trim()) : toast(errText(r), true);
   load(S.path);
+}
+
+async function share() {
+  const sel = selected();
+  const what = sel.length ? sel.map((e) => decPath(S.path.slice(loc.length) + bare(e))) : [decPath(S.path.slice(loc.length)).replace(/\/$/, '') || '/'];
+  const v = await modal('share ' + (sel.length ? `${sel.length} item(s)` : 'this folder'), [
+    { label: 'expires after (minutes, 0 = never)', value: '1440' },
+    { label: 'password for the link (optional)', value: '' },
+  ], 'create link');
+  if (!v) return;
+  const perms = can('read') ? ['read'] : ['write'];
+  const r = await req('POST', loc + '/?share', JSON.stringify({ vp: what, exp: v[0], pw: v[1], perms }), 'application/json');
+  if (!r.ok) return toast(errText(r), true);
+  const url = r.text.replace(/^created share:\s*/, '').trim();
+  const link = url.startsWith('/') ? location.origin + url : url;
+  const dlg = h('dialog', { 'aria-label': 'share link' }, h('form', { method: 'dialog', className: 'modal' },
+    h('h2', {}, 'share link'),
+    h('p', {}, h('input', { type: 'text', value: link, readOnly: true, 'aria-label': 'share link', onfocus: (e) => e.target.select() })),
+    h('p', { className: 'btns' }, h('button', { value: 'ok', className: 'primary' }, 'close'))));
+  dlg.addEventListener('close', () => dlg.remove());
+  document.body.append(dlg);
+  dlg.showModal();
 }
 
 function archive(fmt) {

@@ -240,6 +240,20 @@ func TestUIBrowserLoginLogout(t *testing.T) {
 	if c := evalJS[string](t, b, `document.cookie`); strings.Contains(c, "cppwd") {
 		t.Errorf("the page's script can read the password cookie: %q", c)
 	}
+	// A share link for one file, fetched without any login.
+	b.selectRow(t, "private.txt")
+	b.clickButton(t, "share")
+	b.answer(t, "60")
+	b.waitJS(t, "the share link", `!!document.querySelector('dialog[open] input[readonly]')`, 10*time.Second)
+	link := evalJS[string](t, b, `document.querySelector('dialog[open] input[readonly]').value`)
+	if !strings.HasPrefix(link, s.URL+"/") {
+		t.Fatalf("share link %q is not on this server", link)
+	}
+	resp, body := s.do(t, "GET", strings.TrimPrefix(link, s.URL), nil)
+	if resp.StatusCode != 200 || string(body) != "p" {
+		t.Errorf("share link %s: %d %q", link, resp.StatusCode, body)
+	}
+	b.clickButton(t, "close")
 	b.do(t, chromedp.Click(chromedp.CSS(`.acct button`)))
 	b.waitJS(t, "the login form after logout", `!!document.getElementById('cppwd') && !document.body.innerText.includes('private.txt')`, 10*time.Second)
 	b.quiet(t)
