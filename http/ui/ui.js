@@ -196,6 +196,7 @@ async function load(path, push) {
   }
   render();
   if (S.ls && !can('read') && can('write')) loadUps();
+  if (S.ls) loadTree();
 }
 
 const can = (p) => !!(S.ls && S.ls.perms && S.ls.perms.includes(p));
@@ -311,6 +312,39 @@ function render() {
     const el = app.querySelector(`a[data-i="${focusI}"]`);
     if (el) el.focus();
   }
+}
+
+// ---- folder tree (wide screens): the chain from the top to here ----
+
+const treeNav = h('nav', { className: 'tree', 'aria-label': 'folder tree' });
+document.body.classList.add('has-tree');
+document.body.insertBefore(treeNav, app);
+let treeFor = null;
+
+async function loadTree() {
+  if (treeFor === S.path) return;
+  treeFor = S.path;
+  const r = await fetch(S.path + '?tree', { credentials: 'same-origin' });
+  if (!r.ok || treeFor !== S.path) return;
+  const t = await r.json();
+  const rel = S.path.slice(loc.length).split('/').filter(Boolean);
+  const build = (node, depth, base) => {
+    const ul = h('ul', {});
+    const names = [...(node.a || [])];
+    const next = rel[depth];
+    if (next !== undefined && !names.includes(next)) names.push(next);
+    names.sort((a, b) => decPath(a).localeCompare(decPath(b), undefined, { numeric: true }));
+    for (const n of names) {
+      const href = base + n + '/';
+      const a = h('a', { href, className: 'd' }, decPath(n));
+      if (href === S.path) a.setAttribute('aria-current', 'page');
+      const li = h('li', {}, a);
+      if (n === next && node['k' + n]) li.append(build(node['k' + n], depth + 1, href));
+      ul.append(li);
+    }
+    return ul;
+  };
+  treeNav.replaceChildren(h('a', { href: loc + '/', className: 'd' }, '/'), build(t, 0, loc + '/'));
 }
 
 // ---- write-only folders: what you uploaded (?ups) ----
