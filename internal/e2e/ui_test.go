@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"net/http"
-	"path/filepath"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
