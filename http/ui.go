@@ -1,9 +1,8 @@
 package http
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"embed"
-	"encoding/hex"
 	"html/template"
 	"io/fs"
 	"mime"
@@ -12,6 +11,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"hoard/up2k"
 )
 
 // The browser UI: JavaScript modules and CSS in http/ui, embedded, served
@@ -34,7 +35,7 @@ var uiAssets, uiVersion = loadUI()
 
 func loadUI() (map[string]uiAsset, string) {
 	m := map[string]uiAsset{}
-	all := sha256.New()
+	var all strings.Builder
 	names, err := fs.Glob(uiFiles, "ui/*")
 	if err != nil {
 		panic(err)
@@ -45,7 +46,7 @@ func loadUI() (map[string]uiAsset, string) {
 			panic(err)
 		}
 		base := path.Base(n)
-		sum := sha256.Sum256(b)
+		sum := up2k.ChunkHash(b) // SHA-512, URL-safe base64
 		ct := mime.TypeByExtension(path.Ext(base))
 		switch path.Ext(base) {
 		case ".js":
@@ -53,11 +54,10 @@ func loadUI() (map[string]uiAsset, string) {
 		case ".css":
 			ct = "text/css; charset=utf-8"
 		}
-		m[base] = uiAsset{body: b, ctype: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
-		all.Write([]byte(base + "\x00"))
-		all.Write(sum[:])
+		m[base] = uiAsset{body: b, ctype: ct, etag: `"` + sum[:16] + `"`}
+		all.WriteString(base + "\x00" + sum + "\n")
 	}
-	return m, "v" + hex.EncodeToString(all.Sum(nil)[:6])
+	return m, "v" + up2k.ChunkHash([]byte(all.String()))[:12]
 }
 
 // uiURL is the versioned URL of a UI asset, behind the --rp-loc prefix.
@@ -97,7 +97,7 @@ func (s *Server) asset(q *req) error {
 	} else {
 		h.Set("Cache-Control", "no-cache")
 	}
-	http.ServeContent(q.w, q.r, "", time.Time{}, strings.NewReader(string(a.body)))
+	http.ServeContent(q.w, q.r, "", time.Time{}, bytes.NewReader(a.body))
 	return nil
 }
 

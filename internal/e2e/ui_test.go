@@ -12,7 +12,7 @@ import (
 // The browser UI's server side, over plain HTTP: its files under /.cpr/,
 // the CSP of the page that loads them, and the login form's cookie.
 
-var uiScriptRE = regexp.MustCompile(`<script type="module" src="(/\.cpr/v[0-9a-f]+/ui\.js)"></script>`)
+var uiScriptRE = regexp.MustCompile(`<script type="module" src="(/\.cpr/v[0-9A-Za-z_-]+/ui\.js)"></script>`)
 
 func TestUIAssetsAndCSP(t *testing.T) {
 	s := start(t, "-v", t.TempDir()+":/:rw")
