@@ -317,6 +317,7 @@ type chunkProxy struct {
 	corrupt  bool               // flip a byte in the next chunk POST
 	holdFrom int                // hold chunk POSTs once this many succeeded (0: never)
 	acks     int
+	seen     map[string]bool // chunk hashes posted so far
 }
 
 type chunkPost struct {
@@ -332,7 +333,7 @@ func newChunkProxy(t *testing.T, target string) *chunkProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &chunkProxy{needs: map[int][][]string{}, phase: 1}
+	p := &chunkProxy{needs: map[int][][]string{}, phase: 1, seen: map[string]bool{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = func(resp *http.Response) error {
 		r := resp.Request
@@ -363,7 +364,15 @@ func newChunkProxy(t *testing.T, target string) *chunkProxy {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("X-Up2k-Hash") != "" {
 			p.mu.Lock()
-			hold := p.holdFrom > 0 && p.acks >= p.holdFrom && p.phase == 1
+			// Held: every post once enough got through, and every retry
+			// (so the corrupted run is never finished before the cut,
+			// however slow the others are).
+			retry := false
+			for _, h := range strings.Split(r.Header.Get("X-Up2k-Hash"), ",") {
+				retry = retry || p.seen[h]
+				p.seen[h] = true
+			}
+			hold := p.holdFrom > 0 && p.phase == 1 && (p.acks >= p.holdFrom || retry)
 			bad := p.corrupt
 			p.corrupt = false
 			p.mu.Unlock()
