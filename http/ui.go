@@ -187,6 +187,9 @@ func writeLoginPage(q *req, code int, msg string) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", uiCSP)
 	title := "log in"
+	if msg == errUnauthorized.msg {
+		msg = "this page needs a password"
+	}
 	if code == http.StatusForbidden {
 		title = "not allowed"
 	}
