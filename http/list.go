@@ -376,7 +376,7 @@ var pageTmpl = template.Must(template.New("ls").Parse(`<!DOCTYPE html>
 <script type="module" src="{{.JS}}"></script>
 </head><body data-loc="{{.Loc}}"{{if .Share}} data-share=""{{end}}>
 <header id="top"><nav class="crumbs" aria-label="breadcrumb"><a href="{{.Loc}}/">/</a>{{range .Crumbs}}<a href="{{.Href}}">{{.Name}}</a>/{{end}}</nav>
-{{if not .Share}}<div class="acct">{{if .User}}<form method="post"><input type="hidden" name="act" value="logout">logged in as <b>{{.User}}</b> <button>log out</button></form>{{else}}<form method="post"><input type="hidden" name="act" value="login"><label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" required> <button>log in</button></form>{{end}}</div>{{end}}</header>
+{{if not .Share}}<div class="acct">{{if .User}}<form method="post"><input type="hidden" name="act" value="logout">logged in as <b>{{.User}}</b> <button>logout</button></form>{{else}}<form method="post"><input type="hidden" name="act" value="login"><label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" required> <button>log in</button></form>{{end}}</div>{{end}}</header>
 <main id="app">
 {{if .Writable}}<form method="post" enctype="multipart/form-data"><input type="hidden" name="act" value="bput"><input type="file" name="f" multiple aria-label="files to upload"> <button>upload</button></form>{{end}}
 <table class="ls"><thead><tr><th>name</th><th>size</th><th>modified (UTC)</th></tr></thead><tbody>
