@@ -39,6 +39,7 @@ type options struct {
 	tailTmax, tailCmax      int
 	upsRing                 int
 	unpost                  int
+	noDav, davInf           bool
 	shr                     string
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
@@ -147,6 +148,10 @@ func newFlags() (*flagSet, *options) {
 	f.num(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")
 	f.num(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
 	f.bool(&o.singleHash, "single-hash", "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
+
+	f.group("WebDAV")
+	f.bool(&o.noDav, "no-dav", "turn WebDAV off (PROPFIND, MKCOL, COPY, MOVE, DELETE, LOCK ... answer 405)")
+	f.bool(&o.davInf, "dav-inf", "let PROPFIND list a whole tree (Depth: infinity); otherwise it gets 403 propfind-finite-depth")
 
 	f.group("indexing and search")
 	f.bool(&o.e2d, "e2d", "index files (search, dedup, lifetimes)")

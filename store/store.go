@@ -59,7 +59,8 @@ type Store struct {
 	sweepCtx  context.Context       // cancelled by Close
 	sweepStop context.CancelFunc
 
-	ops opState // file management (manage.go)
+	ops opState  // file management (manage.go)
+	dav davLocks // WebDAV locks (davlock.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable;
