@@ -331,6 +331,9 @@ func TestUpPlainOutput(t *testing.T) {
 }
 
 func TestUpKilledResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (a slowed upload killed and resumed); skipped with -short")
+	}
 	vol, src := t.TempDir(), t.TempDir()
 	tree := filepath.Join(src, "tree")
 	total, _ := upTree(t, tree, 24<<20)
@@ -374,6 +377,9 @@ func TestUpKilledResumes(t *testing.T) {
 }
 
 func TestUpServerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (a slowed upload across a server restart); skipped with -short")
+	}
 	vol, src := t.TempDir(), t.TempDir()
 	tree := filepath.Join(src, "tree")
 	total, _ := upTree(t, tree, 24<<20)
@@ -464,6 +470,9 @@ func TestUpDeleteRemote(t *testing.T) {
 }
 
 func TestUpFlakyProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (retries through a flaky proxy); skipped with -short")
+	}
 	vol, src := t.TempDir(), t.TempDir()
 	tree := filepath.Join(src, "tree")
 	upTree(t, tree, 12<<20)
@@ -721,6 +730,9 @@ func nullUp2k(t *testing.T) (string, *atomic.Int64) {
 // number of files (the walk streams, the queues are bounded): ten times
 // the files, about the same peak.
 func TestUpMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (33,000 files); skipped with -short")
+	}
 	if raceEnabled {
 		t.Skip("the race detector's shadow memory makes peak RSS meaningless")
 	}
