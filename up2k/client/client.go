@@ -413,7 +413,7 @@ func (r *run) drive(ctx context.Context, it *item) {
 		}
 		rep, err := parseReply(body, it.hashes)
 		if err != nil {
-			r.fail(it.rel, it.size, err)
+			r.failIt(it, err)
 			return
 		}
 		if len(rep.Need) == 0 {
@@ -426,11 +426,11 @@ func (r *run) drive(ctx context.Context, it *item) {
 		}
 		if prev >= 0 && len(rep.Need) >= prev {
 			if stale++; stale >= maxStale {
-				r.fail(it.rel, it.size, fmt.Errorf("the server still needs %d chunks after %d tries", len(rep.Need), stale))
+				r.failIt(it, fmt.Errorf("the server still needs %d chunks after %d tries", len(rep.Need), stale))
 				return
 			}
 			if !sleepCtx(ctx, backoff(stale)) {
-				r.fail(it.rel, it.size, ctx.Err())
+				r.failIt(it, ctx.Err())
 				return
 			}
 		} else {
@@ -450,11 +450,11 @@ func (r *run) drive(ctx context.Context, it *item) {
 		case err == nil:
 		case errors.Is(err, errChanged) || errors.As(err, &he) && strings.Contains(he.Msg, "corrupted"):
 			if rehashes++; rehashes > 3 {
-				r.fail(it.rel, it.size, fmt.Errorf("it kept changing while being uploaded"))
+				r.failIt(it, fmt.Errorf("it kept changing while being uploaded"))
 				return
 			}
 			if err := r.rehash(ctx, it); err != nil {
-				r.fail(it.rel, it.size, err)
+				r.failIt(it, err)
 				return
 			}
 			it.redo, prev = true, -1
@@ -466,7 +466,7 @@ func (r *run) drive(ctx context.Context, it *item) {
 			// written, a session gone): the next handshake says what it
 			// still needs.
 		default:
-			r.fail(it.rel, it.size, err)
+			r.failIt(it, err)
 			return
 		}
 	}
@@ -476,14 +476,14 @@ func (r *run) drive(ctx context.Context, it *item) {
 func (r *run) hsFailed(it *item, err error) {
 	if errors.Is(err, ErrAuth) || errors.Is(err, ErrTLS) {
 		r.cancel(err) // every other file would fail the same way
-		r.fail(it.rel, it.size, err)
+		r.failIt(it, err)
 		return
 	}
 	if he, ok := isHTTP(err, http.StatusConflict); ok {
 		r.finish(it, "skipped", he.Msg)
 		return
 	}
-	r.fail(it.rel, it.size, err)
+	r.failIt(it, err)
 }
 
 // search asks the server for files with this content.
@@ -503,7 +503,7 @@ func (r *run) search(ctx context.Context, it *item) {
 		} `json:"hits"`
 	}
 	if err := json.Unmarshal(body, &rep); err != nil || rep.Hits == nil {
-		r.fail(it.rel, it.size, fmt.Errorf("the search reply is not the JSON expected"))
+		r.failIt(it, fmt.Errorf("the search reply is not the JSON expected"))
 		return
 	}
 	var hits []string

@@ -78,9 +78,16 @@ func (r *run) done(size int64, sent int64) {
 	r.st.bytesDone.Add(max(0, size-sent))
 }
 
+// failIt records a file in flight that did not make it.
+func (r *run) failIt(it *item, err error) { r.failSent(it.rel, it.size, it.sent.Load(), err) }
+
 // fail records a file that did not make it.
-func (r *run) fail(rel string, size int64, err error) {
-	r.done(size, 0)
+func (r *run) fail(rel string, size int64, err error) { r.failSent(rel, size, 0, err) }
+
+// failSent records a file that did not make it after sent of its bytes
+// were counted done.
+func (r *run) failSent(rel string, size, sent int64, err error) {
+	r.done(size, sent)
 	r.st.errors.Add(1)
 	msg := err.Error()
 	r.mu.Lock()
