@@ -373,7 +373,7 @@ func (s *Server) subdirs(q *req, parts []string) []string {
 var pageTmpl = template.Must(template.New("ls").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>/{{.Path}}</title><link rel="stylesheet" href="{{.CSS}}">
-<script type="module" src="{{.JS}}"></script>
+<script type="module" src="{{.JS}}" nonce="{{.Nonce}}"></script>
 </head><body data-loc="{{.Loc}}"{{if .Share}} data-share=""{{end}}>
 <header id="top"><nav class="crumbs" aria-label="breadcrumb"><a href="{{.Loc}}/">/</a>{{range .Crumbs}}<a href="{{.Href}}">{{.Name}}</a>/{{end}}</nav>
 {{if not .Share}}<div class="acct">{{if .User}}<form method="post"><input type="hidden" name="act" value="logout">logged in as <b>{{.User}}</b> <button>logout</button></form>{{else}}<form method="post"><input type="hidden" name="act" value="login"><label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" required> <button>log in</button></form>{{end}}</div>{{end}}</header>
@@ -402,6 +402,7 @@ func writeHTML(q *req, l listing) error {
 		Writable, Readable bool
 		Empty              bool
 		CSS, JS, Loc, User string
+		Nonce              string
 		Crumbs             []pageRow
 		Share              bool
 	}{Share: q.share, CSS: q.uiURL("ui.css"), JS: q.uiURL("ui.js"), Loc: q.loc, User: q.user, Path: l.path, Writable: slices.Contains(l.perms, "write"), Readable: slices.Contains(l.perms, "read") || l.vol == nil, Empty: len(l.entries) == 0}
@@ -419,6 +420,8 @@ func writeHTML(q *req, l listing) error {
 	}
 	h := q.w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", uiCSP)
+	csp, nonce := uiPolicy(true)
+	data.Nonce = nonce
+	h.Set("Content-Security-Policy", csp)
 	return pageTmpl.Execute(q.w, data)
 }

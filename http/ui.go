@@ -2,7 +2,10 @@ package http
 
 import (
 	"bytes"
+	"crypto/rand"
 	"embed"
+	"encoding/base64"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"mime"
@@ -65,10 +68,25 @@ func (q *req) uiURL(name string) string {
 	return q.loc + "/.cpr/" + uiVersion + "/" + name
 }
 
-// uiCSP is the policy of every HTML page that runs the UI: scripts and
-// styles only from this origin's files (no inline code, no eval), data
-// only from this origin.
-const uiCSP = "default-src 'none'; script-src 'self'; worker-src 'self'; style-src 'self'; img-src 'self' blob: data:; media-src 'self' blob:; connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'self'"
+// uiCSP is the policy of every HTML page that runs the UI: styles only
+// from this origin's files, data only from this origin, no inline code and
+// no eval. Its script source is filled per response by uiPolicy.
+const uiCSP = "default-src 'none'; script-src %s; worker-src 'self'; style-src 'self'; img-src 'self' blob: data:; media-src 'self' blob:; connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'self'"
+
+// uiPolicy returns a page's CSP and the nonce its one <script> tag
+// carries. Scripts run only from that tag and what it loads ('strict-
+// dynamic': the UI's modules and workers), not from 'self': under 'self'
+// a file someone uploaded as x.js on this origin would run if markup were
+// ever injected into a page. A page without script gets 'none'.
+func uiPolicy(withScript bool) (csp, nonce string) {
+	if !withScript {
+		return fmt.Sprintf(uiCSP, "'none'"), ""
+	}
+	b := make([]byte, 18)
+	rand.Read(b)
+	nonce = base64.RawURLEncoding.EncodeToString(b)
+	return fmt.Sprintf(uiCSP, "'nonce-"+nonce+"' 'strict-dynamic'"), nonce
+}
 
 // asset answers GET /.cpr/[<version>/]<name>. Anyone may fetch the UI.
 func (s *Server) asset(q *req) error {
@@ -185,7 +203,8 @@ func writeLoginPage(q *req, code int, msg string) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", uiCSP)
+	csp, _ := uiPolicy(false)
+	h.Set("Content-Security-Policy", csp)
 	title := "log in"
 	if msg == errUnauthorized.msg {
 		msg = "this page needs a password"

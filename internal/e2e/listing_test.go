@@ -496,8 +496,9 @@ func TestListingHTML(t *testing.T) {
 		if !ok {
 			src, ok = dirs["default-src"]
 		}
-		if !ok || src != "'self'" {
-			t.Errorf("Content-Security-Policy = %q: script source %q, want only 'self' (no inline script, no eval)", csp, src)
+		m := uiScriptRE.FindStringSubmatch(b)
+		if !ok || m == nil || src != "'nonce-"+m[2]+"' 'strict-dynamic'" {
+			t.Errorf("Content-Security-Policy = %q: script source %q, want only the page's own nonce (no 'self', no inline script, no eval)", csp, src)
 		}
 	})
 	t.Run("password not echoed", func(t *testing.T) {

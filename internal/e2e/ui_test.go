@@ -12,24 +12,30 @@ import (
 // The browser UI's server side, over plain HTTP: its files under /.cpr/,
 // the CSP of the page that loads them, and the login form's cookie.
 
-var uiScriptRE = regexp.MustCompile(`<script type="module" src="(/\.cpr/v[0-9A-Za-z_-]+/ui\.js)"></script>`)
+var uiScriptRE = regexp.MustCompile(`<script type="module" src="(/\.cpr/v[0-9A-Za-z_-]+/ui\.js)" nonce="([0-9A-Za-z_-]{16,})"></script>`)
 
 func TestUIAssetsAndCSP(t *testing.T) {
 	s := start(t, "-v", t.TempDir()+":/:rw")
 	resp, body := s.do(t, "GET", "/", nil, "Accept: text/html")
 	wantStatus(t, resp, body, 200)
 	csp := resp.Header.Get("Content-Security-Policy")
-	for _, want := range []string{"script-src 'self'", "default-src 'none'", "base-uri 'none'", "style-src 'self'"} {
+	m := uiScriptRE.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("the page loads no fingerprinted UI module with a nonce:\n%s", body)
+	}
+	// Scripts run only from the page's own tag, by its nonce, not from
+	// 'self': an uploaded .js on this origin is no script source.
+	for _, want := range []string{"script-src 'nonce-" + string(m[2]) + "' 'strict-dynamic';", "default-src 'none'", "base-uri 'none'", "style-src 'self'"} {
 		if !strings.Contains(csp, want) {
 			t.Errorf("page CSP %q lacks %q", csp, want)
 		}
 	}
-	if strings.Contains(csp, "unsafe-") {
-		t.Errorf("page CSP allows unsafe code: %q", csp)
+	if strings.Contains(csp, "unsafe-") || strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("page CSP allows unsafe or uploaded code: %q", csp)
 	}
-	m := uiScriptRE.FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("the page loads no fingerprinted UI module:\n%s", body)
+	resp2, body2 := s.do(t, "GET", "/", nil, "Accept: text/html")
+	if m2 := uiScriptRE.FindSubmatch(body2); m2 == nil || string(m2[2]) == string(m[2]) || !strings.Contains(resp2.Header.Get("Content-Security-Policy"), string(m2[2])) {
+		t.Errorf("a second page view reuses the nonce or lacks one: %q", resp2.Header.Get("Content-Security-Policy"))
 	}
 	if n := strings.Count(string(body), "<script"); n != 1 {
 		t.Errorf("the page has %d script tags, want just the module", n)
@@ -130,8 +136,8 @@ func TestUILoginCookie(t *testing.T) {
 	if strings.Contains(resp.Header.Get("WWW-Authenticate"), "Basic") || !strings.Contains(string(body), `name="cppwd"`) {
 		t.Errorf("navigation got %q and no login form:\n%s", resp.Header.Get("WWW-Authenticate"), body)
 	}
-	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
-		t.Errorf("login page CSP %q", csp)
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'none'") {
+		t.Errorf("login page CSP %q, want no script at all", csp)
 	}
 	resp, body = s.do(t, "GET", "/", nil)
 	wantStatus(t, resp, body, 401)
