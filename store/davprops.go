@@ -416,6 +416,13 @@ func (s *Store) PatchProps(ctx context.Context, who Actor, at Loc, ops []PropOp,
 		return opErr(op, err)
 	}
 	defer f.Close()
+	// One change of a file's properties at a time (they are read,
+	// changed and written back whole).
+	if fi, err := f.Stat(); err == nil {
+		if id, ok := idOf(fi); ok {
+			defer s.lockFile(id)()
+		}
+	}
 	old, err := readProps(f)
 	if err != nil {
 		old = nil // corrupt: replaced by the new set

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -120,5 +122,29 @@ func TestPatchProps(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(dir, "f")); !fi.ModTime().Equal(mt) {
 		t.Errorf("mtime %v", fi.ModTime())
+	}
+}
+
+// TestPatchPropsConcurrent: changes of different properties of one file
+// at once all stay (none is lost to another's read-modify-write).
+func TestPatchPropsConcurrent(t *testing.T) {
+	s, dirs := openStore(t, "::rw")
+	if err := os.WriteFile(filepath.Join(dirs[0], "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, rel := s.Resolve([]string{"f"})
+	var wg sync.WaitGroup
+	const n = 32
+	for i := range n {
+		wg.Go(func() {
+			op := PropOp{Prop: DeadProp{PropName{"urn:z", "p" + strconv.Itoa(i)}, "v"}}
+			if err := s.PatchProps(t.Context(), Actor{}, Loc{Vol: v, Rel: rel}, []PropOp{op}, time.Time{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, ps, err := v.StatProps(rel); err != nil || len(ps) != n {
+		t.Errorf("%d of %d properties kept (%v)", len(ps), n, err)
 	}
 }
