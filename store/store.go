@@ -55,6 +55,9 @@ type Store struct {
 	sweepStop context.CancelFunc
 
 	ops opState // file management (manage.go)
+
+	noGroupSync bool      // Config.NoGroupSync
+	fsFlush     fsFlushes // shared flushes of small files (groupsync.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable.
@@ -103,6 +106,8 @@ func Open(cfg Config) (*Store, error) {
 		alogs:   map[string]*appendLog{},
 		temps:   map[string]int{},
 		flocks:  map[fileID]*fileLock{},
+
+		noGroupSync: cfg.NoGroupSync,
 	}
 	s.sweepCtx, s.sweepStop = context.WithCancel(context.Background())
 	if s.log == nil {
