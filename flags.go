@@ -35,6 +35,7 @@ type options struct {
 	maxRanges               int
 	archMT                  int
 	logLevel, logFormat     string
+	stats                   bool
 	xffSrc, xffHdr, rpLoc   string
 	tailTmax, tailCmax      int
 	upsRing                 int
@@ -110,6 +111,7 @@ func newFlags() (*flagSet, *options) {
 	f.bool(&p.version, "version", "print the version and exit")
 	f.str(&o.logLevel, "log-level", "LEVEL", "info", "debug, info, warn or error")
 	f.str(&o.logFormat, "log-format", "FMT", "text", "log lines as text or json")
+	f.bool(&o.stats, "stats", "serve Prometheus/OpenMetrics metrics at /.cpr/metrics to admins (permission a)")
 
 	f.group("network")
 	f.str(&o.ports, "p", "PORTS", "3923", "TCP port(s) to listen on, comma-separated; 0 picks a free one")

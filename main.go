@@ -17,9 +17,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	srvhttp "hoard/http"
@@ -46,6 +48,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(o.logLevel, o.logFormat, stderr)
 	slog.SetDefault(log)
+	// A SIGHUP while starting (systemctl reload too early) must not end
+	// the process; serve takes them up as reloads.
+	signal.Ignore(syscall.SIGHUP)
 
 	cfg, err := o.storeConfig(log)
 	if err != nil {
@@ -73,12 +78,49 @@ func run(args []string, stdout, stderr io.Writer) int {
 			code = 2 // another hoard writes here: a configuration to change, not a failure
 		}
 	} else {
-		code = serve(newServer(svc, o, log), listeners, tl, stdout, log)
+		code = serve(newServer(svc, o, log), listeners, tl, stdout, log, func() { reload(args, svc, log) })
 	}
 	if err := cl.close(); err != nil && code == 0 {
 		code = 1
 	}
 	return code
+}
+
+// reload is SIGHUP: the command line and its config files are read
+// again, and the accounts, volumes and shares they give replace those
+// served (store.Reload says what needs a restart instead). Any error is
+// logged, with its file and line, and the configuration served stays.
+func reload(args []string, svc *services, log *slog.Logger) {
+	log.Info("SIGHUP: reloading the configuration")
+	var errb strings.Builder
+	fs, o := newFlags()
+	if code, exit := parseArgs(fs, &o.prod, args, io.Discard, &errb); exit {
+		log.Error("reload refused; the configuration served is unchanged", "code", code, "err", strings.TrimSpace(strings.TrimPrefix(errb.String(), "hoard: ")))
+		return
+	}
+	fail := func(err error) {
+		log.Error("reload refused; the configuration served is unchanged", "err", o.prod.locate(err.Error()))
+	}
+	if err := o.validate(); err != nil {
+		fail(err)
+		return
+	}
+	cfg, err := o.storeConfig(log)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if _, err := svc.store.Reload(cfg); err != nil {
+		fail(err)
+		return
+	}
+	if sh := svc.extra.Shares; sh != nil {
+		if n, err := sh.Reload(); err != nil {
+			log.Error("reload: the shares file could not be read again; the shares in memory stay", "err", err)
+		} else {
+			log.Info("shares reloaded", "shares", n)
+		}
+	}
 }
 
 // newLogger is the logger of level (validated) writing to w.

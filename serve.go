@@ -17,13 +17,21 @@ import (
 	"time"
 
 	srvhttp "hoard/http"
+	"hoard/internal/metrics"
 )
 
 // newServer is the HTTP server of the services, with its timeouts.
 func newServer(svc *services, o *options, log *slog.Logger) *http.Server {
 	st, up, ix, med, extra := svc.store, svc.up2k, svc.index, svc.media, svc.extra
 	proxy, _ := o.proxyConfig() // checked by validate
-	handler := srvhttp.New(srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy})
+	cfg := srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy}
+	if svc.stats != nil {
+		cfg.Observer, cfg.Metrics = svc.stats, svc.stats
+	}
+	handler := srvhttp.New(cfg)
+	if svc.stats != nil {
+		svc.stats.Watch(metrics.Sources{Store: st, Up2k: up, Index: ix, Media: med, Downloads: handler.ActiveDownloads})
+	}
 	srv := &http.Server{
 		Handler:           withTLSState(handler),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -41,11 +49,28 @@ func newServer(svc *services, o *options, log *slog.Logger) *http.Server {
 
 // serve serves on the listeners until SIGINT or SIGTERM (a second one
 // exits at once) or until a listener fails, then shuts the server down,
-// letting requests in flight finish for up to 30 s. It returns the exit
-// status: 0, or 1 when a listener failed.
-func serve(srv *http.Server, listeners []net.Listener, tl *tlsSetup, stdout io.Writer, log *slog.Logger) int {
+// letting requests in flight finish for up to 30 s; each SIGHUP calls
+// reload meanwhile. It returns the exit status: 0, or 1 when a listener
+// failed.
+func serve(srv *http.Server, listeners []net.Listener, tl *tlsSetup, stdout io.Writer, log *slog.Logger, reload func()) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
+	stopHup, hupDone := make(chan struct{}), make(chan struct{})
+	defer func() { close(stopHup); <-hupDone }() // a reload under way ends before the services close
+	go func() {
+		defer close(hupDone)
+		for {
+			select {
+			case <-hups:
+				reload()
+			case <-stopHup:
+				return
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	serveErr := make(chan error, 2*len(listeners))
 	for _, ln := range listeners {

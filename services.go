@@ -12,6 +12,7 @@ import (
 
 	srvhttp "hoard/http"
 	"hoard/idx"
+	"hoard/internal/metrics"
 	"hoard/media"
 	"hoard/store"
 	"hoard/up2k"
@@ -59,6 +60,7 @@ type services struct {
 	up2k  *up2k.Manager
 	media *media.Service
 	extra srvhttp.ExtraConfig
+	stats *metrics.Metrics // nil without --stats
 }
 
 // openServices opens the services in the order they depend on each other,
@@ -67,6 +69,10 @@ type services struct {
 func openServices(o *options, cfg store.Config, cl *closers, log *slog.Logger) (*services, error) {
 	s := &services{}
 	var err error
+	if o.stats {
+		s.stats = metrics.New() // first: it times the fsyncs of what follows
+		cl.push("the metrics", s.stats.Close)
+	}
 	if s.store, err = store.Open(cfg); err != nil {
 		return nil, err
 	}
@@ -150,9 +156,13 @@ func startIndex(st *store.Store, dbs map[*store.Volume]*idx.DB, o *options, log 
 		Rescan:    time.Duration(o.reMaxAge) * time.Second,
 		SlowQuery: max(time.Nanosecond, time.Duration(o.srchSlowMS)*time.Millisecond),
 		Logger:    log,
+		ScanDelay: testScanDelay(log),
 		Hasher: func(ctx context.Context, f *os.File, size, lmod int64, folder, name string) (string, []string, error) {
 			return up2k.HashFile(ctx, f, size, o.warksalt, lmod, folder, name)
 		},
+	}
+	if cfg.ScanDelay > 0 {
+		cfg.Progress = time.Second // a slowed scan is watched by a test
 	}
 	tags := false
 	for _, v := range st.Volumes() {
@@ -186,4 +196,20 @@ func closeListeners(ls []net.Listener) func() error {
 		}
 		return errors.Join(errs...)
 	}
+}
+
+// testScanDelay is HOARD_TEST_SCAN_DELAY (a duration): tests slow the
+// scan with it to watch its progress. Nothing else should set it.
+func testScanDelay(log *slog.Logger) time.Duration {
+	v := os.Getenv("HOARD_TEST_SCAN_DELAY")
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		log.Warn("HOARD_TEST_SCAN_DELAY is not a duration; ignored", "value", v)
+		return 0
+	}
+	log.Warn("HOARD_TEST_SCAN_DELAY slows every scan (tests only)", "per_file", d)
+	return d
 }

@@ -16,6 +16,16 @@
 # the data folder; a real disk, default ${TMPDIR:-/tmp}), PEERS (default
 # "nginx copyparty"). Sizes: pass -big, -small-n, -search-n ... both to the
 # prepare step and the run: this script passes all its arguments to both.
+#
+# Variants (environment, any together):
+#   ACCESSLOG=1  adds hoard-quiet, a hoard with --log-level warn (no access
+#                log), beside the spawned hoard (info: one access line per
+#                request):      ACCESSLOG=1 PEERS= bash bench/compare.sh -scenario get-small
+#   TLS=1        makes a certificate (openssl) and adds hoard-tls (hoard
+#                --https-only with it) and, with COPYPARTY_SRC, copyparty-tls
+#                (copyparty --https-only --cert): the harness speaks HTTP/1.1
+#                over TLS to them, unverified (a local server).
+#                TLS=1 COPYPARTY_SRC=... bash bench/compare.sh -scenario get-large,up2k-large
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,10 +59,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_up() { # name port
+wait_up() { # name port [scheme]
     for _ in $(seq 600); do
         kill -0 "${PID[$1]}" 2>/dev/null || { tail -n 30 "$TMP/log/$1.log" >&2; log "$1 exited"; exit 1; }
-        curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$2/hb-fix/manifest.txt" && return 0
+        curl -sk -o /dev/null --max-time 2 "${3:-http}://127.0.0.1:$2/hb-fix/manifest.txt" && return 0
         sleep 0.1
     done
     log "$1 did not come up"; exit 1
@@ -60,6 +70,7 @@ wait_up() { # name port
 
 cd "$REPO"
 go build -o "$TMP/bench" ./bench
+go build -o "$TMP/hoard" .   # the spawned hoard and the variants' are this one
 log "fixtures in $DATA"
 "$TMP/bench" -prepare -dir "$DATA" "$@"
 chmod -R a+rX "$DATA"
@@ -119,5 +130,36 @@ if [[ " $PEERS " == *" copyparty "* ]]; then
         log "copyparty $(cd "$COPYPARTY_SRC" && "$PY" -c 'from copyparty.__version__ import S_VERSION as v; print(v)') on $PORT, pid ${PID[copyparty]}"
     fi
 fi
+# start_hoard NAME SCHEME FLAGS...: another hoard on the data, as the
+# harness spawns it (-e2dsa, its own --hist), with FLAGS.
+start_hoard() {
+    local name=$1 scheme=$2 port; shift 2
+    port=$(free_port); mkdir -p "$TMP/$name"
+    "$TMP/hoard" -p "$port" -i 127.0.0.1 -v "$DATA::rwd" -e2dsa -hist "$TMP/$name" "$@" > "$TMP/log/$name.log" 2>&1 &
+    PID[$name]=$!
+    wait_up "$name" "$port" "$scheme"
+    TARGETS+=",$name=$scheme://127.0.0.1:$port"; PIDS+="$name=${PID[$name]},"
+    log "$name on $port ($*), pid ${PID[$name]}"
+}
+if [[ ${ACCESSLOG:-} == 1 ]]; then
+    start_hoard hoard-quiet http --log-level warn
+fi
+if [[ ${TLS:-} == 1 ]]; then
+    mkdir -p "$TMP/tls"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
+        -addext subjectAltName=IP:127.0.0.1 -keyout "$TMP/tls/key.pem" -out "$TMP/tls/cert.pem" 2>/dev/null
+    cat "$TMP/tls/cert.pem" "$TMP/tls/key.pem" > "$TMP/tls/both.pem"   # copyparty wants one file
+    start_hoard hoard-tls https --cert "$TMP/tls/cert.pem" --key "$TMP/tls/key.pem" --https-only
+    if [[ -n ${COPYPARTY_SRC:-} && " $PEERS " == *" copyparty "* ]]; then
+        PORT=$(free_port); mkdir -p "$TMP/cpt/cfg" "$TMP/cpt/hist"
+        (cd "$COPYPARTY_SRC" && exec env HOME="$TMP/cpt" XDG_CONFIG_HOME="$TMP/cpt/cfg" LC_ALL=C.UTF-8 \
+            "$PY" -m copyparty -i 127.0.0.1 -p "$PORT" -v "$DATA::rwd" -e2dsa \
+            --https-only --cert "$TMP/tls/both.pem" --no-thumb --hist "$TMP/cpt/hist" -q) > "$TMP/log/copyparty-tls.log" 2>&1 &
+        PID[copyparty-tls]=$!
+        wait_up copyparty-tls "$PORT" https
+        TARGETS+=",copyparty-tls=https://127.0.0.1:$PORT"; PIDS+="copyparty-tls=${PID[copyparty-tls]},"
+        log "copyparty-tls on $PORT, pid ${PID[copyparty-tls]}"
+    fi
+fi
 log "running: bench -dir DATA -compare '$TARGETS' -pid '${PIDS%,}' $*"
-"$TMP/bench" -dir "$DATA" -compare "$TARGETS" ${PIDS:+-pid "${PIDS%,}"} "$@"
+"$TMP/bench" -dir "$DATA" -compare "$TARGETS" ${PIDS:+-pid "${PIDS%,}"} -hoard-bin "$TMP/hoard" "$@"

@@ -234,8 +234,8 @@ func parseTargets(spawn bool, target, cmp, pids string) ([]targetSpec, error) {
 		return nil, errors.New("no target: use -spawn, -target URL or -compare name=URL[,name=URL]")
 	}
 	for _, s := range specs {
-		if s.url != "spawn" && !strings.HasPrefix(s.url, "http://") {
-			return nil, fmt.Errorf("target %s: URL %q is not http://", s.name, s.url)
+		if s.url != "spawn" && !strings.HasPrefix(s.url, "http://") && !strings.HasPrefix(s.url, "https://") {
+			return nil, fmt.Errorf("target %s: URL %q is not http:// or https://", s.name, s.url)
 		}
 	}
 	if pids != "" {

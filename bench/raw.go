@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,7 @@ import (
 // bodies only (what a file server sends for files and ranges).
 type rawPool struct {
 	addr, host string
+	tls        bool // https: each connection speaks TLS (benchTLS)
 	mu         sync.Mutex
 	conns      map[int]*rawConn
 }
@@ -38,7 +40,7 @@ func newRawPool(base string) (*rawPool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rawPool{addr: u.Host, host: u.Host, conns: map[int]*rawConn{}}, nil
+	return &rawPool{addr: u.Host, host: u.Host, tls: u.Scheme == "https", conns: map[int]*rawConn{}}, nil
 }
 
 func (p *rawPool) close() {
@@ -62,6 +64,14 @@ func (p *rawPool) conn(ctx context.Context, w int) (*rawConn, error) {
 	c, err := d.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
+	}
+	if p.tls {
+		tc := tls.Client(c, benchTLS())
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
 	}
 	rc = &rawConn{c: c, br: bufio.NewReaderSize(c, 64<<10)}
 	rc.stop = context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })

@@ -122,6 +122,7 @@ func (s *Server) archive(q *req, sel []string) error {
 	http.NewResponseController(q.w).Flush()
 	q.w.dl = s.dls.start(q, 0, " :"+f.Ext()) // listed by ?dls
 	defer s.dls.done(q.w.dl)
+	defer s.download()()
 	start := time.Now()
 	if err := arch.Write(ctx, q.w, f, wk.Files, archOptions(s.media)); err != nil {
 		return err

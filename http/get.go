@@ -168,6 +168,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	}
 	var w http.ResponseWriter = q.w
 	if q.r.Method == http.MethodGet {
+		defer s.download()()
 		w = headerFlusher{q.w}
 		if fi.Size() >= dlsMin {
 			q.w.dl = s.dls.start(q, fi.Size(), "")

@@ -64,6 +64,9 @@ func (q *req) acct() string {
 
 // folder answers a GET of a folder: ?tree, ?ls[=t|v], or an HTML page.
 func (s *Server) folder(q *req) error {
+	if q.route == "" {
+		q.route = "list"
+	}
 	query := q.query
 	if _, ok := query["tree"]; ok {
 		if err := q.need(store.PermRead|store.PermWrite|store.PermGet, "list"); err != nil {

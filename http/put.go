@@ -263,7 +263,9 @@ func (s *Server) put(q *req) error {
 	if nameless {
 		dir, name = q.rel, "put-"+store.NowString(time.Now())+"-"+q.vol.ClientTag(q.ip)+".bin"
 	}
+	ended := s.upload("put")
 	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, q.r.Body), o.ingest(q, o.finalName(name), q.r.ContentLength))
+	ended(err == nil)
 	if err != nil {
 		return err
 	}
@@ -397,7 +399,9 @@ func (s *Server) mpFile(q *req, o upOpts, p *multipart.Part) (mpFile, error) {
 	if err := store.CheckName(name); err != nil {
 		return mpFile{}, errorf(http.StatusBadRequest, "bad file name %q", orig)
 	}
+	ended := s.upload("multipart")
 	res, err := q.vol.Ingest(q.r.Context(), q.rel, p, o.ingest(q, o.finalName(name), -1))
+	ended(err == nil)
 	if err != nil {
 		return mpFile{}, err
 	}

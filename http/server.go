@@ -44,6 +44,10 @@ type Config struct {
 	Extra ExtraConfig
 	// Proxy: trusted reverse proxies and their prefix (proxy.go).
 	Proxy ProxyConfig
+	// Observer hears every request and upload (metrics.go); nil: none.
+	Observer Observer
+	// Metrics serves /.cpr/metrics; nil (no --stats) answers it 404.
+	Metrics MetricsHandler
 }
 
 // Server is hoard's http.Handler.
@@ -64,6 +68,10 @@ type Server struct {
 
 	archSem chan struct{} // slots for CPU-heavy archives
 	proxy   ProxyConfig
+
+	obs     Observer       // nil: no metrics
+	metrics MetricsHandler // nil: no /.cpr/metrics
+	active  atomic.Int64   // downloads being sent (metrics.go)
 }
 
 // New returns the handler for cfg.
@@ -90,6 +98,7 @@ func New(cfg Config) *Server {
 	}
 	s.archSem = make(chan struct{}, cfg.ArchMT)
 	s.proxy = cfg.Proxy
+	s.obs, s.metrics = cfg.Observer, cfg.Metrics
 	if s.proxy.Header == "" {
 		s.proxy.Header = "X-Forwarded-For"
 	}
@@ -115,7 +124,8 @@ type req struct {
 	loc    string     // --rp-loc prefix of every URL emitted
 	// viaProxy: ip came from a trusted proxy\'s header, not the TCP peer.
 	viaProxy bool
-	share    bool // inside a share: q.vol is confined to the shared folder, no mounts
+	share    bool   // inside a share: q.vol is confined to the shared folder, no mounts
+	route    string // the metrics' route label, when a handler knows better than routeOf
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -136,17 +146,29 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w := &respWriter{ResponseWriter: rw}
 	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), loc: s.proxy.Loc}
 	s.decodeProxy(q)
+	var body *countedBody
+	if s.obs != nil && r.Body != nil && r.Body != http.NoBody {
+		body = &countedBody{ReadCloser: r.Body}
+		r.Body = body
+	}
 	// Every endpoint returns an error instead of writing one; fail maps it
 	// through statusOf.
 	err := s.route(q)
 	if err != nil {
 		s.fail(q, err)
 	}
-	if s.log.Enabled(r.Context(), slog.LevelInfo) {
-		st := w.status
-		if st == 0 {
-			st = http.StatusOK
+	st := w.status
+	if st == 0 {
+		st = http.StatusOK
+	}
+	if s.obs != nil {
+		var in int64
+		if body != nil {
+			in = body.n
 		}
+		s.obs.Request(routeOf(q), st, in, w.n, time.Since(start))
+	}
+	if s.log.Enabled(r.Context(), slog.LevelInfo) {
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "access", slog.String("id", q.id), slog.String("ip", q.ip), slog.String("user", q.user), slog.String("method", r.Method), slog.String("path", logPath(r.URL)), slog.Int("status", st), slog.Int64("bytes", w.n), slog.Duration("dur", time.Since(start)))
 	}
 }
@@ -160,10 +182,14 @@ func (s *Server) route(q *req) error {
 	}
 	q.parts, q.slash = parts, slash
 	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
+		q.route = "share"
 		return s.shareRoute(q)
 	}
 	if err := s.authenticate(q); err != nil {
 		return err
+	}
+	if len(parts) == 2 && parts[0] == ".cpr" && parts[1] == "metrics" {
+		return s.metricsPage(q)
 	}
 	q.vol, q.rel = s.st.Resolve(parts)
 	if q.vol != nil {

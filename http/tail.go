@@ -72,6 +72,7 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 
 	dl := s.dls.start(q, 0, "")
 	defer s.dls.done(dl)
+	defer s.download()()
 	w := &tailWriter{rw: q.w, rc: http.NewResponseController(q.w), dl: dl}
 	w.rw.WriteHeader(http.StatusOK)
 	w.rc.Flush()

@@ -35,6 +35,7 @@ func (s *Server) postJSON(q *req) error {
 	_, hasQ := fields["q"]
 	_, hasSrch := fields["srch"]
 	if has(query, "srch") || hasQ || hasSrch {
+		q.route = "search"
 		return s.search(q, fields, jerr)
 	}
 	for _, k := range []string{"delete", "share"} {

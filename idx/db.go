@@ -77,6 +77,11 @@ type DB struct {
 	wmu      sync.Mutex    // serializes file-index writes (read old record, replace)
 	nextID   atomic.Uint64 // last file id handed out
 	nextNote atomic.Uint64 // last journal note id handed out (journal.go)
+
+	// files is how many file records the index holds, for the metrics:
+	// counted once at start (countFiles), then kept by every write.
+	files   atomic.Int64
+	counted atomic.Bool
 }
 
 // retryOpen is how often a DB that could not be opened for lack of room

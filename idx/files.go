@@ -192,7 +192,8 @@ func (d *DB) putRecord(rec *Record, note uint64) error {
 	if err != nil {
 		return err
 	}
-	if id == 0 {
+	added := id == 0
+	if added {
 		id = d.nextID.Add(1)
 	}
 	if err := b.Set(relKey(rec.Rel), u64(id), nil); err != nil {
@@ -217,7 +218,13 @@ func (d *DB) putRecord(rec *Record, note uint64) error {
 			return err
 		}
 	}
-	return b.Commit(pebble.NoSync)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	if added {
+		d.files.Add(1)
+	}
+	return nil
 }
 
 // DeleteRecord forgets the file rel and its postings (no error when it
@@ -240,7 +247,46 @@ func (d *DB) DeleteRecord(rel string) error {
 	if err := b.Delete(recKey(id), nil); err != nil {
 		return err
 	}
-	return b.Commit(pebble.NoSync)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	d.files.Add(-1)
+	return nil
+}
+
+// FileCount is how many files the index holds; ok is false until they were
+// counted (at start, once the database is open).
+func (d *DB) FileCount() (n int64, ok bool) {
+	return d.files.Load(), d.counted.Load()
+}
+
+// countFiles counts the file records once. The count starts from the
+// snapshot its iterator reads, taken under wmu with the counter zeroed, so
+// the writes meanwhile (each adds its change under wmu) and the records
+// counted add up exactly.
+func (d *DB) countFiles() {
+	if d.counted.Load() || d.usable() != nil {
+		return
+	}
+	lo, hi := famRange(famRel)
+	d.wmu.Lock()
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err == nil {
+		d.files.Store(0)
+	}
+	d.wmu.Unlock()
+	if err != nil {
+		return
+	}
+	var n int64
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	if it.Close() != nil {
+		return // the counter stays unshown; the next start counts again
+	}
+	d.files.Add(n)
+	d.counted.Store(true)
 }
 
 // dropRecord adds the deletion of rel's postings to b and returns its id

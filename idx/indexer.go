@@ -39,6 +39,12 @@ type Config struct {
 	// SlowQuery is the rate limit's threshold (0.7 s when zero).
 	SlowQuery time.Duration
 	Logger    *slog.Logger
+	// Progress is how often a running scan logs how far it is (5 s when
+	// zero).
+	Progress time.Duration
+	// ScanDelay slows the scan by this much per file (tests only: main
+	// sets it from HOARD_TEST_SCAN_DELAY).
+	ScanDelay time.Duration
 }
 
 // Errors of Search and HashSearch.
@@ -48,10 +54,19 @@ var (
 	ErrBadHash = &store.Error{Kind: store.KindInvalid, Msg: "hash search: each hash must be 44 or more characters of URL-safe base64 (A-Z a-z 0-9 - _)"}
 )
 
-// BusyError is a search while a volume's first scan runs.
-type BusyError struct{ RetryAfter time.Duration }
+// BusyError is a search while a volume's first scan runs: how far the
+// scan is, when one runs (else the journal is being replayed).
+type BusyError struct {
+	RetryAfter time.Duration
+	Scanning   bool
+	Files      int64 // files seen so far
+	Bytes      int64 // their bytes
+}
 
 func (e *BusyError) Error() string {
+	if e.Scanning {
+		return scanMsg(e.Files, e.Bytes)
+	}
 	return "indexing in progress; the files are being scanned, please retry shortly"
 }
 
@@ -73,6 +88,7 @@ type volIdx struct {
 	// replaying counts the journal's notes still to be indexed at start
 	// (journal.go); searches wait for them as for the first scan.
 	replaying atomic.Int64
+	prog      scanProgress // the running scan (progress.go)
 }
 
 // usable reports whether the volume answers searches.
@@ -132,7 +148,7 @@ func New(cfg Config) *Indexer {
 	x.cond = sync.NewCond(&x.mu)
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	x.evctx, x.evstop = context.WithCancel(context.Background())
-	for _, v := range cfg.Store.Volumes() {
+	for _, v := range cfg.Store.Mounted() {
 		db := cfg.DBs[v]
 		if db == nil || !v.Flags.E2D {
 			continue
@@ -401,6 +417,11 @@ func (x *Indexer) scans() {
 	defer x.wg.Done()
 	var later []*volIdx
 	for _, vi := range x.order {
+		if vi.db.usable() == nil {
+			vi.db.countFiles() // for the metrics
+		}
+	}
+	for _, vi := range x.order {
 		if !vi.scan {
 			continue
 		}
@@ -416,6 +437,7 @@ func (x *Indexer) scans() {
 		case <-x.ctx.Done():
 			return
 		}
+		vi.db.countFiles()
 		x.scanVol(vi, true)
 	}
 	if x.cfg.Rescan <= 0 {
@@ -447,6 +469,12 @@ func (x *Indexer) scanVol(vi *volIdx, first bool) {
 	}
 	var full atomic.Bool // the state folder filled up: stop
 	log.Info("scanning the volume")
+	vi.prog.begin(start)
+	complete := false
+	defer func() { vi.prog.end(complete) }()
+	watching := make(chan struct{})
+	defer close(watching)
+	go x.watch(&vi.prog, log, watching)
 	seen := map[uint64]struct{}{}
 	jobs := make(chan string, 256)
 	var wg sync.WaitGroup
@@ -505,6 +533,14 @@ func (x *Indexer) scanVol(vi *volIdx, first bool) {
 				continue
 			}
 			files++
+			vi.prog.files.Add(1)
+			vi.prog.bytes.Add(en.Size)
+			if d := x.cfg.ScanDelay; d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+				}
+			}
 			seen[maphash.String(x.seed, rel)] = struct{}{}
 			old, err := vi.db.Record(rel)
 			if err == nil && old != nil && old.Size == en.Size && old.Mtime == en.Mtime.UnixNano() && !(first && vi.retag) &&
@@ -547,6 +583,7 @@ func (x *Indexer) scanVol(vi *volIdx, first bool) {
 		}
 	}
 	vi.ready.Store(true)
+	complete = walkErr == nil
 	if n := hashed.Load(); n >= compactAfter {
 		// A bulk load leaves many level-0 tables that every lookup
 		// visits; compact the file index now rather than over the next
@@ -577,7 +614,7 @@ func (x *Indexer) usable(vols []*store.Volume) ([]*volIdx, error) {
 	for _, v := range vols {
 		if vi := x.vols[v]; vi != nil {
 			if !vi.usable() || vi.db.usable() != nil {
-				return nil, &BusyError{RetryAfter: 5 * time.Second}
+				return nil, vi.busy()
 			}
 			out = append(out, vi)
 		}

@@ -241,7 +241,7 @@ func (x *Indexer) Forget(v *store.Volume, id uint64) {
 // folder is full) is replayed once it opens.
 func (x *Indexer) replay(only *DB) {
 	byPath := map[string]*store.Volume{}
-	for _, v := range x.cfg.Store.Volumes() {
+	for _, v := range x.cfg.Store.Mounted() { // a volume a reload stopped serving keeps its notes
 		byPath[v.VPath] = v
 	}
 	done := map[*DB]bool{}

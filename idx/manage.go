@@ -203,6 +203,7 @@ func (d *DB) DeleteRecords(ctx context.Context, rel string, tree bool, keep func
 		defer d.wmu.Unlock()
 		b := d.db.NewBatch()
 		defer b.Close()
+		gone := 0
 		for _, r := range rels {
 			if keep != nil && keep(r) {
 				continue
@@ -220,9 +221,14 @@ func (d *DB) DeleteRecords(ctx context.Context, rel string, tree bool, keep func
 			if err := b.Delete(recKey(id), nil); err != nil {
 				return err
 			}
-			n++
+			gone++
 		}
-		return b.Commit(pebble.NoSync)
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		n += gone
+		d.files.Add(-int64(gone))
+		return nil
 	})
 	return n, err
 }
@@ -252,6 +258,7 @@ func (d *DB) MoveRecords(ctx context.Context, rel string, nd *DB, newRel string,
 			nb = nd.db.NewBatch()
 			defer nb.Close()
 		}
+		moved, replaced := 0, 0
 		for _, old := range rels {
 			id, rec, err := d.lookup(d.db, old)
 			if err != nil {
@@ -287,6 +294,7 @@ func (d *DB) MoveRecords(ctx context.Context, rel string, nd *DB, newRel string,
 				return err
 			}
 			if oid != 0 && oid != id {
+				replaced++
 				if err := nb.Delete(recKey(oid), nil); err != nil {
 					return err
 				}
@@ -318,7 +326,7 @@ func (d *DB) MoveRecords(ctx context.Context, rel string, nd *DB, newRel string,
 					return err
 				}
 			}
-			n++
+			moved++
 		}
 		// The new place first: a crash between the two leaves a record
 		// twice (a scan drops the stale one), never none.
@@ -326,8 +334,18 @@ func (d *DB) MoveRecords(ctx context.Context, rel string, nd *DB, newRel string,
 			if err := nb.Commit(pebble.Sync); err != nil {
 				return err
 			}
+			nd.files.Add(int64(moved - replaced))
 		}
-		return b.Commit(pebble.Sync)
+		if err := b.Commit(pebble.Sync); err != nil {
+			return err
+		}
+		n += moved
+		if nb != b {
+			d.files.Add(-int64(moved))
+		} else {
+			d.files.Add(-int64(replaced))
+		}
+		return nil
 	})
 	return n, err
 }

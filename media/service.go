@@ -39,6 +39,10 @@ type Config struct {
 // ErrBusy: the job waited in the queue longer than QueueWait.
 var ErrBusy = &store.Error{Kind: store.KindUnavailable, Msg: "the thumbnailer is busy; try again later", RetryAfter: 5 * time.Second}
 
+// errChangedWhile: the source changed while it was converted (nothing is
+// cached); the client may ask again at once.
+var errChangedWhile = &store.Error{Kind: store.KindUnavailable, Msg: "the file changed while its thumbnail was made; try again", RetryAfter: time.Second}
+
 // ErrNoAudio is returned for a waveform or transcode of a file without
 // audio.
 var ErrNoAudio = errNoAudio
@@ -458,7 +462,7 @@ func (s *Service) convert(ctx context.Context, j *job) (err error) {
 		return err
 	}
 	if fi.Size() != rq.Info.Size() || !fi.ModTime().Equal(rq.Info.ModTime()) {
-		return errors.New("the file changed while its thumbnail was made; try again")
+		return errChangedWhile
 	}
 	work, wname, err := j.c.create()
 	if err != nil {
@@ -631,4 +635,14 @@ func Icon(name string) []byte {
 	}
 	b.WriteString("</text></svg>\n")
 	return b.Bytes()
+}
+
+// Stats are the worker pool's state, for the metrics: jobs waiting for a
+// worker and workers converting.
+func (s *Service) Stats() (queued, busy int) {
+	busy = len(s.sem)
+	s.mu.Lock()
+	jobs := len(s.jobs)
+	s.mu.Unlock()
+	return max(jobs-busy, 0), busy
 }

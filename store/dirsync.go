@@ -88,7 +88,7 @@ func (v *Volume) fsyncDir(dir string) error {
 		return mapErr(err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+	if err := fsyncFile(d); err != nil && !errors.Is(err, syscall.EINVAL) {
 		return v.writeErr(err, 0)
 	}
 	return nil

@@ -82,7 +82,7 @@ func (g *flushGroup) do(mu *sync.Mutex, flush func() error) error {
 // commit is on, else by its own fsync.
 func (s *Store) syncSmall(f *os.File, dev uint64) error {
 	if s.noGroupSync || fsyncEachFile || dev == 0 {
-		return f.Sync()
+		return fsyncFile(f)
 	}
 	g := &s.fsFlush
 	g.mu.Lock()
@@ -101,7 +101,7 @@ func (s *Store) syncSmall(f *os.File, dev uint64) error {
 	}
 	// The leader flushes through its own file: the group is per device,
 	// so that is the file system of every caller it answers.
-	if err := grp.do(&g.mu, func() error { return flush(f) }); err != nil {
+	if err := grp.do(&g.mu, func() error { return timed(func() error { return flush(f) }) }); err != nil {
 		return err
 	}
 	return fileWritebackErr(f)

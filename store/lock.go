@@ -57,7 +57,7 @@ type heldLock struct {
 // d for some user): its server then writes upload sessions and index
 // records, and must be the only one on its state folder.
 func (v *Volume) Writable() bool {
-	for _, p := range v.perms {
+	for _, p := range v.permMap() {
 		if p&(PermWrite|PermMove|PermDelete) != 0 {
 			return true
 		}

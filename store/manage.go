@@ -276,7 +276,7 @@ func (s *Store) treeFree(op string, v *Volume, rel string) error {
 // them in the URL space).
 func (s *Store) mountsInside(v *Volume, rel string) bool {
 	p := strings.Trim(path.Join(v.VPath, rel), "/")
-	for _, w := range s.vols {
+	for _, w := range *s.served.Load() {
 		if w != v && (w.VPath == p || strings.HasPrefix(w.VPath, p+"/")) {
 			return true
 		}

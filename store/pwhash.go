@@ -179,9 +179,10 @@ var errGaveUp = errors.New("gave up waiting to hash")
 // when ctx ends.
 func (s *Store) AuthenticateContext(ctx context.Context, pw string) (user string, ok bool) {
 	k := s.pwKey(pw)
-	a := s.hashed
+	ac := s.acct.Load()
+	a := ac.hashed
 	if a == nil {
-		user, ok = s.users[k]
+		user, ok = ac.users[k]
 		return user, ok
 	}
 	for {
@@ -214,7 +215,7 @@ func (s *Store) AuthenticateContext(ctx context.Context, pw string) (user string
 		if c.err != nil {
 			return "", false
 		}
-		user, ok = s.users[s.pwKey(c.hash)]
+		user, ok = ac.users[s.pwKey(c.hash)]
 		a.mu.Lock()
 		if ok {
 			a.verified[k] = user
@@ -249,23 +250,24 @@ func (a *hashAuth) compute(ctx context.Context, k [32]byte, c *hashCall, pw stri
 // hashAccounts turns the accounts' passwords into their hashes. A clear
 // password is hashed here and its hash logged, so it can replace the
 // password in the configuration (copyparty does the same).
-func (s *Store) hashAccounts(h *PwHash, accounts []Account) error {
+func (s *Store) hashAccounts(h *PwHash, list []Account) (*accounts, error) {
+	ac := &accounts{users: map[[32]byte]string{}}
 	byHash := map[string]string{}
-	for _, a := range accounts {
+	for _, a := range list {
 		stored := a.Pass
 		if !IsPwHash(stored) {
 			var err error
 			if stored, err = h.Hash(a.Pass); err != nil {
-				return fmt.Errorf("account %q: %w", a.User, err)
+				return nil, fmt.Errorf("account %q: %w", a.User, err)
 			}
 			s.log.Warn("account has a clear password while --ah-alg is on; put its hash in the configuration instead", "user", a.User, "hash", stored)
 		}
 		if other, ok := byHash[stored]; ok {
-			return fmt.Errorf("accounts %q and %q have the same password (passwords identify users and must be unique)", other, a.User)
+			return nil, fmt.Errorf("accounts %q and %q have the same password (passwords identify users and must be unique)", other, a.User)
 		}
 		byHash[stored] = a.User
-		s.users[s.pwKey(stored)] = a.User
+		ac.users[s.pwKey(stored)] = a.User
 	}
-	s.hashed = newHashAuth(h)
-	return nil
+	ac.hashed = newHashAuth(h)
+	return ac, nil
 }

@@ -117,7 +117,7 @@ func TestAuthenticateHashed(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := s.hashed.hashes.Load(); n != 1 {
+	if n := s.acct.Load().hashed.hashes.Load(); n != 1 {
 		t.Errorf("20 logins hashed %d times, want 1", n)
 	}
 	for range 3 {
@@ -131,7 +131,7 @@ func TestAuthenticateHashed(t *testing.T) {
 			t.Errorf("the stored hash as a password gave %q", u)
 		}
 	}
-	if n := s.hashed.hashes.Load(); n != 4 {
+	if n := s.acct.Load().hashed.hashes.Load(); n != 4 {
 		t.Errorf("hashes = %d, want 4 (ed, k, wrong, the hash)", n)
 	}
 }
@@ -149,16 +149,16 @@ func TestAuthenticateHashedWaitEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for range cap(s.hashed.slots) {
-		s.hashed.slots <- struct{}{} // every hasher busy
+	for range cap(s.acct.Load().hashed.slots) {
+		s.acct.Load().hashed.slots <- struct{}{} // every hasher busy
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, ok := s.AuthenticateContext(ctx, "ed-pw"); ok {
 		t.Fatal("authenticated without a hasher")
 	}
-	for range cap(s.hashed.slots) {
-		<-s.hashed.slots
+	for range cap(s.acct.Load().hashed.slots) {
+		<-s.acct.Load().hashed.slots
 	}
 	if u, ok := s.Authenticate("ed-pw"); !ok || u != "ed" {
 		t.Errorf("after the hashers freed: %q, %v", u, ok)

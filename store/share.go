@@ -44,6 +44,14 @@ type Shares struct {
 // MaxShares caps how many shares exist at once.
 const MaxShares = 10000
 
+// maxShares is MaxShares; tests lower it.
+var maxShares = MaxShares
+
+// ErrTooManyShares is a new share refused because MaxShares exist: the
+// server's table of shares is at its cap (507), until some expire or are
+// deleted.
+var ErrTooManyShares = &Error{Kind: KindStateFull, Msg: fmt.Sprintf("there are already %d shares; delete or let expire some first", MaxShares)}
+
 var shareKeyRE = regexp.MustCompile(`^[0-9A-Za-z_-]{1,64}$`)
 
 // ErrShareKey is a share key hoard does not accept.
@@ -111,6 +119,20 @@ func OpenShares(file string, now func() time.Time) (*Shares, error) {
 	return s, nil
 }
 
+// Reload reads the shares file again (an operator edited it): its
+// shares replace those in memory. A file that cannot be read or parsed
+// changes nothing.
+func (s *Shares) Reload() (int, error) {
+	n, err := OpenShares(s.file, s.now)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m = n.m
+	return len(s.m), nil
+}
+
 func (sh *Share) expired(now time.Time) bool {
 	return sh.Expires != 0 && now.Unix() >= sh.Expires
 }
@@ -166,8 +188,8 @@ func (s *Shares) Add(sh Share) error {
 	if old, ok := s.m[sh.Key]; ok && !old.expired(s.now()) {
 		return fmt.Errorf("share key %q: %w", sh.Key, ErrExists)
 	}
-	if len(s.m) >= MaxShares {
-		return fmt.Errorf("there are already %d shares", MaxShares)
+	if len(s.m) >= maxShares {
+		return ErrTooManyShares
 	}
 	sh.Files = slices.Clone(sh.Files)
 	s.m[sh.Key] = &sh

@@ -139,3 +139,30 @@ func TestKeyOK(t *testing.T) {
 		t.Error("a volume without fk wants a key")
 	}
 }
+
+// TestTooManyShares: the share past the cap is refused with a kind (507,
+// the state at its cap), not a plain error that answers 500, and nothing
+// is saved.
+func TestTooManyShares(t *testing.T) {
+	defer func(n int) { maxShares = n }(maxShares)
+	maxShares = 2
+	file := filepath.Join(t.TempDir(), "shares.json")
+	s, err := OpenShares(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if err := s.Add(Share{Key: k, VPath: "x", Perms: "r", Creator: "u"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := os.ReadFile(file)
+	err = s.Add(Share{Key: "c", VPath: "x", Perms: "r", Creator: "u"})
+	k, msg, _, ok := Classify(err)
+	if !ok || k != KindStateFull || !strings.Contains(msg, "already") {
+		t.Fatalf("share past the cap: %v (kind %v, ok %v)", err, k, ok)
+	}
+	if after, _ := os.ReadFile(file); !bytes.Equal(before, after) || len(s.List()) != 2 {
+		t.Fatal("a refused share changed the saved shares")
+	}
+}

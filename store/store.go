@@ -13,12 +13,14 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -26,9 +28,12 @@ import (
 // Store is the set of mounted volumes and the accounts that may use them.
 // It is safe for concurrent use; its configuration is immutable after Open.
 type Store struct {
-	vols    []*Volume           // sorted by VPath depth, deepest first, for Resolve
-	users   map[[32]byte]string // keyed digest of the password (or of its hash) → user
-	hashed  *hashAuth           // with --ah-alg: verifies passwords against hashes (pwhash.go)
+	// vols are every volume mounted since Open, sorted by VPath depth,
+	// deepest first; served are those the configuration (reloaded by
+	// Reload) serves now, in the same order, for Resolve.
+	vols    []*Volume
+	served  atomic.Pointer[[]*Volume]
+	acct    atomic.Pointer[accounts] // the accounts (Reload swaps them whole)
 	authKey []byte
 	log     *slog.Logger
 	now     func() time.Time
@@ -60,7 +65,8 @@ type Store struct {
 	fsFlush     fsFlushes // shared flushes of small files (groupsync.go)
 }
 
-// Volume is one folder mounted at a URL path. Its fields are immutable.
+// Volume is one folder mounted at a URL path. Its fields are immutable;
+// its permissions change only by Store.Reload.
 type Volume struct {
 	Src   string // absolute folder on disk
 	VPath string // URL path without slashes at either end; "" is the root
@@ -68,7 +74,7 @@ type Volume struct {
 
 	real string // Src with its symbolic links resolved, at mount (links.go)
 
-	perms  map[string]Perm
+	perms  atomic.Pointer[map[string]Perm] // user ("*": everyone) → what they may do
 	root   *os.Root
 	hist   string // absolute state folder; "" when it could not be made
 	secret []byte // per-volume key for file keys and collision suffixes
@@ -96,7 +102,6 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		users:   map[[32]byte]string{},
 		authKey: make([]byte, 32),
 		locks:   map[string]*os.File{},
 		log:     cfg.Logger,
@@ -120,15 +125,11 @@ func Open(cfg Config) (*Store, error) {
 	if _, err := rand.Read(s.authKey); err != nil {
 		return nil, err
 	}
-	if cfg.PwHash != nil {
-		if err := s.hashAccounts(cfg.PwHash, cfg.Accounts); err != nil {
-			return nil, err
-		}
-	} else {
-		for _, a := range cfg.Accounts {
-			s.users[s.pwKey(a.Pass)] = a.User
-		}
+	ac, err := s.newAccounts(cfg)
+	if err != nil {
+		return nil, err
 	}
+	s.acct.Store(ac)
 	if cfg.Hist != "" {
 		// --hist holds what the whole server keeps (shares.json) besides
 		// the volumes' state folders: one server per --hist.
@@ -158,6 +159,8 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	slices.SortStableFunc(s.vols, func(a, b *Volume) int { return depth(b.VPath) - depth(a.VPath) })
+	served := slices.Clone(s.vols)
+	s.served.Store(&served)
 	for _, v := range s.vols {
 		s.claimHist(v)
 	}
@@ -205,10 +208,10 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		Src:   src,
 		VPath: spec.VPath,
 		Flags: cfg.Global.merge(spec.Flags),
-		perms: spec.Perms,
 		root:  root,
 		store: s,
 	}
+	v.setPerms(spec.Perms)
 	v.claims = s.claimsFor(src)
 	if v.Flags.NRand == 0 {
 		v.Flags.NRand = 9
@@ -350,8 +353,12 @@ func (s *Store) Close() error {
 	return first
 }
 
-// Volumes returns the mounted volumes, deepest mount first.
-func (s *Store) Volumes() []*Volume { return slices.Clone(s.vols) }
+// Volumes returns the volumes served, deepest mount first.
+func (s *Store) Volumes() []*Volume { return slices.Clone(*s.served.Load()) }
+
+// Mounted returns every volume mounted since Open, served or not (Reload
+// stops serving a volume, it never unmounts it), deepest mount first.
+func (s *Store) Mounted() []*Volume { return slices.Clone(s.vols) }
 
 func (s *Store) pwKey(pw string) [32]byte {
 	m := hmac.New(sha256.New, s.authKey)
@@ -373,7 +380,7 @@ func (s *Store) Authenticate(pw string) (user string, ok bool) {
 // and validated) and the path inside it. v is nil when no volume covers the
 // path (a virtual folder above mounts, or nothing at all).
 func (s *Store) Resolve(parts []string) (v *Volume, rel string) {
-	for _, vol := range s.vols {
+	for _, vol := range *s.served.Load() {
 		n := depth(vol.VPath)
 		if n > len(parts) {
 			continue
@@ -391,7 +398,7 @@ func (s *Store) Resolve(parts []string) (v *Volume, rel string) {
 func (s *Store) MountsBelow(parts []string) map[string][]*Volume {
 	prefix := strings.Join(parts, "/")
 	out := map[string][]*Volume{}
-	for _, vol := range s.vols {
+	for _, vol := range *s.served.Load() {
 		rest, ok := vol.VPath, true
 		if prefix != "" {
 			rest, ok = strings.CutPrefix(vol.VPath, prefix+"/")
@@ -408,11 +415,30 @@ func (s *Store) MountsBelow(parts []string) map[string][]*Volume {
 // Perms returns what user may do in v; "*" grants apply to everyone.
 // An empty user is anonymous.
 func (v *Volume) Perms(user string) Perm {
-	p := v.perms["*"]
+	perms := v.permMap()
+	p := perms["*"]
 	if user != "" {
-		p |= v.perms[user]
+		p |= perms[user]
 	}
 	return p
+}
+
+// permMap is the volume's permissions (nil for a Volume not made by
+// mount, as in tests).
+func (v *Volume) permMap() map[string]Perm {
+	if p := v.perms.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// setPerms replaces the volume's permissions.
+func (v *Volume) setPerms(p map[string]Perm) {
+	p = maps.Clone(p)
+	if p == nil {
+		p = map[string]Perm{}
+	}
+	v.perms.Store(&p)
 }
 
 // FileKey returns the access key for a file (volume flag fk), derived from

@@ -18,7 +18,7 @@ func StartWriteback(fd int, off, n int64) {
 // Datasync makes f's bytes durable (fdatasync: its size too, but not its
 // times when nothing else changed).
 func Datasync(f *os.File) error {
-	return unix.Fdatasync(int(f.Fd()))
+	return timed(func() error { return unix.Fdatasync(int(f.Fd())) })
 }
 
 // setMtime sets f's access and modification times to mt through its open

@@ -15,7 +15,7 @@ func StartWriteback(fd int, off, n int64) {}
 // Datasync makes f's bytes durable; without fdatasync that is a full
 // fsync (F_FULLFSYNC on macOS, which is slower and stronger).
 func Datasync(f *os.File) error {
-	return f.Sync()
+	return timed(f.Sync)
 }
 
 // setMtime cannot set times through a descriptor portably; the caller

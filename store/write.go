@@ -152,7 +152,7 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	if tfi.Size() <= SmallFile {
 		serr = t.v.store.syncSmall(t.File, devOf(tfi))
 	} else {
-		serr = t.File.Sync()
+		serr = fsyncFile(t.File)
 	}
 	nid, nerr := pn.wait()
 	if serr != nil || nerr != nil {
@@ -536,7 +536,7 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	if err == nil {
 		// The journal's note is flushed while the file is.
 		pn := v.store.noteAsync(ev)
-		err = v.writeErr(f.Sync(), opt.Size)
+		err = v.writeErr(fsyncFile(f), opt.Size)
 		var nerr error
 		nid, nerr = pn.wait()
 		if err == nil && nerr != nil {

@@ -73,10 +73,12 @@ type Manager struct {
 	// lanes hashes big chunks several at a time (nil without AVX-512,
 	// or when Config.SingleHash asks for crypto/sha512 throughout);
 	// laneBufs has a slot per buffer waiting there.
-	lanes    *sha512x8.Hasher
-	laneBufs chan struct{}
-	posts    atomic.Int64 // chunk posts in flight
-	checked  atomic.Int64 // bytes hashed to check files (restarts, existing content)
+	lanes     *sha512x8.Hasher
+	laneBufs  chan struct{}
+	posts     atomic.Int64 // chunk posts in flight
+	checked   atomic.Int64 // bytes hashed to check files (restarts, existing content)
+	finished  atomic.Int64 // uploads published since start (stats.go)
+	badChunks atomic.Int64 // chunks whose bytes did not match their hash
 
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
@@ -150,7 +152,7 @@ func New(cfg Config) (*Manager, error) {
 		m.laneBufs = make(chan struct{}, laneBufs)
 	}
 	m.log.Info("chunk hashing", "avx512_lanes", m.lanes != nil, "cpu_has_lanes", sha512x8.Available())
-	for _, v := range cfg.Store.Volumes() {
+	for _, v := range cfg.Store.Mounted() {
 		db := cfg.DBs[v]
 		if db == nil {
 			m.log.Warn("no session store for this volume; its unfinished uploads will not survive a restart", "volume", "/"+v.VPath)

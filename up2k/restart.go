@@ -21,7 +21,7 @@ import (
 // then uploads into its volumes are refused.
 func (m *Manager) Load(ctx context.Context) error {
 	seen := map[SessionStore]bool{}
-	for _, v := range m.st.Volumes() {
+	for _, v := range m.st.Mounted() {
 		db := m.dbs[v]
 		if seen[db] {
 			continue // volumes sharing a state folder share their sessions

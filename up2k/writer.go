@@ -528,6 +528,7 @@ func (x *xfer) verify(checks <-chan check, verified chan<- int) error {
 		if sent := x.t.sentOf(u); !strings.HasPrefix(enc, x.t.cmp(u)) {
 			err = invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", c.got, sent, enc[:min(max(len(sent), KeyLen), len(enc))])
 			x.failed.Store(true)
+			x.m.badChunks.Add(1)
 			continue
 		}
 		verified <- c.k
@@ -710,6 +711,7 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 		return rel, ferr
 	}
 	m.remove(s)
+	m.finished.Add(1)
 	m.log.Info("upload finished", "volume", "/"+s.vol.VPath, "path", rel, "size", s.rec.Size, "wark", s.rec.Wark, "user", s.rec.User, "ip", s.rec.IP)
 	return rel, nil
 }

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -213,12 +215,47 @@ func TestAccessLogJSON(t *testing.T) {
 // client from 127.0.0.3: ?ru must name 127.0.0.3, and every URL hoard
 // hands back must work through nginx.
 func TestReverseProxyNginx(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "-a", "boss:bpw", "-v", dir+"::rw,*:A,boss", "--xff-src", "127.0.0.2/32", "--rp-loc", "/files")
+	ngx := startNginx(t, s, "", "")
+	resp, body := ngx.do("PUT", ngx.base+"/files/a.txt", "hello", "X-Forwarded-For: 6.6.6.6")
+	wantStatus(t, resp, body, 201)
+	loc := resp.Header.Get("Location")
+	if loc != ngx.base+"/files/a.txt" {
+		t.Fatalf("Location %q through nginx", loc)
+	}
+	resp, body = ngx.do("GET", loc, "")
+	if resp.StatusCode != 200 || string(body) != "hello" {
+		t.Fatalf("following %s: %d %q", loc, resp.StatusCode, body)
+	}
+	resp, body = ngx.do("GET", ngx.base+"/files/?ru&j", "", "PW: bpw")
+	wantStatus(t, resp, body, 200)
+	var ru ruBody
+	json.Unmarshal(body, &ru)
+	if len(ru.Ups) != 1 || ru.Ups[0].IP != "127.0.0.3" || ru.Ups[0].Vp != "/files/a.txt" {
+		t.Fatalf("?ru through nginx: %s", body)
+	}
+}
+
+// nginxProxy is a real nginx in front of a hoard at /files/, and a client
+// that reaches it from 127.0.0.3.
+type nginxProxy struct {
+	t    *testing.T
+	base string // http(s)://127.0.0.1:PORT
+	c    *http.Client
+	out  *bytes.Buffer
+}
+
+// startNginx runs nginx (skipping the test when it is not installed)
+// proxying /files/ to s from 127.0.0.2 with X-Forwarded-For and
+// X-Forwarded-Proto; with cert (and key), nginx terminates TLS with them
+// and the client trusts pool.
+func startNginx(t *testing.T, s *server, cert, key string, pool ...*x509.CertPool) *nginxProxy {
+	t.Helper()
 	ngx, err := exec.LookPath("nginx")
 	if err != nil {
 		t.Skip("nginx is not installed; skipping the real-proxy test")
 	}
-	dir := t.TempDir()
-	s := start(t, "-a", "boss:bpw", "-v", dir+"::rw,*:A,boss", "--xff-src", "127.0.0.2/32", "--rp-loc", "/files")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -226,6 +263,10 @@ func TestReverseProxyNginx(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	pfx := t.TempDir()
+	listen, scheme := fmt.Sprintf("listen 127.0.0.1:%d;", port), "http"
+	if cert != "" {
+		listen, scheme = fmt.Sprintf("listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s;", port, cert, key), "https"
+	}
 	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
 error_log %[1]s/error.log;
 events {}
@@ -233,7 +274,7 @@ http {
   access_log off;
   client_body_temp_path %[1]s; proxy_temp_path %[1]s; fastcgi_temp_path %[1]s; uwsgi_temp_path %[1]s; scgi_temp_path %[1]s;
   server {
-    listen 127.0.0.1:%[2]d;
+    %[2]s
     location /files/ {
       proxy_pass %[3]s;
       proxy_bind 127.0.0.2;
@@ -245,11 +286,11 @@ http {
     }
   }
 }
-`, pfx, port, s.URL)
+`, pfx, listen, s.URL)
 	os.WriteFile(filepath.Join(pfx, "nginx.conf"), []byte(conf), 0o644)
 	cmd := exec.Command(ngx, "-p", pfx, "-c", filepath.Join(pfx, "nginx.conf"), "-g", "daemon off;")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	// nginx's workers inherit the output pipe: stop the whole process
 	// group, and never wait for the pipe longer than a moment.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -258,44 +299,52 @@ http {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	from := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}}).DialContext}}
-	do := func(method, u string, body string, hdr ...string) (*http.Response, []byte) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			req, _ := http.NewRequest(method, u, strings.NewReader(body))
-			for _, h := range hdr {
-				k, v, _ := strings.Cut(h, ":")
-				req.Header.Set(k, strings.TrimSpace(v))
-			}
-			resp, err := from.Do(req)
-			if err == nil {
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				return resp, b
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s %s: %v\nnginx: %s", method, u, err, out.String())
-			}
+	tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}}).DialContext}
+	if len(pool) > 0 {
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool[0]}
+	}
+	return &nginxProxy{t: t, base: fmt.Sprintf("%s://127.0.0.1:%d", scheme, port), out: out,
+		c: &http.Client{Timeout: 30 * time.Second, Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// do sends a request through nginx (waiting a little for it to listen)
+// and returns the response with its body read.
+func (n *nginxProxy) do(method, u string, body string, hdr ...string) (*http.Response, []byte) {
+	t := n.t
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		req, _ := http.NewRequest(method, u, strings.NewReader(body))
+		for _, h := range hdr {
+			k, v, _ := strings.Cut(h, ":")
+			req.Header.Set(k, strings.TrimSpace(v))
+		}
+		resp, err := n.c.Do(req)
+		if err == nil {
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp, b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s: %v\nnginx: %s", method, u, err, n.out.String())
 		}
 	}
-	resp, body := do("PUT", base+"/files/a.txt", "hello", "X-Forwarded-For: 6.6.6.6")
-	wantStatus(t, resp, body, 201)
-	loc := resp.Header.Get("Location")
-	if loc != base+"/files/a.txt" {
-		t.Fatalf("Location %q through nginx", loc)
+}
+
+// follow GETs an URL hoard handed back (absolute, or a path on nginx)
+// and wants 200.
+func (n *nginxProxy) follow(u string) []byte {
+	n.t.Helper()
+	if strings.HasPrefix(u, "/") {
+		u = n.base + u
 	}
-	resp, body = do("GET", loc, "")
-	if resp.StatusCode != 200 || string(body) != "hello" {
-		t.Fatalf("following %s: %d %q", loc, resp.StatusCode, body)
+	if !strings.HasPrefix(u, n.base+"/files/") {
+		n.t.Fatalf("hoard handed back %q, not a URL below %s/files/", u, n.base)
 	}
-	resp, body = do("GET", base+"/files/?ru&j", "", "PW: bpw")
-	wantStatus(t, resp, body, 200)
-	var ru ruBody
-	json.Unmarshal(body, &ru)
-	if len(ru.Ups) != 1 || ru.Ups[0].IP != "127.0.0.3" || ru.Ups[0].Vp != "/files/a.txt" {
-		t.Fatalf("?ru through nginx: %s", body)
+	resp, b := n.do("GET", u, "")
+	if resp.StatusCode != 200 {
+		n.t.Fatalf("following %s: %d %.200s", u, resp.StatusCode, b)
 	}
+	return b
 }
 
 // waitLog waits (a little) for a log line holding want: hoard's output
