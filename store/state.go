@@ -66,7 +66,7 @@ func StateRoom(dir string) (free, keep uint64, err error) {
 // kept free cannot be written in roomFresh. Near the limit, every call
 // asks the file system.
 const (
-	roomFresh  = 50 * time.Millisecond
+	roomFresh  = 10 * time.Millisecond
 	roomMargin = 256 << 20
 )
 
