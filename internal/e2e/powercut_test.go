@@ -325,13 +325,19 @@ func (m *powerCut) mutateWorker(s *server, rng *mrand.Rand, stop chan struct{}) 
 }
 
 func (m *powerCut) handshake(s *server, u *pcUp) (handshakeReply, bool) {
+	rep, _, _, ok := m.handshakeWhy(s, u)
+	return rep, ok
+}
+
+// handshakeWhy is handshake with the status and body of the answer.
+func (m *powerCut) handshakeWhy(s *server, u *pcUp) (handshakeReply, int, []byte, bool) {
 	b, _ := json.Marshal(map[string]any{"name": u.name, "size": len(u.f.data), "lmod": 1600000000, "hash": u.f.hashes})
-	_, rb, ok := pcDo("POST", s.URL+"/", b, "Content-Type: application/json")
+	code, rb, ok := pcDo("POST", s.URL+"/", b, "Content-Type: application/json")
 	var rep handshakeReply
 	if !ok || json.Unmarshal(rb, &rep) != nil {
-		return rep, false
+		return rep, code, rb, false
 	}
-	return rep, true
+	return rep, code, rb, true
 }
 
 // up2kWorker uploads small files (one chunk) by up2k, and now and then
@@ -423,9 +429,9 @@ func (m *powerCut) verify(s *server, round int) {
 		if f := m.files[u.name]; u.done && (f == nil || f.acked != stateOf(u.f.data)) {
 			continue // deleted or replaced since (a re-handshake would upload it again)
 		}
-		rep, ok := m.handshake(s, u)
+		rep, code, rb, ok := m.handshakeWhy(s, u)
 		if !ok {
-			t.Fatalf("%s: re-handshake for %s failed", where, u.name)
+			t.Fatalf("%s: re-handshake for %s (%d chunks, %d acknowledged, done %v) failed: %d %s\nserver log:\n%s", where, u.name, len(u.f.hashes), len(u.acked), u.done, code, rb, s.logs)
 		}
 		for _, h := range rep.Hash {
 			for j, hj := range u.f.hashes {
