@@ -40,6 +40,7 @@ type options struct {
 	tailTmax, tailCmax      int
 	upsRing                 int
 	unpost                  int
+	noDav, davInf           bool
 	shr                     string
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
@@ -149,6 +150,10 @@ func newFlags() (*flagSet, *options) {
 	f.num(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
 	f.bool(&o.singleHash, "single-hash", "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
 	f.bool(&o.noGroupSync, "no-group-sync", "fsync every finished upload on its own, instead of one shared syncfs for the small uploads (≤ 256 KiB) finishing at once")
+
+	f.group("WebDAV")
+	f.bool(&o.noDav, "no-dav", "turn WebDAV off (PROPFIND, MKCOL, COPY, MOVE, DELETE, LOCK ... answer 405)")
+	f.bool(&o.davInf, "dav-inf", "let PROPFIND list a whole tree (Depth: infinity); otherwise it gets 403 propfind-finite-depth")
 
 	f.group("indexing and search")
 	f.bool(&o.e2d, "e2d", "index files (search, dedup, lifetimes)")

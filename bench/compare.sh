@@ -2,7 +2,8 @@
 # compare.sh -- hoard against nginx and copyparty with the Go harness.
 #
 # Makes the fixtures in a temporary folder (go run ./bench -prepare), starts
-# nginx (sendfile, dav_methods PUT) and copyparty (from source, -e2dsa, so it
+# nginx (sendfile, dav_methods PUT DELETE MKCOL COPY MOVE: no PROPFIND, so
+# dav-propfind and rclone-sync are unsupported there) and copyparty (from source, -e2dsa, so it
 # indexes the fixtures for search) on free 127.0.0.1 ports, all serving that
 # folder, then runs
 #     go run ./bench -dir DATA -compare 'hoard=spawn,nginx=URL,copyparty=URL' -pid ...
@@ -102,7 +103,7 @@ http {
         listen 127.0.0.1:$PORT;
         root $DATA;
         location / {
-            dav_methods PUT DELETE;
+            dav_methods PUT DELETE MKCOL COPY MOVE;
             create_full_put_path on;
             dav_access user:rw group:r all:r;
             client_max_body_size 0;
@@ -122,7 +123,7 @@ if [[ " $PEERS " == *" copyparty "* ]]; then
     else
         PORT=$(free_port); mkdir -p "$TMP/cpp/cfg" "$TMP/cpp/hist"
         (cd "$COPYPARTY_SRC" && exec env HOME="$TMP/cpp" XDG_CONFIG_HOME="$TMP/cpp/cfg" LC_ALL=C.UTF-8 \
-            "$PY" -m copyparty -i 127.0.0.1 -p "$PORT" -v "$DATA::rwd" -e2dsa \
+            "$PY" -m copyparty -i 127.0.0.1 -p "$PORT" -v "$DATA::rwmd" -e2dsa \
             --http-only --no-crt --no-thumb --hist "$TMP/cpp/hist" -q) > "$TMP/log/copyparty.log" 2>&1 &
         PID[copyparty]=$!
         wait_up copyparty "$PORT"

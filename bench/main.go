@@ -50,6 +50,8 @@ type config struct {
 	manyN     int
 	manyMax   int
 	searchN   int
+	davN      int // dav-propfind, dav-move-delete
+	syncN     int // rclone-sync
 	rangeSize int64
 	jsonOut   bool
 	dir       string
@@ -121,6 +123,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.manyN, "many-n", 2000, "files per up2k-many upload batch")
 	fs.Var(&many, "many-max", "largest file of up2k-many (sizes 1 KiB up to this)")
 	fs.IntVar(&c.searchN, "search-n", 5000, "files in the search corpus")
+	fs.IntVar(&c.davN, "dav-n", 10000, "files in the folder of dav-propfind and dav-move-delete")
+	fs.IntVar(&c.syncN, "sync-n", 5000, "small files rclone-sync uploads")
 	fs.Var(&rng, "range-size", "bytes per range request")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the results as JSON instead of a table")
 	fs.StringVar(&c.dir, "dir", "", "the folder every target serves at its root (fixtures go to DIR/hb-fix, uploads to DIR/hb-up); default with -spawn: a temporary folder")
@@ -189,6 +193,8 @@ func (c *config) check() error {
 		return errors.New("-many-n must be positive and -many-max at least 1K")
 	case c.searchN < 10:
 		return errors.New("-search-n must be at least 10")
+	case c.davN < 1 || c.syncN < 1:
+		return errors.New("-dav-n and -sync-n must be positive")
 	case c.rangeSize < 1 || c.rangeSize > c.big:
 		return errors.New("-range-size must be 1..-big")
 	}

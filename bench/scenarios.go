@@ -64,6 +64,9 @@ var scenarios = []scenario{
 	{"zip", func(e *env) ([]figure, error) { return archive(e, "zip") }},
 	{"search", search},
 	{"mixed", mixed},
+	{"dav-propfind", davPropfind},      // dav.go
+	{"dav-move-delete", davMoveDelete}, // dav.go
+	{"rclone-sync", rcloneSync},        // dav.go
 }
 
 func scenarioNames() []string {

@@ -83,7 +83,7 @@ func moduleRoot() (string, error) {
 }
 
 // spawn builds hoard (unless -hoard-bin) and starts it on a free loopback
-// port, serving dir read/write/delete for everyone, with indexing on and its
+// port, serving dir read/write/move/delete for everyone, with indexing on and its
 // state in tmp.
 func (t *target) spawn(ctx context.Context, c *config, tmp, dir string) error {
 	bin := c.hoardBin
@@ -103,7 +103,7 @@ func (t *target) spawn(ctx context.Context, c *config, tmp, dir string) error {
 	if err := os.MkdirAll(hist, 0o755); err != nil {
 		return err
 	}
-	args := []string{"-p", "0", "-i", "127.0.0.1", "-v", dir + "::rwd", "-e2dsa", "-hist", hist}
+	args := []string{"-p", "0", "-i", "127.0.0.1", "-v", dir + "::rwmd", "-e2dsa", "-hist", hist}
 	args = append(args, strings.Fields(c.hoardArgs)...)
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = childAttr()

@@ -99,6 +99,7 @@ var kindStatus = [store.KindCount]int{
 	store.KindUnsupported: http.StatusUnsupportedMediaType,
 	store.KindDisabled:    http.StatusInternalServerError,
 	store.KindInternal:    http.StatusInternalServerError,
+	store.KindLocked:      http.StatusLocked,
 }
 
 // cliHints replace the message of a domain error with one that names the

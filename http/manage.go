@@ -157,6 +157,9 @@ func (s *Server) postTransfer(q *req, key string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.routedElsewhere(parts); err != nil { // dav.go
+		return err
+	}
 	dv, drel := s.st.Resolve(parts)
 	src, dst := store.Loc{Vol: q.vol, Rel: q.rel}, store.Loc{Vol: dv, Rel: drel}
 	opt := store.DestOptions{Parents: true, Overwrite: flag(q, "replace", "Replace")}
@@ -253,8 +256,13 @@ func (s *Server) urlencoded(q *req) error {
 	if err != nil {
 		return err
 	}
-	if f, err := url.ParseQuery(string(body)); err == nil && f.Get("act") == "mkdir" {
-		return s.mkdir(q, f.Get("name"))
+	if f, err := url.ParseQuery(string(body)); err == nil {
+		switch f.Get("act") {
+		case "mkdir":
+			return s.mkdir(q, f.Get("name"))
+		case "login", "logout":
+			return s.login(q, f)
+		}
 	}
 	return s.get(q)
 }

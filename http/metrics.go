@@ -29,7 +29,7 @@ type MetricsHandler interface {
 
 // Routes are the route labels of Observer.Request: a small fixed set,
 // never a path, so the series stay few.
-var Routes = []string{"get", "list", "archive", "thumb", "tail", "admin", "put", "multipart", "up2k_handshake", "up2k_chunk", "search", "share", "manage", "metrics", "options", "other"}
+var Routes = []string{"get", "list", "archive", "thumb", "tail", "admin", "put", "multipart", "up2k_handshake", "up2k_chunk", "search", "share", "manage", "metrics", "ui", "options", "dav", "other"}
 
 // routeOf is the request's route label: what a handler set in q.route,
 // else what the method, modifiers and body type say.
@@ -57,6 +57,8 @@ func routeOf(q *req) string {
 		return "put"
 	case http.MethodOptions:
 		return "options"
+	case "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", http.MethodDelete:
+		return "dav" // dav.go
 	case http.MethodPost:
 		ct := strings.ToLower(r.Header.Get("Content-Type"))
 		switch {

@@ -248,6 +248,9 @@ func (s *Server) put(q *req) error {
 	if err := q.needUpload(); err != nil {
 		return err
 	}
+	if !s.dav.Off && !q.share && davClient(q.r) {
+		return s.davPut(q) // dav.go
+	}
 	o, err := q.uploadOptions(q.vol.Flags.PutCK)
 	if err != nil {
 		return err

@@ -44,6 +44,8 @@ type Config struct {
 	Extra ExtraConfig
 	// Proxy: trusted reverse proxies and their prefix (proxy.go).
 	Proxy ProxyConfig
+	// DAV switches WebDAV (dav.go).
+	DAV DAVConfig
 	// Observer hears every request and upload (metrics.go); nil: none.
 	Observer Observer
 	// Metrics serves /.cpr/metrics; nil (no --stats) answers it 404.
@@ -68,6 +70,7 @@ type Server struct {
 
 	archSem chan struct{} // slots for CPU-heavy archives
 	proxy   ProxyConfig
+	dav     DAVConfig // WebDAV (dav.go)
 
 	obs     Observer       // nil: no metrics
 	metrics MetricsHandler // nil: no /.cpr/metrics
@@ -98,6 +101,7 @@ func New(cfg Config) *Server {
 	}
 	s.archSem = make(chan struct{}, cfg.ArchMT)
 	s.proxy = cfg.Proxy
+	s.dav = cfg.DAV
 	s.obs, s.metrics = cfg.Observer, cfg.Metrics
 	if s.proxy.Header == "" {
 		s.proxy.Header = "X-Forwarded-For"
@@ -181,6 +185,10 @@ func (s *Server) route(q *req) error {
 		return err
 	}
 	q.parts, q.slash = parts, slash
+	if len(parts) > 0 && parts[0] == ".cpr" && !(len(parts) == 2 && parts[1] == "metrics") {
+		q.route = "ui"
+		return s.asset(q) // the UI's files: public, before any credentials
+	}
 	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
 		q.route = "share"
 		return s.shareRoute(q)
@@ -206,9 +214,10 @@ func (s *Server) route(q *req) error {
 	case http.MethodPost:
 		return s.post(q)
 	case http.MethodOptions:
-		w.Header().Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
-		w.WriteHeader(http.StatusNoContent)
-		return nil
+		return s.davOptions(q)
+	}
+	if isDAVMethod(r.Method) {
+		return s.davRoute(q)
 	}
 	w.Header().Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported", r.Method)
@@ -295,6 +304,12 @@ func (s *Server) fail(q *req, err error) {
 	}
 	if ra := retryAfter(err); ra != "" {
 		h.Set("Retry-After", ra)
+	}
+	if (code == http.StatusUnauthorized || code == http.StatusForbidden) && !q.share && isNavigation(q.r) {
+		// A person in a browser gets the login form, not the
+		// browser's own password prompt (copyparty's way).
+		writeLoginPage(q, code, msg)
+		return
 	}
 	if code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Basic realm="hoard", charset="UTF-8"`)

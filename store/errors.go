@@ -154,6 +154,9 @@ const (
 	// KindInternal is a server-side failure with a client-safe message
 	// (500).
 	KindInternal
+	// KindLocked is a resource under a WebDAV lock the request does not
+	// hold, or a lock token that belongs to another user (423).
+	KindLocked
 
 	kindCount // first unused value; tests walk 1..kindCount-1
 )
@@ -166,7 +169,7 @@ var kindNames = [...]string{
 	KindExists: "exists", KindConflict: "conflict", KindTooLarge: "too large",
 	KindRetry: "retry", KindUnavailable: "unavailable", KindRateLimited: "rate limited",
 	KindNoSpace: "no space", KindStateFull: "state full", KindUnsupported: "unsupported",
-	KindDisabled: "disabled", KindInternal: "internal",
+	KindDisabled: "disabled", KindInternal: "internal", KindLocked: "locked",
 }
 
 func (k Kind) String() string {

@@ -59,7 +59,8 @@ type Store struct {
 	sweepCtx  context.Context       // cancelled by Close
 	sweepStop context.CancelFunc
 
-	ops opState // file management (manage.go)
+	ops opState  // file management (manage.go)
+	dav davLocks // WebDAV locks (davlock.go)
 
 	noGroupSync bool      // Config.NoGroupSync
 	fsFlush     fsFlushes // shared flushes of small files (groupsync.go)

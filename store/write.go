@@ -410,6 +410,7 @@ type IngestOptions struct {
 	Life     time.Duration
 	Uploader string
 	ClientIP string
+	Mtime    time.Time // the file's mtime (WebDAV's X-OC-Mtime); zero keeps "now"
 }
 
 // IngestResult describes a stored upload.
@@ -475,7 +476,7 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 	if err != nil {
 		return IngestResult{}, err
 	}
-	rel, fi, err := t.Publish(opt.Name, PublishOptions{Replace: opt.Replace, Life: opt.Life, Uploader: opt.Uploader, ClientIP: opt.ClientIP})
+	rel, fi, err := t.Publish(opt.Name, PublishOptions{Replace: opt.Replace, Life: opt.Life, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Mtime: opt.Mtime})
 	if err != nil {
 		return IngestResult{}, err
 	}

@@ -1,0 +1,881 @@
+package http
+
+import (
+	"bufio"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"hoard/store"
+)
+
+// WebDAV (RFC 4918, classes 1 and 2) on the same URL space, accounts and
+// permissions as everything else. Written here rather than with
+// golang.org/x/net/webdav: its PUT writes through an open file (not the
+// store's atomic, fsynced, indexed ingest), its COPY and MOVE walk a
+// FileSystem (not store.Copy and store.Move with their journal and
+// events), its PROPFIND reads each folder whole, and its locks know no
+// accounts. Each method decodes the request, makes its store call and
+// encodes the reply; GET and HEAD stay hoard's (a folder answers with its
+// listing).
+//
+// Locks live in store (davlock.go), bound to the account that took them.
+// Dead properties are not stored: a PROPPATCH of one is refused with 403
+// for that property (and 424 for the rest). Of the live ones, the mtime
+// (DAV:getlastmodified, or Windows' Win32LastModifiedTime) can be set;
+// Windows' other Win32* times and attributes are accepted and ignored.
+
+// DAVConfig switches WebDAV.
+type DAVConfig struct {
+	Off bool // --no-dav: every WebDAV method answers 405
+	Inf bool // --dav-inf: PROPFIND with Depth: infinity
+}
+
+const davMethods = "OPTIONS, GET, HEAD, PUT, POST, DELETE, PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK"
+
+// isDAVMethod reports whether m is one of the methods only WebDAV has.
+func isDAVMethod(m string) bool {
+	switch m {
+	case "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func (s *Server) davOptions(q *req) error {
+	h := q.w.Header()
+	if s.dav.Off {
+		h.Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
+	} else {
+		h.Set("Allow", davMethods)
+		h.Set("DAV", "1, 2")
+		h.Set("MS-Author-Via", "DAV")
+	}
+	q.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) davRoute(q *req) error {
+	if s.dav.Off {
+		q.w.Header().Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
+		return errorf(http.StatusMethodNotAllowed, "method %s is not supported: WebDAV is off (--no-dav)", q.r.Method)
+	}
+	if q.share {
+		return errorf(http.StatusMethodNotAllowed, "WebDAV is not available inside a share")
+	}
+	if err := s.cop.Check(q.r); err != nil {
+		return errorf(http.StatusForbidden, "%s rejected by the cross-origin check: %v", q.r.Method, err)
+	}
+	switch q.r.Method {
+	case "PROPFIND":
+		return s.propfind(q)
+	case "PROPPATCH":
+		return s.proppatch(q)
+	case "MKCOL":
+		return s.mkcol(q)
+	case http.MethodDelete:
+		return s.davDelete(q)
+	case "COPY", "MOVE":
+		return s.davTransfer(q)
+	case "LOCK":
+		return s.davLock(q)
+	case "UNLOCK":
+		return s.davUnlock(q)
+	}
+	return errorf(http.StatusMethodNotAllowed, "method %s is not supported", q.r.Method)
+}
+
+// davErr maps a domain error to its status with WebDAV's exceptions
+// (kinds → status), keeping the message; anonymous refusals become 401.
+func (q *req) davErr(err error, over map[store.Kind]int) error {
+	err = q.domain(err)
+	if k := store.KindOf(err); k != 0 {
+		if code, ok := over[k]; ok {
+			_, msg := statusOf(err)
+			return &httpError{code: code, msg: msg, err: err}
+		}
+	}
+	return err
+}
+
+func (q *req) loc0() store.Loc { return store.Loc{Vol: q.vol, Rel: q.rel} }
+
+// davURL is the href of a URL path (components joined by "/").
+func (q *req) davURL(p string, dir bool) string {
+	u := q.loc + "/" + escapePath(p)
+	if dir && !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return u
+}
+
+// ifHeader evaluates the request's If header (RFC 4918 section 10.4): it
+// returns the lock tokens it submits, or 412 when no list holds.
+func (s *Server) ifHeader(q *req) ([]string, error) {
+	h := q.r.Header.Values("If")
+	if len(h) == 0 {
+		return nil, nil
+	}
+	lists, err := parseIf(strings.Join(h, " "))
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lists {
+		at := q.loc0()
+		if l.tag != "" {
+			parts, err := parseDestination(l.tag, q.host, q.loc)
+			if err != nil {
+				continue // a resource elsewhere never matches
+			}
+			v, rel := s.st.Resolve(parts)
+			at = store.Loc{Vol: v, Rel: rel}
+		}
+		ok := true
+		for _, c := range l.conds {
+			var m bool
+			switch {
+			case c.token != "":
+				m = at.Vol != nil && s.st.LockCovers(at, c.token)
+			default:
+				m = false
+				if at.Vol != nil && at.Vol.Perms(q.user).Has(store.PermRead) {
+					if fi, err := at.Vol.Stat(at.Rel); err == nil {
+						m = strings.TrimPrefix(c.etag, "W/") == etag(fi)
+					}
+				}
+			}
+			if m == c.not {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return ifTokens(lists), nil
+		}
+	}
+	return nil, errorf(http.StatusPreconditionFailed, "the If header's conditions do not hold")
+}
+
+// checkLocks evaluates the If header and refuses a change of at that a
+// lock it does not hold covers.
+func (s *Server) checkLocks(q *req, at store.Loc, c store.WriteCheck) ([]string, error) {
+	toks, err := s.ifHeader(q)
+	if err != nil {
+		return nil, err
+	}
+	if at.Vol == nil {
+		return toks, nil
+	}
+	return toks, s.st.CheckLocks(q.actor(), at, c, toks)
+}
+
+// ---- PROPFIND
+
+type davRes struct {
+	path  string // URL path components joined by "/"
+	dir   bool
+	size  int64
+	mtime time.Time
+	etag  string
+	loc   store.Loc
+}
+
+func (s *Server) propfind(q *req) error {
+	depth, err := parseDepth(q.r.Header.Get("Depth"), -1)
+	if err != nil {
+		return err
+	}
+	if depth < 0 && !s.dav.Inf {
+		h := q.w.Header()
+		h.Set("Content-Type", "application/xml; charset=utf-8")
+		q.w.WriteHeader(http.StatusForbidden)
+		_, err := io.WriteString(q.w, xml.Header+`<D:error xmlns:D="DAV:"><D:propfind-finite-depth/></D:error>`+"\n")
+		return err
+	}
+	body, err := readDAVBody(q)
+	if err != nil {
+		return err
+	}
+	pf, err := parsePropfind(body)
+	if err != nil {
+		return err
+	}
+	self := strings.Join(q.parts, "/")
+	var top davRes
+	virtual := q.vol == nil
+	if !virtual {
+		if !q.perm.Has(store.PermRead) {
+			return q.denyRead()
+		}
+		fi, err := q.vol.Stat(q.rel)
+		if errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(q.parts)) > 0 {
+			virtual = true
+		} else if err != nil {
+			if errors.Is(err, store.ErrNotDir) || errors.Is(err, store.ErrOutside) || errors.Is(err, store.ErrReserved) {
+				err = store.ErrNotFound
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				return errorf(http.StatusNotFound, "not found: /%s", self)
+			}
+			return err
+		} else {
+			top = resOf(self, q.loc0(), fi)
+		}
+	}
+	if virtual {
+		if len(s.addMounts(q, nil)) == 0 {
+			if len(s.st.MountsBelow(q.parts)) == 0 {
+				return errorf(http.StatusNotFound, "not found: /%s", self)
+			}
+			return q.denyRead()
+		}
+		top = davRes{path: self, dir: true}
+	}
+	h := q.w.Header()
+	h.Set("Content-Type", "application/xml; charset=utf-8")
+	q.w.WriteHeader(http.StatusMultiStatus)
+	bw := bufio.NewWriterSize(q.w, 64<<10)
+	bw.WriteString(xml.Header + `<D:multistatus xmlns:D="DAV:">` + "\n")
+	if err := s.propResponse(q, bw, pf, top); err != nil {
+		return err
+	}
+	if top.dir && depth != 0 {
+		if err := s.propChildren(q, bw, pf, top, depth, 0, virtual); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("</D:multistatus>\n")
+	return bw.Flush()
+}
+
+func resOf(p string, at store.Loc, fi fs.FileInfo) davRes {
+	r := davRes{path: p, dir: fi.IsDir(), mtime: fi.ModTime(), loc: at}
+	if !r.dir {
+		r.size, r.etag = fi.Size(), etag(fi)
+	}
+	return r
+}
+
+// propChildren writes the members of the folder r (and with depth -1
+// theirs), streaming: one folder read at a time, in batches.
+func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes, depth, level int, virtual bool) error {
+	if level > 64 {
+		return nil
+	}
+	parts := strings.Split(r.path, "/")
+	if r.path == "" {
+		parts = nil
+	}
+	mounts := s.st.MountsBelow(parts)
+	if !virtual && r.loc.Vol != nil {
+		v := r.loc.Vol
+		opt := store.ListOptions{Dots: v.Perms(q.user).Has(store.PermDot)}
+		err := v.Each(q.r.Context(), r.loc.Rel, opt, func(e store.Entry) error {
+			if _, ok := mounts[e.Name]; ok {
+				// Its URL leads to (or toward) another volume: listed
+				// below as the URL resolves, never the shadowed folder.
+				return nil
+			}
+			c := davRes{path: path.Join(r.path, e.Name), dir: e.Dir, mtime: e.Mtime, loc: store.Loc{Vol: v, Rel: path.Join(r.loc.Rel, e.Name)}}
+			if !e.Dir {
+				c.size = e.Size
+				if fi, err := v.Stat(c.loc.Rel); err == nil {
+					c.etag = etag(fi)
+				}
+			}
+			if err := s.propResponse(q, bw, pf, c); err != nil {
+				return err
+			}
+			if c.dir && depth < 0 {
+				return s.propChildren(q, bw, pf, c, depth, level+1, false)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for name, vols := range mounts {
+		if !s.visible(q, vols) {
+			continue
+		}
+		c := davRes{path: path.Join(r.path, name), dir: true}
+		cparts := append(append([]string{}, parts...), name)
+		v, rel := s.st.Resolve(cparts)
+		sub := true
+		if v != nil && v.Perms(q.user).Has(store.PermRead) {
+			if fi, err := v.Stat(rel); err == nil && fi.IsDir() {
+				c.mtime, c.loc, sub = fi.ModTime(), store.Loc{Vol: v, Rel: rel}, false
+			}
+		}
+		if err := s.propResponse(q, bw, pf, c); err != nil {
+			return err
+		}
+		if depth < 0 {
+			if err := s.propChildren(q, bw, pf, c, depth, level+1, sub); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var liveProps = []string{"resourcetype", "displayname", "getcontentlength", "getlastmodified", "creationdate", "getetag", "getcontenttype", "supportedlock", "lockdiscovery"}
+
+// liveProp writes the value of the live property name of r; false when r
+// has no such property.
+func (s *Server) liveProp(b *bufio.Writer, name string, r davRes, loc string) bool {
+	switch name {
+	case "resourcetype":
+		if r.dir {
+			b.WriteString("<D:resourcetype><D:collection/></D:resourcetype>")
+		} else {
+			b.WriteString("<D:resourcetype/>")
+		}
+	case "displayname":
+		b.WriteString("<D:displayname>")
+		xml.EscapeText(b, []byte(path.Base("/"+r.path)))
+		b.WriteString("</D:displayname>")
+	case "getcontentlength":
+		if r.dir {
+			return false
+		}
+		b.WriteString("<D:getcontentlength>" + strconv.FormatInt(r.size, 10) + "</D:getcontentlength>")
+	case "getlastmodified":
+		if r.mtime.IsZero() {
+			return false
+		}
+		b.WriteString("<D:getlastmodified>" + r.mtime.UTC().Format(http.TimeFormat) + "</D:getlastmodified>")
+	case "creationdate":
+		if r.mtime.IsZero() {
+			return false
+		}
+		b.WriteString("<D:creationdate>" + r.mtime.UTC().Format(time.RFC3339) + "</D:creationdate>")
+	case "getetag":
+		if r.etag == "" {
+			return false
+		}
+		b.WriteString("<D:getetag>")
+		xml.EscapeText(b, []byte(r.etag))
+		b.WriteString("</D:getetag>")
+	case "getcontenttype":
+		if r.dir {
+			return false
+		}
+		b.WriteString("<D:getcontenttype>")
+		xml.EscapeText(b, []byte(contentType(path.Base(r.path))))
+		b.WriteString("</D:getcontenttype>")
+	case "supportedlock":
+		b.WriteString("<D:supportedlock><D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry><D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry></D:supportedlock>")
+	case "lockdiscovery":
+		b.WriteString("<D:lockdiscovery>")
+		if r.loc.Vol != nil {
+			for _, l := range s.st.LocksOn(r.loc) {
+				writeActiveLock(b, l, loc+"/"+escapePath(strings.TrimPrefix(l.Root, "/")))
+			}
+		}
+		b.WriteString("</D:lockdiscovery>")
+	default:
+		return false
+	}
+	return true
+}
+
+func writeActiveLock(b *bufio.Writer, l store.Lock, href string) {
+	scope, depth := "exclusive", "0"
+	if l.Shared {
+		scope = "shared"
+	}
+	if l.Infinite {
+		depth = "infinity"
+	}
+	b.WriteString("<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope><D:" + scope + "/></D:lockscope><D:depth>" + depth + "</D:depth>")
+	if l.Owner != "" {
+		b.WriteString("<D:owner>" + l.Owner + "</D:owner>")
+	}
+	b.WriteString("<D:timeout>Second-" + strconv.FormatInt(int64(l.Timeout/time.Second), 10) + "</D:timeout>")
+	b.WriteString("<D:locktoken><D:href>")
+	xml.EscapeText(b, []byte(l.Token))
+	b.WriteString("</D:href></D:locktoken><D:lockroot><D:href>")
+	xml.EscapeText(b, []byte(href))
+	b.WriteString("</D:href></D:lockroot></D:activelock>")
+}
+
+// propResponse writes one D:response for r.
+func (s *Server) propResponse(q *req, b *bufio.Writer, pf propfindReq, r davRes) error {
+	b.WriteString("<D:response><D:href>")
+	xml.EscapeText(b, []byte(q.davURL(r.path, r.dir)))
+	b.WriteString("</D:href>")
+	switch pf.mode {
+	case "propname":
+		b.WriteString("<D:propstat><D:prop>")
+		for _, n := range liveProps {
+			if hasLive(n, r) {
+				b.WriteString("<D:" + n + "/>")
+			}
+		}
+		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
+	case "allprop":
+		b.WriteString("<D:propstat><D:prop>")
+		for _, n := range liveProps {
+			s.liveProp(b, n, r, q.loc)
+		}
+		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
+	default:
+		var missing []xml.Name
+		b.WriteString("<D:propstat><D:prop>")
+		for _, n := range pf.props {
+			if n.Space != nsDAV || !s.liveProp(b, n.Local, r, q.loc) {
+				missing = append(missing, n)
+			}
+		}
+		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
+		if len(missing) > 0 {
+			b.WriteString("<D:propstat><D:prop>")
+			for _, n := range missing {
+				writeEmptyProp(b, n)
+			}
+			b.WriteString("</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>")
+		}
+	}
+	_, err := b.WriteString("</D:response>\n")
+	return err
+}
+
+// hasLive reports whether r has the live property name.
+func hasLive(name string, r davRes) bool {
+	switch name {
+	case "getcontentlength", "getcontenttype":
+		return !r.dir
+	case "getlastmodified", "creationdate":
+		return !r.mtime.IsZero()
+	case "getetag":
+		return r.etag != ""
+	}
+	return true
+}
+
+// writeEmptyProp writes <name/> in its own namespace.
+func writeEmptyProp(b *bufio.Writer, n xml.Name) {
+	if n.Space == nsDAV {
+		b.WriteString("<D:" + n.Local + "/>")
+		return
+	}
+	b.WriteString("<X:")
+	xml.EscapeText(b, []byte(n.Local))
+	b.WriteString(` xmlns:X="`)
+	xml.EscapeText(b, []byte(n.Space))
+	b.WriteString(`"/>`)
+}
+
+// ---- PROPPATCH
+
+const nsMS = "urn:schemas-microsoft-com:"
+
+func (s *Server) proppatch(q *req) error {
+	if q.vol == nil {
+		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
+	}
+	if err := q.need(store.PermWrite, "change properties"); err != nil {
+		return err
+	}
+	fi, err := q.vol.Stat(q.rel)
+	if err != nil {
+		return errorf(http.StatusNotFound, "not found: /%s", strings.Join(q.parts, "/"))
+	}
+	if _, err := s.checkLocks(q, q.loc0(), store.WriteCheck{}); err != nil {
+		return q.davErr(err, nil)
+	}
+	body, err := readDAVBody(q)
+	if err != nil {
+		return err
+	}
+	ops, err := parseProppatch(body)
+	if err != nil {
+		return err
+	}
+	// All or nothing (RFC 4918 section 9.2): check every property first.
+	status := make([]int, len(ops))
+	var mtime time.Time
+	failed := false
+	for i, o := range ops {
+		status[i] = http.StatusOK
+		switch {
+		case !o.remove && (o.name == xml.Name{Space: nsDAV, Local: "getlastmodified"} || o.name == xml.Name{Space: nsMS, Local: "Win32LastModifiedTime"}):
+			t, err := http.ParseTime(o.value)
+			if err != nil {
+				status[i] = http.StatusConflict
+			} else {
+				mtime = t
+			}
+		case o.name.Space == nsMS && strings.HasPrefix(o.name.Local, "Win32"):
+			// Windows' creation and access times and attributes: taken, not kept
+		default:
+			status[i] = http.StatusForbidden // live and protected, or dead (not stored)
+		}
+		if status[i] != http.StatusOK {
+			failed = true
+		}
+	}
+	if failed {
+		for i := range status {
+			if status[i] == http.StatusOK {
+				status[i] = http.StatusFailedDependency
+			}
+		}
+	} else if !mtime.IsZero() {
+		if err := q.vol.SetMtime(q.rel, mtime); err != nil {
+			return err
+		}
+	}
+	h := q.w.Header()
+	h.Set("Content-Type", "application/xml; charset=utf-8")
+	q.w.WriteHeader(http.StatusMultiStatus)
+	b := bufio.NewWriter(q.w)
+	b.WriteString(xml.Header + `<D:multistatus xmlns:D="DAV:"><D:response><D:href>`)
+	xml.EscapeText(b, []byte(q.davURL(strings.Join(q.parts, "/"), fi.IsDir())))
+	b.WriteString("</D:href>")
+	for i, o := range ops {
+		b.WriteString("<D:propstat><D:prop>")
+		writeEmptyProp(b, o.name)
+		fmt.Fprintf(b, "</D:prop><D:status>HTTP/1.1 %d %s</D:status>", status[i], http.StatusText(status[i]))
+		if status[i] == http.StatusForbidden {
+			b.WriteString("<D:responsedescription>this server keeps no dead properties, and this one cannot be changed</D:responsedescription>")
+		}
+		b.WriteString("</D:propstat>")
+	}
+	b.WriteString("</D:response></D:multistatus>\n")
+	return b.Flush()
+}
+
+// ---- MKCOL, DELETE, COPY, MOVE
+
+func (s *Server) mkcol(q *req) error {
+	if q.r.ContentLength > 0 || len(q.r.TransferEncoding) > 0 {
+		return errorf(http.StatusUnsupportedMediaType, "MKCOL takes no body")
+	}
+	if q.vol == nil {
+		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
+	}
+	if _, err := s.checkLocks(q, q.loc0(), store.WriteCheck{Member: true}); err != nil {
+		return q.davErr(err, nil)
+	}
+	if _, err := s.st.Mkdir(q.r.Context(), q.actor(), q.loc0(), store.MkdirOptions{}); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errorf(http.StatusConflict, "the parent folder does not exist")
+		}
+		return q.davErr(err, map[store.Kind]int{store.KindExists: http.StatusMethodNotAllowed, store.KindNotFound: http.StatusConflict})
+	}
+	q.w.Header().Set("Location", q.davURL(strings.Join(q.parts, "/"), true))
+	return q.text(http.StatusCreated, "")
+}
+
+func (s *Server) davDelete(q *req) error {
+	if q.r.URL.Fragment != "" {
+		return errorf(http.StatusBadRequest, "the URL has a fragment")
+	}
+	if _, err := s.checkLocks(q, q.loc0(), store.WriteCheck{Tree: true, Member: true}); err != nil {
+		return q.davErr(err, nil)
+	}
+	if _, err := s.st.Delete(q.r.Context(), q.actor(), q.loc0(), store.DeleteOptions{}); err != nil {
+		return q.davErr(err, map[store.Kind]int{store.KindInvalid: http.StatusForbidden})
+	}
+	q.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) davTransfer(q *req) error {
+	move := q.r.Method == "MOVE"
+	parts, err := parseDestination(q.r.Header.Get("Destination"), q.host, q.loc)
+	if err != nil {
+		return err
+	}
+	depth, err := parseDepth(q.r.Header.Get("Depth"), -1)
+	if err != nil {
+		return err
+	}
+	if depth == 1 || (move && depth == 0) {
+		return errorf(http.StatusBadRequest, "Depth: %s is not allowed for %s", q.r.Header.Get("Depth"), q.r.Method)
+	}
+	overwrite := true
+	switch strings.ToUpper(strings.TrimSpace(q.r.Header.Get("Overwrite"))) {
+	case "", "T":
+	case "F":
+		overwrite = false
+	default:
+		return errorf(http.StatusBadRequest, "Overwrite: want T or F")
+	}
+	if err := s.routedElsewhere(parts); err != nil {
+		return err
+	}
+	dv, drel := s.st.Resolve(parts)
+	src, dst := q.loc0(), store.Loc{Vol: dv, Rel: drel}
+	toks, err := s.checkLocks(q, src, store.WriteCheck{Tree: move, Member: move})
+	if !move && store.KindOf(err) == store.KindLocked {
+		err = nil // a copy reads its source: a lock there is no obstacle
+	}
+	if err != nil {
+		return q.davErr(err, nil)
+	}
+	if dv != nil {
+		if err := s.st.CheckLocks(q.actor(), dst, store.WriteCheck{Tree: true, Member: true}, toks); err != nil {
+			return q.davErr(err, nil)
+		}
+	}
+	over := map[store.Kind]int{store.KindInvalid: http.StatusForbidden}
+	if !overwrite {
+		over[store.KindExists] = http.StatusPreconditionFailed
+	}
+	var res store.DestResult
+	opt := store.DestOptions{Overwrite: overwrite}
+	if move {
+		res, err = s.st.Move(q.r.Context(), q.actor(), src, dst, opt)
+	} else if depth == 0 {
+		res, err = s.shallowCopy(q, src, dst, opt)
+	} else {
+		res, err = s.st.Copy(q.r.Context(), q.actor(), src, dst, opt)
+	}
+	if err != nil {
+		return q.davErr(err, over)
+	}
+	if res.Replaced {
+		q.w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	q.w.Header().Set("Location", q.davURL(strings.Join(parts, "/"), res.Dir))
+	return q.text(http.StatusCreated, "")
+}
+
+// routedElsewhere refuses a destination whose URL the server answers with
+// something else than a volume (the share links' folder, and /.cpr/,
+// copyparty's folder of its own pages, where hoard serves its metrics): a
+// file put there could never be reached by its URL.
+func (s *Server) routedElsewhere(parts []string) error {
+	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
+		return errorf(http.StatusForbidden, "/%s/ is where share links are served; nothing can be moved or copied there", s.shrName)
+	}
+	if len(parts) > 0 && parts[0] == ".cpr" {
+		return errorf(http.StatusForbidden, "/.cpr/ is the server's own; nothing can be moved or copied there")
+	}
+	return nil
+}
+
+// shallowCopy is COPY with Depth: 0: a file is copied; a folder becomes an
+// empty folder at the destination (RFC 4918 section 9.8.3).
+func (s *Server) shallowCopy(q *req, src, dst store.Loc, opt store.DestOptions) (store.DestResult, error) {
+	if src.Vol == nil {
+		return store.DestResult{}, &store.Error{Op: "copy", Kind: store.KindForbidden, Msg: "no volume is mounted there"}
+	}
+	fi, err := src.Vol.Stat(src.Rel)
+	if err != nil || !fi.IsDir() {
+		return s.st.Copy(q.r.Context(), q.actor(), src, dst, opt)
+	}
+	if !src.Vol.Perms(q.user).Has(store.PermRead) {
+		return store.DestResult{}, &store.Error{Op: "copy", Kind: store.KindForbidden, Need: store.PermRead, Msg: "copying needs the r permission at the source"}
+	}
+	res := store.DestResult{Dir: true}
+	if dst.Vol != nil {
+		if dfi, err := dst.Vol.Stat(dst.Rel); err == nil {
+			if !opt.Overwrite {
+				return res, &store.Error{Op: "copy", Kind: store.KindExists, Msg: "the destination exists"}
+			}
+			if !dst.Vol.Perms(q.user).Has(store.PermDelete) {
+				return res, &store.Error{Op: "copy", Kind: store.KindForbidden, Need: store.PermDelete, Msg: "replacing needs the d permission at the destination"}
+			}
+			if dfi.IsDir() {
+				return store.DestResult{Dir: true, Replaced: true}, nil // the folder is there; no members are copied
+			}
+			if _, err := s.st.Delete(q.r.Context(), q.actor(), dst, store.DeleteOptions{}); err != nil {
+				return res, err
+			}
+			res.Replaced = true
+		}
+	}
+	_, err = s.st.Mkdir(q.r.Context(), q.actor(), dst, store.MkdirOptions{})
+	return res, err
+}
+
+// ---- LOCK, UNLOCK
+
+func (s *Server) davLock(q *req) error {
+	if q.vol == nil {
+		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
+	}
+	body, err := readDAVBody(q)
+	if err != nil {
+		return err
+	}
+	timeout := parseTimeout(q.r.Header.Get("Timeout"))
+	at := q.loc0()
+	if len(strings.TrimSpace(string(body))) == 0 {
+		// A refresh: the lock's token in the If header.
+		lists, err := parseIf(strings.Join(q.r.Header.Values("If"), " "))
+		if err != nil {
+			return errorf(http.StatusBadRequest, "a LOCK without a body refreshes a lock: it needs the lock's token in an If header")
+		}
+		toks := ifTokens(lists)
+		if len(toks) != 1 {
+			return errorf(http.StatusBadRequest, "a lock refresh needs exactly one lock token")
+		}
+		l, err := s.st.RefreshLock(q.actor(), at, toks[0], timeout)
+		if err != nil {
+			return q.davErr(err, map[store.Kind]int{store.KindConflict: http.StatusPreconditionFailed})
+		}
+		return writeLock(q, l, http.StatusOK)
+	}
+	lr, err := parseLockinfo(body)
+	if err != nil {
+		return err
+	}
+	depth, err := parseDepth(q.r.Header.Get("Depth"), -1)
+	if err != nil {
+		return err
+	}
+	if depth == 1 {
+		return errorf(http.StatusBadRequest, "Depth: 1 is not allowed for LOCK")
+	}
+	if _, err := s.ifHeader(q); err != nil {
+		return err
+	}
+	if _, err := q.vol.Stat(q.rel); errors.Is(err, store.ErrNotFound) {
+		// The parent must exist before anything is locked.
+		dir := path.Dir("/" + q.rel)
+		if fi, err := q.vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
+			return errorf(http.StatusConflict, "the parent folder does not exist")
+		}
+	}
+	l, err := s.st.Lock(q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
+	if err != nil {
+		return q.davErr(err, nil)
+	}
+	code := http.StatusOK
+	if _, err := q.vol.Stat(q.rel); errors.Is(err, store.ErrNotFound) {
+		// A lock on an unmapped URL makes an empty file (RFC 4918 section 7.3).
+		dir, name := path.Split(q.rel)
+		if _, err := q.vol.Ingest(q.r.Context(), strings.TrimSuffix(dir, "/"), strings.NewReader(""), store.IngestOptions{Name: name, Size: 0, Uploader: q.user, ClientIP: q.ip}); err != nil {
+			s.st.Unlock(q.actor(), at, l.Token)
+			return q.davErr(err, nil)
+		}
+		s.st.LockMadeFile(l.Token)
+		code = http.StatusCreated
+	}
+	q.w.Header().Set("Lock-Token", "<"+l.Token+">")
+	return writeLock(q, l, code)
+}
+
+func writeLock(q *req, l store.Lock, code int) error {
+	h := q.w.Header()
+	h.Set("Content-Type", "application/xml; charset=utf-8")
+	q.w.WriteHeader(code)
+	b := bufio.NewWriter(q.w)
+	b.WriteString(xml.Header + `<D:prop xmlns:D="DAV:"><D:lockdiscovery>`)
+	writeActiveLock(b, l, q.loc+"/"+escapePath(strings.TrimPrefix(l.Root, "/")))
+	b.WriteString("</D:lockdiscovery></D:prop>\n")
+	return b.Flush()
+}
+
+func (s *Server) davUnlock(q *req) error {
+	tok := strings.TrimSpace(q.r.Header.Get("Lock-Token"))
+	if len(tok) < 3 || tok[0] != '<' || tok[len(tok)-1] != '>' {
+		return errorf(http.StatusBadRequest, "UNLOCK needs a Lock-Token header: <token>")
+	}
+	if q.vol == nil {
+		return errorf(http.StatusConflict, "no lock with that token covers /%s", strings.Join(q.parts, "/"))
+	}
+	if err := s.st.Unlock(q.actor(), q.loc0(), tok[1:len(tok)-1]); err != nil {
+		return q.davErr(err, nil)
+	}
+	q.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// ---- PUT
+
+// davClient reports whether a PUT comes from a WebDAV client, which
+// expects WebDAV's PUT: the file at the URL is replaced (with d), a
+// missing parent folder is 409, and the reply is 201 or 204 without
+// copyparty's body. Signs: rclone's X-OC-Mtime, an If header, or the
+// User-Agent of a known WebDAV client (neon is litmus', cadaver's and
+// davfs2's library). Other PUTs keep copyparty's rules (a taken name gets
+// a new one; parents are made).
+func davClient(r *http.Request) bool {
+	if r.Header.Get("X-OC-Mtime") != "" || r.Header.Get("If") != "" {
+		return true
+	}
+	ua := r.Header.Get("User-Agent")
+	for _, s := range []string{"neon/", "rclone/", "davfs2/", "Microsoft-WebDAV", "WebDAVFS", "WebDAVLib", "gvfs/", "Cyberduck", "litmus/", "cadaver/"} {
+		if strings.Contains(ua, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// davPut stores a WebDAV PUT through the same ingest as every upload.
+func (s *Server) davPut(q *req) error {
+	self := strings.Join(q.parts, "/")
+	if q.slash || q.rel == "" {
+		return errorf(http.StatusMethodNotAllowed, "PUT of a folder: /%s", self)
+	}
+	at := q.loc0()
+	fi, err := q.vol.Stat(q.rel)
+	exists := err == nil
+	if exists && fi.IsDir() {
+		return errorf(http.StatusMethodNotAllowed, "/%s is a folder", self)
+	}
+	toks, err := s.checkLocks(q, at, store.WriteCheck{Member: !exists})
+	if err != nil {
+		return q.davErr(err, nil)
+	}
+	if exists && !q.perm.Has(store.PermDelete) {
+		// The empty file a LOCK of this user made is theirs to fill.
+		if fi.Size() != 0 || !s.st.LockNullHeld(q.actor(), at, toks) {
+			if q.user == "" {
+				return errUnauthorized
+			}
+			return errorf(http.StatusForbidden, "user %s may not overwrite /%s: that needs the d permission", q.acct(), self)
+		}
+	}
+	dir, name := path.Split(q.rel)
+	dir = strings.TrimSuffix(dir, "/")
+	if dfi, err := q.vol.Stat(dir); err != nil || !dfi.IsDir() {
+		return errorf(http.StatusConflict, "the parent folder of /%s does not exist", self)
+	}
+	o, err := q.uploadOptions(q.vol.Flags.PutCK)
+	if err != nil {
+		return err
+	}
+	o.replace, o.apnd = exists, false
+	in := o.ingest(q, o.finalName(name), q.r.ContentLength)
+	mt := q.r.Header.Get("X-OC-Mtime")
+	if mt != "" {
+		f, err := strconv.ParseFloat(mt, 64)
+		if err != nil || f < 0 || f > 1<<40 {
+			return errorf(http.StatusBadRequest, "X-OC-Mtime: %q: want seconds since 1970", mt)
+		}
+		in.Mtime = time.Unix(0, int64(f*1e9))
+	}
+	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, q.r.Body), in)
+	if err != nil {
+		return err
+	}
+	s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, res.Rel), "bytes", res.Size, "user", q.acct(), "ip", q.ip, "dav", true)
+	h := q.w.Header()
+	if mt != "" {
+		h.Set("X-OC-Mtime", "accepted")
+	}
+	h.Set("ETag", etag(res.Info))
+	if exists {
+		q.w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	h.Set("Location", q.urlOf(res.Rel))
+	return q.text(http.StatusCreated, "")
+}
