@@ -411,6 +411,9 @@ func (s *Store) del(ctx context.Context, who Actor, at Loc, opt DeleteOptions) (
 	if r == "." {
 		return DeleteResult{}, refuse(op, KindInvalid, "a volume's top folder cannot be deleted")
 	}
+	if v.obj != nil {
+		return s.deleteObject(ctx, who, v, r, unpost) // object.go
+	}
 	e, err := v.openEnd(splitRel(r))
 	if err != nil {
 		return DeleteResult{}, opErr(op, err)
@@ -480,6 +483,9 @@ func (s *Store) Mkdir(ctx context.Context, who Actor, at Loc, opt MkdirOptions) 
 	if !v.Perms(who.User).Has(PermWrite) {
 		return "", forbid(op, who, v, PermWrite, "make folders")
 	}
+	if v.obj != nil {
+		return "", opErr(op, unbuilt("making folders"))
+	}
 	dir, name, top, err := v.splitDest(at.Rel)
 	if err != nil {
 		return "", opErr(op, err)
@@ -547,6 +553,9 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 	}
 	if move && !sv.Perms(who.User).Has(PermMove) {
 		return DestResult{}, forbid(op, who, sv, PermMove, "move files")
+	}
+	if sv.obj != nil || dv.obj != nil {
+		return DestResult{}, opErr(op, unbuilt("moving and copying"))
 	}
 	if !move && !sv.Perms(who.User).Has(PermRead) {
 		return DestResult{}, forbid(op, who, sv, PermRead, "read files")
