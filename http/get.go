@@ -23,6 +23,9 @@ func (s *Server) get(q *req) error {
 	if !q.perm.Has(store.PermRead) {
 		return s.getBlind(q)
 	}
+	if q.vol.Remote() {
+		return s.getObject(q) // remote.go
+	}
 	f, fi, err := q.vol.Open(q.rel)
 	if errors.Is(err, store.ErrIsDir) {
 		if _, ok := q.query["th"]; ok {

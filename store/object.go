@@ -49,10 +49,10 @@ type ObjectPut struct {
 type ObjectStore interface {
 	// Stat describes the object key.
 	Stat(ctx context.Context, key string) (ObjectInfo, error)
-	// Open reads the object key as it was with etag: the reader fetches
-	// lazily, by a ranged GET from the offset it is at, and fails if the
-	// object changed meanwhile. The caller closes it.
-	Open(ctx context.Context, key, etag string) (io.ReadSeekCloser, error)
+	// Open reads the object oi (from Stat) as Stat saw it: the reader
+	// fetches lazily, by a ranged GET from the offset it is at, and fails
+	// if the object changed meanwhile. The caller closes it.
+	Open(ctx context.Context, oi ObjectInfo) (io.ReadSeekCloser, error)
 	// Put streams r into key (a multipart upload for a large or unknown
 	// size; nothing is buffered whole). An error from r aborts the
 	// upload: nothing becomes visible.
@@ -240,7 +240,7 @@ func (v *Volume) OpenObject(ctx context.Context, rel string) (io.ReadSeekCloser,
 		return nil, nil, ErrIsDir
 	}
 	oi := fi.(objectFileInfo).oi
-	rc, err := v.obj.Open(ctx, oi.Key, oi.ETag)
+	rc, err := v.obj.Open(ctx, oi)
 	if err != nil {
 		return nil, nil, err
 	}
