@@ -82,6 +82,9 @@ func (s *Server) getBlind(q *req) error {
 // done is false when there is no such thing to serve; the caller then
 // answers as if nothing were there.
 func (s *Server) getByURL(q *req) (done bool, err error) {
+	if q.vol.Remote() {
+		return s.getObjectByURL(q) // remote.go
+	}
 	f, fi, err := q.vol.Open(q.rel)
 	rel := q.rel
 	if errors.Is(err, store.ErrIsDir) && q.perm.Has(store.PermHTML) && !has(q.query, "th") && !has(q.query, "ls") && !has(q.query, "tree") {

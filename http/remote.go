@@ -2,6 +2,8 @@ package http
 
 import (
 	"errors"
+	"io"
+	"io/fs"
 	"net/http"
 	"path"
 	"strings"
@@ -37,7 +39,44 @@ func (s *Server) getObject(q *req) error {
 		return err
 	}
 	defer body.Close()
-	if notYet {
+	return s.serveObject(q, body, fi)
+}
+
+// getObjectByURL is getByURL on an object-store volume: what g (and h)
+// grant without r, the file at the exact URL and with h a folder's
+// index.html. done is false when there is no such thing to serve. (Such
+// volumes refuse fk, so there are no file keys to check.)
+func (s *Server) getObjectByURL(q *req) (done bool, err error) {
+	ctx := q.r.Context()
+	body, fi, err := q.vol.OpenObject(ctx, q.rel)
+	if errors.Is(err, store.ErrIsDir) && q.perm.Has(store.PermHTML) && !has(q.query, "th") && !has(q.query, "ls") && !has(q.query, "tree") {
+		rel := path.Join(q.rel, "index.html")
+		body, fi, err = q.vol.OpenObject(ctx, rel)
+		if err == nil && !q.slash {
+			body.Close()
+			http.Redirect(q.w, q.r, q.loc+"/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
+			return true, nil
+		}
+		if err == nil {
+			q.rel, q.parts = rel, append(q.parts, "index.html")
+		}
+	}
+	if store.KindOf(err) == store.KindUnavailable {
+		return true, err // the store is down: say so, whatever is there
+	}
+	if err != nil {
+		return false, nil
+	}
+	defer body.Close()
+	return true, s.serveObject(q, body, fi)
+}
+
+// serveObject sends one object, as serveFile sends a file.
+func (s *Server) serveObject(q *req, body io.ReadSeeker, fi fs.FileInfo) error {
+	if !q.perm.Any(store.PermRead | store.PermGet) {
+		return q.denyRead()
+	}
+	if wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil {
 		return store.ErrObjectsUnbuilt
 	}
 	oi, _ := store.ObjectOf(fi)

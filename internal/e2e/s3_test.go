@@ -8,19 +8,25 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
+	"fmt"
+	"net"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	"hoard/internal/miniotest"
 )
 
 // startS3 starts MinIO with the bucket "vol" and hoard with the volume
 // /s3 on it (key prefix "pre"), readable by everyone, writable and
 // deletable by u.
-func startS3(t *testing.T, extra ...string) (*server, *minioServer, string) {
+func startS3(t *testing.T, extra ...string) (*server, *miniotest.Server, string) {
 	t.Helper()
 	m := startMinio(t, "vol")
 	auth := basicAuth("u:pw")
@@ -41,12 +47,12 @@ func TestS3PutGetListDelete(t *testing.T) {
 	if !strings.Contains(string(body), hex.EncodeToString(sum[:])[:20]) {
 		t.Errorf("PUT reply does not carry the SHA-512 of the body: %s", body)
 	}
-	if got, ok := m.object(t, "vol", "pre/docs/a.bin"); !ok || !bytes.Equal(got, data) {
+	if got, ok := m.Object(t, "vol", "pre/docs/a.bin"); !ok || !bytes.Equal(got, data) {
 		t.Fatalf("object pre/docs/a.bin: ok=%v, %d bytes, want the %d bytes sent", ok, len(got), len(data))
 	}
 
 	// GET whole, with the object's ETag; HEAD the same headers.
-	oi, err := m.client.StatObject(context.Background(), "vol", "pre/docs/a.bin", minio.StatObjectOptions{})
+	oi, err := m.Client.StatObject(context.Background(), "vol", "pre/docs/a.bin", minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,14 +98,14 @@ func TestS3PutGetListDelete(t *testing.T) {
 	// A taken name gets a collision name, as on disk; ?replace overwrites.
 	resp, body = s.do(t, "PUT", "/s3/docs/a.bin", []byte("second"), auth)
 	wantStatus(t, resp, body, http.StatusCreated)
-	if got, _ := m.object(t, "vol", "pre/docs/a.bin"); !bytes.Equal(got, data) {
+	if got, _ := m.Object(t, "vol", "pre/docs/a.bin"); !bytes.Equal(got, data) {
 		t.Fatal("a second PUT to a taken name overwrote it")
 	}
 	resp, body = s.do(t, "PUT", "/s3/docs/c.txt", []byte("old"), auth)
 	wantStatus(t, resp, body, http.StatusCreated)
 	resp, body = s.do(t, "PUT", "/s3/docs/c.txt?replace", []byte("new"), auth)
 	wantStatus(t, resp, body, http.StatusCreated)
-	if got, _ := m.object(t, "vol", "pre/docs/c.txt"); string(got) != "new" {
+	if got, _ := m.Object(t, "vol", "pre/docs/c.txt"); string(got) != "new" {
 		t.Errorf("?replace left %q", got)
 	}
 
@@ -107,17 +113,17 @@ func TestS3PutGetListDelete(t *testing.T) {
 	mp, ct := multipartFiles(t, [2]string{"form.txt", "from a form"})
 	resp, body = s.do(t, "POST", "/s3/docs/", mp, ct, auth)
 	wantStatus(t, resp, body, http.StatusCreated)
-	if got, ok := m.object(t, "vol", "pre/docs/form.txt"); !ok || string(got) != "from a form" {
+	if got, ok := m.Object(t, "vol", "pre/docs/form.txt"); !ok || string(got) != "from a form" {
 		t.Errorf("multipart upload: object %q, %v", got, ok)
 	}
 
 	// Listings: ?ls, ?ls=t, HTML; folders from common prefixes (and from
 	// a marker object another S3 client made), names hoard would not
 	// serve left out.
-	m.putObject(t, "vol", "pre/empty/", nil)
-	m.putObject(t, "vol", "pre/.hist/secret", []byte("x"))
-	m.putObject(t, "vol", "pre/x.PARTIAL", []byte("x"))
-	m.putObject(t, "vol", "pre/top.txt", []byte("top"))
+	m.Put(t, "vol", "pre/empty/", nil)
+	m.Put(t, "vol", "pre/.hist/secret", []byte("x"))
+	m.Put(t, "vol", "pre/x.PARTIAL", []byte("x"))
+	m.Put(t, "vol", "pre/top.txt", []byte("top"))
 	l := getListing(t, s, "/s3/?ls")
 	dirs, files := listingNames(t, l)
 	if !slices.Equal(dirs, []string{"docs", "empty"}) || !slices.Equal(files, []string{"top.txt"}) {
@@ -154,7 +160,7 @@ func TestS3PutGetListDelete(t *testing.T) {
 	// Delete one file.
 	resp, body = s.do(t, "POST", "/s3/docs/c.txt?delete", nil, auth)
 	wantStatus(t, resp, body, http.StatusOK)
-	if _, ok := m.object(t, "vol", "pre/docs/c.txt"); ok {
+	if _, ok := m.Object(t, "vol", "pre/docs/c.txt"); ok {
 		t.Error("deleted object still there")
 	}
 	resp, body = s.do(t, "GET", "/s3/docs/c.txt", nil)
@@ -168,11 +174,11 @@ func TestS3LargeStreamed(t *testing.T) {
 	data := seededBytes(2, 40<<20+12345) // three 16 MiB parts
 	resp, body := doChunked(t, s, "PUT", "/s3/big.bin", data, auth)
 	wantStatus(t, resp, body, http.StatusCreated)
-	got, ok := m.object(t, "vol", "pre/big.bin")
+	got, ok := m.Object(t, "vol", "pre/big.bin")
 	if !ok || !bytes.Equal(got, data) {
 		t.Fatalf("object: ok=%v, %d bytes, want %d identical", ok, len(got), len(data))
 	}
-	oi, err := m.client.StatObject(context.Background(), "vol", "pre/big.bin", minio.StatObjectOptions{})
+	oi, err := m.Client.StatObject(context.Background(), "vol", "pre/big.bin", minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +192,10 @@ func TestS3LargeStreamed(t *testing.T) {
 	}
 	resp, body = s.do(t, "PUT", "/s3/z.txt?gz", bytes.Repeat([]byte("squeeze "), 1000), auth)
 	wantStatus(t, resp, body, http.StatusCreated)
-	if z, ok := m.object(t, "vol", "pre/z.txt.gz"); !ok || len(z) > 1000 || z[0] != 0x1f {
+	if z, ok := m.Object(t, "vol", "pre/z.txt.gz"); !ok || len(z) > 1000 || z[0] != 0x1f {
 		t.Errorf("?gz: object %d bytes, ok=%v", len(z), ok)
 	}
-	if inc := m.incomplete(t, "vol"); len(inc) != 0 {
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
 		t.Errorf("incomplete multipart uploads left: %q", inc)
 	}
 }
@@ -200,9 +206,9 @@ func TestS3RefusedChangesNothing(t *testing.T) {
 	m := startMinio(t, "vol")
 	auth := basicAuth("u:pw")
 	s := start(t, "-a", "u:pw", "-v", t.TempDir()+":s3:r:rwmd,u:c,s3=vol:c,sz=10-100k")
-	m.putObject(t, "vol", "keep.txt", []byte("keep"))
-	m.putObject(t, "vol", "afile", []byte("a file"))
-	before := m.keys(t, "vol")
+	m.Put(t, "vol", "keep.txt", []byte("keep"))
+	m.Put(t, "vol", "afile", []byte("a file"))
+	before := m.Keys(t, "vol")
 
 	check := func(what string, code int, resp *http.Response, body []byte) {
 		t.Helper()
@@ -241,10 +247,10 @@ func TestS3RefusedChangesNothing(t *testing.T) {
 	resp, body = postHandshake(t, s, "/s3/", map[string]any{"name": "u.bin", "size": 5000, "lmod": 1, "hash": f.hashes}, auth)
 	check("up2k handshake", http.StatusNotImplemented, resp, body)
 
-	if after := m.keys(t, "vol"); !slices.Equal(before, after) {
+	if after := m.Keys(t, "vol"); !slices.Equal(before, after) {
 		t.Errorf("refused requests changed the bucket: %q → %q", before, after)
 	}
-	if inc := m.incomplete(t, "vol"); len(inc) != 0 {
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
 		t.Errorf("incomplete multipart uploads left: %q", inc)
 	}
 }
@@ -255,14 +261,14 @@ func TestS3StoreDown(t *testing.T) {
 	s, m, auth := startS3(t)
 	resp, body := s.do(t, "PUT", "/s3/a.txt", []byte("before"), auth)
 	wantStatus(t, resp, body, http.StatusCreated)
-	m.halt(t)
+	m.Halt()
 	for _, r := range []struct{ method, path string }{{"GET", "/s3/a.txt"}, {"GET", "/s3/?ls"}, {"PUT", "/s3/b.txt"}} {
 		resp, body = s.do(t, r.method, r.path, []byte("during"), auth)
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 			t.Errorf("%s %s with the store down: %d, Retry-After %q: %s", r.method, r.path, resp.StatusCode, resp.Header.Get("Retry-After"), body)
 		}
 	}
-	m.run(t)
+	m.Run(t)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, body = s.do(t, "GET", "/s3/a.txt", nil)
@@ -275,7 +281,7 @@ func TestS3StoreDown(t *testing.T) {
 	if string(body) != "before" {
 		t.Errorf("after recovery: %q", body)
 	}
-	if _, ok := m.object(t, "vol", "pre/b.txt"); ok {
+	if _, ok := m.Object(t, "vol", "pre/b.txt"); ok {
 		t.Error("the PUT refused while the store was down left an object")
 	}
 }
@@ -295,4 +301,80 @@ func TestS3BadConfig(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want an error naming %q", c.flags, code, stderr, c.want)
 		}
 	}
+}
+
+// Permissions on an S3 volume are those of a local one: g reads a file
+// by its URL only, w uploads without seeing anything, nobody else gets
+// in; the answers are the same as on a local volume with the same -v.
+func TestS3Permissions(t *testing.T) {
+	m := startMinio(t, "vol")
+	local := t.TempDir()
+	perms := ":g:rwmd,u:w,w"
+	s := start(t, "-a", "u:pw", "-a", "w:wpw", "-v", t.TempDir()+":s3"+perms+":c,s3=vol", "-v", local+":loc"+perms)
+	u, w := basicAuth("u:pw"), basicAuth("w:wpw")
+	for _, vol := range []string{"/s3", "/loc"} {
+		resp, body := s.do(t, "PUT", vol+"/f.txt", []byte("hello"), u)
+		wantStatus(t, resp, body, http.StatusCreated)
+	}
+	if got, ok := m.Object(t, "vol", "f.txt"); !ok || string(got) != "hello" {
+		t.Fatalf("object f.txt: %q %v", got, ok)
+	}
+	for _, c := range []struct {
+		method, path, auth string
+		body               []byte
+	}{
+		{"GET", "/f.txt", "", nil},         // g: by URL
+		{"HEAD", "/f.txt", "", nil},        // g: by URL
+		{"GET", "/nope.txt", "", nil},      // g: not there
+		{"GET", "/?ls", "", nil},           // g: no listing
+		{"GET", "/f.txt", w, nil},          // w: may not read (gets g as everyone does)
+		{"GET", "/?ls", w, nil},            // w: an empty listing
+		{"PUT", "/g.txt", "", []byte("x")}, // anonymous: may not write
+		{"POST", "/f.txt?delete", w, nil},  // w: may not delete
+	} {
+		var got [2]string
+		for i, vol := range []string{"/s3", "/loc"} {
+			var hdr []string
+			if c.auth != "" {
+				hdr = append(hdr, c.auth)
+			}
+			resp, body := s.do(t, c.method, vol+c.path, c.body, hdr...)
+			got[i] = strconv.Itoa(resp.StatusCode) + " " + srvinfRE.ReplaceAllString(strings.ReplaceAll(string(body), vol, ""), "")
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s %s (auth %q): S3 volume answers %.200q, local %.200q", c.method, c.path, c.auth, got[0], got[1])
+		}
+	}
+	if keys := m.Keys(t, "vol"); !slices.Equal(keys, []string{"f.txt"}) {
+		t.Errorf("bucket holds %q", keys)
+	}
+}
+
+var srvinfRE = regexp.MustCompile(`"srvinf":"[^"]*"`) // free space: the bucket has none to tell
+
+// A client that goes away mid-upload leaves nothing: no object, no
+// multipart upload.
+func TestS3ClientGoneMidUpload(t *testing.T) {
+	s, m, auth := startS3(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "PUT /s3/gone.bin HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 50000000\r\n\r\n", strings.TrimPrefix(auth, "Authorization: "))
+	conn.Write(seededBytes(5, 20<<20)) // more than a part
+	conn.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		keys, inc := m.Keys(t, "vol"), m.Incomplete(t, "vol")
+		if len(keys) == 0 && len(inc) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the client left: objects %q, incomplete uploads %q", keys, inc)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// And the server is fine.
+	resp, body := s.do(t, "PUT", "/s3/after.txt", []byte("ok"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
 }
