@@ -43,6 +43,7 @@ const helpExamples = `examples:
   hoard --cert /etc/hoard/cert.pem -v /srv::r      HTTPS and HTTP on port 3923
   hoard -c /etc/hoard/hoard.conf                   everything from a config file
   echo hunter2 | hoard --ah-alg argon2 --ah-salt SALT --ah-gen -
+  hoard up -a hunter2 http://host:3923/pub/ ~/photos   upload (the bulk uploader; hoard up -h)
 `
 
 // printHelp writes the flags in their groups, one line each.

@@ -39,6 +39,9 @@ func main() {
 // folder included), 1 for a failure to start, to serve or to close
 // cleanly.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "up" {
+		return runUp(args[1:], stdout, stderr) // the bulk uploader (up.go)
+	}
 	fs, o := newFlags()
 	if code, exit := parseArgs(fs, &o.prod, args, stdout, stderr); exit {
 		return code

@@ -33,7 +33,13 @@ func credentials(r *http.Request, query url.Values) (pws []string, fromCookie bo
 		}
 	}
 	if c, err := r.Cookie("cppwd"); err == nil && c.Value != "" {
-		return []string{c.Value}, true
+		pws = []string{c.Value}
+		// The login form escapes a password a cookie cannot carry as is
+		// (cookieValue); copyparty's clients set it raw.
+		if pw, err := url.QueryUnescape(c.Value); err == nil && pw != c.Value {
+			pws = append(pws, pw)
+		}
+		return pws, true
 	}
 	return nil, false
 }

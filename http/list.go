@@ -371,17 +371,20 @@ func (s *Server) subdirs(q *req, parts []string) []string {
 }
 
 var pageTmpl = template.Must(template.New("ls").Parse(`<!DOCTYPE html>
-<html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>/{{.Path}}</title>
-<style>body{font-family:sans-serif;margin:1em 2em}table{border-collapse:collapse}td,th{padding:.2em .8em;text-align:left}td.s{text-align:right;font-family:monospace}tr:nth-child(even){background:#f3f3f3}</style>
-</head><body>
-<h1>/{{.Path}}</h1>
-{{if .Writable}}<form method="post" enctype="multipart/form-data"><input type="hidden" name="act" value="bput"><input type="file" name="f" multiple> <button>upload</button></form>{{end}}
-<table><thead><tr><th>name</th><th>size</th><th>modified (UTC)</th></tr></thead><tbody>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>/{{.Path}}</title><link rel="stylesheet" href="{{.CSS}}">
+<script type="module" src="{{.JS}}" nonce="{{.Nonce}}"></script>
+</head><body data-loc="{{.Loc}}"{{if .Share}} data-share=""{{end}}>
+<header id="top"><nav class="crumbs" aria-label="breadcrumb"><a href="{{.Loc}}/">/</a>{{range .Crumbs}}<a href="{{.Href}}">{{.Name}}</a>/{{end}}</nav>
+{{if not .Share}}<div class="acct">{{if .User}}<form method="post"><input type="hidden" name="act" value="logout">logged in as <b>{{.User}}</b> <button>logout</button></form>{{else}}<form method="post"><input type="hidden" name="act" value="login"><label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" required> <button>log in</button></form>{{end}}</div>{{end}}</header>
+<main id="app">
+{{if .Writable}}<form method="post" enctype="multipart/form-data"><input type="hidden" name="act" value="bput"><input type="file" name="f" multiple aria-label="files to upload"> <button>upload</button></form>{{end}}
+<table class="ls"><thead><tr><th>name</th><th>size</th><th>modified (UTC)</th></tr></thead><tbody>
 {{if .Path}}<tr><td><a href="../">../</a></td><td></td><td></td></tr>{{end}}
 {{range .Rows}}<tr><td><a href="./{{.Href}}">{{.Name}}</a></td><td class="s">{{.Size}}</td><td>{{.Date}}</td></tr>
 {{end}}</tbody></table>
 {{if .Empty}}<p>{{if .Readable}}this folder is empty{{else}}you may upload here, but not see what is here{{end}}</p>{{end}}
+</main>
 </body></html>
 `))
 
@@ -389,14 +392,25 @@ type pageRow struct{ Href, Name, Size, Date string }
 
 // writeHTML renders the listing for a browser. Names are escaped by
 // html/template; hrefs start with "./" so no name can read as a scheme;
-// the page carries no script and a CSP that allows none.
+// the page's only script is the UI's module from /.cpr/ (it reads ?ls and
+// builds the interface; without it the table works alone), and its CSP
+// allows no other.
 func writeHTML(q *req, l listing) error {
 	data := struct {
 		Path               string
 		Rows               []pageRow
 		Writable, Readable bool
 		Empty              bool
-	}{Path: l.path, Writable: slices.Contains(l.perms, "write"), Readable: slices.Contains(l.perms, "read") || l.vol == nil, Empty: len(l.entries) == 0}
+		CSS, JS, Loc, User string
+		Nonce              string
+		Crumbs             []pageRow
+		Share              bool
+	}{Share: q.share, CSS: q.uiURL("ui.css"), JS: q.uiURL("ui.js"), Loc: q.loc, User: q.user, Path: l.path, Writable: slices.Contains(l.perms, "write"), Readable: slices.Contains(l.perms, "read") || l.vol == nil, Empty: len(l.entries) == 0}
+	href := q.loc + "/"
+	for _, p := range q.parts {
+		href += escapeName(p) + "/"
+		data.Crumbs = append(data.Crumbs, pageRow{Href: href, Name: p})
+	}
 	for _, e := range l.entries {
 		name, size := e.Name, commas(e.Sz)
 		if e.dir {
@@ -406,6 +420,8 @@ func writeHTML(q *req, l listing) error {
 	}
 	h := q.w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'self'")
+	csp, nonce := uiPolicy(true)
+	data.Nonce = nonce
+	h.Set("Content-Security-Policy", csp)
 	return pageTmpl.Execute(q.w, data)
 }

@@ -256,8 +256,13 @@ func (s *Server) urlencoded(q *req) error {
 	if err != nil {
 		return err
 	}
-	if f, err := url.ParseQuery(string(body)); err == nil && f.Get("act") == "mkdir" {
-		return s.mkdir(q, f.Get("name"))
+	if f, err := url.ParseQuery(string(body)); err == nil {
+		switch f.Get("act") {
+		case "mkdir":
+			return s.mkdir(q, f.Get("name"))
+		case "login", "logout":
+			return s.login(q, f)
+		}
 	}
 	return s.get(q)
 }

@@ -67,7 +67,7 @@ func (s *Server) view(q *req, f *os.File, fi fs.FileInfo) error {
 const pageHead = `<!DOCTYPE html>
 <html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
-<style>body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}pre{overflow:auto;background:#eee;padding:.5em}img,video{max-width:100%}</style>
+<style>body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}pre{overflow:auto;background:#eee;padding:.5em}table{border-collapse:collapse}th,td{border:1px solid #999;padding:.2em .6em}code{background:#eee;padding:0 .2em}img,video{max-width:100%}</style>
 </head><body>
 `
 

@@ -29,7 +29,7 @@ type MetricsHandler interface {
 
 // Routes are the route labels of Observer.Request: a small fixed set,
 // never a path, so the series stay few.
-var Routes = []string{"get", "list", "archive", "thumb", "tail", "admin", "put", "multipart", "up2k_handshake", "up2k_chunk", "search", "share", "manage", "metrics", "options", "dav", "other"}
+var Routes = []string{"get", "list", "archive", "thumb", "tail", "admin", "put", "multipart", "up2k_handshake", "up2k_chunk", "search", "share", "manage", "metrics", "ui", "options", "dav", "other"}
 
 // routeOf is the request's route label: what a handler set in q.route,
 // else what the method, modifiers and body type say.

@@ -185,6 +185,10 @@ func (s *Server) route(q *req) error {
 		return err
 	}
 	q.parts, q.slash = parts, slash
+	if len(parts) > 0 && parts[0] == ".cpr" && !(len(parts) == 2 && parts[1] == "metrics") {
+		q.route = "ui"
+		return s.asset(q) // the UI's files: public, before any credentials
+	}
 	if s.shares != nil && len(parts) > 0 && parts[0] == s.shrName {
 		q.route = "share"
 		return s.shareRoute(q)
@@ -300,6 +304,12 @@ func (s *Server) fail(q *req, err error) {
 	}
 	if ra := retryAfter(err); ra != "" {
 		h.Set("Retry-After", ra)
+	}
+	if (code == http.StatusUnauthorized || code == http.StatusForbidden) && !q.share && isNavigation(q.r) {
+		// A person in a browser gets the login form, not the
+		// browser's own password prompt (copyparty's way).
+		writeLoginPage(q, code, msg)
+		return
 	}
 	if code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Basic realm="hoard", charset="UTF-8"`)

@@ -18,9 +18,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -46,17 +46,21 @@ func main() {
 			}
 			key := path.Join(r.URL.Path, h.Name) + "\x00" + strconv.FormatInt(h.Size, 10)
 			mu.Lock()
-			need := h.Hash
-			if seen[key] {
-				need = []string{}
+			need := []string{} // each hash once, as servers answer
+			if !seen[key] {
+				for _, x := range h.Hash {
+					if !slices.Contains(need, x) {
+						need = append(need, x)
+					}
+				}
 			}
 			seen[key] = true
 			mu.Unlock()
-			var id [16]byte
+			var id [22]byte // 44 hex characters: a wark's length and alphabet
 			rand.Read(id[:])
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(map[string]any{
-				"name": h.Name, "purl": (&url.URL{Path: r.URL.Path}).EscapedPath(), "size": h.Size,
+				"name": h.Name, "purl": r.URL.Path, "size": h.Size,
 				"lmod": 0, "hash": need, "wark": hex.EncodeToString(id[:]), "sprs": true,
 			})
 		case r.Method == http.MethodPost:

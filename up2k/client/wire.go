@@ -1,0 +1,332 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A reply is a handshake answer: copyparty's keys (need is the list of
+// chunk hashes still needed, "hash" on the wire).
+type reply struct {
+	Name string
+	Purl string
+	Wark string
+	Need []string
+	Sprs bool
+}
+
+// parseReply reads a handshake answer for a file whose chunk hashes are
+// sent. Every needed hash must be one of them, the wark must look like
+// one, and purl must be a path: a reply that does not fit is an error,
+// never a reason to send a file somewhere else or to send made-up chunks.
+func parseReply(body []byte, sent []string) (reply, error) {
+	var raw struct {
+		Name *string   `json:"name"`
+		Purl *string   `json:"purl"`
+		Wark *string   `json:"wark"`
+		Hash *[]string `json:"hash"`
+		Sprs *bool     `json:"sprs"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return reply{}, fmt.Errorf("the handshake reply is not the JSON object expected: %v", err)
+	}
+	if raw.Name == nil || raw.Purl == nil || raw.Wark == nil || raw.Hash == nil {
+		return reply{}, errors.New("the handshake reply lacks name, purl, wark or hash")
+	}
+	r := reply{Name: *raw.Name, Purl: *raw.Purl, Wark: *raw.Wark, Need: *raw.Hash, Sprs: raw.Sprs == nil || *raw.Sprs}
+	if r.Name == "" || strings.ContainsAny(r.Name, "/\\\x00") {
+		return reply{}, fmt.Errorf("the handshake reply names the file %q", r.Name)
+	}
+	if !strings.HasPrefix(r.Purl, "/") || strings.ContainsAny(r.Purl, "?#\x00\r\n") {
+		return reply{}, fmt.Errorf("the handshake reply's purl %q is not a folder path", r.Purl)
+	}
+	if !validWark(r.Wark) {
+		return reply{}, fmt.Errorf("the handshake reply's wark %q is not a wark", r.Wark)
+	}
+	known := make(map[string]struct{}, len(sent))
+	for _, h := range sent {
+		known[h] = struct{}{}
+	}
+	seen := make(map[string]struct{}, len(r.Need))
+	for _, h := range r.Need {
+		if _, ok := known[h]; !ok {
+			return reply{}, fmt.Errorf("the server asks for chunk %.50q, which this file does not have", h)
+		}
+		if _, dup := seen[h]; dup {
+			return reply{}, fmt.Errorf("the server asks for chunk %.50q twice", h)
+		}
+		seen[h] = struct{}{}
+	}
+	return r, nil
+}
+
+func validWark(s string) bool {
+	if len(s) != 44 {
+		return false
+	}
+	if s[0] == '#' {
+		s = s[1:]
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// escapePath escapes each segment of a slash-separated path.
+func escapePath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// HTTPError is a reply with a status the client does not retry.
+type HTTPError struct {
+	Status int
+	Msg    string // the first line of the body
+}
+
+func (e *HTTPError) Error() string {
+	if e.Msg == "" {
+		return fmt.Sprintf("HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Status, e.Msg)
+}
+
+// ErrAuth is a server refusing the password (or asking for one).
+var ErrAuth = errors.New("login required, or wrong password (-a PASSWORD or HOARD_PW)")
+
+// ErrTLS is a server certificate that does not verify; no retry helps.
+var ErrTLS = errors.New("the server's certificate is not trusted (--cacert FILE, or -td to skip the check)")
+
+// wire sends requests with retries.
+type wire struct {
+	base    string // scheme://host
+	pw      string
+	hc      *http.Client
+	retries int
+	onRetry func(error)
+}
+
+func newTransport(o *Options, conns int) (*http.Transport, error) {
+	tc := &tls.Config{InsecureSkipVerify: o.Insecure}
+	if o.CACert != "" {
+		pem, err := os.ReadFile(o.CACert)
+		if err != nil {
+			return nil, fmt.Errorf("--cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert %s: no PEM certificate in it", o.CACert)
+		}
+		tc.RootCAs = pool
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       tc,
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          conns,
+		MaxIdleConnsPerHost:   conns,
+		IdleConnTimeout:       60 * time.Second,
+		ResponseHeaderTimeout: 10 * time.Minute, // the server syncs a big post before it answers
+		ForceAttemptHTTP2:     false,
+	}, nil
+}
+
+// maxBody is the most of a reply body read (handshake replies and
+// listings can be big; anything more is a broken server).
+const maxBody = 64 << 20
+
+// transient reports whether a status is worth another try.
+func transient(code int) bool {
+	return code == http.StatusTooManyRequests || code >= 500 && code != http.StatusNotImplemented
+}
+
+// do sends the request mk builds (again on each try) and returns the
+// status and body of a reply below 400, retrying connection errors, 5xx
+// and 429 with exponential backoff and jitter (honouring Retry-After).
+// retry422 also retries 422, copyparty's "try again later". Other
+// statuses are an *HTTPError; 401 and 403 are ErrAuth.
+func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry422 bool) ([]byte, error) {
+	var (
+		last    error
+		wait422 time.Time // when the first 422 came
+	)
+	for attempt := 0; ; attempt++ {
+		req, err := mk()
+		if err != nil {
+			return nil, err
+		}
+		req = req.WithContext(ctx)
+		if w.pw != "" {
+			req.Header.Set("PW", w.pw)
+		}
+		var wait time.Duration
+		resp, err := w.hc.Do(req)
+		if err == nil {
+			body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+			resp.Body.Close()
+			switch {
+			case rerr != nil:
+				err = rerr
+			case resp.StatusCode >= 200 && resp.StatusCode < 300:
+				return body, nil
+			case resp.StatusCode < 400:
+				// Redirects are not followed (they would carry the
+				// password elsewhere) and are no acknowledgement.
+				return nil, &HTTPError{resp.StatusCode, "unexpected redirect to " + clean(resp.Header.Get("Location"))}
+			case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+				return nil, fmt.Errorf("%w: %w", ErrAuth, &HTTPError{resp.StatusCode, firstLine(body)})
+			case resp.StatusCode == http.StatusInternalServerError && attempt >= 2:
+				// A plain 500 is more often a lasting failure (a full
+				// disk, a refusal) than a passing one: a few tries only.
+				return nil, &HTTPError{resp.StatusCode, firstLine(body)}
+			case retry422 && resp.StatusCode == http.StatusUnprocessableEntity:
+				// The same content is being uploaded to another path
+				// (often by this run: a duplicate file), or its source is
+				// busy: wait for it, however many tries that takes, up
+				// to patience422.
+				if wait422.IsZero() {
+					wait422 = time.Now()
+				}
+				he := &HTTPError{resp.StatusCode, firstLine(body)}
+				if time.Since(wait422) > patience422 {
+					return nil, he
+				}
+				attempt-- // not counted against the retries
+				if !sleepCtx(ctx, min(backoff(3+attempt/4), 5*time.Second)) {
+					return nil, ctx.Err()
+				}
+				continue
+			case transient(resp.StatusCode):
+				err = &HTTPError{resp.StatusCode, firstLine(body)}
+				wait = retryAfter(resp.Header.Get("Retry-After"))
+			default:
+				return nil, &HTTPError{resp.StatusCode, firstLine(body)}
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, errChanged) {
+			return nil, errChanged
+		}
+		var cve *tls.CertificateVerificationError
+		if errors.As(err, &cve) {
+			return nil, fmt.Errorf("%w: %v", ErrTLS, cve.Err)
+		}
+		last = err
+		if attempt >= w.retries {
+			return nil, fmt.Errorf("gave up after %d tries: %w", attempt+1, last)
+		}
+		if w.onRetry != nil {
+			w.onRetry(last)
+		}
+		if wait == 0 {
+			wait = backoff(attempt)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// patience422 is how long a handshake waits out 422 (the same content
+// being uploaded elsewhere).
+var patience422 = 30 * time.Minute
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// backoff is the wait before try attempt+2: exponential from 100 ms,
+// capped at 10 s, with full jitter in its upper half.
+func backoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 7)
+	d = min(d, 10*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date), capped
+// at a minute; 0 when absent or unreadable.
+func retryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.Atoi(v); err == nil {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	}
+	if d <= 0 {
+		return 0
+	}
+	// A little jitter, so that many clients told the same do not return
+	// in one burst.
+	return min(d, time.Minute) + rand.N(100*time.Millisecond)
+}
+
+func firstLine(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) > 300 {
+		b = b[:300]
+	}
+	return clean(string(b))
+}
+
+// clean makes text from a server safe to print on a terminal: valid
+// UTF-8, control characters (escape sequences) replaced.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || 0x80 <= r && r < 0xa0 {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+}
+
+// isHTTP reports whether err is an *HTTPError with status code (any
+// status when code is 0).
+func isHTTP(err error, code int) (*HTTPError, bool) {
+	var he *HTTPError
+	if errors.As(err, &he) && (code == 0 || he.Status == code) {
+		return he, true
+	}
+	return nil, false
+}
