@@ -226,13 +226,19 @@ func (r *reader) Close() error {
 	return nil
 }
 
-// Put streams r into key as a multipart upload, a part at a time.
+// Put streams r into key as a multipart upload, a part at a time. A key
+// ending in "/" is a folder marker: an empty object, r unread.
 func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.ObjectPut) (store.ObjectInfo, error) {
 	po := minio.PutObjectOptions{UserMetadata: opt.Meta, PartSize: partSize, ContentType: "application/octet-stream"}
 	if opt.NoClobber {
 		po.SetMatchETagExcept("*")
 	}
-	ui, err := b.c.PutObject(ctx, b.bucket, key, r, -1, po)
+	size := int64(-1)
+	if strings.HasSuffix(key, "/") {
+		// A folder marker: S3 stores those only by a plain PUT of nothing.
+		r, size = strings.NewReader(""), 0
+	}
+	ui, err := b.c.PutObject(ctx, b.bucket, key, r, size, po)
 	if err != nil {
 		return store.ObjectInfo{}, mapErr(err)
 	}

@@ -87,6 +87,14 @@ func TestBucketContract(t *testing.T) {
 	}
 	r.Close()
 
+	// A folder marker.
+	if _, err := b.Put(ctx, "d/made here/", strings.NewReader("ignored"), store.ObjectPut{NoClobber: true}); err != nil {
+		t.Fatalf("folder marker: %v", err)
+	}
+	if got, ok := m.Object(t, "bk1", "d/made here/"); !ok || len(got) != 0 {
+		t.Errorf("folder marker: %q, %v", got, ok)
+	}
+
 	// List: one level, common prefixes as folders.
 	m.Put(t, "bk1", "d/sub/x", []byte("x"))
 	var keys []string
@@ -96,7 +104,7 @@ func TestBucketContract(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(keys, " ") != "d/k d/sub/(dir)" {
+	if strings.Join(keys, " ") != "d/k d/made here/(dir) d/sub/(dir)" {
 		t.Errorf("List d/: %q", keys)
 	}
 	if err := b.Delete(ctx, "d/k"); err != nil {

@@ -484,7 +484,7 @@ func (s *Store) Mkdir(ctx context.Context, who Actor, at Loc, opt MkdirOptions) 
 		return "", forbid(op, who, v, PermWrite, "make folders")
 	}
 	if v.obj != nil {
-		return "", opErr(op, unbuilt("making folders"))
+		return s.mkdirObject(ctx, who, v, at.Rel, opt) // object.go
 	}
 	dir, name, top, err := v.splitDest(at.Rel)
 	if err != nil {

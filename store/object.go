@@ -20,7 +20,8 @@ import (
 // behind os.Root, and their downloads on the sendfile path.
 //
 // What is built on such a volume: Stat, OpenObject (GET, HEAD, ranges),
-// List and Each (listings), Ingest (PUT, multipart), Delete. Every other
+// List and Each (listings), Ingest (PUT, multipart), Delete of a file,
+// Mkdir (a marker object). Every other
 // operation that would touch the volume's bytes answers ErrObjectsUnbuilt
 // (501) before it touches anything.
 
@@ -440,4 +441,48 @@ func (s *Store) deleteObject(ctx context.Context, who Actor, v *Volume, r string
 	}
 	s.log.Info("deleted", "volume", "/"+v.VPath, "path", r, "user", who.User, "ip", who.IP)
 	return DeleteResult{Files: 1}, nil
+}
+
+// mkdirObject is Mkdir on an object-store volume, as S3 tools do it: an
+// empty marker object "rel/". Folders above it need none (a key below a
+// prefix makes the prefix a folder); without opt.Parents the parent must
+// exist already, as on disk.
+func (s *Store) mkdirObject(ctx context.Context, who Actor, v *Volume, rel string, opt MkdirOptions) (string, error) {
+	const op = "mkdir"
+	r, err := cleanRel(strings.Trim(rel, "/"))
+	if err != nil {
+		return "", opErr(op, err)
+	}
+	if r == "." {
+		return "", refuse(op, KindExists, "that folder exists already")
+	}
+	if v.Flags.NoSub {
+		return "", opErr(op, ErrNoSub)
+	}
+	dir := path.Dir(r)
+	if err := v.objParents(ctx, dir); err != nil {
+		return "", opErr(op, err)
+	}
+	if !opt.Parents && dir != "." {
+		ok, err := v.objFolder(ctx, dir)
+		if err != nil {
+			return "", opErr(op, err)
+		}
+		if !ok {
+			return "", refuse(op, KindConflict, "the folder to make it in does not exist")
+		}
+	}
+	if _, err := v.objStat(ctx, r); err == nil {
+		return "", refuse(op, KindExists, "that folder exists already")
+	} else if !errors.Is(err, ErrNotFound) {
+		return "", opErr(op, err)
+	}
+	if _, err := v.obj.Put(ctx, v.key(r)+"/", strings.NewReader(""), ObjectPut{NoClobber: true}); err != nil {
+		if errors.Is(err, ErrExists) {
+			return "", refuse(op, KindExists, "that folder exists already")
+		}
+		return "", opErr(op, err)
+	}
+	s.log.Info("made a folder", "volume", "/"+v.VPath, "path", r, "user", who.User, "ip", who.IP)
+	return r, nil
 }

@@ -157,6 +157,24 @@ func TestS3PutGetListDelete(t *testing.T) {
 		wantStatus(t, resp, body, http.StatusNotFound)
 	}
 
+	// Folders as S3 tools make them: a marker object; again is 409.
+	form, fct := multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("made here")})
+	resp, body = s.do(t, "POST", "/s3/docs/", form, fct, auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	if got := resp.Header.Get("X-New-Dir"); got != "/s3/docs/made%20here" {
+		t.Errorf("X-New-Dir = %q", got)
+	}
+	if _, ok := m.Object(t, "vol", "pre/docs/made here/"); !ok {
+		t.Error("mkdir made no marker object")
+	}
+	resp, body = s.do(t, "POST", "/s3/docs/", form, fct, auth)
+	wantStatus(t, resp, body, http.StatusConflict)
+	resp, body = s.do(t, "POST", "/s3/", []byte("act=mkdir&name=a%2Fb%2Fc"), "Content-Type: application/x-www-form-urlencoded", auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	if l := getListing(t, s, "/s3/a/b/?ls"); len(l.Dirs) != 1 || l.Dirs[0].Name != "c" {
+		t.Errorf("listing of a made folder's parent: %+v", l.Dirs)
+	}
+
 	// Delete one file.
 	resp, body = s.do(t, "POST", "/s3/docs/c.txt?delete", nil, auth)
 	wantStatus(t, resp, body, http.StatusOK)
@@ -240,9 +258,18 @@ func TestS3RefusedChangesNothing(t *testing.T) {
 	check("thumbnail", http.StatusNotImplemented, resp, body)
 	resp, body = s.do(t, "POST", "/s3/keep.txt?move=/s3/moved.txt", nil, auth)
 	check("move", http.StatusNotImplemented, resp, body)
-	form, fct := multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("newdir")})
-	resp, body = s.do(t, "POST", "/s3/", form, fct, auth)
-	check("mkdir", http.StatusNotImplemented, resp, body)
+	resp, body = s.do(t, "POST", "/s3/", []byte("act=mkdir&name=keep.txt"), "Content-Type: application/x-www-form-urlencoded", auth)
+	check("mkdir over a file", http.StatusConflict, resp, body)
+	resp, body = s.do(t, "POST", "/s3/afile/", []byte("act=mkdir&name=sub"), "Content-Type: application/x-www-form-urlencoded", auth)
+	if resp.StatusCode < 400 {
+		t.Errorf("mkdir below a file: %d %s", resp.StatusCode, body)
+	}
+	resp, body = s.do(t, "POST", "/s3/", []byte("act=mkdir&name=.hist"), "Content-Type: application/x-www-form-urlencoded", auth)
+	if resp.StatusCode < 400 {
+		t.Errorf("mkdir .hist: %d %s", resp.StatusCode, body)
+	}
+	resp, body = s.do(t, "POST", "/s3/", []byte("act=mkdir&name=nope"), "Content-Type: application/x-www-form-urlencoded")
+	check("anonymous mkdir", http.StatusUnauthorized, resp, body)
 	f := newUp2kFile(seededBytes(4, 5000))
 	resp, body = postHandshake(t, s, "/s3/", map[string]any{"name": "u.bin", "size": 5000, "lmod": 1, "hash": f.hashes}, auth)
 	check("up2k handshake", http.StatusNotImplemented, resp, body)
