@@ -175,6 +175,13 @@ func TestS3PutGetListDelete(t *testing.T) {
 		t.Errorf("listing of a made folder's parent: %+v", l.Dirs)
 	}
 
+	// WebDAV reads the same listing.
+	resp, body = s.do(t, "PROPFIND", "/s3/docs/", nil, "Depth: 1", auth)
+	wantStatus(t, resp, body, http.StatusMultiStatus)
+	if !strings.Contains(string(body), "/s3/docs/form.txt") || !strings.Contains(string(body), "made%20here") {
+		t.Errorf("PROPFIND /s3/docs/: %.500s", body)
+	}
+
 	// Delete one file.
 	resp, body = s.do(t, "POST", "/s3/docs/c.txt?delete", nil, auth)
 	wantStatus(t, resp, body, http.StatusOK)
