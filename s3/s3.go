@@ -24,6 +24,17 @@ import (
 // parts of 16 MiB carry 156 GiB).
 const partSize = 16 << 20
 
+// maxPuts caps the uploads streaming into one bucket at once, and with
+// them the part buffers held (maxPuts × partSize = 512 MiB); one more
+// waits up to putWait for a turn, then is refused with 503.
+const (
+	maxPuts = 32
+	putWait = 2 * time.Second
+)
+
+// ErrBusy is every upload slot taken for longer than putWait.
+var ErrBusy = &store.Error{Kind: store.KindUnavailable, Msg: "too many uploads to the object store at once; try again shortly", RetryAfter: 2 * time.Second}
+
 // Config says how to reach the object store.
 type Config struct {
 	Endpoint  string // http://host:port or https://host[:port]
@@ -68,6 +79,7 @@ type Bucket struct {
 	c      *minio.Client
 	core   minio.Core
 	bucket string
+	puts   chan struct{} // upload slots (maxPuts)
 }
 
 // Open connects to bucket and checks that it exists. An unreachable store
@@ -93,7 +105,7 @@ func Open(ctx context.Context, c Config, bucket string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3 endpoint %q: %w", c.Endpoint, err)
 	}
-	b := &Bucket{c: mc, core: minio.Core{Client: mc}, bucket: bucket}
+	b := &Bucket{c: mc, core: minio.Core{Client: mc}, bucket: bucket, puts: make(chan struct{}, maxPuts)}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	ok, err := mc.BucketExists(ctx, bucket)
@@ -229,6 +241,17 @@ func (r *reader) Close() error {
 // Put streams r into key as a multipart upload, a part at a time. A key
 // ending in "/" is a folder marker: an empty object, r unread.
 func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.ObjectPut) (store.ObjectInfo, error) {
+	t := time.NewTimer(putWait)
+	select {
+	case b.puts <- struct{}{}:
+		t.Stop()
+		defer func() { <-b.puts }()
+	case <-t.C:
+		return store.ObjectInfo{}, ErrBusy
+	case <-ctx.Done():
+		t.Stop()
+		return store.ObjectInfo{}, ctx.Err()
+	}
 	po := minio.PutObjectOptions{UserMetadata: opt.Meta, PartSize: partSize, ContentType: "application/octet-stream"}
 	if opt.NoClobber {
 		po.SetMatchETagExcept("*")

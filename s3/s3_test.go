@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"hoard/internal/miniotest"
 	"hoard/store"
@@ -141,5 +142,34 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		if _, err := Open(context.Background(), c, "bucket"); err == nil {
 			t.Errorf("Open(%+v) accepted", c)
 		}
+	}
+}
+
+// Uploads beyond the slots wait, then get a 503 that names the cause;
+// a slot freed is taken again.
+func TestPutSlots(t *testing.T) {
+	b, _ := open(t)
+	b.puts = make(chan struct{}, 1)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Put(context.Background(), "slow", pr, store.ObjectPut{})
+		done <- err
+	}()
+	pw.Write([]byte("first bytes")) // the first put holds the slot now
+	start := time.Now()
+	_, err := b.Put(context.Background(), "second", strings.NewReader("x"), store.ObjectPut{})
+	if !errors.Is(err, ErrBusy) || store.KindOf(err) != store.KindUnavailable {
+		t.Errorf("a put with no slot free: %v, want ErrBusy (503)", err)
+	}
+	if d := time.Since(start); d < putWait {
+		t.Errorf("refused after %v, before waiting %v", d, putWait)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(context.Background(), "third", strings.NewReader("x"), store.ObjectPut{}); err != nil {
+		t.Errorf("a put after the slot was freed: %v", err)
 	}
 }
