@@ -554,14 +554,14 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 	if move && !sv.Perms(who.User).Has(PermMove) {
 		return DestResult{}, forbid(op, who, sv, PermMove, "move files")
 	}
-	if sv.obj != nil || dv.obj != nil {
-		return DestResult{}, opErr(op, unbuilt("moving and copying"))
-	}
 	if !move && !sv.Perms(who.User).Has(PermRead) {
 		return DestResult{}, forbid(op, who, sv, PermRead, "read files")
 	}
 	if !dv.Perms(who.User).Has(PermWrite) {
 		return DestResult{}, forbid(op, who, dv, PermWrite, "write files")
+	}
+	if sv.obj != nil || dv.obj != nil { // after the permissions, as on disk
+		return DestResult{}, opErr(op, unbuilt("moving and copying"))
 	}
 	sr, err := cleanRel(strings.Trim(src.Rel, "/"))
 	if err != nil {

@@ -357,14 +357,16 @@ func TestS3Permissions(t *testing.T) {
 		method, path, auth string
 		body               []byte
 	}{
-		{"GET", "/f.txt", "", nil},         // g: by URL
-		{"HEAD", "/f.txt", "", nil},        // g: by URL
-		{"GET", "/nope.txt", "", nil},      // g: not there
-		{"GET", "/?ls", "", nil},           // g: no listing
-		{"GET", "/f.txt", w, nil},          // w: may not read (gets g as everyone does)
-		{"GET", "/?ls", w, nil},            // w: an empty listing
-		{"PUT", "/g.txt", "", []byte("x")}, // anonymous: may not write
-		{"POST", "/f.txt?delete", w, nil},  // w: may not delete
+		{"GET", "/f.txt", "", nil},                // g: by URL
+		{"HEAD", "/f.txt", "", nil},               // g: by URL
+		{"GET", "/nope.txt", "", nil},             // g: not there
+		{"GET", "/?ls", "", nil},                  // g: no listing
+		{"GET", "/f.txt", w, nil},                 // w: may not read (gets g as everyone does)
+		{"GET", "/?ls", w, nil},                   // w: an empty listing
+		{"PUT", "/g.txt", "", []byte("x")},        // anonymous: may not write
+		{"POST", "/f.txt?delete", w, nil},         // w: may not delete
+		{"POST", "/f.txt?copy=/s3/c.txt", w, nil}, // w: may not read to copy
+		{"POST", "/f.txt?move=/s3/c.txt", w, nil}, // w: may not move
 	} {
 		var got [2]string
 		for i, vol := range []string{"/s3", "/loc"} {
