@@ -287,6 +287,21 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(store.ObjectIn
 	return ctx.Err()
 }
 
+// Walk calls fn with every object below prefix, at any depth.
+func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if oi.Err != nil {
+			return mapErr(oi.Err)
+		}
+		if err := fn(info(oi)); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 // Delete removes the object key.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
 	return mapErr(b.c.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{}))

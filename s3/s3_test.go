@@ -108,6 +108,13 @@ func TestBucketContract(t *testing.T) {
 	if strings.Join(keys, " ") != "d/k d/made here/(dir) d/sub/(dir)" {
 		t.Errorf("List d/: %q", keys)
 	}
+	keys = nil
+	if err := b.Walk(ctx, "d/", func(oi store.ObjectInfo) error { keys = append(keys, oi.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(keys, " ") != "d/k d/made here/ d/sub/x" {
+		t.Errorf("Walk d/: %q", keys)
+	}
 	if err := b.Delete(ctx, "d/k"); err != nil {
 		t.Fatal(err)
 	}

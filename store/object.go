@@ -20,8 +20,8 @@ import (
 // behind os.Root, and their downloads on the sendfile path.
 //
 // What is built on such a volume: Stat, OpenObject (GET, HEAD, ranges),
-// List and Each (listings), Ingest (PUT, multipart), Delete of a file,
-// Mkdir (a marker object). Every other
+// List and Each (listings), Ingest (PUT, multipart), Delete (files and
+// folders), Mkdir (a marker object). Every other
 // operation that would touch the volume's bytes answers ErrObjectsUnbuilt
 // (501) before it touches anything.
 
@@ -62,6 +62,9 @@ type ObjectStore interface {
 	// prefix (delimiter "/"), in key order, page by page. An error from
 	// fn stops it and is returned.
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+	// Walk calls fn with every object below prefix, at any depth, in key
+	// order, page by page. An error from fn stops it and is returned.
+	Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 	// Delete removes the object key; a missing key is no error.
 	Delete(ctx context.Context, key string) error
 }
@@ -430,11 +433,14 @@ func (s *Store) deleteObject(ctx context.Context, who Actor, v *Volume, r string
 	if err != nil {
 		return DeleteResult{}, opErr(op, err)
 	}
-	if fi.IsDir() {
-		return DeleteResult{}, opErr(op, unbuilt("deleting a folder"))
-	}
 	if unpost {
+		if fi.IsDir() {
+			return DeleteResult{}, refuse(op, KindInvalid, "cannot unpost folders")
+		}
 		return DeleteResult{}, opErr(op, unbuilt("unpost"))
+	}
+	if fi.IsDir() {
+		return s.deleteObjectTree(ctx, who, v, r)
 	}
 	if err := v.obj.Delete(ctx, v.key(r)); err != nil {
 		return DeleteResult{}, opErr(op, err)
@@ -485,4 +491,38 @@ func (s *Store) mkdirObject(ctx context.Context, who Actor, v *Volume, rel strin
 	}
 	s.log.Info("made a folder", "volume", "/"+v.VPath, "path", r, "user", who.User, "ip", who.IP)
 	return r, nil
+}
+
+// deleteObjectTree deletes the folder r (cleaned) of an object-store
+// volume: every key below it, markers included. Like a folder tree on
+// disk it goes key by key; an error stops it with what was deleted
+// reported, and the rest is still there to delete again.
+func (s *Store) deleteObjectTree(ctx context.Context, who Actor, v *Volume, r string) (DeleteResult, error) {
+	const op = "delete"
+	if s.mountsInside(v, r) {
+		return DeleteResult{}, refuse(op, KindConflict, "other volumes are mounted inside this folder")
+	}
+	var res DeleteResult
+	dirs := map[string]bool{r: true}
+	prefix := v.key(r) + "/"
+	err := v.obj.Walk(ctx, prefix, func(oi ObjectInfo) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel := strings.TrimSuffix(strings.TrimPrefix(oi.Key, prefix), "/")
+		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+		if strings.HasSuffix(oi.Key, "/") {
+			if rel != "" {
+				dirs[rel] = true
+			}
+		} else {
+			res.Files++
+		}
+		return v.obj.Delete(ctx, oi.Key)
+	})
+	res.Dirs = int64(len(dirs))
+	s.log.Info("deleted a folder", "volume", "/"+v.VPath, "path", r, "files", res.Files, "folders", res.Dirs, "user", who.User, "ip", who.IP, "err", err)
+	return res, opErr(op, err)
 }

@@ -190,6 +190,29 @@ func TestS3PutGetListDelete(t *testing.T) {
 	}
 	resp, body = s.do(t, "GET", "/s3/docs/c.txt", nil)
 	wantStatus(t, resp, body, http.StatusNotFound)
+
+	// Delete a folder: every key below it, nothing beside it.
+	for _, p := range []string{"/s3/tree/x/1.txt", "/s3/tree/2.txt", "/s3/treetop.txt"} {
+		resp, body = s.do(t, "PUT", p, []byte("t"), auth)
+		wantStatus(t, resp, body, http.StatusCreated)
+	}
+	resp, body = s.do(t, "POST", "/s3/tree/", []byte("act=mkdir&name=empty"), "Content-Type: application/x-www-form-urlencoded", auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "POST", "/s3/tree?delete", nil, auth)
+	wantStatus(t, resp, body, http.StatusOK)
+	if !strings.HasPrefix(string(body), "deleted 2 files") {
+		t.Errorf("folder delete reply %q", body)
+	}
+	for _, k := range m.Keys(t, "vol") {
+		if strings.HasPrefix(k, "pre/tree/") {
+			t.Errorf("key %s left after deleting its folder", k)
+		}
+	}
+	if _, ok := m.Object(t, "vol", "pre/treetop.txt"); !ok {
+		t.Error("deleting /s3/tree took /s3/treetop.txt along")
+	}
+	resp, body = s.do(t, "GET", "/s3/tree/?ls", nil)
+	wantStatus(t, resp, body, http.StatusNotFound)
 }
 
 // A large body of unknown length streams into a multipart upload of
