@@ -182,6 +182,26 @@ func TestS3PutGetListDelete(t *testing.T) {
 		t.Errorf("PROPFIND /s3/docs/: %.500s", body)
 	}
 
+	// WebDAV writes go through the same operations.
+	resp, body = s.do(t, "MKCOL", "/s3/dav", nil, auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "PUT", "/s3/dav/w.txt", []byte("by webdav"), auth)
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusNoContent {
+		t.Errorf("DAV PUT: %d %s", resp.StatusCode, body)
+	}
+	if got, ok := m.Object(t, "vol", "pre/dav/w.txt"); !ok || string(got) != "by webdav" {
+		t.Errorf("DAV PUT stored %q, %v", got, ok)
+	}
+	resp, body = s.do(t, "DELETE", "/s3/dav", nil, auth)
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+		t.Errorf("DAV DELETE: %d %s", resp.StatusCode, body)
+	}
+	if _, ok := m.Object(t, "vol", "pre/dav/w.txt"); ok {
+		t.Error("DAV DELETE left the file")
+	}
+	resp, body = s.do(t, "MOVE", "/s3/docs/form.txt", nil, auth, "Destination: "+s.URL+"/s3/moved.txt")
+	wantStatus(t, resp, body, http.StatusNotImplemented)
+
 	// Delete one file.
 	resp, body = s.do(t, "POST", "/s3/docs/c.txt?delete", nil, auth)
 	wantStatus(t, resp, body, http.StatusOK)
