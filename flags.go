@@ -26,6 +26,7 @@ type options struct {
 	e2t, e2ts, e2tsr        bool
 	e2s, e2a                bool
 	dedup, singleHash       bool
+	noGroupSync             bool
 	srchHits, srchMax       int
 	hist, warksalt, df      string
 	snapDrop, dbCache, thMT int
@@ -150,6 +151,7 @@ func newFlags() (*flagSet, *options) {
 	f.num(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")
 	f.num(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
 	f.bool(&o.singleHash, "single-hash", "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
+	f.bool(&o.noGroupSync, "no-group-sync", "fsync every finished upload on its own, instead of one shared syncfs for the small uploads (≤ 256 KiB) finishing at once")
 
 	f.group("WebDAV")
 	f.bool(&o.noDav, "no-dav", "turn WebDAV off (PROPFIND, MKCOL, COPY, MOVE, DELETE, LOCK ... answer 405)")

@@ -239,7 +239,14 @@ func (h headerFlusher) WriteHeader(code int) {
 // etag is a strong validator from the file's identity: inode, size and
 // mtime in nanoseconds.
 func etag(fi fs.FileInfo) string {
-	return `"` + strconv.FormatUint(inode(fi), 36) + "-" + strconv.FormatInt(fi.Size(), 36) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 36) + `"`
+	var a [48]byte // three base-36 numbers of at most 13 digits, two dashes, two quotes
+	b := append(a[:0], '"')
+	b = strconv.AppendUint(b, inode(fi), 36)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, fi.Size(), 36)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 36)
+	return string(append(b, '"')) // the one allocation
 }
 
 // contentDisposition builds `<disp>; filename="<ascii>"; filename*=UTF-8”<pct>`.

@@ -37,6 +37,10 @@ type Config struct {
 	// (or clear passwords, hashed at Open) and clients' passwords are
 	// hashed to be checked.
 	PwHash *PwHash
+	// NoGroupSync gives every published file its own fsync; by default a
+	// small file (≤ SmallFile) shares one syncfs of its file system with
+	// the small uploads finishing at the same time (groupsync.go).
+	NoGroupSync bool
 }
 
 // Account is a user name and password.

@@ -61,6 +61,9 @@ type Store struct {
 
 	ops opState  // file management (manage.go)
 	dav davLocks // WebDAV locks (davlock.go)
+
+	noGroupSync bool      // Config.NoGroupSync
+	fsFlush     fsFlushes // shared flushes of small files (groupsync.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable;
@@ -114,6 +117,8 @@ func Open(cfg Config) (*Store, error) {
 		alogs:   map[string]*appendLog{},
 		temps:   map[string]int{},
 		flocks:  map[fileID]*fileLock{},
+
+		noGroupSync: cfg.NoGroupSync,
 	}
 	s.sweepCtx, s.sweepStop = context.WithCancel(context.Background())
 	if s.log == nil {

@@ -148,9 +148,15 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	if !opt.Mtime.IsZero() {
 		ev.Mtime = opt.Mtime
 	}
-	// The journal's note is flushed while the file is.
+	// The journal's note is flushed while the file is. A small file
+	// shares its flush with the others finishing now (groupsync.go).
 	pn := t.v.store.noteAsync(ev)
-	serr := fsyncFile(t.File)
+	var serr error
+	if tfi.Size() <= SmallFile {
+		serr = t.v.store.syncSmall(t.File, devOf(tfi))
+	} else {
+		serr = fsyncFile(t.File)
+	}
 	nid, nerr := pn.wait()
 	if serr != nil || nerr != nil {
 		t.v.store.forget(t.v, nid)
