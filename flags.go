@@ -42,6 +42,7 @@ type options struct {
 	unpost                  int
 	noDav, davInf           bool
 	shr                     string
+	s3Endpoint              string
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
 	ffmpeg, ffprobe         string
@@ -138,6 +139,7 @@ func newFlags() (*flagSet, *options) {
 	f.str(&p.ahGen, "ah-gen", "PW", "", "print the hash of this password (- reads passwords from stdin, one per line) and exit")
 	f.str(&o.hist, "hist", "DIR", "", "keep every volume's state (.hist) below this folder instead")
 	f.str(&o.shr, "shr", "PATH", "/shr/", "URL folder where share links are served (empty: sharing off)")
+	f.str(&o.s3Endpoint, "s3-endpoint", "URL", "", "object store of volumes with flag s3=BUCKET[/PREFIX] (default: $AWS_ENDPOINT_URL; keys from $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY)")
 
 	f.group("uploads")
 	f.bool(&o.dedup, "dedup", "link duplicate uploads to the existing file instead of copying it")

@@ -23,6 +23,9 @@ func (s *Server) get(q *req) error {
 	if !q.perm.Has(store.PermRead) {
 		return s.getBlind(q)
 	}
+	if q.vol.Remote() {
+		return s.getObject(q) // remote.go
+	}
 	f, fi, err := q.vol.Open(q.rel)
 	if errors.Is(err, store.ErrIsDir) {
 		if _, ok := q.query["th"]; ok {
@@ -79,6 +82,9 @@ func (s *Server) getBlind(q *req) error {
 // done is false when there is no such thing to serve; the caller then
 // answers as if nothing were there.
 func (s *Server) getByURL(q *req) (done bool, err error) {
+	if q.vol.Remote() {
+		return s.getObjectByURL(q) // remote.go
+	}
 	f, fi, err := q.vol.Open(q.rel)
 	rel := q.rel
 	if errors.Is(err, store.ErrIsDir) && q.perm.Has(store.PermHTML) && !has(q.query, "th") && !has(q.query, "ls") && !has(q.query, "tree") {

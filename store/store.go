@@ -85,6 +85,11 @@ type Volume struct {
 	claims *fsClaims // its file system's claimed free space (claim.go)
 	run    *histRun  // the state folder's run lock; nil when not held (recover.go)
 
+	// obj, when set, holds the volume's files (flag s3=, object.go);
+	// objPre is their key prefix ("" or ending in "/").
+	obj    ObjectStore
+	objPre string
+
 	// A view (Confine, ConfineFiles) is the folder base of the volume
 	// outer, with root opened there; only, when not nil, are the only
 	// names it reaches (a share of files).
@@ -213,6 +218,12 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		store: s,
 	}
 	v.setPerms(spec.Perms)
+	if v.Flags.S3 != "" {
+		if err := v.mountObjects(cfg); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
+		}
+	}
 	v.claims = s.claimsFor(src)
 	if v.Flags.NRand == 0 {
 		v.Flags.NRand = 9
