@@ -26,6 +26,7 @@ type options struct {
 	e2t, e2ts, e2tsr        bool
 	e2s, e2a                bool
 	dedup, singleHash       bool
+	noGroupSync             bool
 	srchHits, srchMax       int
 	hist, warksalt, df      string
 	snapDrop, dbCache, thMT int
@@ -41,6 +42,7 @@ type options struct {
 	unpost                  int
 	noDav, davInf           bool
 	shr                     string
+	s3Endpoint              string
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
 	ffmpeg, ffprobe         string
@@ -137,6 +139,7 @@ func newFlags() (*flagSet, *options) {
 	f.str(&p.ahGen, "ah-gen", "PW", "", "print the hash of this password (- reads passwords from stdin, one per line) and exit")
 	f.str(&o.hist, "hist", "DIR", "", "keep every volume's state (.hist) below this folder instead")
 	f.str(&o.shr, "shr", "PATH", "/shr/", "URL folder where share links are served (empty: sharing off)")
+	f.str(&o.s3Endpoint, "s3-endpoint", "URL", "", "object store of volumes with flag s3=BUCKET[/PREFIX] (default: $AWS_ENDPOINT_URL; keys from $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY)")
 
 	f.group("uploads")
 	f.bool(&o.dedup, "dedup", "link duplicate uploads to the existing file instead of copying it")
@@ -148,6 +151,7 @@ func newFlags() (*flagSet, *options) {
 	f.num(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")
 	f.num(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
 	f.bool(&o.singleHash, "single-hash", "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
+	f.bool(&o.noGroupSync, "no-group-sync", "fsync every finished upload on its own, instead of one shared syncfs for the small uploads (≤ 256 KiB) finishing at once")
 
 	f.group("WebDAV")
 	f.bool(&o.noDav, "no-dav", "turn WebDAV off (PROPFIND, MKCOL, COPY, MOVE, DELETE, LOCK ... answer 405)")

@@ -26,6 +26,7 @@ import (
 
 	srvhttp "hoard/http"
 	"hoard/idx"
+	"hoard/s3"
 	"hoard/store"
 )
 
@@ -219,7 +220,8 @@ func parsePorts(ports string) ([]int, error) {
 // storeConfig turns the flags (validated) into store's configuration,
 // with the accounts and volumes parsed and checked.
 func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
-	cfg := store.Config{Hist: o.hist, Logger: log, Unpost: time.Duration(o.unpost) * time.Second}
+	cfg := store.Config{Hist: o.hist, Logger: log, Unpost: time.Duration(o.unpost) * time.Second, NoGroupSync: o.noGroupSync}
+	cfg.Objects = s3.Opener(s3.FromEnv(o.s3Endpoint)) // volumes with flag s3= (docs/s3.md)
 	for _, a := range o.accounts {
 		acc, err := store.ParseAccount(a)
 		if err != nil {

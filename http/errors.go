@@ -85,21 +85,22 @@ func retryAfter(err error) string {
 // message. A handler answers an anonymous user's KindForbidden with 401
 // first, and WebDAV's Overwrite: F with 412 for KindExists.
 var kindStatus = [store.KindCount]int{
-	store.KindInvalid:     http.StatusBadRequest,
-	store.KindNotFound:    http.StatusNotFound,
-	store.KindForbidden:   http.StatusForbidden,
-	store.KindExists:      http.StatusConflict,
-	store.KindConflict:    http.StatusConflict,
-	store.KindTooLarge:    http.StatusRequestEntityTooLarge,
-	store.KindRetry:       http.StatusUnprocessableEntity,
-	store.KindUnavailable: http.StatusServiceUnavailable,
-	store.KindRateLimited: http.StatusTooManyRequests,
-	store.KindNoSpace:     http.StatusInternalServerError,
-	store.KindStateFull:   http.StatusInsufficientStorage,
-	store.KindUnsupported: http.StatusUnsupportedMediaType,
-	store.KindDisabled:    http.StatusInternalServerError,
-	store.KindInternal:    http.StatusInternalServerError,
-	store.KindLocked:      http.StatusLocked,
+	store.KindInvalid:        http.StatusBadRequest,
+	store.KindNotFound:       http.StatusNotFound,
+	store.KindForbidden:      http.StatusForbidden,
+	store.KindExists:         http.StatusConflict,
+	store.KindConflict:       http.StatusConflict,
+	store.KindTooLarge:       http.StatusRequestEntityTooLarge,
+	store.KindRetry:          http.StatusUnprocessableEntity,
+	store.KindUnavailable:    http.StatusServiceUnavailable,
+	store.KindRateLimited:    http.StatusTooManyRequests,
+	store.KindNoSpace:        http.StatusInternalServerError,
+	store.KindStateFull:      http.StatusInsufficientStorage,
+	store.KindUnsupported:    http.StatusUnsupportedMediaType,
+	store.KindDisabled:       http.StatusInternalServerError,
+	store.KindInternal:       http.StatusInternalServerError,
+	store.KindLocked:         http.StatusLocked,
+	store.KindNotImplemented: http.StatusNotImplemented,
 }
 
 // cliHints replace the message of a domain error with one that names the

@@ -23,6 +23,9 @@ func (s *Server) get(q *req) error {
 	if !q.perm.Has(store.PermRead) {
 		return s.getBlind(q)
 	}
+	if q.vol.Remote() {
+		return s.getObject(q) // remote.go
+	}
 	f, fi, err := q.vol.Open(q.rel)
 	if errors.Is(err, store.ErrIsDir) {
 		if _, ok := q.query["th"]; ok {
@@ -79,6 +82,9 @@ func (s *Server) getBlind(q *req) error {
 // done is false when there is no such thing to serve; the caller then
 // answers as if nothing were there.
 func (s *Server) getByURL(q *req) (done bool, err error) {
+	if q.vol.Remote() {
+		return s.getObjectByURL(q) // remote.go
+	}
 	f, fi, err := q.vol.Open(q.rel)
 	rel := q.rel
 	if errors.Is(err, store.ErrIsDir) && q.perm.Has(store.PermHTML) && !has(q.query, "th") && !has(q.query, "ls") && !has(q.query, "tree") {
@@ -233,7 +239,14 @@ func (h headerFlusher) WriteHeader(code int) {
 // etag is a strong validator from the file's identity: inode, size and
 // mtime in nanoseconds.
 func etag(fi fs.FileInfo) string {
-	return `"` + strconv.FormatUint(inode(fi), 36) + "-" + strconv.FormatInt(fi.Size(), 36) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 36) + `"`
+	var a [48]byte // three base-36 numbers of at most 13 digits, two dashes, two quotes
+	b := append(a[:0], '"')
+	b = strconv.AppendUint(b, inode(fi), 36)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, fi.Size(), 36)
+	b = append(b, '-')
+	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 36)
+	return string(append(b, '"')) // the one allocation
 }
 
 // contentDisposition builds `<disp>; filename="<ascii>"; filename*=UTF-8”<pct>`.

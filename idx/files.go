@@ -170,7 +170,14 @@ func mtimeSec(ns int64) int64 {
 // PutRecord adds or replaces the record of rec.Rel and all its postings,
 // in one batch. The file index can be rebuilt by a scan, so it is not
 // synced (the write-ahead log still has it after a clean exit).
-func (d *DB) PutRecord(rec *Record) error {
+func (d *DB) PutRecord(rec *Record) error { return d.putRecord(rec, 0) }
+
+// PutRecordDropNote is PutRecord that also drops the journal note note in
+// the same batch: an upload's record and the end of its note are one
+// write, not two (a crash cannot come between them).
+func (d *DB) PutRecordDropNote(rec *Record, note uint64) error { return d.putRecord(rec, note) }
+
+func (d *DB) putRecord(rec *Record, note uint64) error {
 	if rec.Rel == "" || strings.IndexByte(rec.Rel, 0) >= 0 {
 		return fmt.Errorf("idx: bad path %q", rec.Rel)
 	}
@@ -203,6 +210,11 @@ func (d *DB) PutRecord(rec *Record) error {
 	op := blockOp(id, true)
 	for _, l := range lists(rec) {
 		if err := b.Merge(blockKey(l, id), op, nil); err != nil {
+			return err
+		}
+	}
+	if note != 0 {
+		if err := b.Delete(noteKey(note), nil); err != nil {
 			return err
 		}
 	}

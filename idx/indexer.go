@@ -277,6 +277,7 @@ func (x *Indexer) events() {
 		x.mu.Unlock()
 		vi := x.vols[e.Vol]
 		var err error
+		noteDropped := false
 		switch {
 		case q.replay:
 			err = x.replayNote(e)
@@ -288,7 +289,17 @@ func (x *Indexer) events() {
 		case e.Kind == store.Removed:
 			err = vi.db.DeleteRecord(e.Rel)
 		case e.Kind == store.Created && !isDotPath(e.Rel):
-			err = x.indexFile(x.evctx, vi, e.Rel, nil, &e)
+			// The note is dropped in the record's own batch when both
+			// live in one database.
+			var note uint64
+			ndb := q.noteDB
+			if ndb == nil {
+				ndb = x.noteDB(e)
+			}
+			if e.Note != 0 && ndb == vi.db {
+				note = e.Note
+			}
+			noteDropped, err = x.indexFileNote(x.evctx, vi, e.Rel, nil, &e, note)
 		case e.Kind == store.Touched && !isDotPath(e.Rel):
 			err = x.touch(vi, e.Rel)
 		}
@@ -298,7 +309,7 @@ func (x *Indexer) events() {
 		if err != nil && x.evctx.Err() == nil {
 			x.log.Warn("could not index a change", "change", e.Kind, "volume", "/"+e.Vol.VPath, "path", e.Rel, "err", err)
 		}
-		if e.Note != 0 && x.evctx.Err() == nil {
+		if e.Note != 0 && !noteDropped && x.evctx.Err() == nil {
 			// After the record (in the write-ahead log's order): a crash
 			// between the two replays the note once more.
 			if db := q.noteDB; db != nil {
@@ -362,16 +373,24 @@ var mediaExts = map[string]bool{"mp3": true, "flac": true, "ogg": true, "opus": 
 // size and mtime), probes its tags, and writes its record. e carries the
 // uploader of an upload.
 func (x *Indexer) indexFile(ctx context.Context, vi *volIdx, rel string, old *Record, e *store.Event) error {
+	_, err := x.indexFileNote(ctx, vi, rel, old, e, 0)
+	return err
+}
+
+// indexFileNote is indexFile that, when note is not 0, drops that journal
+// note of vi's database in the batch that writes the record; dropped
+// reports whether it did.
+func (x *Indexer) indexFileNote(ctx context.Context, vi *volIdx, rel string, old *Record, e *store.Event, note uint64) (dropped bool, err error) {
 	f, fi, err := vi.v.Open(rel)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return vi.db.DeleteRecord(rel)
+		return false, vi.db.DeleteRecord(rel)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	if !fi.Mode().IsRegular() {
-		return nil
+		return false, nil
 	}
 	rec := &Record{Rel: rel, Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
 	if e != nil {
@@ -391,7 +410,7 @@ func (x *Indexer) indexFile(ctx context.Context, vi *volIdx, rel string, old *Re
 		}
 		rec.Wark, rec.Chunks, err = x.cfg.Hasher(ctx, f, rec.Size, fi.ModTime().Unix(), dir, path.Base(rel))
 		if err != nil {
-			return fmt.Errorf("hashing: %w", err)
+			return false, fmt.Errorf("hashing: %w", err)
 		}
 	}
 	if vi.tags && rec.Tags == nil && mediaExts[ext(path.Base(rel))] {
@@ -403,7 +422,11 @@ func (x *Indexer) indexFile(ctx context.Context, vi *volIdx, rel string, old *Re
 		}
 		rec.Tags = tags
 	}
-	return vi.db.PutRecord(rec)
+	if note != 0 {
+		err = vi.db.PutRecordDropNote(rec, note)
+		return err == nil, err
+	}
+	return false, vi.db.PutRecord(rec)
 }
 
 // scans runs the first scan of every scanning volume, then the periodic

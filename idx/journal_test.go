@@ -143,3 +143,61 @@ func FuzzNoteDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestPutRecordDropNote: an upload's record and the end of its note are
+// one batch: both happen, or (a record that cannot be written) neither.
+func TestPutRecordDropNote(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "idx"), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ids := map[uint64]bool{}
+	noted := func() map[uint64]bool {
+		ns, err := db.notes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[uint64]bool{}
+		for _, n := range ns {
+			m[n.id] = true
+		}
+		return m
+	}
+	for _, rel := range []string{"a.txt", "b.txt"} {
+		id, err := db.putNote(&note{kind: store.Created, rec: Record{Rel: rel, Size: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = true
+	}
+	if got := noted(); !reflect.DeepEqual(got, ids) {
+		t.Fatalf("notes %v, want %v", got, ids)
+	}
+	var first, second uint64
+	for id := range ids {
+		if first == 0 || id < first {
+			first = id
+		}
+	}
+	for id := range ids {
+		if id != first {
+			second = id
+		}
+	}
+	if err := db.PutRecordDropNote(&Record{Rel: "a.txt", Size: 1, Mtime: 1}, first); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := db.Record("a.txt"); err != nil || r == nil {
+		t.Fatalf("record of a.txt: %v, %v", r, err)
+	}
+	if got := noted(); got[first] || !got[second] {
+		t.Fatalf("notes after the record of a.txt: %v, want only %d", got, second)
+	}
+	if err := db.PutRecordDropNote(&Record{Rel: "", Size: 1}, second); err == nil {
+		t.Fatal("a record without a path was written")
+	}
+	if got := noted(); !got[second] {
+		t.Fatalf("a failed record dropped its note: %v", got)
+	}
+}

@@ -30,10 +30,17 @@ type Config struct {
 	// Unpost is how long after an upload its uploader may delete it
 	// without the d permission (copyparty's --unpost); 0 turns it off.
 	Unpost time.Duration
+	// Objects opens the object store of a volume with flag s3=BUCKET[/PREFIX]
+	// (main wires package s3 here); nil refuses such volumes.
+	Objects func(bucket string) (ObjectStore, error)
 	// PwHash, when set, hashes passwords (--ah-alg): accounts hold hashes
 	// (or clear passwords, hashed at Open) and clients' passwords are
 	// hashed to be checked.
 	PwHash *PwHash
+	// NoGroupSync gives every published file its own fsync; by default a
+	// small file (≤ SmallFile) shares one syncfs of its file system with
+	// the small uploads finishing at the same time (groupsync.go).
+	NoGroupSync bool
 }
 
 // Account is a user name and password.
@@ -70,6 +77,7 @@ type Flags struct {
 	Hist     string // hist=DIR: this volume's state folder
 	PutCK    string // put_ck=ALG: default checksum of PUT uploads
 	BupCK    string // bup_ck=ALG: default checksum of multipart uploads
+	S3       string // s3=BUCKET[/PREFIX]: the volume's files are objects there (object.go); per volume only
 }
 
 var userRE = regexp.MustCompile(`^[A-Za-z0-9_.@+-]{1,64}$`)
@@ -228,6 +236,11 @@ func (f *Flags) set(name, val string, hasVal bool) error {
 		} else {
 			f.BupCK = val
 		}
+	case "s3":
+		if _, _, err := ParseS3Target(val); err != nil {
+			return err
+		}
+		f.S3 = val
 	case "nodupe":
 		return boolFlag(&f.NoDupe)
 	case "dedup":
@@ -286,6 +299,7 @@ func (g Flags) merge(f Flags) Flags {
 	if f.BupCK != "" {
 		out.BupCK = f.BupCK
 	}
+	out.S3 = f.S3 // never global: one bucket prefix is one volume
 	out.NoDupe = out.NoDupe || f.NoDupe
 	out.Dedup = out.Dedup || f.Dedup
 	out.Rand = out.Rand || f.Rand

@@ -44,6 +44,14 @@ func (c filled) release() {
 // length expected; fewer bytes is ErrShortBody. The volume's sz= maximum is
 // enforced as bytes arrive.
 func (v *Volume) copyIn(ctx context.Context, w io.Writer, f *os.File, r io.Reader, h hash.Hash, size int64) (int64, error) {
+	if size >= 0 && size <= ioBufSize {
+		return v.copySmall(ctx, w, r, h, size)
+	}
+	return v.copyPipe(ctx, w, f, r, h, size)
+}
+
+// copyPipe is copyIn's three stages.
+func (v *Volume) copyPipe(ctx context.Context, w io.Writer, f *os.File, r io.Reader, h hash.Hash, size int64) (int64, error) {
 	var failed atomic.Bool
 	var wg sync.WaitGroup
 	toWrite := make(chan filled, 4)
@@ -142,6 +150,41 @@ func (v *Volume) copyIn(ctx context.Context, w io.Writer, f *os.File, r io.Reade
 		rerr = &SizeError{Size: total, Min: v.Flags.SzMin, Max: v.Flags.SzMax}
 	}
 	return total, rerr
+}
+
+// copySmall is copyIn for a body of known length that fits one buffer:
+// read it whole, then hash and write it on the caller's goroutine. Three
+// stages would only add goroutines, channels and hand-offs to an upload
+// this small. Nothing is written unless all size bytes arrived.
+func (v *Volume) copySmall(ctx context.Context, w io.Writer, r io.Reader, h hash.Hash, size int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	b := bufPool.Get().(*[ioBufSize]byte)
+	defer bufPool.Put(b)
+	n, err := readFull(r, b[:size])
+	total := int64(n)
+	if max := v.Flags.SzMax; max > 0 && total > max {
+		return total, &SizeError{Size: total, Min: v.Flags.SzMin, Max: max}
+	}
+	switch {
+	case total < size && (err == nil || errors.Is(err, io.EOF)):
+		return total, fmt.Errorf("%w: got %d of %d bytes", ErrShortBody, total, size)
+	case err != nil && !errors.Is(err, io.EOF):
+		return total, fmt.Errorf("%w: after %d bytes: %w", ErrShortBody, total, err)
+	}
+	if h != nil {
+		h.Write(b[:n])
+	}
+	if n > 0 {
+		if _, err := w.Write(b[:n]); err != nil {
+			return total, v.writeErr(err, size)
+		}
+	}
+	if v.Flags.SzMax > 0 && total < v.Flags.SzMin {
+		return total, &SizeError{Size: total, Min: v.Flags.SzMin, Max: v.Flags.SzMax}
+	}
+	return total, nil
 }
 
 // readFull reads until b is full or r fails. Unlike io.ReadFull it reports

@@ -23,6 +23,9 @@ import (
 // checked against the state folder), for changes made through its
 // descriptor: its mtime, its properties.
 func (v *Volume) openAny(rel string) (*os.File, error) {
+	if v.obj != nil {
+		return nil, unbuilt("changing the time or properties of a file")
+	}
 	r, err := cleanRel(rel)
 	if err != nil {
 		return nil, err
@@ -372,6 +375,10 @@ func copyProps(dst, src *os.File) error {
 // StatProps describes the file or folder at rel and lists its dead
 // properties, through one open descriptor.
 func (v *Volume) StatProps(rel string) (fs.FileInfo, []DeadProp, error) {
+	if v.obj != nil {
+		fi, err := v.Stat(rel) // objects keep no dead properties
+		return fi, nil, err
+	}
 	f, err := v.openAny(rel)
 	if err != nil {
 		return nil, nil, err

@@ -25,6 +25,9 @@ type Dir struct {
 
 // OpenDir opens the folder rel of the volume. The caller closes it.
 func (v *Volume) OpenDir(rel string) (*Dir, error) {
+	if v.obj != nil {
+		return nil, unbuilt("this feature")
+	}
 	r, err := cleanRel(rel)
 	if err != nil {
 		return nil, err
@@ -141,6 +144,9 @@ func checkRegular(f *os.File) (*os.File, fs.FileInfo, error) {
 // MakeDir makes the folder rel, and its parents, where missing, and makes
 // the new names durable. A file in the way is ErrNotDir.
 func (v *Volume) MakeDir(rel string) error {
+	if v.obj != nil {
+		return unbuilt("making folders")
+	}
 	r, err := cleanRel(rel)
 	if err != nil {
 		return err

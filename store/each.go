@@ -20,6 +20,9 @@ func (v *Volume) Each(ctx context.Context, rel string, opt ListOptions, fn func(
 	if v.only != nil && r != "." {
 		return ErrNotFound
 	}
+	if v.obj != nil {
+		return v.eachObject(ctx, r, opt, fn)
+	}
 	d, r, err := v.openIn(r, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return mapErr(err)

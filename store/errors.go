@@ -157,6 +157,9 @@ const (
 	// KindLocked is a resource under a WebDAV lock the request does not
 	// hold, or a lock token that belongs to another user (423).
 	KindLocked
+	// KindNotImplemented is an operation this server does not do yet for
+	// that kind of volume, such as up2k on an object-store volume (501).
+	KindNotImplemented
 
 	kindCount // first unused value; tests walk 1..kindCount-1
 )
@@ -170,6 +173,7 @@ var kindNames = [...]string{
 	KindRetry: "retry", KindUnavailable: "unavailable", KindRateLimited: "rate limited",
 	KindNoSpace: "no space", KindStateFull: "state full", KindUnsupported: "unsupported",
 	KindDisabled: "disabled", KindInternal: "internal", KindLocked: "locked",
+	KindNotImplemented: "not implemented",
 }
 
 func (k Kind) String() string {

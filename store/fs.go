@@ -71,6 +71,11 @@ func (v *Volume) Stat(rel string) (fs.FileInfo, error) {
 	if err := v.inScope(r, true); err != nil {
 		return nil, err
 	}
+	if v.obj != nil {
+		ctx, cancel := objCtx()
+		defer cancel()
+		return v.objStat(ctx, r)
+	}
 	if v.only != nil && r != "." {
 		fi, err := v.root.Lstat(r) // never through a link
 		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
@@ -91,6 +96,9 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	}
 	if err := v.inScope(r, false); err != nil {
 		return nil, nil, err
+	}
+	if v.obj != nil {
+		return nil, nil, unbuilt("reading a file as a local file (this feature)")
 	}
 	// O_NONBLOCK does nothing to a regular file's reads, but it spares
 	// os's fcntl pair (set and clear non-blocking mode) on every open, and
@@ -136,6 +144,15 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 	if v.only != nil && r != "." {
 		return nil, ErrNotFound
 	}
+	if v.obj != nil {
+		var out []Entry
+		err := v.eachObject(ctx, r, opt, func(e Entry) error { out = append(out, e); return nil })
+		if err != nil {
+			return nil, err
+		}
+		sortEntries(out)
+		return out, nil
+	}
 	// see Open; entries are looked at by the path opened (guard.go)
 	d, r, err := v.openIn(r, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
@@ -168,15 +185,7 @@ func (v *Volume) List(ctx context.Context, rel string, opt ListOptions) ([]Entry
 			return nil, mapErr(err)
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		if a.Dir != b.Dir {
-			if a.Dir {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	sortEntries(out)
 	return out, nil
 }
 
@@ -240,4 +249,17 @@ func (v *Volume) sweepOrphan(dir string, de fs.DirEntry) {
 	if v.store.removeUnlessLive(v, path.Join(dir, name)) {
 		v.store.log.Info("removed the work file of an upload that never finished", "volume", "/"+v.VPath, "path", path.Join(dir, name), "size", fi.Size())
 	}
+}
+
+// sortEntries sorts a listing: folders first, each group by name (bytes).
+func sortEntries(out []Entry) {
+	slices.SortFunc(out, func(a, b Entry) int {
+		if a.Dir != b.Dir {
+			if a.Dir {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 }

@@ -436,6 +436,9 @@ func (s *Store) del(ctx context.Context, who Actor, at Loc, opt DeleteOptions) (
 	if r == "." {
 		return DeleteResult{}, refuse(op, KindInvalid, "a volume's top folder cannot be deleted")
 	}
+	if v.obj != nil {
+		return s.deleteObject(ctx, who, v, r, unpost) // object.go
+	}
 	e, err := v.openEnd(splitRel(r))
 	if err != nil {
 		return DeleteResult{}, opErr(op, err)
@@ -504,6 +507,9 @@ func (s *Store) Mkdir(ctx context.Context, who Actor, at Loc, opt MkdirOptions) 
 	}
 	if !v.Perms(who.User).Has(PermWrite) {
 		return "", forbid(op, who, v, PermWrite, "make folders")
+	}
+	if v.obj != nil {
+		return s.mkdirObject(ctx, who, v, at.Rel, opt) // object.go
 	}
 	dir, name, top, err := v.splitDest(at.Rel)
 	if err != nil {
@@ -578,6 +584,9 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 	}
 	if !dv.Perms(who.User).Has(PermWrite) {
 		return DestResult{}, forbid(op, who, dv, PermWrite, "write files")
+	}
+	if sv.obj != nil || dv.obj != nil { // after the permissions, as on disk
+		return DestResult{}, opErr(op, unbuilt("moving and copying"))
 	}
 	sr, err := cleanRel(strings.Trim(src.Rel, "/"))
 	if err != nil {

@@ -37,6 +37,9 @@ type PartialOptions struct {
 // a file or another upload has it; then copyparty's collision suffix is
 // added. It returns the work file and the final name.
 func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions) (*Temp, string, error) {
+	if v.obj != nil {
+		return nil, "", unbuilt("up2k")
+	}
 	d, err := cleanRel(dir)
 	if err != nil {
 		return nil, "", err
@@ -119,6 +122,9 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 // OpenPartial opens the work file of the upload named name in folder dir,
 // made earlier by CreatePartial, for reading and writing.
 func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
+	if v.obj != nil {
+		return nil, unbuilt("up2k")
+	}
 	d, err := cleanRel(dir)
 	if err != nil {
 		return nil, err
@@ -193,6 +199,9 @@ func (t *Temp) DropWork() error {
 // other name of the same inode in the folder. rel is "" when the work file
 // has no other name there.
 func (v *Volume) PublishedAs(dir, name string) (rel string, fi fs.FileInfo, err error) {
+	if v.obj != nil {
+		return "", nil, unbuilt("up2k")
+	}
 	d, err := cleanRel(dir)
 	if err != nil {
 		return "", nil, err
@@ -241,6 +250,9 @@ func (v *Volume) PublishedAs(dir, name string) (rel string, fi fs.FileInfo, err 
 // bookkeeping short (found at start by PublishedAs or by its content): its
 // lifetime is scheduled and the index is told, as publishing would have.
 func (v *Volume) Announce(rel string, opt PublishOptions) (fs.FileInfo, error) {
+	if v.obj != nil {
+		return nil, unbuilt("up2k")
+	}
 	r, err := cleanRel(rel)
 	if err != nil {
 		return nil, err
@@ -307,6 +319,9 @@ const copyStep = 64 << 20
 // collision rename, folder fsync). The kernel copies the bytes
 // (copy_file_range, which clones them on file systems that can).
 func (v *Volume) CopyFile(ctx context.Context, src *Volume, srcRel, dir, name string, opt PublishOptions) (string, fs.FileInfo, error) {
+	if v.obj != nil || src.obj != nil {
+		return "", nil, unbuilt("copying files")
+	}
 	sf, sfi, err := src.Open(srcRel)
 	if err != nil {
 		return "", nil, err
@@ -338,6 +353,9 @@ func (v *Volume) CopyFile(ctx context.Context, src *Volume, srcRel, dir, name st
 // the source's inode, so opt.Mtime is not applied. It fails where the file
 // system has no hard links; callers then copy.
 func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string, fs.FileInfo, error) {
+	if v.obj != nil {
+		return "", nil, unbuilt("copying files")
+	}
 	s, err := cleanRel(srcRel)
 	if err != nil {
 		return "", nil, err

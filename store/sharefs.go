@@ -47,6 +47,9 @@ func (v *Volume) ConfineFiles(rel string, names []string) (c *Volume, release fu
 }
 
 func (v *Volume) confine(rel string, only []string) (*Volume, func() error, error) {
+	if v.obj != nil {
+		return nil, nil, unbuilt("sharing")
+	}
 	r, err := cleanRel(rel)
 	if err != nil {
 		return nil, nil, err

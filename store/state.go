@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,6 +47,38 @@ func (e *StateFullError) Class() (Kind, string) {
 // folder dir and how many of them hoard keeps free: 1/32 of its size,
 // 256 KiB to 64 MiB (room for the database's write-ahead log and a flush).
 func StateRoom(dir string) (free, keep uint64, err error) {
+	now := time.Now()
+	if c, ok := roomCache.Load(dir); ok {
+		if r := c.(roomSeen); now.Sub(r.at) < roomFresh && r.free >= r.keep+roomMargin {
+			return r.free, r.keep, nil
+		}
+	}
+	free, keep, err = stateRoom(dir)
+	if err == nil {
+		roomCache.Store(dir, roomSeen{at: now, free: free, keep: keep})
+	}
+	return free, keep, err
+}
+
+// Every upload asks StateRoom several times (the upload's check, the
+// index's note, the index's record); one statfs answers them all while
+// the answer is fresh and far from the limit: roomMargin more than is
+// kept free cannot be written in roomFresh. Near the limit, every call
+// asks the file system.
+const (
+	roomFresh  = 10 * time.Millisecond
+	roomMargin = 256 << 20
+)
+
+// roomSeen is a state folder's free space as last read.
+type roomSeen struct {
+	at         time.Time
+	free, keep uint64
+}
+
+var roomCache sync.Map // state folder → roomSeen
+
+func stateRoom(dir string) (free, keep uint64, err error) {
 	for {
 		free, total, err := statfs(dir) // statfs.go: the fields' types differ by system
 		if err == syscall.EINTR {

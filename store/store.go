@@ -61,6 +61,9 @@ type Store struct {
 
 	ops opState  // file management (manage.go)
 	dav davLocks // WebDAV locks (davlock.go)
+
+	noGroupSync bool      // Config.NoGroupSync
+	fsFlush     fsFlushes // shared flushes of small files (groupsync.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable;
@@ -81,6 +84,11 @@ type Volume struct {
 	dirs   dirSyncs  // group-committed folder fsyncs
 	claims *fsClaims // its file system's claimed free space (claim.go)
 	run    *histRun  // the state folder's run lock; nil when not held (recover.go)
+
+	// obj, when set, holds the volume's files (flag s3=, object.go);
+	// objPre is their key prefix ("" or ending in "/").
+	obj    ObjectStore
+	objPre string
 
 	// A view (Confine, ConfineFiles) is the folder base of the volume
 	// outer, with root opened there; only, when not nil, are the only
@@ -109,6 +117,8 @@ func Open(cfg Config) (*Store, error) {
 		alogs:   map[string]*appendLog{},
 		temps:   map[string]int{},
 		flocks:  map[fileID]*fileLock{},
+
+		noGroupSync: cfg.NoGroupSync,
 	}
 	s.sweepCtx, s.sweepStop = context.WithCancel(context.Background())
 	if s.log == nil {
@@ -208,6 +218,12 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		store: s,
 	}
 	v.setPerms(spec.Perms)
+	if v.Flags.S3 != "" {
+		if err := v.mountObjects(cfg); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
+		}
+	}
 	v.claims = s.claimsFor(src)
 	if v.Flags.NRand == 0 {
 		v.Flags.NRand = 9

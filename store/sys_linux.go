@@ -27,3 +27,15 @@ func setMtime(f *os.File, mt time.Time) error {
 	ts := unix.NsecToTimespec(mt.UnixNano())
 	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), []unix.Timespec{ts, ts}, 0)
 }
+
+// fileWritebackErr writes back what is left of f's bytes and waits for
+// it, returning any write-back error of f since it was opened (or last
+// checked). It flushes no device cache and commits no metadata: it is the
+// per-file error check after a shared syncfs (groupsync.go).
+func fileWritebackErr(f *os.File) error {
+	err := unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
+	if err != nil {
+		return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: err}
+	}
+	return nil
+}

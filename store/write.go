@@ -42,6 +42,9 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 	if v.only != nil {
 		return nil, ErrReadOnly
 	}
+	if v.obj != nil {
+		return nil, unbuilt("this way of writing a file")
+	}
 	if v.Flags.NoSub && v.outerRel(d) != "" {
 		return nil, ErrNoSub
 	}
@@ -145,9 +148,15 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	if !opt.Mtime.IsZero() {
 		ev.Mtime = opt.Mtime
 	}
-	// The journal's note is flushed while the file is.
+	// The journal's note is flushed while the file is. A small file
+	// shares its flush with the others finishing now (groupsync.go).
 	pn := t.v.store.noteAsync(ev)
-	serr := fsyncFile(t.File)
+	var serr error
+	if tfi.Size() <= SmallFile {
+		serr = t.v.store.syncSmall(t.File, devOf(tfi))
+	} else {
+		serr = fsyncFile(t.File)
+	}
 	nid, nerr := pn.wait()
 	if serr != nil || nerr != nil {
 		t.v.store.forget(t.v, nid)
@@ -388,6 +397,9 @@ func (v *Volume) CheckSize(n int64) error {
 	if n >= 0 && f.SzMax > 0 && (n > f.SzMax || n < f.SzMin) {
 		return &SizeError{Size: n, Min: f.SzMin, Max: f.SzMax}
 	}
+	if v.obj != nil {
+		return nil // the object store's space is not this disk's
+	}
 	return v.roomFor(n) // free space less df= and unfinished uploads' claims
 }
 
@@ -443,6 +455,9 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 	}
 	if _, err := v.lifeFor(opt.Life); err != nil {
 		return IngestResult{}, err
+	}
+	if v.obj != nil {
+		return v.ingestObject(ctx, d, body, h, opt) // object.go
 	}
 	if opt.Append {
 		res, err, ok := v.appendTo(ctx, d, body, h, opt)
@@ -568,6 +583,9 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 
 // Usage returns the free and total bytes of the volume's file system.
 func (v *Volume) Usage() (free, total uint64, err error) {
+	if v.obj != nil {
+		return 0, 0, unbuilt("free space")
+	}
 	return statfs(v.Src)
 }
 

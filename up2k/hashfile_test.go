@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"io"
+	"runtime"
 	"testing"
 )
 
@@ -41,5 +42,25 @@ func TestHashFile(t *testing.T) {
 	// A file shorter than announced is an error, not a wrong hash.
 	if _, _, err := HashFile(context.Background(), bytes.NewReader(make([]byte, 10)), 20, "s", 0, "", "x"); err != io.ErrUnexpectedEOF {
 		t.Fatalf("short file: %v", err)
+	}
+}
+
+// TestHashFileSmallBuffer: hashing a small file (the indexer does it for
+// every upload) allocates in proportion to the file, not a 256 KiB
+// buffer each time.
+func TestHashFileSmallBuffer(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), 4<<10)
+	const runs = 50
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range runs {
+		if _, _, err := HashFile(context.Background(), bytes.NewReader(data), int64(len(data)), "hunter2", 0, "", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 32<<10 {
+		t.Fatalf("HashFile of a 4 KiB file allocates %d bytes, want under 32 KiB", per)
 	}
 }

@@ -97,6 +97,7 @@ func askProbe(t *testing.T, s *server, p oracleProbe, name, prefix string, hdr .
 		// the disk's free space moves while other tests write: it tells
 		// nothing about the name, so it is not compared
 		s = freeSpaceText.ReplaceAllString(s, "N free of N")
+		s = scriptNonce.ReplaceAllString(s, `nonce="N"`) // fresh on every page
 		return strings.ReplaceAll(s, name, "{}")
 	}
 	return oracleAnswer{Status: resp.StatusCode, Body: norm(string(b)), Location: norm(resp.Header.Get("Location")), Type: resp.Header.Get("Content-Type")}
@@ -104,6 +105,9 @@ func askProbe(t *testing.T, s *server, p oracleProbe, name, prefix string, hdr .
 
 // freeSpaceText matches srvinf's "12.3 GiB free of 40 GiB" wherever a page shows it.
 var freeSpaceText = regexp.MustCompile(`[0-9.]+ ?[KMGTPE]?i?B free of [0-9.]+ ?[KMGTPE]?i?B`)
+
+// scriptNonce is the page's per-response script nonce.
+var scriptNonce = regexp.MustCompile(`nonce="[0-9A-Za-z_-]+"`)
 
 // wantSameAnswers runs every probe on the names and wants equal answers.
 func wantSameAnswers(t *testing.T, s *server, prefix string, names []string, hdr ...string) {

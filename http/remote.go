@@ -1,0 +1,114 @@
+package http
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+
+	"hoard/store"
+)
+
+// getObject serves GET and HEAD on a volume whose files are objects in an
+// object store (store's flag s3=, docs/s3.md): files by ranged reads of
+// the object, with its ETag and LastModified as validators, and folder
+// listings. What is not built for such volumes yet (archives,
+// thumbnails, file views) is store.ErrObjectsUnbuilt (501), answered
+// before anything is read.
+func (s *Server) getObject(q *req) error {
+	notYet := wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil
+	body, fi, err := q.vol.OpenObject(q.r.Context(), q.rel)
+	if errors.Is(err, store.ErrIsDir) {
+		if notYet {
+			return store.ErrObjectsUnbuilt
+		}
+		return s.folder(q)
+	}
+	if err != nil {
+		if errors.Is(err, store.ErrNotDir) || errors.Is(err, store.ErrOutside) {
+			err = store.ErrNotFound
+		}
+		if errors.Is(err, store.ErrNotFound) && !q.share && len(s.st.MountsBelow(q.parts)) > 0 {
+			return s.virtualFolder(q)
+		}
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrReserved) {
+			return errorf(http.StatusNotFound, "not found: /%s", strings.Join(q.parts, "/"))
+		}
+		return err
+	}
+	defer body.Close()
+	return s.serveObject(q, body, fi)
+}
+
+// getObjectByURL is getByURL on an object-store volume: what g (and h)
+// grant without r, the file at the exact URL and with h a folder's
+// index.html. done is false when there is no such thing to serve. (Such
+// volumes refuse fk, so there are no file keys to check.)
+func (s *Server) getObjectByURL(q *req) (done bool, err error) {
+	ctx := q.r.Context()
+	body, fi, err := q.vol.OpenObject(ctx, q.rel)
+	if errors.Is(err, store.ErrIsDir) && q.perm.Has(store.PermHTML) && !has(q.query, "th") && !has(q.query, "ls") && !has(q.query, "tree") {
+		rel := path.Join(q.rel, "index.html")
+		body, fi, err = q.vol.OpenObject(ctx, rel)
+		if err == nil && !q.slash {
+			body.Close()
+			http.Redirect(q.w, q.r, q.loc+"/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
+			return true, nil
+		}
+		if err == nil {
+			q.rel, q.parts = rel, append(q.parts, "index.html")
+		}
+	}
+	if store.KindOf(err) == store.KindUnavailable {
+		return true, err // the store is down: say so, whatever is there
+	}
+	if err != nil {
+		return false, nil
+	}
+	defer body.Close()
+	return true, s.serveObject(q, body, fi)
+}
+
+// serveObject sends one object, as serveFile sends a file.
+func (s *Server) serveObject(q *req, body io.ReadSeeker, fi fs.FileInfo) error {
+	if !q.perm.Any(store.PermRead | store.PermGet) {
+		return q.denyRead()
+	}
+	if wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil {
+		return store.ErrObjectsUnbuilt
+	}
+	oi, _ := store.ObjectOf(fi)
+	name := path.Base("/" + q.rel)
+	ct, pol, err := q.fileType(name)
+	if err != nil {
+		return err
+	}
+	disp := "inline"
+	if dl, ok := q.query["dl"]; ok {
+		disp = "attachment"
+		if dl[0] != "" {
+			name = path.Base("/" + strings.ReplaceAll(dl[0], "\\", "/"))
+		}
+	}
+	h := q.w.Header()
+	h.Set("Content-Disposition", contentDisposition(pol.apply(h, ct, disp), name))
+	if oi.ETag != "" {
+		h.Set("ETag", `"`+oi.ETag+`"`)
+	}
+	h.Set("Accept-Ranges", "bytes")
+	h.Set("Cache-Control", "no-cache")
+	if rg := q.r.Header.Get("Range"); strings.Count(rg, ",") >= s.maxRanges || fi.Size() == 0 {
+		q.r.Header.Del("Range") // as serveFile
+	}
+	if q.r.Method == http.MethodGet {
+		defer s.download()()
+		if fi.Size() >= dlsMin {
+			q.w.dl = s.dls.start(q, fi.Size(), "")
+			defer s.dls.done(q.w.dl)
+		}
+	}
+	http.ServeContent(q.w, q.r, "", fi.ModTime(), body)
+	return nil
+}

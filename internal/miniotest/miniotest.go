@@ -1,0 +1,215 @@
+// Package miniotest starts a real MinIO for tests of volumes on object
+// storage (docs/s3.md): per test, on a loopback port, as a 4-drive erasure
+// set with MINIO_CI_CD=on. The binary is $HOARD_MINIO, else `minio` on
+// PATH, else the one .ci/run installs
+// (${XDG_CACHE_HOME:-$HOME/.cache}/hoard-ci/bin/minio). Without one the
+// test skips, saying so.
+package miniotest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// The root account of every test MinIO.
+const (
+	User = "hoardtest"
+	Pass = "hoardtest-secret"
+)
+
+// Bin finds the MinIO server binary, or "" when there is none.
+func Bin() string {
+	if p := os.Getenv("HOARD_MINIO"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("minio"); err == nil {
+		return p
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	p := filepath.Join(cache, "hoard-ci", "bin", "minio")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return ""
+}
+
+// Server is one MinIO process with its drives.
+type Server struct {
+	Addr   string        // host:port
+	Client *minio.Client // as root
+	bin    string
+	dir    string
+	cmd    *exec.Cmd
+	logs   *logBuf
+}
+
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Start starts MinIO for the test with the buckets made; it stops at the
+// test's cleanup.
+func Start(t testing.TB, buckets ...string) *Server {
+	t.Helper()
+	bin := Bin()
+	if bin == "" {
+		t.Skip("no MinIO server binary: set HOARD_MINIO, put minio on PATH, or run .ci/run (go install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c)")
+	}
+	m := &Server{bin: bin, dir: t.TempDir(), Addr: "127.0.0.1:" + strconv.Itoa(freePort(t))}
+	m.Run(t)
+	t.Cleanup(m.Halt)
+	c, err := minio.New(m.Addr, &minio.Options{Creds: credentials.NewStaticV4(User, Pass, ""), Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Client = c
+	for _, b := range buckets {
+		if err := c.MakeBucket(context.Background(), b, minio.MakeBucketOptions{}); err != nil {
+			t.Fatalf("making bucket %s: %v\nminio log:\n%s", b, err, m.logs)
+		}
+	}
+	return m
+}
+
+// Endpoint is the server's URL.
+func (m *Server) Endpoint() string { return "http://" + m.Addr }
+
+// Run starts the process on m.Addr (again, after Halt) and waits until
+// it is ready.
+func (m *Server) Run(t testing.TB) {
+	t.Helper()
+	m.logs = &logBuf{}
+	cmd := exec.Command(m.bin, "server", "--quiet", "--address", m.Addr, "--console-address", "127.0.0.1:"+strconv.Itoa(freePort(t)), filepath.Join(m.dir, "d{1...4}"))
+	cmd.Env = append(os.Environ(), "MINIO_CI_CD=on", "MINIO_ROOT_USER="+User, "MINIO_ROOT_PASSWORD="+Pass, "MINIO_BROWSER=off", "MINIO_UPDATE=off")
+	cmd.Stdout, cmd.Stderr = m.logs, m.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting minio: %v", err)
+	}
+	m.cmd = cmd
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(m.Endpoint() + "/minio/health/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			m.Halt()
+			t.Fatalf("minio did not become ready at %s\nlog:\n%s", m.Addr, m.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Halt stops the process; its drives stay, and Run starts it again.
+func (m *Server) Halt() {
+	if m.cmd == nil {
+		return
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		m.cmd.Process.Kill()
+		<-done
+	}
+	m.cmd = nil
+}
+
+// Object returns the bytes of key in bucket; ok is false when there is none.
+func (m *Server) Object(t testing.TB, bucket, key string) ([]byte, bool) {
+	t.Helper()
+	o, err := m.Client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	b, err := io.ReadAll(o)
+	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatalf("reading %s/%s: %v", bucket, key, err)
+	}
+	return b, true
+}
+
+// Keys lists every key in bucket.
+func (m *Server) Keys(t testing.TB, bucket string) []string {
+	t.Helper()
+	var out []string
+	for oi := range m.Client.ListObjects(context.Background(), bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if oi.Err != nil {
+			t.Fatal(oi.Err)
+		}
+		out = append(out, oi.Key)
+	}
+	return out
+}
+
+// Incomplete lists the multipart uploads neither completed nor aborted.
+func (m *Server) Incomplete(t testing.TB, bucket string) []string {
+	t.Helper()
+	var out []string
+	for u := range m.Client.ListIncompleteUploads(context.Background(), bucket, "", true) {
+		if u.Err != nil {
+			t.Fatal(u.Err)
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", u.Key, u.UploadID))
+	}
+	return out
+}
+
+// Put stores data at key directly, as another S3 client would.
+func (m *Server) Put(t testing.TB, bucket, key string, data []byte) {
+	t.Helper()
+	if _, err := m.Client.PutObject(context.Background(), bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

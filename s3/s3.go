@@ -1,0 +1,308 @@
+// Package s3 is store.ObjectStore over an S3-compatible object store
+// (MinIO, Ceph RGW, SeaweedFS, AWS S3), by minio-go. store declares what
+// it needs; main wires this in (store.Config.Objects). See docs/s3.md.
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"hoard/store"
+)
+
+// partSize is the size of each part of a streamed upload: the memory one
+// upload holds, whatever the file's size (S3's minimum is 5 MiB; 10,000
+// parts of 16 MiB carry 156 GiB).
+const partSize = 16 << 20
+
+// maxPuts caps the uploads streaming into one bucket at once, and with
+// them the part buffers held (maxPuts × partSize = 512 MiB); one more
+// waits up to putWait for a turn, then is refused with 503.
+const (
+	maxPuts = 32
+	putWait = 2 * time.Second
+)
+
+// ErrBusy is every upload slot taken for longer than putWait.
+var ErrBusy = &store.Error{Kind: store.KindUnavailable, Msg: "too many uploads to the object store at once; try again shortly", RetryAfter: 2 * time.Second}
+
+// Config says how to reach the object store.
+type Config struct {
+	Endpoint  string // http://host:port or https://host[:port]
+	AccessKey string
+	SecretKey string
+	Region    string
+}
+
+// FromEnv reads the standard variables AWS_ENDPOINT_URL,
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION; endpoint, when
+// not empty (--s3-endpoint), wins over AWS_ENDPOINT_URL.
+func FromEnv(endpoint string) Config {
+	c := Config{
+		Endpoint:  os.Getenv("AWS_ENDPOINT_URL"),
+		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"),
+		SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		Region:    os.Getenv("AWS_REGION"),
+	}
+	if endpoint != "" {
+		c.Endpoint = endpoint
+	}
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	return c
+}
+
+// Opener returns store.Config.Objects for c: it opens the bucket of a
+// volume flag s3=BUCKET[/PREFIX] and checks it exists.
+func Opener(c Config) func(target string) (store.ObjectStore, error) {
+	return func(target string) (store.ObjectStore, error) {
+		bucket, _, err := store.ParseS3Target(target)
+		if err != nil {
+			return nil, err
+		}
+		return Open(context.Background(), c, bucket)
+	}
+}
+
+// Bucket is one bucket of an object store.
+type Bucket struct {
+	c      *minio.Client
+	core   minio.Core
+	bucket string
+	puts   chan struct{} // upload slots (maxPuts)
+}
+
+// Open connects to bucket and checks that it exists. An unreachable store
+// is no error here (it may come up later; requests then answer 503); a
+// missing bucket or refused credentials are.
+func Open(ctx context.Context, c Config, bucket string) (*Bucket, error) {
+	if c.Endpoint == "" {
+		return nil, errors.New("s3=: no endpoint; set AWS_ENDPOINT_URL or --s3-endpoint")
+	}
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return nil, fmt.Errorf("s3 endpoint %q: want http://HOST[:PORT] or https://HOST[:PORT]", c.Endpoint)
+	}
+	if c.AccessKey == "" || c.SecretKey == "" {
+		return nil, errors.New("s3=: no credentials; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	}
+	mc, err := minio.New(u.Host, &minio.Options{
+		Creds:      credentials.NewStaticV4(c.AccessKey, c.SecretKey, ""),
+		Secure:     u.Scheme == "https",
+		Region:     c.Region,
+		MaxRetries: 2, // a store that is down is a 503 soon, not after minutes
+	})
+	if err != nil {
+		return nil, fmt.Errorf("s3 endpoint %q: %w", c.Endpoint, err)
+	}
+	b := &Bucket{c: mc, core: minio.Core{Client: mc}, bucket: bucket, puts: make(chan struct{}, maxPuts)}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	ok, err := mc.BucketExists(ctx, bucket)
+	switch {
+	case err != nil && errors.Is(mapErr(err), store.ErrObjectStoreDown):
+		// not reachable now; requests will say so
+	case err != nil:
+		return nil, fmt.Errorf("s3 bucket %q at %s: %w", bucket, c.Endpoint, err)
+	case !ok:
+		return nil, fmt.Errorf("s3 bucket %q does not exist at %s (hoard does not create buckets)", bucket, c.Endpoint)
+	}
+	return b, nil
+}
+
+// errRefused is the object store refusing hoard: credentials, policy, a
+// missing bucket. A configuration error, not the client's.
+var errRefused = &store.Error{Kind: store.KindInternal, Msg: "the object store refused the server's request (check its bucket and credentials)"}
+
+// mapErr gives minio-go's errors store's meanings.
+func mapErr(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	r := minio.ToErrorResponse(err)
+	switch {
+	case r.Code == "NoSuchKey" || r.StatusCode == 404 && r.Code != "NoSuchBucket":
+		return fmt.Errorf("%w: %v", store.ErrNotFound, err)
+	case r.Code == "PreconditionFailed" || r.StatusCode == 412:
+		return fmt.Errorf("%w: %v", store.ErrExists, err)
+	case r.Code == "SlowDown" || r.StatusCode == 0 || r.StatusCode >= 500:
+		return fmt.Errorf("%w: %v", store.ErrObjectStoreDown, err)
+	case r.StatusCode == 403 || r.Code == "NoSuchBucket":
+		return fmt.Errorf("%w: %v", errRefused, err)
+	}
+	return err
+}
+
+func info(oi minio.ObjectInfo) store.ObjectInfo {
+	meta := map[string]string{}
+	for k, v := range oi.UserMetadata {
+		meta[strings.ToLower(k)] = v
+	}
+	return store.ObjectInfo{Key: oi.Key, Size: oi.Size, ETag: strings.Trim(oi.ETag, `"`), ModTime: oi.LastModified, Dir: strings.HasSuffix(oi.Key, "/"), Meta: meta}
+}
+
+// Stat describes the object key.
+func (b *Bucket) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
+	if key == "" || strings.HasSuffix(key, "/") {
+		return store.ObjectInfo{}, store.ErrNotFound
+	}
+	oi, err := b.c.StatObject(ctx, b.bucket, key, minio.StatObjectOptions{})
+	if err != nil {
+		return store.ObjectInfo{}, mapErr(err)
+	}
+	return info(oi), nil
+}
+
+// Open reads the object oi as Stat saw it, lazily.
+func (b *Bucket) Open(ctx context.Context, oi store.ObjectInfo) (io.ReadSeekCloser, error) {
+	return &reader{b: b, ctx: ctx, key: oi.Key, etag: oi.ETag, size: oi.Size}, nil
+}
+
+// reader reads one version of an object by ranged GETs: the first Read
+// after a Seek opens a GET from that offset to the end.
+type reader struct {
+	b         *Bucket
+	ctx       context.Context
+	key, etag string
+	size, off int64
+	body      io.ReadCloser
+}
+
+func (r *reader) Read(p []byte) (int, error) {
+	if r.off >= r.size {
+		return 0, io.EOF
+	}
+	if r.body == nil {
+		var opt minio.GetObjectOptions
+		if err := opt.SetMatchETag(r.etag); err != nil {
+			return 0, err
+		}
+		if r.off > 0 {
+			if err := opt.SetRange(r.off, 0); err != nil {
+				return 0, err
+			}
+		}
+		body, _, _, err := r.b.core.GetObject(r.ctx, r.b.bucket, r.key, opt)
+		if minio.ToErrorResponse(err).StatusCode == 412 {
+			return 0, fmt.Errorf("%w: %s changed while it was read", store.ErrNotFound, r.key)
+		}
+		if err != nil {
+			return 0, mapErr(err)
+		}
+		r.body = body
+	}
+	n, err := r.body.Read(p)
+	r.off += int64(n)
+	if errors.Is(err, io.EOF) && r.off < r.size {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = mapErr(err)
+	}
+	return n, err
+}
+
+func (r *reader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		off += r.off
+	case io.SeekEnd:
+		off += r.size
+	}
+	if off < 0 {
+		return 0, errors.New("seek before the start")
+	}
+	if off != r.off && r.body != nil {
+		r.body.Close()
+		r.body = nil
+	}
+	r.off = off
+	return off, nil
+}
+
+func (r *reader) Close() error {
+	if r.body != nil {
+		r.body.Close()
+		r.body = nil
+	}
+	return nil
+}
+
+// Put streams r into key as a multipart upload, a part at a time. A key
+// ending in "/" is a folder marker: an empty object, r unread.
+func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.ObjectPut) (store.ObjectInfo, error) {
+	t := time.NewTimer(putWait)
+	select {
+	case b.puts <- struct{}{}:
+		t.Stop()
+		defer func() { <-b.puts }()
+	case <-t.C:
+		return store.ObjectInfo{}, ErrBusy
+	case <-ctx.Done():
+		t.Stop()
+		return store.ObjectInfo{}, ctx.Err()
+	}
+	po := minio.PutObjectOptions{UserMetadata: opt.Meta, PartSize: partSize, ContentType: "application/octet-stream"}
+	if opt.NoClobber {
+		po.SetMatchETagExcept("*")
+	}
+	size := int64(-1)
+	if strings.HasSuffix(key, "/") {
+		// A folder marker: S3 stores those only by a plain PUT of nothing.
+		r, size = strings.NewReader(""), 0
+	}
+	ui, err := b.c.PutObject(ctx, b.bucket, key, r, size, po)
+	if err != nil {
+		return store.ObjectInfo{}, mapErr(err)
+	}
+	oi, err := b.Stat(ctx, key) // LastModified and the ETag a GET will give
+	if err != nil {
+		return store.ObjectInfo{Key: key, Size: ui.Size, ETag: strings.Trim(ui.ETag, `"`), ModTime: time.Now()}, nil
+	}
+	return oi, nil
+}
+
+// List calls fn with each object and common prefix directly below prefix.
+func (b *Bucket) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix}) {
+		if oi.Err != nil {
+			return mapErr(oi.Err)
+		}
+		if err := fn(info(oi)); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// Walk calls fn with every object below prefix, at any depth.
+func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if oi.Err != nil {
+			return mapErr(oi.Err)
+		}
+		if err := fn(info(oi)); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// Delete removes the object key.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	return mapErr(b.c.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{}))
+}

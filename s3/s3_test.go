@@ -1,0 +1,182 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"hoard/internal/miniotest"
+	"hoard/store"
+)
+
+func open(t *testing.T) (*Bucket, *miniotest.Server) {
+	t.Helper()
+	m := miniotest.Start(t, "bk1")
+	b, err := Open(context.Background(), Config{Endpoint: m.Endpoint(), AccessKey: miniotest.User, SecretKey: miniotest.Pass, Region: "us-east-1"}, "bk1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, m
+}
+
+// The ObjectStore contract store relies on, against a real MinIO.
+func TestBucketContract(t *testing.T) {
+	b, m := open(t)
+	ctx := context.Background()
+
+	if _, err := b.Stat(ctx, "none"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Stat of a missing key: %v, want ErrNotFound", err)
+	}
+	data := bytes.Repeat([]byte("0123456789"), 1000)
+	oi, err := b.Put(ctx, "d/k", bytes.NewReader(data), store.ObjectPut{NoClobber: true, Meta: map[string]string{"hoard-uploader": "ed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oi.Size != int64(len(data)) || oi.ETag == "" || oi.ModTime.IsZero() || oi.Meta["hoard-uploader"] != "ed" {
+		t.Errorf("Put gave %+v", oi)
+	}
+	// No clobber: a taken key is ErrExists, and the object stays.
+	_, err = b.Put(ctx, "d/k", strings.NewReader("other"), store.ObjectPut{NoClobber: true})
+	if !errors.Is(err, store.ErrExists) {
+		t.Errorf("NoClobber put on a taken key: %v, want ErrExists", err)
+	}
+	if got, _ := m.Object(t, "bk1", "d/k"); !bytes.Equal(got, data) {
+		t.Error("a refused NoClobber put changed the object")
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("a refused put left multipart uploads: %q", inc)
+	}
+	// A failing body aborts: nothing visible, nothing incomplete.
+	_, err = b.Put(ctx, "d/broken", io.MultiReader(strings.NewReader("abc"), errReader{}), store.ObjectPut{})
+	if err == nil {
+		t.Error("a put whose body failed succeeded")
+	}
+	if _, ok := m.Object(t, "bk1", "d/broken"); ok {
+		t.Error("a failed put left an object")
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("a failed put left multipart uploads: %q", inc)
+	}
+
+	// The reader: seeks anywhere, reads to the end, is pinned to its version.
+	r, err := b.Open(ctx, oi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := r.Seek(0, io.SeekEnd); n != int64(len(data)) {
+		t.Errorf("Seek to the end: %d", n)
+	}
+	r.Seek(9995, io.SeekStart)
+	got, err := io.ReadAll(r)
+	if err != nil || string(got) != "56789" {
+		t.Errorf("read from 9995: %q, %v", got, err)
+	}
+	r.Seek(10, io.SeekStart)
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(r, buf); err != nil || string(buf) != "01234" {
+		t.Errorf("read at 10: %q, %v", buf, err)
+	}
+	r.Close()
+	m.Put(t, "bk1", "d/k", []byte("replaced"))
+	r, _ = b.Open(ctx, oi)
+	if _, err := io.ReadAll(r); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("reading a replaced object by its old ETag: %v, want an error", err)
+	}
+	r.Close()
+
+	// A folder marker.
+	if _, err := b.Put(ctx, "d/made here/", strings.NewReader("ignored"), store.ObjectPut{NoClobber: true}); err != nil {
+		t.Fatalf("folder marker: %v", err)
+	}
+	if got, ok := m.Object(t, "bk1", "d/made here/"); !ok || len(got) != 0 {
+		t.Errorf("folder marker: %q, %v", got, ok)
+	}
+
+	// List: one level, common prefixes as folders.
+	m.Put(t, "bk1", "d/sub/x", []byte("x"))
+	var keys []string
+	if err := b.List(ctx, "d/", func(oi store.ObjectInfo) error {
+		keys = append(keys, oi.Key+map[bool]string{true: "(dir)"}[oi.Dir])
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(keys, " ") != "d/k d/made here/(dir) d/sub/(dir)" {
+		t.Errorf("List d/: %q", keys)
+	}
+	keys = nil
+	if err := b.Walk(ctx, "d/", func(oi store.ObjectInfo) error { keys = append(keys, oi.Key); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(keys, " ") != "d/k d/made here/ d/sub/x" {
+		t.Errorf("Walk d/: %q", keys)
+	}
+	if err := b.Delete(ctx, "d/k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, "d/k"); err != nil {
+		t.Errorf("deleting a missing key: %v", err)
+	}
+
+	// Down: every call is ErrObjectStoreDown (503).
+	m.Halt()
+	if _, err := b.Stat(ctx, "d/sub/x"); !errors.Is(err, store.ErrObjectStoreDown) {
+		t.Errorf("Stat with the store down: %v", err)
+	}
+	if err := b.List(ctx, "", func(store.ObjectInfo) error { return nil }); !errors.Is(err, store.ErrObjectStoreDown) {
+		t.Errorf("List with the store down: %v", err)
+	}
+	if k := store.KindOf(store.ErrObjectStoreDown); k != store.KindUnavailable {
+		t.Errorf("ErrObjectStoreDown is kind %v", k)
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("body broke") }
+
+func TestOpenRefusesBadConfig(t *testing.T) {
+	for _, c := range []Config{
+		{Endpoint: "", AccessKey: "a", SecretKey: "b"},
+		{Endpoint: "ftp://x", AccessKey: "a", SecretKey: "b"},
+		{Endpoint: "http://x/path", AccessKey: "a", SecretKey: "b"},
+		{Endpoint: "http://127.0.0.1:1", AccessKey: "", SecretKey: "b"},
+	} {
+		if _, err := Open(context.Background(), c, "bucket"); err == nil {
+			t.Errorf("Open(%+v) accepted", c)
+		}
+	}
+}
+
+// Uploads beyond the slots wait, then get a 503 that names the cause;
+// a slot freed is taken again.
+func TestPutSlots(t *testing.T) {
+	b, _ := open(t)
+	b.puts = make(chan struct{}, 1)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Put(context.Background(), "slow", pr, store.ObjectPut{})
+		done <- err
+	}()
+	pw.Write([]byte("first bytes")) // the first put holds the slot now
+	start := time.Now()
+	_, err := b.Put(context.Background(), "second", strings.NewReader("x"), store.ObjectPut{})
+	if !errors.Is(err, ErrBusy) || store.KindOf(err) != store.KindUnavailable {
+		t.Errorf("a put with no slot free: %v, want ErrBusy (503)", err)
+	}
+	if d := time.Since(start); d < putWait {
+		t.Errorf("refused after %v, before waiting %v", d, putWait)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(context.Background(), "third", strings.NewReader("x"), store.ObjectPut{}); err != nil {
+		t.Errorf("a put after the slot was freed: %v", err)
+	}
+}
