@@ -7,10 +7,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Dead WebDAV properties (store/davprops.go): kept in an extended
@@ -202,4 +204,24 @@ func getxattr(p, name string) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// TestUp2kUmodIndexed: an up2k handshake with umod for content already at
+// its path sets the file's mtime, and search follows at once (store's
+// Touched event), as for a WebDAV PROPPATCH.
+func TestUp2kUmodIndexed(t *testing.T) {
+	dir := t.TempDir()
+	auth := basicAuth("u:pw")
+	s := start(t, "-a", "u:pw", "-v", dir+"::rwmd,u", "-e2dsa")
+	waitReady(t, s, auth)
+	f := newUp2kFile([]byte("umod content"))
+	old := time.Date(2017, 7, 14, 2, 40, 0, 0, time.UTC).Unix()
+	up2kUpload(t, s, "/", "u.txt", f, old, 1, auth)
+	waitAllHits(t, s, "date:2017-07-14", []string{"/u.txt"}, auth)
+	later := time.Date(2019, 1, 2, 3, 4, 5, 0, time.UTC).Unix()
+	up2kHandshake(t, s, "/", "u.txt", f, later, map[string]any{"umod": true}, auth)
+	if fi, err := os.Stat(filepath.Join(dir, "u.txt")); err != nil || fi.ModTime().Unix() != later {
+		t.Fatalf("umod did not set the mtime: %v %v", fi, err)
+	}
+	waitAllHits(t, s, "date:2019-01-02", []string{"/u.txt"}, auth)
 }
