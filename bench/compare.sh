@@ -149,7 +149,7 @@ if [[ ${TLS:-} == 1 ]]; then
     mkdir -p "$TMP/tls"
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1 \
         -addext subjectAltName=IP:127.0.0.1 -keyout "$TMP/tls/key.pem" -out "$TMP/tls/cert.pem" 2>/dev/null
-    cat "$TMP/tls/cert.pem" "$TMP/tls/key.pem" > "$TMP/tls/both.pem"   # copyparty wants one file
+    cat "$TMP/tls/key.pem" "$TMP/tls/cert.pem" > "$TMP/tls/both.pem"   # copyparty wants one file, key first
     start_hoard hoard-tls https --cert "$TMP/tls/cert.pem" --key "$TMP/tls/key.pem" --https-only
     if [[ -n ${COPYPARTY_SRC:-} && " $PEERS " == *" copyparty "* ]]; then
         PORT=$(free_port); mkdir -p "$TMP/cpt/cfg" "$TMP/cpt/hist"
