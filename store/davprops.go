@@ -40,6 +40,26 @@ func (v *Volume) openAny(rel string) (*os.File, error) {
 	return f, nil
 }
 
+// openToChange opens the file or folder at for a change of its
+// properties, which needs w.
+func openToChange(ctx context.Context, op string, who Actor, at Loc) (*Volume, *os.File, error) {
+	v := at.Vol
+	if v == nil {
+		return nil, nil, refuse(op, KindForbidden, "no volume is mounted at %s", at.URLPath())
+	}
+	if !v.Perms(who.User).Has(PermWrite) {
+		return nil, nil, forbid(op, who, v, PermWrite, "change properties")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	f, err := v.openAny(at.Rel)
+	if err != nil {
+		return nil, nil, opErr(op, err)
+	}
+	return v, f, nil
+}
+
 // SetMtime sets the modification time of the file or folder at (WebDAV's
 // PROPPATCH of DAV:getlastmodified). It needs the w permission. The time
 // is set through the open descriptor and flushed before it returns, and
@@ -47,19 +67,9 @@ func (v *Volume) openAny(rel string) (*os.File, error) {
 // journal first so that a crash in between is replayed.
 func (s *Store) SetMtime(ctx context.Context, who Actor, at Loc, t time.Time) error {
 	const op = "set the time"
-	v := at.Vol
-	if v == nil {
-		return refuse(op, KindForbidden, "no volume is mounted at %s", at.URLPath())
-	}
-	if !v.Perms(who.User).Has(PermWrite) {
-		return forbid(op, who, v, PermWrite, "change properties")
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f, err := v.openAny(at.Rel)
+	v, f, err := openToChange(ctx, op, who, at)
 	if err != nil {
-		return opErr(op, err)
+		return err
 	}
 	defer f.Close()
 	return s.setMtimeOpen(v, who, at.Rel, f, t)
@@ -408,19 +418,9 @@ func (s *Store) PatchProps(ctx context.Context, who Actor, at Loc, ops []PropOp,
 		}
 		return s.SetMtime(ctx, who, at, mtime)
 	}
-	v := at.Vol
-	if v == nil {
-		return refuse(op, KindForbidden, "no volume is mounted at %s", at.URLPath())
-	}
-	if !v.Perms(who.User).Has(PermWrite) {
-		return forbid(op, who, v, PermWrite, "change properties")
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f, err := v.openAny(at.Rel)
+	v, f, err := openToChange(ctx, op, who, at)
 	if err != nil {
-		return opErr(op, err)
+		return err
 	}
 	defer f.Close()
 	// One change of a file's properties at a time (they are read,
