@@ -615,18 +615,7 @@ func TestDAVPerms(t *testing.T) {
 	}
 	for _, o := range ops {
 		for _, u := range append([]string{"anon", "nobody"}, users...) {
-			auth := "X-No: 1"
-			if u != "anon" {
-				name := u
-				if u != "nobody" {
-					name = "u" + u
-				}
-				auth = basicAuth(name + ":pw-" + u)
-			}
-			ok := u != "anon" && u != "nobody"
-			for _, c := range o.need {
-				ok = ok && strings.ContainsRune(u, c)
-			}
+			auth, ok := matrixAuth(u, o.need)
 			if o.name == "LOCK" {
 				mk("lk-"+u+".txt", "x")
 			}

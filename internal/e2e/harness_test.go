@@ -1745,3 +1745,22 @@ func u2cSameTree(t *testing.T, src, dst string) int {
 	})
 	return n
 }
+
+// matrixAuth is how a permission-matrix test logs in as u: "anon" sends no
+// credentials, "nobody" is an account holding no rights, any other u is
+// account "u"+u (its name spells its letters) with password "pw-"+u. ok
+// says whether u holds every letter of need.
+func matrixAuth(u, need string) (auth string, ok bool) {
+	if u == "anon" {
+		return "X-No: 1", false
+	}
+	name := u
+	if u != "nobody" {
+		name = "u" + u
+	}
+	ok = u != "nobody"
+	for _, c := range need {
+		ok = ok && strings.ContainsRune(u, c)
+	}
+	return basicAuth(name + ":pw-" + u), ok
+}
