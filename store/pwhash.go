@@ -155,7 +155,8 @@ type hashAuth struct {
 
 type hashCall struct {
 	done chan struct{}
-	hash string
+	user string // the verdict, set with the call's removal from inflight
+	ok   bool
 	err  error
 }
 
@@ -200,7 +201,10 @@ func (s *Store) AuthenticateContext(ctx context.Context, pw string) (user string
 			c = &hashCall{done: make(chan struct{})}
 			a.inflight[k] = c
 			a.mu.Unlock()
-			a.compute(ctx, k, c, pw)
+			a.compute(ctx, k, c, pw, func(hash string) (string, bool) {
+				u, ok := ac.users[s.pwKey(hash)]
+				return u, ok
+			})
 		} else {
 			a.mu.Unlock()
 			select {
@@ -215,33 +219,38 @@ func (s *Store) AuthenticateContext(ctx context.Context, pw string) (user string
 		if c.err != nil {
 			return "", false
 		}
-		user, ok = ac.users[s.pwKey(c.hash)]
-		a.mu.Lock()
-		if ok {
-			a.verified[k] = user
+		return c.user, c.ok
+	}
+}
+
+// compute hashes pw in one of the slots, waiting for a slot at most until
+// ctx ends. A hash once started runs to its end.
+func (a *hashAuth) compute(ctx context.Context, k [32]byte, c *hashCall, pw string, verdict func(hash string) (string, bool)) {
+	var hash string
+	select {
+	case a.slots <- struct{}{}:
+		hash, c.err = a.h.Hash(pw)
+		a.hashes.Add(1)
+		<-a.slots
+	case <-ctx.Done():
+		c.err = errGaveUp
+	}
+	if c.err == nil {
+		c.user, c.ok = verdict(hash)
+	}
+	// The verdict is recorded in the same step that ends the call, so an
+	// asker arriving in between never finds neither and hashes again.
+	a.mu.Lock()
+	if c.err == nil {
+		if c.ok {
+			a.verified[k] = c.user
 		} else {
 			if len(a.wrong) >= maxWrong {
 				clear(a.wrong)
 			}
 			a.wrong[k] = true
 		}
-		a.mu.Unlock()
-		return user, ok
 	}
-}
-
-// compute hashes pw in one of the slots, waiting for a slot at most until
-// ctx ends. A hash once started runs to its end.
-func (a *hashAuth) compute(ctx context.Context, k [32]byte, c *hashCall, pw string) {
-	select {
-	case a.slots <- struct{}{}:
-		c.hash, c.err = a.h.Hash(pw)
-		a.hashes.Add(1)
-		<-a.slots
-	case <-ctx.Done():
-		c.err = errGaveUp
-	}
-	a.mu.Lock()
 	delete(a.inflight, k)
 	a.mu.Unlock()
 	close(c.done)
