@@ -28,6 +28,7 @@ import (
 	"hoard/idx"
 	"hoard/s3"
 	"hoard/store"
+	"hoard/up2k"
 )
 
 func main() {
@@ -221,6 +222,8 @@ func parsePorts(ports string) ([]int, error) {
 // with the accounts and volumes parsed and checked.
 func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 	cfg := store.Config{Hist: o.hist, Logger: log, Unpost: time.Duration(o.unpost) * time.Second, NoGroupSync: o.noGroupSync}
+	salt := o.warksalt
+	cfg.Identify = func(sum []byte, size int64) (string, []string) { return up2k.Identify(salt, sum, size) }
 	cfg.Objects = s3.Opener(s3.FromEnv(o.s3Endpoint)) // volumes with flag s3= (docs/s3.md)
 	for _, a := range o.accounts {
 		acc, err := store.ParseAccount(a)

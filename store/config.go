@@ -41,6 +41,13 @@ type Config struct {
 	// small file (≤ SmallFile) shares one syncfs of its file system with
 	// the small uploads finishing at the same time (groupsync.go).
 	NoGroupSync bool
+	// Identify, when set, gives the up2k identity (wark and chunk hashes)
+	// of an uploaded file from the SHA-512 of all its bytes and its size,
+	// or "" when that does not determine it (a file of more than one
+	// chunk). main wires up2k's rule; a PUT or multipart upload hashed
+	// with sha512 then carries it on its Created event, so the index
+	// need not read and hash the file again.
+	Identify func(sum []byte, size int64) (wark string, chunks []string)
 }
 
 // Account is a user name and password.

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 )
@@ -36,15 +37,22 @@ type dirFlight struct {
 // syncDir fsyncs the folder dir (a cleaned path inside the volume), or
 // waits for an fsync of it that starts after the call.
 func (v *Volume) syncDir(dir string) error {
+	return v.syncDirKey(dir, dir, func() error { return v.fsyncDir(dir) })
+}
+
+// syncDirKey runs own (the flush of the folder dir), or waits for a
+// flush of the same group key that starts after the call. Tests' flush
+// hook replaces own.
+func (v *Volume) syncDirKey(key, dir string, own func() error) error {
 	g := &v.dirs
 	g.mu.Lock()
 	if g.m == nil {
 		g.m = map[string]*dirSyncState{}
 	}
-	st := g.m[dir]
+	st := g.m[key]
 	if st == nil {
 		st = &dirSyncState{}
-		g.m[dir] = st
+		g.m[key] = st
 	}
 	if f := st.next; f != nil {
 		f.waiters++
@@ -66,15 +74,16 @@ func (v *Volume) syncDir(dir string) error {
 	flush := g.flush
 	g.mu.Unlock()
 
-	if flush == nil {
-		flush = v.fsyncDir
+	if flush != nil {
+		f.err = flush(dir)
+	} else {
+		f.err = own()
 	}
-	f.err = flush(dir)
 
 	g.mu.Lock()
 	st.cur = nil
 	if st.next == nil {
-		delete(g.m, dir)
+		delete(g.m, key)
 	}
 	g.mu.Unlock()
 	close(f.done)
@@ -92,4 +101,27 @@ func (v *Volume) fsyncDir(dir string) error {
 		return v.writeErr(err, 0)
 	}
 	return nil
+}
+
+// syncDirOf is syncDir for a folder the caller holds open (d, found at
+// the path dir). Its group is keyed by the folder's identity rather than
+// its path, so the leader flushes through its own descriptor and that is
+// the very folder of every caller it answers, even if a folder was moved
+// or replaced meanwhile; and nothing is opened again.
+func (v *Volume) syncDirOf(d *os.File, dir string) error {
+	fi, err := d.Stat()
+	if err != nil {
+		return mapErr(err)
+	}
+	id, ok := idOf(fi)
+	if !ok {
+		return v.syncDir(dir)
+	}
+	key := "\x00" + strconv.FormatUint(id.dev, 36) + ":" + strconv.FormatUint(id.ino, 36)
+	return v.syncDirKey(key, dir, func() error {
+		if err := fsyncFile(d); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return v.writeErr(err, 0)
+		}
+		return nil
+	})
 }

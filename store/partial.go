@@ -407,7 +407,7 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 			return "", nil, err
 		}
 	}
-	final, err := v.place(tmp, d, name, opt, false)
+	final, err := v.place(tmp, d, name, opt, false, nil)
 	if err != nil {
 		v.root.Remove(tmp)
 		v.store.forget(v, nid)

@@ -62,8 +62,9 @@ type Store struct {
 	ops opState  // file management (manage.go)
 	dav davLocks // WebDAV locks (davlock.go)
 
-	noGroupSync bool      // Config.NoGroupSync
-	fsFlush     fsFlushes // shared flushes of small files (groupsync.go)
+	noGroupSync bool                                            // Config.NoGroupSync
+	identify    func(sum []byte, size int64) (string, []string) // Config.Identify
+	fsFlush     fsFlushes                                       // shared flushes of small files (groupsync.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable;
@@ -119,6 +120,7 @@ func Open(cfg Config) (*Store, error) {
 		flocks:  map[fileID]*fileLock{},
 
 		noGroupSync: cfg.NoGroupSync,
+		identify:    cfg.Identify,
 	}
 	s.sweepCtx, s.sweepStop = context.WithCancel(context.Background())
 	if s.log == nil {

@@ -30,11 +30,21 @@ type Temp struct {
 	// linked: published by PublishLinked, the work file still a second
 	// name of the published file (DropWork removes it).
 	linked bool
+	// dirf is the folder, open and checked, held from creation to publish
+	// by a short-lived upload (Ingest) so that publishing neither opens
+	// nor checks it again; nil for work files that may live long (up2k).
+	dirf *os.File
 }
 
 // CreateTemp makes the folder dir (and its parents) if needed and creates a
 // new, empty work file in it.
 func (v *Volume) CreateTemp(dir string) (*Temp, error) {
+	return v.createTemp(dir, false)
+}
+
+// createTemp is CreateTemp; with hold, the Temp keeps its folder open
+// until it is published or aborted.
+func (v *Volume) createTemp(dir string, hold bool) (*Temp, error) {
 	d, err := cleanRel(dir)
 	if err != nil {
 		return nil, err
@@ -55,7 +65,11 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 	if err != nil {
 		return nil, v.writeErr(err, 0)
 	}
-	defer func() { dirf.Close() }()
+	defer func() {
+		if dirf != nil {
+			dirf.Close()
+		}
+	}()
 	for range 10 {
 		name := newTempName()
 		v.store.tempLive(v, path.Join(d, name), true)
@@ -70,6 +84,7 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 			// An aborted upload removed the folder it had made.
 			dirf.Close()
 			if dirf, _, err = v.mkdirs(d); err != nil {
+				dirf = nil
 				return nil, v.writeErr(err, 0)
 			}
 			continue
@@ -77,13 +92,18 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		return &Temp{File: f, v: v, dir: d, name: name, made: made}, nil
+		t := &Temp{File: f, v: v, dir: d, name: name, made: made}
+		if hold {
+			t.dirf, dirf = dirf, nil
+		}
+		return t, nil
 	}
 	return nil, errors.New("could not create a work file")
 }
 
 // Abort closes and removes the work file. It is a no-op after Publish.
 func (t *Temp) Abort() {
+	t.releaseDir()
 	if t.done {
 		return
 	}
@@ -95,6 +115,14 @@ func (t *Temp) Abort() {
 		if t.v.root.Remove(p) != nil || p == t.made {
 			break
 		}
+	}
+}
+
+// releaseDir closes the folder a Temp holds, if any.
+func (t *Temp) releaseDir() {
+	if t.dirf != nil {
+		t.dirf.Close()
+		t.dirf = nil
 	}
 }
 
@@ -199,7 +227,7 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 			return fail(err)
 		}
 	}
-	final, err := t.v.place(tmp, t.dir, name, opt, keep)
+	final, err := t.v.place(tmp, t.dir, name, opt, keep, t.dirf)
 	if err != nil {
 		return fail(err)
 	}
@@ -217,7 +245,12 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	} else {
 		pn = nil
 	}
-	err = t.v.syncDir(t.dir)
+	if t.dirf != nil {
+		err = t.v.syncDirOf(t.dirf, t.dir)
+		t.releaseDir()
+	} else {
+		err = t.v.syncDir(t.dir)
+	}
 	if pn != nil {
 		id, nerr := pn.wait()
 		if nerr == nil {
@@ -281,15 +314,20 @@ var placeMu sync.Mutex
 // place moves tmp to its final name in dir and returns the final path.
 // With keep, tmp stays as a second name of the file (when the file system
 // has hard links).
-func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool) (string, error) {
+// held, when not nil, is the folder dir already open and checked.
+func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool, held *os.File) (string, error) {
 	// Every name is made relative to the folder held open and checked
 	// (guard.go): a folder swapped for a link between steps cannot send
 	// the file elsewhere, into the state folder least of all.
-	dirf, _, err := v.openIn(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
-	if err != nil {
-		return "", mapErr(err)
+	dirf := held
+	if dirf == nil {
+		var err error
+		dirf, _, err = v.openIn(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
+		if err != nil {
+			return "", mapErr(err)
+		}
+		defer dirf.Close()
 	}
-	defer dirf.Close()
 	tn := path.Base(tmp)
 	fname := name
 	final := path.Join(dir, name)
@@ -465,7 +503,7 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 			return res, err
 		}
 	}
-	t, err := v.CreateTemp(d)
+	t, err := v.createTemp(d, true)
 	if err != nil {
 		return IngestResult{}, err
 	}
@@ -485,15 +523,24 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 	if err != nil {
 		return IngestResult{}, err
 	}
-	rel, fi, err := t.Publish(opt.Name, PublishOptions{Replace: opt.Replace, Life: opt.Life, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Mtime: opt.Mtime})
+	pub := PublishOptions{Replace: opt.Replace, Life: opt.Life, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Mtime: opt.Mtime}
+	var sum []byte
+	if h != nil {
+		sum = h.Sum(nil)
+	}
+	if opt.Checksum == "sha512" && opt.Encode == nil && n > 0 && v.store.identify != nil {
+		// The file's bytes are exactly the body hashed: a file of one
+		// up2k chunk has that digest as its chunk hash (store.Config).
+		pub.Wark, pub.Chunks = v.store.identify(sum, n)
+		if pub.Wark == "" {
+			pub.Chunks = nil
+		}
+	}
+	rel, fi, err := t.Publish(opt.Name, pub)
 	if err != nil {
 		return IngestResult{}, err
 	}
-	res := IngestResult{Rel: rel, Size: n, Time: v.store.now(), Info: fi}
-	if h != nil {
-		res.Sum = h.Sum(nil)
-	}
-	return res, nil
+	return IngestResult{Rel: rel, Size: n, Time: v.store.now(), Info: fi, Sum: sum}, nil
 }
 
 // appendTo appends body to an existing file. ok is false when the file does

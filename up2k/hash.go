@@ -78,6 +78,18 @@ func Wark(salt string, size int64, keys []string) string {
 	return b64.EncodeToString(h.Sum(nil)[:33])
 }
 
+// Identify returns the wark and chunk hashes of a file of size bytes
+// whose whole content has the SHA-512 digest sum, when the file is one
+// chunk (so sum is its chunk's digest); "" and nil otherwise. It lets an
+// upload hashed whole (PUT, multipart) skip the index's second reading.
+func Identify(salt string, sum []byte, size int64) (wark string, chunks []string) {
+	if size <= 0 || len(sum) != 64 || NumChunks(size, ChunkSize(size)) != 1 {
+		return "", nil
+	}
+	key := b64.EncodeToString(sum[:33])
+	return Wark(salt, size, []string{key}), []string{key}
+}
+
 // MetaWark is copyparty's identifier of a file without chunks (an empty
 // file): "#" and the URL-safe base64 of
 // SHA-512(salt "\n" lmod "\n" size "\n" folder "\n" name), 44 characters
