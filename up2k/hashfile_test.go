@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha512"
 	"io"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -63,4 +65,40 @@ func TestHashFileSmallBuffer(t *testing.T) {
 	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 32<<10 {
 		t.Fatalf("HashFile of a 4 KiB file allocates %d bytes, want under 32 KiB", per)
 	}
+}
+
+// FuzzIdentify: for any content, Identify from the SHA-512 of the whole
+// content gives what HashFile computes by reading it, whenever the file
+// is one chunk; for more chunks, an empty file or a digest that is not
+// SHA-512's length, it gives nothing.
+func FuzzIdentify(f *testing.F) {
+	f.Add([]byte("hello"), int64(0), "hunter2")
+	f.Add([]byte{0}, int64(1<<20-1), "s")
+	f.Add([]byte("x"), int64(1<<20), "")
+	f.Add([]byte{}, int64(0), "salt")
+	f.Fuzz(func(t *testing.T, seed []byte, pad int64, salt string) {
+		if pad < 0 || pad > 1<<20+10 {
+			return
+		}
+		data := append(slices.Clone(seed), make([]byte, pad)...)
+		size := int64(len(data))
+		sum := sha512.Sum512(data)
+		wark, chunks := Identify(salt, sum[:], size)
+		if size == 0 || NumChunks(size, ChunkSize(size)) != 1 {
+			if wark != "" || chunks != nil {
+				t.Fatalf("size %d: Identify gave %q %q, want nothing", size, wark, chunks)
+			}
+			return
+		}
+		w2, c2, err := HashFile(context.Background(), bytes.NewReader(data), size, salt, 0, "", "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wark != w2 || !slices.Equal(chunks, c2) {
+			t.Fatalf("size %d: Identify %q %q, HashFile %q %q", size, wark, chunks, w2, c2)
+		}
+		if w, c := Identify(salt, sum[:32], size); w != "" || c != nil {
+			t.Fatalf("a short digest gave %q %q", w, c)
+		}
+	})
 }
