@@ -165,8 +165,8 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	}
 	h.Set("Content-Disposition", contentDisposition(pol.apply(h, ct, disp), name))
 	h.Set("ETag", etag(fi))
-	h.Set("Accept-Ranges", "bytes")
-	h.Set("Cache-Control", "no-cache")
+	h["Accept-Ranges"] = hvBytes
+	h["Cache-Control"] = hvNoCache
 	if rg := q.r.Header.Get("Range"); strings.Count(rg, ",") >= s.maxRanges || fi.Size() == 0 {
 		// Too many ranges: the whole file instead. An empty file has no
 		// byte to range over (net/http would send "bytes 0--1/0").
