@@ -534,6 +534,9 @@ func (s *Server) proppatch(q *req) error {
 	if err := q.need(store.PermWrite, "change properties"); err != nil {
 		return err
 	}
+	if err := q.need(store.PermRead, "change properties"); err != nil {
+		return err // before any look at the disk: no existence oracle
+	}
 	fi, err := q.vol.Stat(q.rel)
 	if err != nil {
 		return errorf(http.StatusNotFound, "not found: /%s", strings.Join(q.parts, "/"))
@@ -781,6 +784,12 @@ func (s *Server) shallowCopy(q *req, src, dst store.Loc, opt store.DestOptions) 
 func (s *Server) davLock(q *req) error {
 	if q.vol == nil {
 		return errorf(http.StatusForbidden, "no volume is mounted at /%s", strings.Join(q.parts, "/"))
+	}
+	if err := q.need(store.PermWrite, "lock files"); err != nil {
+		return err
+	}
+	if err := q.need(store.PermRead, "lock files"); err != nil {
+		return err // before any look at the disk: no existence oracle
 	}
 	body, err := readDAVBody(q)
 	if err != nil {

@@ -145,6 +145,11 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 	if !at.Vol.Perms(who.User).Has(PermWrite) {
 		return Lock{}, forbid(op, who, at.Vol, PermWrite, "lock files")
 	}
+	if !at.Vol.Perms(who.User).Has(PermRead) {
+		// A lock acts on what is there (and holds off its owner): someone
+		// who may not read would learn what exists and could block it.
+		return Lock{}, forbid(op, who, at.Vol, PermRead, "lock files")
+	}
 	if _, err := cleanRel(strings.Trim(at.Rel, "/")); err != nil {
 		return Lock{}, opErr(op, err)
 	}

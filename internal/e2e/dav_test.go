@@ -601,17 +601,19 @@ func TestDAVPerms(t *testing.T) {
 		}, func(who string) bool {
 			return pathExists(dir, "moved-"+who+".txt") && !pathExists(dir, "mv-"+who+".txt")
 		}},
-		{"PROPPATCH", "w", 207, func(who, auth string) (*http.Response, []byte) {
-			mk("pp-"+who+".txt", "x")
-			os.Chtimes(filepath.Join(dir, "pp-"+who+".txt"), time.Unix(1e9, 0), time.Unix(1e9, 0))
-			return davReq(t, s, "PROPPATCH", "/pp-"+who+".txt", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:getlastmodified>Wed, 02 Jan 2019 03:04:05 GMT</D:getlastmodified></D:prop></D:set></D:propertyupdate>`, auth)
-		}, func(who string) bool {
-			fi, err := os.Stat(filepath.Join(dir, "pp-"+who+".txt"))
-			return err == nil && fi.ModTime().Year() == 2019
-		}},
-		{"LOCK", "w", 200, func(who, auth string) (*http.Response, []byte) {
-			return davReq(t, s, "LOCK", "/lk-"+who+".txt", lockBody, auth, "Depth: 0")
-		}, nil},
+		{"PROPPATCH", "rw", 207, // r too: no existence oracle (TestDAVNoExistenceOracle)
+			func(who, auth string) (*http.Response, []byte) {
+				mk("pp-"+who+".txt", "x")
+				os.Chtimes(filepath.Join(dir, "pp-"+who+".txt"), time.Unix(1e9, 0), time.Unix(1e9, 0))
+				return davReq(t, s, "PROPPATCH", "/pp-"+who+".txt", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:getlastmodified>Wed, 02 Jan 2019 03:04:05 GMT</D:getlastmodified></D:prop></D:set></D:propertyupdate>`, auth)
+			}, func(who string) bool {
+				fi, err := os.Stat(filepath.Join(dir, "pp-"+who+".txt"))
+				return err == nil && fi.ModTime().Year() == 2019
+			}},
+		{"LOCK", "rw", 200, // r too: no existence oracle (TestDAVNoExistenceOracle)
+			func(who, auth string) (*http.Response, []byte) {
+				return davReq(t, s, "LOCK", "/lk-"+who+".txt", lockBody, auth, "Depth: 0")
+			}, nil},
 	}
 	for _, o := range ops {
 		for _, u := range append([]string{"anon", "nobody"}, users...) {
