@@ -626,6 +626,10 @@ func TestDAVPerms(t *testing.T) {
 			want := o.code
 			switch {
 			case ok:
+			case o.name == "PUT over" && strings.Contains(u, "w") && !strings.Contains(u, "r"):
+				// Without r, copyparty's PUT: a new name, never a refusal
+				// that tells what exists (TestDAVNoExistenceOracle).
+				want = http.StatusCreated
 			case u == "anon":
 				want = http.StatusUnauthorized
 			default:
@@ -891,13 +895,19 @@ func TestDAVPropfindStream(t *testing.T) {
 }
 
 // TestDAVLockNull: an account with w but not d may fill the empty file
-// its own LOCK made, and nothing else that exists.
+// its own LOCK made, and nothing else that exists. (A LOCK needs r too:
+// one without r is refused, whatever is there.)
 func TestDAVLockNull(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "empty.txt", nil)
 	w := basicAuth("w:pw")
-	s := start(t, "-a", "w:pw", "-v", dir+"::w,w")
-	resp, body := davReq(t, s, "LOCK", "/made.txt", lockBody, w, "Depth: 0")
+	s := start(t, "-a", "w:pw", "-a", "wo:pw-wo", "-v", dir+"::rw,w:w,wo")
+	resp, body := davReq(t, s, "LOCK", "/blind.txt", lockBody, basicAuth("wo:pw-wo"), "Depth: 0")
+	wantStatus(t, resp, body, http.StatusForbidden)
+	if pathExists(dir, "blind.txt") {
+		t.Error("a refused LOCK made a file")
+	}
+	resp, body = davReq(t, s, "LOCK", "/made.txt", lockBody, w, "Depth: 0")
 	wantStatus(t, resp, body, http.StatusCreated)
 	tok := resp.Header.Get("Lock-Token")
 	resp, body = davReq(t, s, "PUT", "/made.txt", "filled", w, davUA)
