@@ -37,6 +37,15 @@ func (v *Volume) openAny(rel string) (*os.File, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
+	// A fifo, socket or device opens (without blocking), but it is no
+	// file: its time and properties are not ours to change.
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() && !fi.IsDir() {
+		f.Close()
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		return nil, ErrNotRegular
+	}
 	return f, nil
 }
 
