@@ -118,6 +118,62 @@ func (q *req) davURL(p string, dir bool) string {
 	return u
 }
 
+// appendHref appends davURL(p, dir), XML-escaped, to b: what a PROPFIND
+// writes for every member, built without allocating.
+func (q *req) appendHref(b []byte, p string, dir bool) []byte {
+	b = appendXMLText(b, q.loc)
+	b = append(b, '/')
+	for i := 0; i < len(p); i++ {
+		switch ch := p[i]; {
+		case ch == '/':
+			b = append(b, '/')
+		case ch == '&': // escapeName keeps these two, XML does not
+			b = append(b, "&amp;"...)
+		case ch == '\'':
+			b = append(b, "&#39;"...)
+		case 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || strings.IndexByte("-._~!$()*+=@", ch) >= 0:
+			b = append(b, ch)
+		default:
+			b = append(b, '%', "0123456789ABCDEF"[ch>>4], "0123456789ABCDEF"[ch&15])
+		}
+	}
+	if dir && p != "" && p[len(p)-1] != '/' {
+		b = append(b, '/')
+	}
+	return b
+}
+
+// xmlPlain reports whether s is written unchanged by xml.EscapeText:
+// printable ASCII without its five special characters.
+func xmlPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '<' || c == '>' || c == '&' || c == '\'' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// writeXMLText is xml.EscapeText of s, without a copy of s when nothing
+// needs escaping.
+func writeXMLText(b *bufio.Writer, s string) {
+	if xmlPlain(s) {
+		b.WriteString(s)
+		return
+	}
+	xml.EscapeText(b, []byte(s))
+}
+
+// appendXMLText appends xml.EscapeText of s to b.
+func appendXMLText(b []byte, s string) []byte {
+	if xmlPlain(s) {
+		return append(b, s...)
+	}
+	var w strings.Builder
+	xml.EscapeText(&w, []byte(s))
+	return append(b, w.String()...)
+}
+
 // ifHeader evaluates the request's If header (RFC 4918 section 10.4): it
 // returns the lock tokens it submits, or 412 when no list holds.
 func (s *Server) ifHeader(q *req) ([]string, error) {
@@ -293,22 +349,19 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 	if !virtual && r.loc.Vol != nil {
 		v := r.loc.Vol
 		opt := store.ListOptions{Dots: v.Perms(q.user).Has(store.PermDot)}
-		err := v.Each(q.r.Context(), r.loc.Rel, opt, func(e store.Entry) error {
+		each := func(e store.Entry, dead []store.DeadProp) error {
 			if _, ok := mounts[e.Name]; ok {
 				// Its URL leads to (or toward) another volume: listed
 				// below as the URL resolves, never the shadowed folder.
 				return nil
 			}
+			// Everything is known from the folder's read (EachProps: and
+			// the dead properties by name): no member is opened.
 			c := davRes{path: path.Join(r.path, e.Name), dir: e.Dir, mtime: e.Mtime, loc: store.Loc{Vol: v, Rel: path.Join(r.loc.Rel, e.Name)}}
-			if !e.Dir || pf.dead {
-				c.size = e.Size
-				if fi, dead, err := s.statRes(v, c.loc.Rel, pf); err == nil {
-					if !e.Dir {
-						c.etag = etag(fi)
-					}
-					c.dead, c.propsRead = dead, pf.dead
-				}
+			if !e.Dir {
+				c.size, c.etag = e.Size, etagOf(e.Ino, e.Size, e.Mtime)
 			}
+			c.dead, c.propsRead = dead, pf.dead
 			if err := s.propResponse(q, bw, pf, c); err != nil {
 				return err
 			}
@@ -316,7 +369,13 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 				return s.propChildren(q, bw, pf, c, depth, level+1, false)
 			}
 			return nil
-		})
+		}
+		var err error
+		if pf.dead {
+			err = v.EachProps(q.r.Context(), r.loc.Rel, opt, each)
+		} else {
+			err = v.Each(q.r.Context(), r.loc.Rel, opt, func(e store.Entry) error { return each(e, nil) })
+		}
 		if err != nil {
 			return err
 		}
@@ -361,36 +420,42 @@ func (s *Server) liveProp(b *bufio.Writer, name string, r davRes, loc string) bo
 		}
 	case "displayname":
 		b.WriteString("<D:displayname>")
-		xml.EscapeText(b, []byte(path.Base("/"+r.path)))
+		writeXMLText(b, path.Base("/"+r.path))
 		b.WriteString("</D:displayname>")
 	case "getcontentlength":
 		if r.dir {
 			return false
 		}
-		b.WriteString("<D:getcontentlength>" + strconv.FormatInt(r.size, 10) + "</D:getcontentlength>")
+		b.WriteString("<D:getcontentlength>")
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), r.size, 10))
+		b.WriteString("</D:getcontentlength>")
 	case "getlastmodified":
 		if r.mtime.IsZero() {
 			return false
 		}
-		b.WriteString("<D:getlastmodified>" + r.mtime.UTC().Format(http.TimeFormat) + "</D:getlastmodified>")
+		b.WriteString("<D:getlastmodified>")
+		b.Write(r.mtime.UTC().AppendFormat(b.AvailableBuffer(), http.TimeFormat))
+		b.WriteString("</D:getlastmodified>")
 	case "creationdate":
 		if r.mtime.IsZero() {
 			return false
 		}
-		b.WriteString("<D:creationdate>" + r.mtime.UTC().Format(time.RFC3339) + "</D:creationdate>")
+		b.WriteString("<D:creationdate>")
+		b.Write(r.mtime.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339))
+		b.WriteString("</D:creationdate>")
 	case "getetag":
 		if r.etag == "" {
 			return false
 		}
 		b.WriteString("<D:getetag>")
-		xml.EscapeText(b, []byte(r.etag))
+		writeXMLText(b, r.etag)
 		b.WriteString("</D:getetag>")
 	case "getcontenttype":
 		if r.dir {
 			return false
 		}
 		b.WriteString("<D:getcontenttype>")
-		xml.EscapeText(b, []byte(contentType(path.Base(r.path))))
+		writeXMLText(b, contentType(path.Base(r.path)))
 		b.WriteString("</D:getcontenttype>")
 	case "supportedlock":
 		b.WriteString("<D:supportedlock><D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry><D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry></D:supportedlock>")
@@ -431,7 +496,7 @@ func writeActiveLock(b *bufio.Writer, l store.Lock, href string) {
 // propResponse writes one D:response for r.
 func (s *Server) propResponse(q *req, b *bufio.Writer, pf propfindReq, r davRes) error {
 	b.WriteString("<D:response><D:href>")
-	xml.EscapeText(b, []byte(q.davURL(r.path, r.dir)))
+	b.Write(q.appendHref(b.AvailableBuffer(), r.path, r.dir))
 	b.WriteString("</D:href>")
 	switch pf.mode {
 	case "propname":
@@ -455,7 +520,8 @@ func (s *Server) propResponse(q *req, b *bufio.Writer, pf propfindReq, r davRes)
 		}
 		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
 	default:
-		var missing []xml.Name
+		var few [8]xml.Name // on the stack for the usual request
+		missing := few[:0]
 		b.WriteString("<D:propstat><D:prop>")
 		for _, n := range pf.props {
 			if n.Space == nsDAV && s.liveProp(b, n.Local, r, q.loc) {
@@ -495,32 +561,51 @@ func hasLive(name string, r davRes) bool {
 
 // writeEmptyProp writes <name/> in its own namespace.
 func writeEmptyProp(b *bufio.Writer, n xml.Name) {
-	start, _ := propTags(n)
-	b.WriteString(start + "/>")
+	writePropStart(b, n)
+	b.WriteString("/>")
 }
 
 // writeDeadProp writes a dead property with its value.
 func writeDeadProp(b *bufio.Writer, p store.DeadProp) {
-	start, end := propTags(xml.Name{Space: p.Space, Local: p.Local})
-	b.WriteString(start + ">" + p.Value + end)
+	n := xml.Name{Space: p.Space, Local: p.Local}
+	writePropStart(b, n)
+	b.WriteString(">")
+	b.WriteString(p.Value)
+	writePropEnd(b, n)
 }
 
-// propTags are the start tag (unclosed: no ">") and the end tag of the
-// property n, in its own namespace (none: xmlns="").
-func propTags(n xml.Name) (start, end string) {
-	var sb strings.Builder
-	local := n.Local
+// writePropStart writes the start tag (unclosed: no ">") of the property
+// n, in its own namespace (none: xmlns="").
+func writePropStart(b *bufio.Writer, n xml.Name) {
 	switch n.Space {
 	case nsDAV:
-		return "<D:" + local, "</D:" + local + ">"
+		b.WriteString("<D:")
+		b.WriteString(n.Local)
 	case "":
-		sb.WriteString("<" + local + ` xmlns=""`)
-		return sb.String(), "</" + local + ">"
+		b.WriteString("<")
+		b.WriteString(n.Local)
+		b.WriteString(` xmlns=""`)
+	default:
+		b.WriteString("<X:")
+		b.WriteString(n.Local)
+		b.WriteString(` xmlns:X="`)
+		writeXMLText(b, n.Space)
+		b.WriteString(`"`)
 	}
-	sb.WriteString("<X:" + local + ` xmlns:X="`)
-	xml.EscapeText(&sb, []byte(n.Space))
-	sb.WriteString(`"`)
-	return sb.String(), "</X:" + local + ">"
+}
+
+// writePropEnd writes the end tag of the property n.
+func writePropEnd(b *bufio.Writer, n xml.Name) {
+	switch n.Space {
+	case nsDAV:
+		b.WriteString("</D:")
+	case "":
+		b.WriteString("</")
+	default:
+		b.WriteString("</X:")
+	}
+	b.WriteString(n.Local)
+	b.WriteString(">")
 }
 
 // ---- PROPPATCH

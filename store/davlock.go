@@ -263,13 +263,13 @@ func (s *Store) LockCovers(at Loc, token string) bool {
 
 // LocksOn lists the locks that cover at, for DAV:lockdiscovery.
 func (s *Store) LocksOn(at Loc) []Lock {
-	p := lockPath(at)
 	d := &s.dav
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.byTok) == 0 {
-		return nil
+		return nil // the common case, asked for every member of a PROPFIND
 	}
+	p := lockPath(at)
 	s.lockTable()
 	var out []Lock
 	for _, l := range d.byTok {
