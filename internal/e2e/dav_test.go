@@ -545,7 +545,10 @@ func TestDAVPerms(t *testing.T) {
 		groups = append(groups, u+",u"+u)
 	}
 	args[1] += strings.Join(groups, ":")
-	args = append(args, "-a", "nobody:pw-nobody", "-a", "admin:pw-admin", "-e2dsa")
+	// Each row comes from its own forwarded address, so that the wrong
+	// passwords of the "badpw" rows are not slowed down by each other
+	// (TestDAVWrongPasswordSlows shows they are, from one address).
+	args = append(args, "-a", "nobody:pw-nobody", "-a", "admin:pw-admin", "-e2dsa", "--xff-src", "127.0.0.0/8")
 	args[1] += ":rwmd,admin"
 	s := start(t, args...)
 	admin := basicAuth("admin:pw-admin")
@@ -560,6 +563,11 @@ func TestDAVPerms(t *testing.T) {
 		if data == "" && !pathExists(dir, rel) {
 			t.Fatalf("fixture %s missing", rel)
 		}
+	}
+	var from string // the row's forwarded client address
+	davReq := func(t *testing.T, s *server, method, p string, body string, hdr ...string) (*http.Response, []byte) {
+		t.Helper()
+		return davReq(t, s, method, p, body, append(hdr, "X-Forwarded-For: "+from)...)
 	}
 	type op struct {
 		name string
@@ -613,9 +621,12 @@ func TestDAVPerms(t *testing.T) {
 			return davReq(t, s, "LOCK", "/lk-"+who+".txt", lockBody, auth, "Depth: 0")
 		}, nil},
 	}
+	row := 0
 	for _, o := range ops {
-		for _, u := range append([]string{"anon", "nobody"}, users...) {
+		for _, u := range append([]string{"anon", "nobody", "badpw"}, users...) {
 			auth, ok := matrixAuth(u, o.need)
+			row++
+			from = fmt.Sprintf("198.51.%d.%d", row/250, 1+row%250)
 			if o.name == "LOCK" {
 				mk("lk-"+u+".txt", "x")
 			}
@@ -624,13 +635,16 @@ func TestDAVPerms(t *testing.T) {
 			want := o.code
 			switch {
 			case ok:
-			case u == "anon":
+			case u == "anon", u == "badpw":
 				want = http.StatusUnauthorized
 			default:
 				want = http.StatusForbidden
 			}
 			if resp.StatusCode != want {
 				t.Errorf("%s as %s: %d %s, want %d", o.name, u, resp.StatusCode, body, want)
+			}
+			if want == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic ") {
+				t.Errorf("%s as %s: 401 without a Basic challenge: %q", o.name, u, resp.Header.Get("WWW-Authenticate"))
 			}
 			if o.done != nil && o.done(u) != ok {
 				t.Errorf("%s as %s: done = %v, want %v", o.name, u, !ok, ok)

@@ -1747,12 +1747,16 @@ func u2cSameTree(t *testing.T, src, dst string) int {
 }
 
 // matrixAuth is how a permission-matrix test logs in as u: "anon" sends no
-// credentials, "nobody" is an account holding no rights, any other u is
+// credentials, "badpw" a wrong password (answered 401 like anon, never
+// as anonymous), "nobody" is an account holding no rights, any other u is
 // account "u"+u (its name spells its letters) with password "pw-"+u. ok
 // says whether u holds every letter of need.
 func matrixAuth(u, need string) (auth string, ok bool) {
-	if u == "anon" {
+	switch u {
+	case "anon":
 		return "X-No: 1", false
+	case "badpw": // an account that holds everything, with a wrong password
+		return basicAuth("urwmd:not-pw-rwmd"), false
 	}
 	name := u
 	if u != "nobody" {
