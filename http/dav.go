@@ -30,8 +30,9 @@ import (
 // Locks live in store (davlock.go), bound to the account that took them.
 // Dead properties live in store too (davprops.go: an extended attribute
 // of the file); their values are kept as self-contained XML fragments
-// (xnode.content). Of the live ones, the mtime (DAV:getlastmodified, or
-// Windows' Win32LastModifiedTime) can be set, and reaches the index;
+// (xnode.content). Of the live ones, the mtime (DAV:getlastmodified,
+// Windows' Win32LastModifiedTime, or ownCloud's DAV:lastmodified in
+// seconds) can be set, and reaches the index;
 // Windows' other Win32* times and attributes are accepted and ignored.
 
 // DAVConfig switches WebDAV.
@@ -651,6 +652,15 @@ func (s *Server) proppatch(q *req) error {
 			} else {
 				mtime = t
 			}
+		case !o.remove && o.name == xml.Name{Space: nsDAV, Local: "lastmodified"}:
+			// ownCloud's way, which rclone uses (vendor owncloud or
+			// nextcloud) to set a time without uploading again: seconds
+			// since 1970.
+			if t, ok := parseUnixSeconds(o.value); ok {
+				mtime = t
+			} else {
+				status[i], why[i] = http.StatusConflict, "not seconds since 1970"
+			}
 		case o.name.Space == nsMS && strings.HasPrefix(o.name.Local, "Win32"):
 			// Windows' creation and access times and attributes: taken, not kept
 		case o.name.Space == nsDAV:
@@ -712,6 +722,16 @@ func (s *Server) proppatch(q *req) error {
 	}
 	b.WriteString("</D:response></D:multistatus>\n")
 	return b.Flush()
+}
+
+// parseUnixSeconds reads a time given as whole seconds since 1970 (as
+// X-OC-Mtime and ownCloud's DAV:lastmodified carry it).
+func parseUnixSeconds(v string) (time.Time, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 || n > 1<<40 {
+		return time.Time{}, false
+	}
+	return time.Unix(n, 0), true
 }
 
 // ---- MKCOL, DELETE, COPY, MOVE

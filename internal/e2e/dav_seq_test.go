@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -95,5 +97,60 @@ func TestDAVSequentialNoWait(t *testing.T) {
 	}
 	if got := tree(t, dir+"/d"); len(got) != 0 {
 		t.Errorf("left in /d: %q", got)
+	}
+}
+
+// TestDAVProppatchOCLastmodified: rclone (vendor owncloud or nextcloud,
+// from 1.6x) sets a file's time without uploading it again by a PROPPATCH
+// of ownCloud's DAV:lastmodified in seconds, with the SHA-1 it knows as
+// oc:checksums in the same request. The time is set (disk, PROPFIND,
+// search) and the checksum kept as the client's dead property; a value
+// that is not seconds is 409 and nothing of the request is applied.
+func TestDAVProppatchOCLastmodified(t *testing.T) {
+	dir := t.TempDir()
+	auth := basicAuth("u:pw")
+	s := start(t, "-a", "u:pw", "-v", dir+"::rwmd,u", "-e2dsa")
+	waitReady(t, s, auth)
+	resp, body := davReq(t, s, "PUT", "/p.txt", "content", auth, "X-OC-Mtime: 1500000000")
+	wantStatus(t, resp, body, http.StatusCreated)
+	waitAllHits(t, s, "date:2017-07-14", []string{"/p.txt"}, auth)
+	const sum = "SHA1:040f06fd774092478d450774f5ba30c5da78acc8"
+	rcloneBody := func(v string) string {
+		return `<?xml version="1.0" encoding="utf-8" ?>
+<D:propertyupdate xmlns:D="DAV:" xmlns:oc="http://owncloud.org/ns">
+ <D:set>
+  <D:prop>
+   <lastmodified xmlns="DAV:">` + v + `</lastmodified>
+   <oc:checksums>
+	<oc:checksum>` + sum + `</oc:checksum>
+   </oc:checksums>
+  </D:prop>
+ </D:set>
+</D:propertyupdate>
+`
+	}
+	// Not seconds: 409, the rest 424, nothing applied.
+	resp, body = davReq(t, s, "PROPPATCH", "/p.txt", rcloneBody("yesterday"), auth)
+	wantStatus(t, resp, body, http.StatusMultiStatus)
+	if !strings.Contains(string(body), "409 Conflict") || !strings.Contains(string(body), "424 Failed Dependency") || strings.Contains(string(body), "200 OK") {
+		t.Fatalf("PROPPATCH of a bad time: %s", body)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "p.txt")); err != nil || fi.ModTime().Unix() != 1500000000 {
+		t.Fatalf("a refused PROPPATCH changed the time: %v %v", fi.ModTime(), err)
+	}
+	resp, body = davReq(t, s, "PROPPATCH", "/p.txt", rcloneBody("1577836800"), auth)
+	wantStatus(t, resp, body, http.StatusMultiStatus)
+	if strings.Count(string(body), "200 OK") != 2 {
+		t.Fatalf("rclone's PROPPATCH: %s", body)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "p.txt")); err != nil || fi.ModTime().Unix() != 1577836800 {
+		t.Fatalf("time after PROPPATCH: %v %v", fi.ModTime(), err)
+	}
+	waitAllHits(t, s, "date:2020-01-01", []string{"/p.txt"}, auth)
+	pf := `<?xml version="1.0"?><d:propfind xmlns:d="DAV:" xmlns:oc="http://owncloud.org/ns"><d:prop><d:getlastmodified/><oc:checksums/></d:prop></d:propfind>`
+	resp, body = davReq(t, s, "PROPFIND", "/", pf, auth, "Depth: 1")
+	wantStatus(t, resp, body, http.StatusMultiStatus)
+	if !strings.Contains(string(body), "Wed, 01 Jan 2020 00:00:00 GMT") || !strings.Contains(string(body), sum) {
+		t.Fatalf("PROPFIND after rclone's PROPPATCH: %s", body)
 	}
 }
