@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,11 +22,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	srvhttp "hoard/http"
 	"hoard/idx"
+	"hoard/internal/logbuf"
 	"hoard/s3"
 	"hoard/store"
 )
@@ -50,8 +53,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(err.Error()))
 		return 2
 	}
-	log := newLogger(o.logLevel, o.logFormat, stderr)
+	// Every log line goes through one batching writer (internal/logbuf):
+	// access lines in batches, the rest at once, none waiting for stderr.
+	var logp atomic.Pointer[slog.Logger]
+	lw := logbuf.New(stderr, logbuf.Options{Dropped: func(n uint64) {
+		logp.Load().Warn("log lines dropped: standard error did not keep up", "dropped", n)
+	}})
+	log := newLogger(o.logLevel, o.logFormat, lw.Urgent())
+	logp.Store(log)
 	slog.SetDefault(log)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		lw.Close(ctx) // the last lines out, unless nobody reads them
+	}()
+	stderr = flushFirst{stderr, lw} // a direct line comes after the log's
+	stdout = flushFirst{stdout, lw} // the listening line after start-up warnings
 	// A SIGHUP while starting (systemctl reload too early) must not end
 	// the process; serve takes them up as reloads.
 	signal.Ignore(syscall.SIGHUP)
@@ -82,7 +99,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			code = 2 // another hoard writes here: a configuration to change, not a failure
 		}
 	} else {
-		code = serve(newServer(svc, o, log), listeners, tl, stdout, log, func() { reload(args, svc, log) })
+		access := &srvhttp.AccessLog{W: lw, JSON: o.logFormat == "json"}
+		code = serve(newServer(svc, o, log, access), listeners, tl, stdout, log, func() {
+			lw.Kick() // lines so far out before the reload's
+			reload(args, svc, log)
+		})
 	}
 	if err := cl.close(); err != nil && code == 0 {
 		code = 1
@@ -125,6 +146,18 @@ func reload(args []string, svc *services, log *slog.Logger) {
 			log.Info("shares reloaded", "shares", n)
 		}
 	}
+}
+
+// flushFirst is a writer whose writes come after the log lines taken
+// so far (they wait for stderr: used at start-up and exit only).
+type flushFirst struct {
+	w  io.Writer
+	lw *logbuf.Writer
+}
+
+func (f flushFirst) Write(p []byte) (int, error) {
+	f.lw.Flush()
+	return f.w.Write(p)
 }
 
 // newLogger is the logger of level (validated) writing to w.

@@ -106,10 +106,7 @@ func (w *Writer) add(p []byte, now bool) {
 		return
 	}
 	if now || full {
-		select {
-		case w.kick <- struct{}{}:
-		default:
-		}
+		w.Kick()
 	}
 }
 
@@ -141,10 +138,7 @@ func (w *Writer) flush() error {
 	if len(b) > 0 {
 		_, w.err = w.out.Write(b)
 	}
-	if cap(b) > 4*w.opt.Batch {
-		b = nil // a burst grew it: let it go
-	}
-	w.spare = b
+	w.spare = b // reused: the two buffers stay within 2 × Max
 	err := w.err
 	w.wmu.Unlock()
 
@@ -156,6 +150,15 @@ func (w *Writer) flush() error {
 		w.opt.Dropped(n)
 	}
 	return err
+}
+
+// Kick has the lines taken so far written now, without waiting for the
+// output (a SIGHUP: an operator rotating logs sees them at once).
+func (w *Writer) Kick() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Flush writes every line taken so far, waiting for the output; it
