@@ -922,7 +922,7 @@ func (s *Server) davPut(q *req) error {
 	if dfi, err := q.vol.Stat(dir); err != nil || !dfi.IsDir() {
 		return errorf(http.StatusConflict, "the parent folder of /%s does not exist", self)
 	}
-	o, err := q.uploadOptions(q.vol.Flags.PutCK)
+	o, err := q.uploadOptions(q.vol.Flags().PutCK)
 	if err != nil {
 		return err
 	}

@@ -383,7 +383,7 @@ func (v *Volume) splitDest(rel string) (dir, name string, top bool, err error) {
 	if err := v.checkTarget(dir, name); err != nil {
 		return "", "", false, err
 	}
-	if v.Flags.NoSub && dir != "." {
+	if v.Flags().NoSub && dir != "." {
 		return "", "", false, ErrNoSub
 	}
 	return dir, name, false, nil
@@ -518,7 +518,7 @@ func (s *Store) Mkdir(ctx context.Context, who Actor, at Loc, opt MkdirOptions) 
 	if top {
 		return "", refuse(op, KindExists, "that folder exists already")
 	}
-	if v.Flags.NoSub {
+	if v.Flags().NoSub {
 		return "", opErr(op, ErrNoSub)
 	}
 	de, err := v.openDest(op, dir, name, opt.Parents, "")
@@ -618,7 +618,7 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 	if !isDir && !isRegStat(&sst) && !isLinkStat(&sst) {
 		return DestResult{}, refuse(op, KindInvalid, "only files, folders and links can be %s", map[bool]string{true: "moved", false: "copied"}[move])
 	}
-	if isDir && dv.Flags.NoSub {
+	if isDir && dv.Flags().NoSub {
 		return DestResult{}, opErr(op, ErrNoSub)
 	}
 	if isDir && move {
