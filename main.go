@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -102,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		access := &srvhttp.AccessLog{W: lw, JSON: o.logFormat == "json"}
 		code = serve(newServer(svc, o, log, access), listeners, tl, stdout, log, func() {
 			lw.Kick() // lines so far out before the reload's
-			reload(args, svc, log)
+			reload(args, fs, svc, log)
 		})
 	}
 	if err := cl.close(); err != nil && code == 0 {
@@ -115,7 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // again, and the accounts, volumes and shares they give replace those
 // served (store.Reload says what needs a restart instead). Any error is
 // logged, with its file and line, and the configuration served stays.
-func reload(args []string, svc *services, log *slog.Logger) {
+func reload(args []string, running *flagSet, svc *services, log *slog.Logger) {
 	log.Info("SIGHUP: reloading the configuration")
 	var errb strings.Builder
 	fs, o := newFlags()
@@ -139,6 +140,9 @@ func reload(args []string, svc *services, log *slog.Logger) {
 		fail(err)
 		return
 	}
+	for _, name := range restartOptions(running, fs) {
+		log.Warn("reload: needs a restart: --" + name + "; the value it started with stays") // values unsaid: some are secrets
+	}
 	if sh := svc.extra.Shares; sh != nil {
 		if n, err := sh.Reload(); err != nil {
 			log.Error("reload: the shares file could not be read again; the shares in memory stay", "err", err)
@@ -158,6 +162,32 @@ type flushFirst struct {
 func (f flushFirst) Write(p []byte) (int, error) {
 	f.lw.Flush()
 	return f.w.Write(p)
+}
+
+// reloadedOptions are the flags a reload takes up: the accounts and
+// volumes, the config files naming them, and the global options that are
+// volume flags too (store.Reload says which of those need a restart) or
+// that shape the accounts.
+var reloadedOptions = map[string]bool{
+	"c": true, "a": true, "v": true, "ah-alg": true, "ah-salt": true,
+	"e2d": true, "e2ds": true, "e2dsa": true, "e2t": true, "e2ts": true, "e2tsr": true, "e2s": true, "e2a": true,
+	"dedup": true, "df": true,
+}
+
+// restartOptions names the flags whose value differs between the
+// running configuration and the one read again, but which only a
+// restart takes up (ports, TLS, logging, limits…).
+func restartOptions(running, now *flagSet) []string {
+	var out []string
+	running.VisitAll(func(f *flag.Flag) {
+		if reloadedOptions[f.Name] {
+			return
+		}
+		if g := now.Lookup(f.Name); g != nil && g.Value.String() != f.Value.String() {
+			out = append(out, f.Name)
+		}
+	})
+	return out
 }
 
 // newLogger is the logger of level (validated) writing to w.

@@ -270,11 +270,12 @@ func TestReloadVolumeFlags(t *testing.T) {
 	}
 	cf := configFile(t, conf(""))
 	s := start(t, "-c", cf)
+	before := s.logs.String()
 	small, big := []byte("ten bytes!"), randomBytes(1500)
 	resp, b := s.do(t, "PUT", "/pub/a.txt", small)
 	wantStatus(t, resp, b, 201)
 
-	if err := os.WriteFile(cf, []byte(conf("rand, e2d, sz: 1k-2k")), 0o644); err != nil {
+	if err := os.WriteFile(cf, []byte("[global]\n  srch-hits: 5\n"+conf("rand, e2d, sz: 1k-2k")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hup(t, s, 1)
@@ -293,6 +294,10 @@ func TestReloadVolumeFlags(t *testing.T) {
 	logs := waitLog(t, s, "needs a restart: e2d")
 	if !strings.Contains(logs, "volume flags changed") || !strings.Contains(logs, "sz rand") {
 		t.Fatalf("the changed flags are not logged:\n%s", logs)
+	}
+	// A server-wide option the reload cannot take up is named, alone.
+	if n := strings.Count(logs, "needs a restart: --"); n != 1 || !strings.Contains(logs, "needs a restart: --srch-hits") || strings.Contains(before, "needs a restart") {
+		t.Fatalf("want one line naming --srch-hits:\n%s", logs)
 	}
 	// e2d kept its old value: no index, so search says how to enable it.
 	resp, b = s.do(t, "POST", "/pub/", []byte(`{"q":"c"}`), "Content-Type: application/json")
