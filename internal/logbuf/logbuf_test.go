@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,5 +217,42 @@ func BenchmarkWrite(b *testing.B) {
 		for pb.Next() {
 			w.Write(line)
 		}
+	})
+}
+
+// BenchmarkFile is the output half of the logging path of one request,
+// from many goroutines to a real file: one write(2) per line (slog's
+// handler, as before) against the batching Writer.
+func BenchmarkFile(b *testing.B) {
+	line := []byte(`time=2026-11-24T03:32:15.123Z level=INFO msg=access pkg=http id=Ab3d-1x ip=192.168.1.20 user="" method=GET path=/some/folder/file.bin status=200 bytes=4096 dur=87µs` + "\n")
+	open := func(b *testing.B) *os.File {
+		f, err := os.Create(filepath.Join(b.TempDir(), "log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		return f
+	}
+	b.Run("direct", func(b *testing.B) {
+		f := open(b)
+		var mu sync.Mutex // slog's handlers hold one around each write
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				mu.Lock()
+				f.Write(line)
+				mu.Unlock()
+			}
+		})
+	})
+	b.Run("batched", func(b *testing.B) {
+		w := New(open(b), Options{})
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				w.Write(line)
+			}
+		})
+		w.Close(context.Background())
 	})
 }
