@@ -305,12 +305,18 @@ func TestReloadVolumeFlags(t *testing.T) {
 		t.Fatalf("search answered although e2d needs a restart: %s", b)
 	}
 
-	// And back: the flags go, the small PUT works again.
-	if err := os.WriteFile(cf, []byte(conf("")), 0o644); err != nil {
+	// And back: the flags go, the small PUT works again. A volume this
+	// process never mounted is named as needing a restart, and not served.
+	other := t.TempDir()
+	writeFile(t, other, "o.txt", []byte("other"))
+	if err := os.WriteFile(cf, []byte(conf("")+"[/new]\n  "+other+"\n  accs:\n    r: *\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hup(t, s, 2)
 	resp, b = s.do(t, "PUT", "/pub/d.txt", small)
 	wantStatus(t, resp, b, 201)
 	wantFile(t, dir, "d.txt", small)
+	waitLog(t, s, "not mounted by this process; restart to serve it")
+	resp, b = s.do(t, "GET", "/new/o.txt", nil)
+	wantStatus(t, resp, b, 404)
 }
