@@ -3,6 +3,8 @@ package store
 import (
 	"crypto/rand"
 	"fmt"
+	"io/fs"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -248,6 +250,29 @@ func (s *Store) LockNullHeld(who Actor, at Loc, tokens []string) bool {
 		}
 	}
 	return false
+}
+
+// PutCheck is the rule of a WebDAV PUT by who of the file at at, after
+// its locks are checked (tokens are the ones the request presents):
+// replacing a file that exists needs the d permission, except for the
+// empty file a LOCK of who made there (LockNullHeld); and the file's
+// folder must exist (KindConflict: WebDAV's PUT makes no parents, unlike
+// copyparty's). A folder at at is the caller's to refuse first.
+func (s *Store) PutCheck(who Actor, at Loc, existing fs.FileInfo, tokens []string) error {
+	const op = "put"
+	if at.Vol == nil {
+		return refuse(op, KindForbidden, "no volume is mounted at %s", at.URLPath())
+	}
+	if existing != nil && !at.Vol.Perms(who.User).Has(PermDelete) {
+		if existing.Size() != 0 || !s.LockNullHeld(who, at, tokens) {
+			return forbid(op, who, at.Vol, PermDelete, "replace files")
+		}
+	}
+	dir := path.Dir("/" + at.Rel)
+	if fi, err := at.Vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
+		return refuse(op, KindConflict, "the parent folder of %s does not exist", at.URLPath())
+	}
+	return nil
 }
 
 // LockCovers reports whether the lock with token exists and covers at
