@@ -760,26 +760,12 @@ func (s *Server) davLock(q *req) error {
 	if _, err := s.ifHeader(q); err != nil {
 		return err
 	}
-	if _, err := q.vol.Stat(q.rel); errors.Is(err, store.ErrNotFound) {
-		// The parent must exist before anything is locked.
-		dir := path.Dir("/" + q.rel)
-		if fi, err := q.vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
-			return errorf(http.StatusConflict, "the parent folder does not exist")
-		}
-	}
-	l, err := s.st.Lock(q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
+	l, made, err := s.st.LockOrMake(q.r.Context(), q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
 	if err != nil {
 		return q.davErr(err, nil)
 	}
 	code := http.StatusOK
-	if _, err := q.vol.Stat(q.rel); errors.Is(err, store.ErrNotFound) {
-		// A lock on an unmapped URL makes an empty file (RFC 4918 section 7.3).
-		dir, name := path.Split(q.rel)
-		if _, err := q.vol.Ingest(q.r.Context(), strings.TrimSuffix(dir, "/"), strings.NewReader(""), store.IngestOptions{Name: name, Size: 0, Uploader: q.user, ClientIP: q.ip}); err != nil {
-			s.st.Unlock(q.actor(), at, l.Token)
-			return q.davErr(err, nil)
-		}
-		s.st.LockMadeFile(l.Token)
+	if made {
 		code = http.StatusCreated
 	}
 	q.w.Header().Set("Lock-Token", "<"+l.Token+">")

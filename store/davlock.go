@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -179,6 +181,41 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 	l := &Lock{Token: newLockToken(), User: who.User, Root: p, Infinite: r.Infinite, Shared: r.Shared, Owner: r.Owner, Timeout: r.Timeout, Expires: s.now().Add(r.Timeout)}
 	d.byTok[l.Token] = l
 	return *l, nil
+}
+
+// LockOrMake is Lock as a WebDAV LOCK takes it (RFC 4918 section 7.3):
+// on a URL where nothing is, the folder must exist (KindConflict) and the
+// lock makes an empty file there, noted as the lock's (LockNullHeld), so
+// its holder may fill it without d. made says a file was made; if making
+// it fails, the lock is given up again.
+func (s *Store) LockOrMake(ctx context.Context, who Actor, at Loc, r LockRequest) (l Lock, made bool, err error) {
+	const op = "lock"
+	if at.Vol == nil {
+		return Lock{}, false, refuse(op, KindForbidden, "no volume is mounted at %s", at.URLPath())
+	}
+	if !at.Vol.Perms(who.User).Has(PermWrite) { // before anything is looked at
+		return Lock{}, false, forbid(op, who, at.Vol, PermWrite, "lock files")
+	}
+	if _, err := at.Vol.Stat(at.Rel); errors.Is(err, ErrNotFound) {
+		dir := path.Dir("/" + at.Rel)
+		if fi, err := at.Vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
+			return Lock{}, false, refuse(op, KindConflict, "the parent folder of %s does not exist", at.URLPath())
+		}
+	}
+	l, err = s.Lock(who, at, r)
+	if err != nil {
+		return Lock{}, false, err
+	}
+	if _, err := at.Vol.Stat(at.Rel); errors.Is(err, ErrNotFound) {
+		dir, name := path.Split(at.Rel)
+		if _, err := at.Vol.Ingest(ctx, strings.TrimSuffix(dir, "/"), strings.NewReader(""), IngestOptions{Name: name, Size: 0, Uploader: who.User, ClientIP: who.IP}); err != nil {
+			s.Unlock(who, at, l.Token)
+			return Lock{}, false, err
+		}
+		s.LockMadeFile(l.Token)
+		l.Made, made = true, true
+	}
+	return l, made, nil
 }
 
 // RefreshLock extends the lock with token, which must cover at and belong

@@ -276,3 +276,51 @@ func TestCopyShallow(t *testing.T) {
 		t.Fatalf("no volume at the source: %v", err)
 	}
 }
+
+// TestLockOrMake: a LOCK on an unmapped URL makes the empty file its
+// holder may fill without d; under a missing folder it is KindConflict
+// and holds nothing; without w it is refused before anything is looked
+// at, missing folder or not.
+func TestLockOrMake(t *testing.T) {
+	st, dirs := openStore(t, "::w", ":ro:r")
+	var v, ro *Volume
+	for _, x := range st.Volumes() {
+		if x.VPath == "" {
+			v = x
+		} else {
+			ro = x
+		}
+	}
+	mkfiles(t, dirs[0], map[string]string{"d/have.txt": "h"})
+	mkfiles(t, dirs[1], map[string]string{"d/have.txt": "h"})
+	who := Actor{User: "x"}
+	ctx := t.Context()
+	l, made, err := st.LockOrMake(ctx, who, Loc{v, "d/new.txt"}, LockRequest{})
+	if err != nil || !made || !l.Made {
+		t.Fatalf("lock of an unmapped URL: %+v made=%v %v", l, made, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dirs[0], "d/new.txt")); err != nil || fi.Size() != 0 {
+		t.Fatalf("the lock's empty file: %v %v", fi, err)
+	}
+	if !st.LockNullHeld(who, Loc{v, "d/new.txt"}, []string{l.Token}) {
+		t.Error("the lock that made the file does not hold it as lock-null")
+	}
+	if _, made, err := st.LockOrMake(ctx, who, Loc{v, "d/have.txt"}, LockRequest{}); err != nil || made {
+		t.Errorf("lock of an existing file: made=%v %v", made, err)
+	}
+	if _, _, err := st.LockOrMake(ctx, who, Loc{v, "nothere/new.txt"}, LockRequest{}); KindOf(err) != KindConflict {
+		t.Errorf("under a missing folder: %v, want KindConflict", err)
+	}
+	if len(st.LocksOn(Loc{v, "nothere/new.txt"})) != 0 {
+		t.Error("a refused lock is held")
+	}
+	for _, p := range []string{"d/new2.txt", "nothere/new.txt"} {
+		var e *Error
+		if _, _, err := st.LockOrMake(ctx, who, Loc{ro, p}, LockRequest{}); !errors.As(err, &e) || e.Kind != KindForbidden || e.Need != PermWrite {
+			t.Errorf("without w, %s: %v, want KindForbidden needing w", p, err)
+		}
+	}
+	if exists(filepath.Join(dirs[1], "d/new2.txt")) {
+		t.Error("a refused lock made a file")
+	}
+}

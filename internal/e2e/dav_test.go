@@ -915,6 +915,33 @@ func TestDAVLockNull(t *testing.T) {
 	}
 }
 
+// TestDAVLockNoOracle: a LOCK by someone who may not lock is refused the
+// same whether or not the folder it names exists (it answered 409 for a
+// missing folder before the permission was looked at), and makes nothing.
+func TestDAVLockNoOracle(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "secret/a.txt", []byte("a"))
+	s := start(t, "-a", "u:pw", "-v", dir+"::g:rg,u")
+	for _, auth := range []struct {
+		name   string
+		header []string
+		status int
+	}{
+		{name: "anonymous", status: http.StatusUnauthorized},
+		{name: "user without w", header: []string{basicAuth("u:pw")}, status: http.StatusForbidden},
+	} {
+		for _, p := range []string{"/secret/new.txt", "/nothere/new.txt"} {
+			resp, body := davReq(t, s, "LOCK", p, lockBody, append([]string{"Depth: 0"}, auth.header...)...)
+			if resp.StatusCode != auth.status {
+				t.Errorf("%s: LOCK %s: %d %s, want %d", auth.name, p, resp.StatusCode, body, auth.status)
+			}
+		}
+	}
+	if pathExists(dir, "secret/new.txt") {
+		t.Error("a refused LOCK made a file")
+	}
+}
+
 // TestDAVPropfindMounts: a volume mounted inside another is listed as
 // its URL resolves; the folder it shadows on the outer volume's disk is
 // never shown, not even by Depth: infinity.
