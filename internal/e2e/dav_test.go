@@ -152,7 +152,7 @@ func hrefEscape(p string) string {
 var litmusLine = regexp.MustCompile(`(\d+)\. (\w+)\.*\s*(pass|FAIL|SKIPPED|WARNING)`)
 
 // litmusAllowed are the litmus failures this server is known to have,
-// each justified in README.md (WebDAV). Anything else fails the test.
+// each justified in docs/http.md (WebDAV). Anything else fails the test.
 var litmusAllowed = map[string]bool{}
 
 func TestDAVLitmus(t *testing.T) {
@@ -228,6 +228,7 @@ func tail(s string, n int) string {
 }
 
 func TestDAVRclone(t *testing.T) {
+	t.Parallel()
 	needProgram(t, "rclone")
 	vol, local, down := t.TempDir(), t.TempDir(), t.TempDir()
 	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -817,6 +818,7 @@ func TestDAVBadInput(t *testing.T) {
 // TestDAVPropfindStream: a PROPFIND of a folder of 100,000 files streams
 // its 207: the server's peak memory grows by far less than the body.
 func TestDAVPropfindStream(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: 100,000 files")
 	}
