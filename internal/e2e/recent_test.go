@@ -260,6 +260,7 @@ func TestActiveDownloads(t *testing.T) {
 // empty) and the ring's size no longer bounds them. (Removals leave the
 // index with the file's record: TestSearchFollows.)
 func TestRecentUploadsIndexed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"-a", "boss:bpw", "-a", "u1:p1", "-v", dir + "::w:rwd,u1:A,boss", "-e2d", "--ups-ring", "1"}
 	s := start(t, args...)

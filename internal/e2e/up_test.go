@@ -260,6 +260,7 @@ func sameTree(t *testing.T, src, dst string) {
 }
 
 func TestUpTree(t *testing.T) {
+	t.Parallel()
 	vol, src := t.TempDir(), t.TempDir()
 	tree := filepath.Join(src, "tree")
 	total, n := upTree(t, tree, 40<<20+333)
@@ -331,6 +332,7 @@ func TestUpPlainOutput(t *testing.T) {
 }
 
 func TestUpKilledResumes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow (a slowed upload killed and resumed); skipped with -short")
 	}
@@ -377,6 +379,7 @@ func TestUpKilledResumes(t *testing.T) {
 }
 
 func TestUpServerRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow (a slowed upload across a server restart); skipped with -short")
 	}
@@ -428,6 +431,7 @@ func TestUpServerRestart(t *testing.T) {
 }
 
 func TestUpDeleteRemote(t *testing.T) {
+	t.Parallel()
 	vol, src := t.TempDir(), t.TempDir()
 	tree := filepath.Join(src, "tree")
 	upTree(t, tree, 2<<20)
@@ -470,6 +474,7 @@ func TestUpDeleteRemote(t *testing.T) {
 }
 
 func TestUpFlakyProxy(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow (retries through a flaky proxy); skipped with -short")
 	}
@@ -730,6 +735,7 @@ func nullUp2k(t *testing.T) (string, *atomic.Int64) {
 // number of files (the walk streams, the queues are bounded): ten times
 // the files, about the same peak.
 func TestUpMemoryBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow (33,000 files); skipped with -short")
 	}
