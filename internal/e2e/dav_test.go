@@ -714,6 +714,7 @@ func TestDAVLocks(t *testing.T) {
 
 // TestDAVBadInput: each refused with a clear 4xx and nothing changed.
 func TestDAVBadInput(t *testing.T) {
+	t.Parallel()
 	dir, other, outside := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, dir, "a.txt", []byte("a"))
 	writeFile(t, dir, "f/in.txt", []byte("in"))

@@ -138,6 +138,7 @@ func TestUp2kBadHandshakes(t *testing.T) {
 }
 
 func TestUp2kBadChunks(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	other := t.TempDir()
 	s := start(t, "-a", "u:pw", "-a", "v:pw2", "-v", vol+"::rw,u", "-v", other+":o:rw,v")
