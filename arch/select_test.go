@@ -1,0 +1,71 @@
+package arch
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"hoard/store"
+)
+
+// TestSelect: a selection's rules live in arch. Names resolve as their
+// URLs would (into a volume mounted below, with its read permission);
+// every bad name refuses the whole selection with a kind and a client-safe
+// message; a name below a selected folder is left to it.
+func TestSelect(t *testing.T) {
+	top, inner, locked := t.TempDir(), t.TempDir(), t.TempDir()
+	put(t, top, "a.txt", []byte("a"))
+	put(t, top, "d/b.txt", []byte("b"))
+	put(t, top, ".dot", []byte("."))
+	put(t, inner, "c.txt", []byte("c"))
+	put(t, locked, "x.txt", []byte("x"))
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{
+		{Src: top, Perms: map[string]store.Perm{"*": store.PermRead}},
+		{Src: inner, VPath: "m", Perms: map[string]store.Perm{"*": store.PermRead}},
+		{Src: locked, VPath: "lk", Perms: map[string]store.Perm{"*": store.PermWrite}},
+	}, Logger: quiet, Hist: filepath.Join(t.TempDir(), store.HistName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	v, _ := st.Resolve(nil)
+	sc := Scope{Store: st, Vol: v}
+	ctx := t.Context()
+
+	w := &Walker{Vol: v}
+	if err := w.Select(ctx, sc, []string{"a.txt", "d/", "d/b.txt", "m"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range w.Files {
+		got = append(got, f.Name)
+	}
+	slices.Sort(got)
+	if want := []string{"a.txt", "d/b.txt", "m/c.txt"}; !slices.Equal(got, want) {
+		t.Errorf("selected %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		name string
+		sel  []string
+		kind store.Kind
+		msg  string
+	}{
+		{name: "empty", sel: []string{""}, kind: store.KindInvalid, msg: "an empty name in the selection"},
+		{name: "dot-dot", sel: []string{"../a.txt"}, kind: store.KindInvalid, msg: `bad name in the selection: "../a.txt" (names are relative to the folder, without . or ..)`},
+		{name: "excluded", sel: []string{"x" + store.PartialSuffix}, kind: store.KindForbidden, msg: `"x` + store.PartialSuffix + `" is never archived`},
+		{name: "dotfile without .", sel: []string{".dot"}, kind: store.KindForbidden, msg: `".dot" is a dotfile; that needs the . permission (and no nodot)`},
+		{name: "missing", sel: []string{"a.txt", "nope"}, kind: store.KindInvalid, msg: `"nope" is not in this folder`},
+		{name: "a file as a folder", sel: []string{"a.txt/b"}, kind: store.KindInvalid, msg: `"a.txt/b" is not in this folder`},
+		{name: "an unreadable volume below", sel: []string{"lk"}, kind: store.KindForbidden, msg: `"lk" is not readable`},
+	} {
+		err := (&Walker{Vol: v}).Select(ctx, sc, tc.sel)
+		var e *store.Error
+		if store.KindOf(err) != tc.kind || !errors.As(err, &e) || e.Msg != tc.msg {
+			t.Errorf("%s: %v (kind %v), want kind %v %q", tc.name, err, store.KindOf(err), tc.kind, tc.msg)
+		}
+	}
+}
