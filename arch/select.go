@@ -125,3 +125,33 @@ func selectedAbove(name string, sel map[string]bool) bool {
 	}
 	return false
 }
+
+// MountsOf is Walker.Mounts for user: the volumes of st mounted directly
+// below a URL path, and what user may do in them. A folder's archive
+// holds the volumes mounted below it that the user may read (copyparty's
+// rule), each with its own dotfile permission (none with noDot), in place
+// of any real folder they hide. In a share's view (share) no mount below
+// goes in: a share is one folder.
+func MountsOf(st *store.Store, user string, share, noDot bool) func(url string) []Mount {
+	return func(url string) []Mount {
+		var parts []string
+		if url != "" {
+			parts = strings.Split(url, "/")
+		}
+		var out []Mount
+		for name, vols := range st.MountsBelow(parts) {
+			m := Mount{Name: name}
+			for _, v := range vols {
+				if v.VPath == path.Join(url, name) {
+					p := v.Perms(user)
+					m.Vol, m.Read, m.Dots = v, p.Has(store.PermRead), p.Has(store.PermDot) && !noDot
+					if share {
+						m.Read = false // a share is one folder: a mount below it hides its folder and stays out
+					}
+				}
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"hoard/store"
@@ -66,6 +67,50 @@ func TestSelect(t *testing.T) {
 		var e *store.Error
 		if store.KindOf(err) != tc.kind || !errors.As(err, &e) || e.Msg != tc.msg {
 			t.Errorf("%s: %v (kind %v), want kind %v %q", tc.name, err, store.KindOf(err), tc.kind, tc.msg)
+		}
+	}
+}
+
+// TestMountsOf: the volumes mounted below a URL path, with the user's read
+// and dotfile permissions there; nodot takes dotfiles away; in a share's
+// view nothing mounted below goes in.
+func TestMountsOf(t *testing.T) {
+	top, a, b := t.TempDir(), t.TempDir(), t.TempDir()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{
+		{Src: top, Perms: map[string]store.Perm{"*": store.PermRead}},
+		{Src: a, VPath: "x/a", Perms: map[string]store.Perm{"*": store.PermRead | store.PermDot}},
+		{Src: b, VPath: "x/b", Perms: map[string]store.Perm{"*": store.PermWrite}},
+	}, Logger: quiet, Hist: filepath.Join(t.TempDir(), store.HistName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	type row struct {
+		name            string
+		vol, read, dots bool
+	}
+	rows := func(ms []Mount) []row {
+		var out []row
+		for _, m := range ms {
+			out = append(out, row{name: m.Name, vol: m.Vol != nil, read: m.Read, dots: m.Dots})
+		}
+		slices.SortFunc(out, func(p, q row) int { return strings.Compare(p.name, q.name) })
+		return out
+	}
+	for _, tc := range []struct {
+		name         string
+		url          string
+		share, noDot bool
+		want         []row
+	}{
+		{name: "the top: a folder of URLs only", url: "", want: []row{{name: "x"}}},
+		{name: "below x", url: "x", want: []row{{name: "a", vol: true, read: true, dots: true}, {name: "b", vol: true}}},
+		{name: "nodot", url: "x", noDot: true, want: []row{{name: "a", vol: true, read: true}, {name: "b", vol: true}}},
+		{name: "a share", url: "x", share: true, want: []row{{name: "a", vol: true, dots: true}, {name: "b", vol: true}}},
+	} {
+		if got := rows(MountsOf(st, "", tc.share, tc.noDot)(tc.url)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +68,7 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 
 	ctx := q.r.Context()
-	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: s.archiveMounts(q)}
+	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: arch.MountsOf(s.st, q.user, q.share, has(q.query, "nodot"))}
 	if virtual {
 		wk.Vol, wk.Dots = nil, false // no volume, no . permission here (copyparty's rule)
 	}
@@ -150,35 +149,6 @@ func (s *Server) needMountRead(q *req) error {
 		return errUnauthorized
 	}
 	return errorf(http.StatusForbidden, "user %s may read no volume below /%s", q.user, url)
-}
-
-// archiveMounts tells the walk which volumes are mounted below a URL path
-// and what the user may do in them: a folder's archive holds the volumes
-// mounted below it that the user may read (copyparty's rule), each with its
-// own dotfile permission, in place of any real folder they hide.
-func (s *Server) archiveMounts(q *req) func(url string) []arch.Mount {
-	nodot := has(q.query, "nodot")
-	return func(url string) []arch.Mount {
-		var parts []string
-		if url != "" {
-			parts = strings.Split(url, "/")
-		}
-		var out []arch.Mount
-		for name, vols := range s.st.MountsBelow(parts) {
-			m := arch.Mount{Name: name}
-			for _, v := range vols {
-				if v.VPath == path.Join(url, name) {
-					p := v.Perms(q.user)
-					m.Vol, m.Read, m.Dots = v, p.Has(store.PermRead), p.Has(store.PermDot) && !nodot
-					if q.share {
-						m.Read = false // a share is one folder: a mount below it hides its folder and stays out
-					}
-				}
-			}
-			out = append(out, m)
-		}
-		return out
-	}
 }
 
 // archiveFormat reads ?tar= or ?zip= and the modifier keys; of several
