@@ -427,6 +427,7 @@ const lockBody = `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><
 
 // TestDAVOptions: the headers clients look for; --no-dav turns it off.
 func TestDAVOptions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "a.txt", []byte("a"))
 	s := start(t, "-v", dir+"::rwmd")
@@ -543,6 +544,7 @@ func TestDAVPutMtime(t *testing.T) {
 // its letters (anonymous: 401, a known user: 403), and a refusal
 // changes nothing.
 func TestDAVPerms(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	users := []string{"r", "w", "m", "d", "rw", "wm", "rwm", "rwd", "rwmd"}
 	args := []string{"-v", dir + "::"}

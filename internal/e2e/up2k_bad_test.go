@@ -54,6 +54,7 @@ func wantSameUserFiles(t *testing.T, what string, before, after map[string]strin
 }
 
 func TestUp2kBadHandshakes(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	s := start(t, "-a", "u:pw", "-v", vol+"::r:rw,u")
 	writeFile(t, vol, "keep.txt", []byte("keep"))

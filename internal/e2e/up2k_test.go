@@ -562,6 +562,7 @@ func TestUp2kEmptyFile(t *testing.T) {
 // of copyparty's chunk size (or the spec's table) at the edge of every
 // chunk-size step, and real uploads across the first steps arrive intact.
 func TestUp2kChunkSizeBoundaries(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
 	// The huge handshakes come from another address than the real

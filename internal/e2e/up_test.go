@@ -535,6 +535,7 @@ func TestUpFileChanges(t *testing.T) {
 }
 
 func TestUpBadArgs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		args []string
@@ -663,6 +664,7 @@ func TestUpCopyparty(t *testing.T) {
 // skips the check; without either a self-signed server is refused at
 // once (no retries), exit 1.
 func TestUpTLS(t *testing.T) {
+	t.Parallel()
 	vol, src, cdir := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, src, "tree/big.bin", seededBytes(5, 5<<20+77))
 	writeFile(t, src, "tree/a.txt", []byte("hello\n"))
@@ -813,6 +815,7 @@ func TestUpMemoryBounded(t *testing.T) {
 // file to the local one; a different file of the same name is kept beside
 // (a collision name) without --ow and replaced with it.
 func TestUpTouchOverwrite(t *testing.T) {
+	t.Parallel()
 	vol, src := t.TempDir(), t.TempDir()
 	p := writeFile(t, src, "d/a.txt", []byte("local"))
 	s := start(t, "-v", vol+"::rwd", "-e2d")

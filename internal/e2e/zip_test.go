@@ -159,6 +159,7 @@ func TestZipPermissions(t *testing.T) {
 }
 
 func TestZipBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
 	writeFile(t, dir, "a.zip", makeZip(t, [][2]string{{"ok.txt", "fine"}, {"../../evil.txt", "slip"}, {"/abs.txt", "abs"}, {"dir\\..\\win.txt", "win"}}, time.Now()))
