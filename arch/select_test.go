@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -113,4 +114,56 @@ func TestMountsOf(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// FuzzSelect: any selection (names one per line, as a form's "files"
+// field gives them) either is refused with a kind and adds nothing that
+// matters, or adds only files at or below a selected name; nothing of the
+// state folder, no work file, no dotfile without the . permission.
+func FuzzSelect(f *testing.F) {
+	top, inner := f.TempDir(), f.TempDir()
+	put(f, top, "a.txt", []byte("a"))
+	put(f, top, "d/b.txt", []byte("b"))
+	put(f, top, ".dot", []byte("."))
+	put(f, top, "w"+store.PartialSuffix, []byte("w"))
+	put(f, inner, "c.txt", []byte("c"))
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{
+		{Src: top, Perms: map[string]store.Perm{"*": store.PermRead}},
+		{Src: inner, VPath: "m", Perms: map[string]store.Perm{"*": store.PermRead}},
+	}, Logger: quiet, Hist: filepath.Join(f.TempDir(), store.HistName)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { st.Close() })
+	v, _ := st.Resolve(nil)
+	for _, s := range []string{"a.txt", "d/\nd/b.txt", "m", "../a.txt", ".dot", "w" + store.PartialSuffix, ".hist", "", "a.txt/x", "m/c.txt\nm", "d//b.txt", "/a.txt"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, sel string) {
+		names := strings.Split(sel, "\n")
+		w := &Walker{Vol: v}
+		err := w.Select(t.Context(), Scope{Store: st, Vol: v}, names)
+		if err != nil {
+			if k := store.KindOf(err); k != store.KindInvalid && k != store.KindForbidden {
+				t.Fatalf("%q: %v (kind %v), want a refusal", sel, err, k)
+			}
+			return
+		}
+		for _, fl := range w.Files {
+			if strings.Contains(fl.Name, store.HistName) || strings.HasSuffix(fl.Name, store.PartialSuffix) || strings.HasPrefix(path.Base(fl.Name), ".") {
+				t.Fatalf("%q: added %q", sel, fl.Name)
+			}
+			ok := false
+			for _, n := range names {
+				n = strings.TrimSuffix(n, "/")
+				if fl.Name == n || strings.HasPrefix(fl.Name, n+"/") {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Fatalf("%q: added %q, which no selected name covers", sel, fl.Name)
+			}
+		}
+	})
 }
