@@ -95,19 +95,6 @@ func (s *Server) davRoute(q *req) error {
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported", q.r.Method)
 }
 
-// davErr maps a domain error to its status with WebDAV's exceptions
-// (kinds → status), keeping the message; anonymous refusals become 401.
-func (q *req) davErr(err error, over map[store.Kind]int) error {
-	err = q.domain(err)
-	if k := store.KindOf(err); k != 0 {
-		if code, ok := over[k]; ok {
-			_, msg := statusOf(err)
-			return &httpError{code: code, msg: msg, err: err}
-		}
-	}
-	return err
-}
-
 func (q *req) loc0() store.Loc { return store.Loc{Vol: q.vol, Rel: q.rel} }
 
 // davURL is the href of a URL path (components joined by "/").
@@ -676,15 +663,7 @@ func (s *Server) proppatch(q *req) error {
 	if !failed {
 		err := s.st.PatchProps(q.r.Context(), q.actor(), q.loc0(), dead, mtime)
 		if err != nil {
-			code := 0
-			switch store.KindOf(err) {
-			case store.KindStateFull, store.KindNoSpace:
-				code = http.StatusInsufficientStorage
-			case store.KindForbidden:
-				code = http.StatusForbidden
-			case store.KindInvalid:
-				code = http.StatusConflict
-			}
+			code := propPatchStatus(err)
 			if code == 0 || len(dead) == 0 {
 				return q.davErr(err, nil)
 			}
@@ -750,7 +729,7 @@ func (s *Server) mkcol(q *req) error {
 		if errors.Is(err, store.ErrNotFound) {
 			return errorf(http.StatusConflict, "the parent folder does not exist")
 		}
-		return q.davErr(err, map[store.Kind]int{store.KindExists: http.StatusMethodNotAllowed, store.KindNotFound: http.StatusConflict})
+		return q.davErr(err, davMkcolStatus)
 	}
 	q.w.Header().Set("Location", q.davURL(strings.Join(q.parts, "/"), true))
 	return q.text(http.StatusCreated, "")
@@ -764,7 +743,7 @@ func (s *Server) davDelete(q *req) error {
 		return q.davErr(err, nil)
 	}
 	if _, err := s.st.Delete(q.r.Context(), q.actor(), q.loc0(), store.DeleteOptions{}); err != nil {
-		return q.davErr(err, map[store.Kind]int{store.KindInvalid: http.StatusForbidden})
+		return q.davErr(err, davDeleteStatus)
 	}
 	q.w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -808,16 +787,14 @@ func (s *Server) davTransfer(q *req) error {
 			return q.davErr(err, nil)
 		}
 	}
-	over := map[store.Kind]int{store.KindInvalid: http.StatusForbidden}
+	over := davTransferStatus
 	if !overwrite {
-		over[store.KindExists] = http.StatusPreconditionFailed
+		over = davNoOverwriteStatus
 	}
 	var res store.DestResult
-	opt := store.DestOptions{Overwrite: overwrite}
+	opt := store.DestOptions{Overwrite: overwrite, Shallow: depth == 0}
 	if move {
 		res, err = s.st.Move(q.r.Context(), q.actor(), src, dst, opt)
-	} else if depth == 0 {
-		res, err = s.shallowCopy(q, src, dst, opt)
 	} else {
 		res, err = s.st.Copy(q.r.Context(), q.actor(), src, dst, opt)
 	}
@@ -846,41 +823,6 @@ func (s *Server) routedElsewhere(parts []string) error {
 	return nil
 }
 
-// shallowCopy is COPY with Depth: 0: a file is copied; a folder becomes an
-// empty folder at the destination (RFC 4918 section 9.8.3).
-func (s *Server) shallowCopy(q *req, src, dst store.Loc, opt store.DestOptions) (store.DestResult, error) {
-	if src.Vol == nil {
-		return store.DestResult{}, &store.Error{Op: "copy", Kind: store.KindForbidden, Msg: "no volume is mounted there"}
-	}
-	fi, err := src.Vol.Stat(src.Rel)
-	if err != nil || !fi.IsDir() {
-		return s.st.Copy(q.r.Context(), q.actor(), src, dst, opt)
-	}
-	if !src.Vol.Perms(q.user).Has(store.PermRead) {
-		return store.DestResult{}, &store.Error{Op: "copy", Kind: store.KindForbidden, Need: store.PermRead, Msg: "copying needs the r permission at the source"}
-	}
-	res := store.DestResult{Dir: true}
-	if dst.Vol != nil {
-		if dfi, err := dst.Vol.Stat(dst.Rel); err == nil {
-			if !opt.Overwrite {
-				return res, &store.Error{Op: "copy", Kind: store.KindExists, Msg: "the destination exists"}
-			}
-			if !dst.Vol.Perms(q.user).Has(store.PermDelete) {
-				return res, &store.Error{Op: "copy", Kind: store.KindForbidden, Need: store.PermDelete, Msg: "replacing needs the d permission at the destination"}
-			}
-			if dfi.IsDir() {
-				return store.DestResult{Dir: true, Replaced: true}, nil // the folder is there; no members are copied
-			}
-			if _, err := s.st.Delete(q.r.Context(), q.actor(), dst, store.DeleteOptions{}); err != nil {
-				return res, err
-			}
-			res.Replaced = true
-		}
-	}
-	_, err = s.st.Mkdir(q.r.Context(), q.actor(), dst, store.MkdirOptions{})
-	return res, err
-}
-
 // ---- LOCK, UNLOCK
 
 func (s *Server) davLock(q *req) error {
@@ -905,7 +847,7 @@ func (s *Server) davLock(q *req) error {
 		}
 		l, err := s.st.RefreshLock(q.actor(), at, toks[0], timeout)
 		if err != nil {
-			return q.davErr(err, map[store.Kind]int{store.KindConflict: http.StatusPreconditionFailed})
+			return q.davErr(err, davRefreshStatus)
 		}
 		return writeLock(q, l, http.StatusOK)
 	}
@@ -923,26 +865,12 @@ func (s *Server) davLock(q *req) error {
 	if _, err := s.ifHeader(q); err != nil {
 		return err
 	}
-	if _, err := q.vol.Stat(q.rel); errors.Is(err, store.ErrNotFound) {
-		// The parent must exist before anything is locked.
-		dir := path.Dir("/" + q.rel)
-		if fi, err := q.vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
-			return errorf(http.StatusConflict, "the parent folder does not exist")
-		}
-	}
-	l, err := s.st.Lock(q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
+	l, made, err := s.st.LockOrMake(q.r.Context(), q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
 	if err != nil {
 		return q.davErr(err, nil)
 	}
 	code := http.StatusOK
-	if _, err := q.vol.Stat(q.rel); errors.Is(err, store.ErrNotFound) {
-		// A lock on an unmapped URL makes an empty file (RFC 4918 section 7.3).
-		dir, name := path.Split(q.rel)
-		if _, err := q.vol.Ingest(q.r.Context(), strings.TrimSuffix(dir, "/"), strings.NewReader(""), store.IngestOptions{Name: name, Size: 0, Uploader: q.user, ClientIP: q.ip}); err != nil {
-			s.st.Unlock(q.actor(), at, l.Token)
-			return q.davErr(err, nil)
-		}
-		s.st.LockMadeFile(l.Token)
+	if made {
 		code = http.StatusCreated
 	}
 	q.w.Header().Set("Lock-Token", "<"+l.Token+">")
@@ -1013,21 +941,15 @@ func (s *Server) davPut(q *req) error {
 	if err != nil {
 		return q.davErr(err, nil)
 	}
-	if exists && !q.perm.Has(store.PermDelete) {
-		// The empty file a LOCK of this user made is theirs to fill.
-		if fi.Size() != 0 || !s.st.LockNullHeld(q.actor(), at, toks) {
-			if q.user == "" {
-				return errUnauthorized
-			}
-			return errorf(http.StatusForbidden, "user %s may not overwrite /%s: that needs the d permission", q.acct(), self)
-		}
+	if !exists {
+		fi = nil
+	}
+	if err := s.st.PutCheck(q.actor(), at, fi, toks); err != nil {
+		return q.davErr(err, nil)
 	}
 	dir, name := path.Split(q.rel)
 	dir = strings.TrimSuffix(dir, "/")
-	if dfi, err := q.vol.Stat(dir); err != nil || !dfi.IsDir() {
-		return errorf(http.StatusConflict, "the parent folder of /%s does not exist", self)
-	}
-	o, err := q.uploadOptions(q.vol.Flags.PutCK)
+	o, err := q.uploadOptions(q.vol.Flags().PutCK)
 	if err != nil {
 		return err
 	}
