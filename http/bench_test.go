@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -160,7 +161,15 @@ func TestSmallGetAllocs(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got, want)
 		}
 	}
-	n := testing.AllocsPerRun(200, func() { get() })
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	// The least of three runs: AllocsPerRun counts the whole process's
+	// allocations, and other tests' goroutines may allocate meanwhile.
+	n := math.Inf(1)
+	for range 3 {
+		n = min(n, testing.AllocsPerRun(100, func() { get() }))
+	}
 	t.Logf("%v allocations per GET (recorder included)", n)
 	if n > 64 {
 		t.Fatalf("a 4 KiB GET allocates %v times, want at most 64", n)

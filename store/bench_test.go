@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,18 +56,25 @@ func TestIngestSmallWork(t *testing.T) {
 	v := st.Volumes()[0]
 	data := bytes.Repeat([]byte("x"), 4<<10)
 	ctx := context.Background()
-	names := make([]string, 60)
+	names := make([]string, 64)
 	for i := range names {
 		names[i] = fmt.Sprintf("f%d.bin", i)
 	}
 	i := 0
-	n := testing.AllocsPerRun(50, func() {
-		if _, err := v.Ingest(ctx, "sub", bytes.NewReader(data), IngestOptions{Name: names[i], Size: int64(len(data))}); err != nil {
-			t.Fatal(err)
-		}
-		i++
-	})
-	if n > 62 {
+	// The least of three runs: AllocsPerRun counts the whole process's
+	// allocations, and other tests' goroutines may allocate meanwhile.
+	n := math.Inf(1)
+	for range 3 {
+		n = min(n, testing.AllocsPerRun(15, func() {
+			if _, err := v.Ingest(ctx, "sub", bytes.NewReader(data), IngestOptions{Name: names[i], Size: int64(len(data))}); err != nil {
+				t.Fatal(err)
+			}
+			i++
+		}))
+	}
+	if raceEnabled {
+		t.Logf("%v allocations (race detector on: not checked)", n)
+	} else if n > 62 {
 		t.Fatalf("a 4 KiB Ingest allocates %v times, want at most 62", n)
 	}
 	for _, name := range names[:i] {
