@@ -152,7 +152,7 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 
 // live returns the ready session of wark in vol.
 func (m *Manager) live(ctx context.Context, vol *store.Volume, wark string) (*session, error) {
-	db := m.dbs[vol]
+	db := m.db(vol)
 	for range 8 {
 		m.mu.Lock()
 		if m.closed {
