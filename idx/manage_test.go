@@ -116,7 +116,7 @@ func (f *manageFixture) paths(t *testing.T, q string) []string {
 
 func (f *manageFixture) record(t *testing.T, vol, rel string) *Record {
 	t.Helper()
-	rec, err := f.x.vol(f.vols[vol)].db.Record(rel)
+	rec, err := f.x.vol(f.vols[vol]).db.Record(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
