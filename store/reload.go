@@ -208,7 +208,7 @@ func (s *Store) PrepareReload(cfg Config) (_ *PendingReload, err error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("volume /%s (%s): %w", spec.VPath, spec.Src, err)
+			return nil, fmt.Errorf("volume /%s: %w", spec.VPath, err)
 		}
 		p.added = append(p.added, v)
 		p.keep = append(p.keep, kept{v, spec.Perms, v.Flags()})
