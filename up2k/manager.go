@@ -67,8 +67,8 @@ type Manager struct {
 	log  *slog.Logger
 	now  func() time.Time
 	dbs  atomic.Pointer[map[*store.Volume]SessionStore] // db(); AddVolume replaces it whole
-	sem  chan struct{} // one slot per hashing goroutine
-	rsem chan struct{} // restart re-checks holding their tables at once
+	sem  chan struct{}                                  // one slot per hashing goroutine
+	rsem chan struct{}                                  // restart re-checks holding their tables at once
 
 	// lanes hashes big chunks several at a time (nil without AVX-512,
 	// or when Config.SingleHash asks for crypto/sha512 throughout);
