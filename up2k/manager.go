@@ -66,7 +66,7 @@ type Manager struct {
 	idle time.Duration // --snap-drop
 	log  *slog.Logger
 	now  func() time.Time
-	dbs  atomic.Pointer[map[*store.Volume]SessionStore] // db(); AddVolume replaces it whole
+	dbs  atomic.Pointer[map[*store.Volume]SessionStore] // db(); PrepareVolume replaces it whole
 	sem  chan struct{}                                  // one slot per hashing goroutine
 	rsem chan struct{}                                  // restart re-checks holding their tables at once
 
