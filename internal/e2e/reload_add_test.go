@@ -3,6 +3,7 @@ package e2e
 // SIGHUP mounts and serves a volume new to the process (issue 18).
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -205,4 +206,44 @@ func TestReloadAddVolumeFails(t *testing.T) {
 	resp, b = s.do(t, "PUT", "/fresh/g.txt", []byte("g"), "PW: pw2")
 	wantStatus(t, resp, b, 201)
 	waitHits(t, s, "g.txt", []string{"/fresh/g.txt"}, "PW: pw2")
+}
+
+// TestReloadAddVolumeResumes: an up2k upload left unfinished in a
+// volume's state folder by an earlier run resumes, its received chunk
+// kept, once a reload adds the volume to a server started without it.
+func TestReloadAddVolumeResumes(t *testing.T) {
+	up, nv := t.TempDir(), t.TempDir()
+	first := start(t, "-v", nv+":nv:rw")
+	f := newUp2kFile(randomBytes(3<<20 + 1))
+	rep := up2kHandshake(t, first, "/nv/", "r.bin", f, 1600000000, nil)
+	postChunk(t, first, rep, f, 0)
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	base := "[/up]\n  " + up + "\n  accs:\n    rw: *\n"
+	conf := configFile(t, base)
+	s := start(t, "-c", conf)
+	if err := os.WriteFile(conf, []byte(base+"\n[/nv]\n  "+nv+"\n  accs:\n    rw: *\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hup(t, s, 1)
+	waitLog(t, s, "added=/nv")
+	var mid handshakeReply
+	for range 100 { // its chunk is re-checked in the background first
+		resp, b := postHandshake(t, s, "/nv/", map[string]any{"name": "r.bin", "size": len(f.data), "lmod": 1600000000, "hash": f.hashes})
+		if resp.StatusCode == 200 {
+			if err := json.Unmarshal(b, &mid); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(mid.Hash) != len(f.hashes)-1 || mid.Wark != rep.Wark {
+		t.Fatalf("after the reload the upload needs %d chunks (wark %s), want %d (wark %s)", len(mid.Hash), mid.Wark, len(f.hashes)-1, rep.Wark)
+	}
+	for i := 1; i < len(f.hashes); i++ {
+		postChunk(t, s, rep, f, i)
+	}
+	wantUploaded(t, filepath.Join(nv, "r.bin"), f.data, 1600000000)
 }
