@@ -206,9 +206,9 @@ func TestReloadShares(t *testing.T) {
 	wantStatus(t, resp, b, 200)
 }
 
-// TestReloadU2C: SIGHUP (with an account added) while copyparty's u2c.py
-// is uploading a big file: the upload goes on and finishes intact, in
-// one session.
+// TestReloadU2C: SIGHUP (with an account and an indexed volume added)
+// while copyparty's u2c.py is uploading a big file: the upload goes on
+// and finishes intact, in one session.
 func TestReloadU2C(t *testing.T) {
 	u2cNeed(t)
 	vol, src := t.TempDir(), t.TempDir()
@@ -235,7 +235,9 @@ func TestReloadU2C(t *testing.T) {
 			t.Fatalf("the upload never got going:\n%s", out.String())
 		}
 	}
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[accounts]\n  u: pw\n  v: pw2\n\n[/]\n  %s\n  accs:\n    rw: u, v\n", vol)), 0o644); err != nil {
+	extra := t.TempDir() // a volume added by the same reload
+	writeFile(t, extra, "e.txt", []byte("extra"))
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[accounts]\n  u: pw\n  v: pw2\n\n[/]\n  %s\n  accs:\n    rw: u, v\n\n[/extra]\n  %s\n  accs:\n    r: v\n  flags:\n    e2ds\n", vol, extra)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hup(t, s, 1)
@@ -252,6 +254,8 @@ func TestReloadU2C(t *testing.T) {
 		t.Fatalf("%d upload sessions; the reload must not restart the upload", n)
 	}
 	resp, b := s.do(t, "GET", "/", nil, "PW: pw2")
+	wantStatus(t, resp, b, 200)
+	resp, b = s.do(t, "GET", "/extra/e.txt", nil, "PW: pw2")
 	wantStatus(t, resp, b, 200)
 }
 
