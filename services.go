@@ -64,7 +64,6 @@ type services struct {
 	extra srvhttp.ExtraConfig
 	stats *metrics.Metrics // nil without --stats
 	log   *slog.Logger
-	wsalt string // --warksalt, for the hashes of scans
 
 	// The databases by folder, with their block cache: a reload opens
 	// those of the volumes it adds (reload.go) here, and closes them with
