@@ -41,6 +41,12 @@ type ObjectPut struct {
 	// it completes (If-None-Match: *); else the object is replaced.
 	NoClobber bool
 	Meta      map[string]string
+	// Size, when above 0, is the exact length of the body (one streamed
+	// PUT for a small object instead of a buffered part).
+	Size int64
+	// Check, for Compose, wraps the reader of source i where its bytes
+	// pass through hoard; an error from the wrapper fails the compose.
+	Check func(i int, r io.Reader) io.Reader
 }
 
 // ObjectStore is the object store of one volume: a bucket, keys as given.
@@ -67,6 +73,15 @@ type ObjectStore interface {
 	Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 	// Delete removes the object key; a missing key is no error.
 	Delete(ctx context.Context, key string) error
+	// Compose writes dst as the objects srcs (from Stat or Walk) joined
+	// in order, by one multipart upload completed no-clobber when
+	// opt.NoClobber (ErrExists when dst was taken); sources that pass
+	// through hoard pass through opt.Check. A failure aborts the upload:
+	// nothing becomes visible.
+	Compose(ctx context.Context, dst string, srcs []ObjectInfo, opt ObjectPut) (ObjectInfo, error)
+	// AbortUploads aborts the unfinished multipart uploads of key begun
+	// before before.
+	AbortUploads(ctx context.Context, key string, before time.Time) error
 }
 
 // ErrObjectStoreDown is an object store that cannot be reached or that
