@@ -414,20 +414,22 @@ func (j *joinReader) Close() {
 	}
 }
 
-// AbortUploads aborts the unfinished multipart uploads of key begun
-// before before (left by a node that died while it composed or
-// streamed them); younger ones may be another request's, still running.
+// AbortUploads aborts the unfinished multipart uploads of key (of every
+// key below it when key ends in "/") begun before before (left by a node
+// that died while it composed or streamed them); younger ones may be
+// another request's, still running.
 func (b *Bucket) AbortUploads(ctx context.Context, key string, before time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for u := range b.c.ListIncompleteUploads(ctx, b.bucket, key, false) {
+	below := strings.HasSuffix(key, "/")
+	for u := range b.c.ListIncompleteUploads(ctx, b.bucket, key, below) {
 		if u.Err != nil {
 			return mapErr(u.Err)
 		}
-		if u.Key != key || !u.Initiated.Before(before) {
+		if (u.Key != key && !below) || !u.Initiated.Before(before) {
 			continue
 		}
-		if err := b.core.AbortMultipartUpload(ctx, b.bucket, key, u.UploadID); err != nil && !errors.Is(mapErr(err), store.ErrNotFound) {
+		if err := b.core.AbortMultipartUpload(ctx, b.bucket, u.Key, u.UploadID); err != nil && !errors.Is(mapErr(err), store.ErrNotFound) {
 			return mapErr(err)
 		}
 	}

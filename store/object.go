@@ -79,8 +79,8 @@ type ObjectStore interface {
 	// through hoard pass through opt.Check. A failure aborts the upload:
 	// nothing becomes visible.
 	Compose(ctx context.Context, dst string, srcs []ObjectInfo, opt ObjectPut) (ObjectInfo, error)
-	// AbortUploads aborts the unfinished multipart uploads of key begun
-	// before before.
+	// AbortUploads aborts the unfinished multipart uploads of key (of
+	// every key below it when key ends in "/") begun before before.
 	AbortUploads(ctx context.Context, key string, before time.Time) error
 }
 

@@ -126,7 +126,13 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	for k, val := range opt.Meta {
 		meta[k] = val
 	}
-	oi, err := v.obj.Compose(ctx, v.key(r), srcs, ObjectPut{NoClobber: !opt.Replace, Meta: meta, Check: opt.Check})
+	put := ObjectPut{NoClobber: !opt.Replace, Meta: meta, Check: opt.Check}
+	var oi ObjectInfo
+	if len(srcs) == 0 {
+		oi, err = v.obj.Put(ctx, v.key(r), strings.NewReader(""), put) // an empty file
+	} else {
+		oi, err = v.obj.Compose(ctx, v.key(r), srcs, put)
+	}
 	if err != nil {
 		return ObjectInfo{}, err
 	}
@@ -142,6 +148,17 @@ func (v *Volume) UpAbort(ctx context.Context, rel string, before time.Time) erro
 		return fmt.Errorf("store: abort at %q: bad path", rel)
 	}
 	return v.obj.AbortUploads(ctx, v.key(r), before)
+}
+
+// UpAbortArea aborts the unfinished multipart uploads of session
+// objects whose names begin with prefix, begun before before (a chunk
+// larger than one part whose node died while it streamed it).
+func (v *Volume) UpAbortArea(ctx context.Context, prefix string, before time.Time) error {
+	k, err := v.upKey(prefix)
+	if err != nil {
+		return err
+	}
+	return v.obj.AbortUploads(ctx, k, before)
 }
 
 // UpStat describes the file rel of an object-store volume with its

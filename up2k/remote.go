@@ -1,0 +1,570 @@
+package up2k
+
+// up2k on a volume whose files are objects in an object store (store's
+// s3= flag; docs/s3.md, "up2k on S3"). Nothing of such an upload lives on
+// a node: its session is the object <wark>/session.json in the volume's
+// session area (store.Volume.UpPut…), each verified chunk is the object
+// <wark>/c/<key> (its own receipt: it exists only once its bytes matched
+// their hash), and the file is published by joining the chunk objects
+// no-clobber. So any node can take any handshake or chunk, and a node
+// may die at any instant: what it had acknowledged is in the bucket, what
+// it had not is not.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha512"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"hoard/store"
+)
+
+// remoteRec is a session object: the record of a local session, plus
+// where the file was published once it was (Final), kept until the
+// session expires so that a client's last handshake finds its file.
+type remoteRec struct {
+	record
+	Final string `json:"final,omitempty"`
+}
+
+// maxSessionObject bounds a session object's size (4096 hashes of at
+// most 88 characters, and the rest).
+const maxSessionObject = 1 << 20
+
+func sessionObject(wark string) string { return wark + "/session.json" }
+func chunkPrefix(wark string) string   { return wark + "/c/" }
+func chunkObject(wark, key string) string {
+	return chunkPrefix(wark) + key
+}
+
+// remoteCache keeps, per node, the tables of sessions it has seen: a
+// session's chunk hashes, size and chunk size follow from its wark, so a
+// cached table is never stale (who published the file is read afresh).
+type remoteCache struct {
+	mu sync.Mutex
+	m  map[string]*remoteSess
+}
+
+type remoteSess struct {
+	rec remoteRec
+	t   *table
+}
+
+const remoteCacheMax = 256
+
+func (c *remoteCache) get(v *store.Volume, wark string) *remoteSess {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[v.VPath+"\x00"+wark]
+}
+
+func (c *remoteCache) put(v *store.Volume, wark string, s *remoteSess) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= remoteCacheMax {
+		c.m = map[string]*remoteSess{}
+	}
+	c.m[v.VPath+"\x00"+wark] = s
+}
+
+func (c *remoteCache) drop(v *store.Volume, wark string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, v.VPath+"\x00"+wark)
+}
+
+// loadRemote reads the session object of wark; ok is false when there is
+// none.
+func (m *Manager) loadRemote(ctx context.Context, v *store.Volume, wark string) (*remoteSess, bool, error) {
+	b, _, err := v.UpGet(ctx, sessionObject(wark), maxSessionObject)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var rs remoteSess
+	if err := json.Unmarshal(b, &rs.rec); err != nil {
+		return nil, false, fmt.Errorf("up2k: session object %s: %w", wark, err)
+	}
+	if rs.rec.Wark != wark {
+		return nil, false, fmt.Errorf("up2k: session object %s names the wark %q", wark, rs.rec.Wark)
+	}
+	if rs.t, err = newTable(rs.rec.Size, rs.rec.CS, rs.rec.Hashes); err != nil {
+		return nil, false, fmt.Errorf("up2k: session object %s: %w", wark, err)
+	}
+	return &rs, true, nil
+}
+
+// putRemote writes the session object; noClobber fails with
+// store.ErrExists when another node made it first.
+func putRemote(ctx context.Context, v *store.Volume, rec remoteRec, noClobber bool) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	_, err = v.UpPut(ctx, sessionObject(rec.Wark), bytes.NewReader(b), int64(len(b)), noClobber)
+	return err
+}
+
+// remoteHave lists the chunk keys stored for wark.
+func remoteHave(ctx context.Context, v *store.Volume, wark string) (map[string]bool, time.Time, error) {
+	have := map[string]bool{}
+	var last time.Time
+	pre := chunkPrefix(wark)
+	err := v.UpWalk(ctx, pre, func(oi store.ObjectInfo) error {
+		have[strings.TrimPrefix(oi.Key, pre)] = true
+		if oi.ModTime.After(last) {
+			last = oi.ModTime
+		}
+		return nil
+	})
+	return have, last, err
+}
+
+func (rs *remoteSess) need(have map[string]bool) []string {
+	out := []string{}
+	for u := 0; u < rs.t.nu; u++ {
+		if !have[rs.t.key(u)] {
+			out = append(out, rs.t.sentOf(u))
+		}
+	}
+	return out
+}
+
+// remoteHandshake is Handshake on an object-store volume (h checked and
+// normalised by Handshake; cs and wark derived).
+func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wark string) (Reply, error) {
+	if err := h.Vol.CheckSize(h.Size); err != nil {
+		return Reply{}, err
+	}
+	for range 4 {
+		rs, ok, err := m.loadRemote(ctx, h.Vol, wark)
+		if err != nil {
+			return Reply{}, err
+		}
+		if !ok {
+			rep, again, err := m.remoteStart(ctx, h, cs, wark)
+			if again {
+				continue
+			}
+			return rep, err
+		}
+		rec := rs.rec
+		same := rec.Dir == h.Dir && (rec.Name == h.Name || rec.Asked == h.Name)
+		if rec.Final != "" {
+			if same {
+				if rep, ok := m.remoteDone(ctx, h.Vol, rs); ok {
+					return rep, nil
+				}
+			}
+			// Published elsewhere, or since gone: that record is only a
+			// hint for its own client; this is a new upload.
+			if err := h.Vol.UpDelete(ctx, sessionObject(wark)); err != nil {
+				return Reply{}, err
+			}
+			continue
+		}
+		if !same {
+			where := urlPath(h.Vol, path.Join(rec.Dir, rec.Name))
+			if !h.MayRead && (rec.User != h.User || rec.IP != h.IP) {
+				where = "(elsewhere)"
+			}
+			return Reply{}, &Error{Kind: Retry, Msg: "partial upload exists at a different location; please resume uploading here instead:\n" + where + " "}
+		}
+		m.remote.put(h.Vol, wark, rs)
+		have, _, err := remoteHave(ctx, h.Vol, wark)
+		if err != nil {
+			return Reply{}, err
+		}
+		need := rs.need(have)
+		if len(need) == 0 {
+			// Every chunk is in, but nobody published the file (its
+			// node died): publish it now.
+			if _, err := m.remoteFinish(ctx, h.Vol, wark); err != nil {
+				return Reply{}, err
+			}
+			continue
+		}
+		return Reply{Name: rec.Name, Dir: rec.Dir, Size: rec.Size, Lmod: rec.Lmod, Need: need, Wark: wark, Sparse: true}, nil
+	}
+	return Reply{}, &Error{Kind: Unavailable, Msg: "the upload changed under this handshake several times; try again", RetryAfter: time.Second}
+}
+
+// remoteDone answers a handshake for a published upload, when its file
+// is still there with this content.
+func (m *Manager) remoteDone(ctx context.Context, v *store.Volume, rs *remoteSess) (Reply, bool) {
+	oi, err := v.UpStat(ctx, rs.rec.Final)
+	if err != nil || oi.Meta["hoard-wark"] != rs.rec.Wark {
+		return Reply{}, false
+	}
+	lmod := rs.rec.Lmod
+	return Reply{Name: path.Base(rs.rec.Final), Dir: path.Dir(rs.rec.Final), Size: rs.rec.Size, Lmod: lmod, Need: []string{}, Wark: rs.rec.Wark, Sparse: true}, true
+}
+
+// remoteStart makes a new session (or publishes an empty file). again is
+// true when another node made the session first: look again.
+func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark string) (Reply, bool, error) {
+	v := h.Vol
+	asked := h.Name
+	// The same content at the asked name, by this upload or an earlier
+	// one: done (what a client learns is only that its own file is in).
+	if oi, err := v.UpStat(ctx, path.Join(h.Dir, h.Name)); err == nil && oi.Meta["hoard-wark"] == wark && (h.MayRead || oi.Meta["hoard-uploader"] == h.User && oi.Meta["hoard-ip"] == h.IP) {
+		return Reply{Name: h.Name, Dir: h.Dir, Size: h.Size, Lmod: h.Lmod, Need: []string{}, Wark: wark, Sparse: true}, false, nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIsDir) {
+		return Reply{}, false, err
+	}
+	if h.Rand || v.Flags.Rand {
+		h.Name = randomName(v.Flags.NRand, h.Name)
+	}
+	replace, err := m.remoteReplace(ctx, h)
+	if err != nil {
+		return Reply{}, false, err
+	}
+	name, err := v.UpFreeName(ctx, h.Dir, h.Name, h.IP, replace)
+	if err != nil {
+		return Reply{}, false, err
+	}
+	if h.Size == 0 {
+		rel := path.Join(h.Dir, name)
+		_, err := v.UpCompose(ctx, rel, nil, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Meta: publishMeta(wark, h.Lmod)})
+		if errors.Is(err, store.ErrExists) {
+			return Reply{}, true, nil // taken meanwhile: choose again
+		}
+		if err != nil {
+			return Reply{}, false, err
+		}
+		m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", 0, "user", h.User, "ip", h.IP)
+		return Reply{Name: name, Dir: h.Dir, Lmod: h.Lmod, Need: []string{}, Wark: wark, Sparse: true}, false, nil
+	}
+	rec := remoteRec{record: record{
+		Wark: wark, Dir: h.Dir, Name: name, Asked: asked, Size: h.Size, Lmod: h.Lmod, CS: cs,
+		Hashes: h.Hashes, Created: m.now().UnixNano(), Replace: replace, User: h.User, IP: h.IP,
+	}}
+	t, err := newTable(h.Size, cs, h.Hashes)
+	if err != nil {
+		return Reply{}, false, err
+	}
+	if err := putRemote(ctx, v, rec, true); errors.Is(err, store.ErrExists) {
+		return Reply{}, true, nil // another node made it: resume that one
+	} else if err != nil {
+		return Reply{}, false, err
+	}
+	rs := &remoteSess{rec: rec, t: t}
+	m.remote.put(v, wark, rs)
+	m.log.Info("upload started", "volume", "/"+v.VPath, "path", path.Join(h.Dir, name), "size", h.Size, "chunks", len(h.Hashes), "wark", wark, "user", h.User, "ip", h.IP, "store", "object")
+	return Reply{Name: name, Dir: h.Dir, Size: h.Size, Lmod: h.Lmod, Need: rs.need(nil), Wark: wark, Sparse: true}, false, nil
+}
+
+// remoteReplace is decideReplace on an object-store volume.
+func (m *Manager) remoteReplace(ctx context.Context, h Handshake) (bool, error) {
+	if h.Replace == "" {
+		return false, nil
+	}
+	oi, err := h.Vol.UpStat(ctx, path.Join(h.Dir, h.Name))
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrIsDir) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch h.Replace {
+	case "skip":
+		return false, &Error{Kind: Conflict, Msg: "upload rejected, a file with that name already exists"}
+	case "mt":
+		mt := oi.ModTime.Unix()
+		if l, err := strconv.ParseInt(oi.Meta["hoard-lmod"], 10, 64); err == nil {
+			mt = l
+		}
+		return h.Lmod >= mt, nil
+	}
+	return true, nil
+}
+
+// publishMeta is what a published upload carries besides its uploader:
+// its wark (to know it again) and the client's mtime (S3 keeps its own).
+func publishMeta(wark string, lmod int64) map[string]string {
+	return map[string]string{"hoard-wark": wark, "hoard-lmod": strconv.FormatInt(lmod, 10)}
+}
+
+// remoteChunks is WriteChunks on an object-store volume: each chunk of
+// the post streams through SHA-512 into its own object, which completes
+// only when the hash matched (checkReader holds the last bytes back until
+// then), so a chunk object is its own receipt. When every chunk is in,
+// the file is published before the reply.
+func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (Written, error) {
+	v := p.Vol
+	rs := m.remote.get(v, p.Wark)
+	if rs == nil {
+		var ok bool
+		var err error
+		rs, ok, err = m.loadRemote(ctx, v, p.Wark)
+		if err != nil {
+			return Written{}, err
+		}
+		if !ok || rs.rec.Final != "" {
+			return Written{}, invalidf("unknown wark (see serverlog for details)")
+		}
+		m.remote.put(v, p.Wark, rs)
+	}
+	t := rs.t
+	us, err := t.resolve(hl, rs.rec.Name)
+	if err != nil {
+		return Written{}, err
+	}
+	if p.Subc >= 0 {
+		return Written{}, &Error{Kind: store.KindNotImplemented, Msg: "sub-chunks (X-Up2k-Subc) are not built yet for volumes on object storage (S3); send whole chunks"}
+	}
+	var want int64
+	for _, u := range us {
+		want += t.length(u)
+	}
+	switch {
+	case p.Length > want:
+		return Written{}, invalidf("your client is sending %d bytes which is too much (server expected %d bytes at most)", p.Length, want)
+	case p.Length >= 0 && p.Length < want:
+		return Written{}, invalidf("your client is sending %d bytes, but the %d chunks named in X-Up2k-Hash are %d bytes", p.Length, len(us), want)
+	}
+	m.posts.Add(1)
+	defer m.posts.Add(-1)
+	var w Written
+	for _, u := range us {
+		n := t.length(u)
+		cr := newCheckReader(p.Body, n, t.sentOf(u), t.cmp(u))
+		_, err := v.UpPut(ctx, chunkObject(p.Wark, t.key(u)), cr, n, false)
+		w.Bytes += cr.got
+		if cr.err != nil { // the body's own fault wins: the put was aborted for it
+			if cr.bad {
+				m.badChunks.Add(1)
+			}
+			return w, cr.err
+		}
+		if err != nil {
+			return w, err
+		}
+		w.Chunks++
+	}
+	have, _, err := remoteHave(ctx, v, p.Wark)
+	if err != nil {
+		return w, err
+	}
+	if len(rs.need(have)) > 0 {
+		return w, nil
+	}
+	rel, err := m.remoteFinish(ctx, v, p.Wark)
+	if err != nil {
+		return w, err
+	}
+	w.Done, w.Rel = true, rel
+	return w, nil
+}
+
+// remoteFinish publishes the upload wark, whose chunks are all in: the
+// chunk objects joined in file order (re-hashed where they pass through
+// this node), no-clobber at the session's name (or, when another file
+// took it meanwhile, a collision name); then the session object says
+// where, and the chunk objects go. Two nodes finishing at once agree: the
+// loser finds the file with its wark at the name and takes it as done.
+func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string) (string, error) {
+	ctx = context.WithoutCancel(ctx) // a client gone mid-publish must not leave it half done
+	rs, ok, err := m.loadRemote(ctx, v, wark)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", invalidf("unknown wark (see serverlog for details)")
+	}
+	rec := rs.rec
+	if rec.Final != "" {
+		return rec.Final, nil
+	}
+	t := rs.t
+	// Touch the session object: an expiry on any node measures idleness
+	// from here, and aborts this publish's multipart upload only when
+	// it was begun long ago.
+	if err := putRemote(ctx, v, rec, false); err != nil {
+		return "", err
+	}
+	parts := make([]string, t.n)
+	for i := range parts {
+		parts[i] = chunkObject(wark, t.keyOfChunk(i))
+	}
+	check := func(i int, r io.Reader) io.Reader {
+		u, _ := t.lookup(t.keyOfChunk(i))
+		return newCheckReader(r, t.length(u), t.sentOf(u), t.cmp(u))
+	}
+	name := rec.Name
+	var rel string
+	for attempt := 0; ; attempt++ {
+		rel = path.Join(rec.Dir, name)
+		_, err := v.UpCompose(ctx, rel, parts, store.UpPublish{Replace: rec.Replace, User: rec.User, IP: rec.IP, Meta: publishMeta(wark, rec.Lmod), Check: check})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrExists) || attempt >= 4 {
+			m.log.Warn("could not publish an upload", "volume", "/"+v.VPath, "path", rel, "wark", wark, "err", err)
+			return "", err
+		}
+		if oi, serr := v.UpStat(ctx, rel); serr == nil && oi.Meta["hoard-wark"] == wark {
+			break // another node published it
+		}
+		if name, err = v.UpFreeName(ctx, rec.Dir, rec.Name, rec.IP, false); err != nil {
+			return "", err
+		}
+	}
+	rec.Final = rel
+	if err := putRemote(ctx, v, rec, false); err != nil {
+		return "", err
+	}
+	m.remote.drop(v, wark)
+	have, _, err := remoteHave(ctx, v, wark)
+	if err == nil {
+		for k := range have {
+			if err = v.UpDelete(ctx, chunkObject(wark, k)); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		// Published; the rest is left for the expiry to delete.
+		m.log.Warn("could not delete an upload's chunk objects", "volume", "/"+v.VPath, "wark", wark, "err", err)
+	}
+	m.finished.Add(1)
+	m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", rec.Size, "user", rec.User, "ip", rec.IP, "store", "object")
+	return rel, nil
+}
+
+// expireRemote deletes the sessions of object-store volumes whose newest
+// object is older than the idle time (--snap-drop), with their chunk
+// objects and any multipart upload a node left unfinished while it
+// published them. Every node runs it; deletes are idempotent.
+func (m *Manager) expireRemote(ctx context.Context) int {
+	n := 0
+	now := m.now()
+	for v := range m.dbs {
+		if !v.Remote() {
+			continue
+		}
+		type sess struct {
+			last time.Time
+			objs []string
+		}
+		all := map[string]*sess{}
+		var order []string
+		err := v.UpWalk(ctx, "", func(oi store.ObjectInfo) error {
+			wark, _, _ := strings.Cut(oi.Key, "/")
+			s := all[wark]
+			if s == nil {
+				s = &sess{}
+				all[wark] = s
+				order = append(order, wark)
+			}
+			s.objs = append(s.objs, oi.Key)
+			if oi.ModTime.After(s.last) {
+				s.last = oi.ModTime
+			}
+			return nil
+		})
+		if err != nil {
+			m.log.Warn("could not list the upload sessions of an object-store volume", "volume", "/"+v.VPath, "err", err)
+			continue
+		}
+		for _, wark := range order {
+			s := all[wark]
+			if now.Sub(s.last) < m.idle {
+				continue
+			}
+			if rs, ok, err := m.loadRemote(ctx, v, wark); err == nil && ok && rs.rec.Final == "" {
+				// A publish begins within moments of the session
+				// object's touch; one begun before that ended with its
+				// node.
+				if err := v.UpAbort(ctx, path.Join(rs.rec.Dir, rs.rec.Name), s.last.Add(time.Minute)); err != nil {
+					m.log.Warn("could not abort an abandoned upload", "volume", "/"+v.VPath, "wark", wark, "err", err)
+				}
+			}
+			if err := v.UpAbortArea(ctx, wark+"/", now.Add(-m.idle)); err != nil {
+				m.log.Warn("could not abort an abandoned chunk upload", "volume", "/"+v.VPath, "wark", wark, "err", err)
+			}
+			for _, o := range s.objs {
+				if err = v.UpDelete(ctx, o); err != nil {
+					break
+				}
+			}
+			m.remote.drop(v, wark)
+			if err != nil {
+				m.log.Warn("could not delete an abandoned upload", "volume", "/"+v.VPath, "wark", wark, "err", err)
+				continue
+			}
+			n++
+			m.log.Info("upload dropped", "volume", "/"+v.VPath, "wark", wark, "why", fmt.Sprintf("idle for more than %v", m.idle), "store", "object")
+		}
+	}
+	return n
+}
+
+// checkReader passes exactly n bytes of r through SHA-512 and holds the
+// last of them back until the digest matched cmp: a reader of it (an
+// object store's PUT) never sees the whole chunk unless it is intact, so
+// a chunk that fails leaves no object. err is the reader's own failure.
+type checkReader struct {
+	r         io.Reader
+	n, got    int64
+	sent, cmp string
+	h         hash.Hash
+	err       error
+	bad       bool // the bytes did not match
+}
+
+func newCheckReader(r io.Reader, n int64, sent, cmp string) *checkReader {
+	return &checkReader{r: r, n: n, sent: sent, cmp: cmp, h: sha512.New()}
+}
+
+func (c *checkReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	rem := c.n - c.got
+	if rem == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) < rem {
+		k, err := c.r.Read(p)
+		c.got += int64(k)
+		c.h.Write(p[:k])
+		if errors.Is(err, io.EOF) {
+			if k > 0 {
+				return k, nil // the next read says it
+			}
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			c.err = fmt.Errorf("%w: after %d of the chunk's %d bytes: %w", store.ErrShortBody, c.got, c.n, err)
+			return 0, c.err
+		}
+		return k, nil
+	}
+	// This read ends the chunk: read the rest, then judge it.
+	k, err := io.ReadFull(c.r, p[:rem])
+	c.got += int64(k)
+	c.h.Write(p[:k])
+	if err != nil {
+		c.err = fmt.Errorf("%w: after %d of the chunk's %d bytes: %w", store.ErrShortBody, c.got, c.n, err)
+		return 0, c.err
+	}
+	enc := b64.EncodeToString(c.h.Sum(nil))
+	if !strings.HasPrefix(enc, c.cmp) {
+		c.bad = true
+		c.err = invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", c.got, c.sent, enc[:min(max(len(c.sent), KeyLen), len(enc))])
+		return 0, c.err
+	}
+	return k, nil
+}
