@@ -1,0 +1,349 @@
+package e2e
+
+// up2k on a volume on S3-compatible object storage (docs/s3.md, "up2k on
+// S3"), against a real MinIO: the session lives in the bucket, so two
+// hoard nodes on one bucket share it, and one may die mid-upload.
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"hoard/internal/miniotest"
+)
+
+// s3Sessions lists the keys of the up2k session area of the volume at
+// prefix pre.
+func s3Sessions(t *testing.T, m *miniotest.Server, bucket, pre string) []string {
+	t.Helper()
+	var out []string
+	for _, k := range m.Keys(t, bucket) {
+		if strings.HasPrefix(k, pre+".hist/") {
+			out = append(out, strings.TrimPrefix(k, pre))
+		}
+	}
+	return out
+}
+
+// wantS3Settled checks that an up2k upload left nothing staged: no chunk
+// objects and no unfinished multipart uploads (its session object, which
+// says where the file went, may stay until it expires).
+func wantS3Settled(t *testing.T, m *miniotest.Server, bucket, pre string) {
+	t.Helper()
+	for _, k := range s3Sessions(t, m, bucket, pre) {
+		if !strings.HasSuffix(k, "/session.json") {
+			t.Errorf("left staged in the bucket: %s", k)
+		}
+	}
+	if inc := m.Incomplete(t, bucket); len(inc) != 0 {
+		t.Errorf("unfinished multipart uploads left: %q", inc)
+	}
+}
+
+func TestS3Up2k(t *testing.T) {
+	s, m, auth := startS3(t)
+	// 3 MiB + a bit: 1 MiB chunks, joined through hoard (below S3's 5 MiB
+	// part minimum); chunk 1 repeats chunk 0.
+	data := seededBytes(21, 3<<20+777)
+	copy(data[1<<20:2<<20], data[:1<<20])
+	f := newUp2kFile(data)
+	if f.hashes[0] != f.hashes[1] {
+		t.Fatal("the test file should repeat its first chunk")
+	}
+	fin := up2kUpload(t, s, "/s3/sub/", "a b.bin", f, 1600000000, 3, auth)
+	if fin.Name != "a b.bin" {
+		t.Fatalf("final name %q", fin.Name)
+	}
+	got, ok := m.Object(t, "vol", "pre/sub/a b.bin")
+	if !ok || !bytes.Equal(got, data) {
+		t.Fatalf("the object is not the file: %d bytes, ok %v", len(got), ok)
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+	resp, body := s.do(t, "GET", "/s3/sub/a%20b.bin", nil)
+	wantStatus(t, resp, body, 200)
+	if !bytes.Equal(body, data) {
+		t.Fatal("GET gives other bytes")
+	}
+	// The listing shows the file, never the session area.
+	resp, body = s.do(t, "GET", "/s3/?ls&dots", nil)
+	wantStatus(t, resp, body, 200)
+	if bytes.Contains(body, []byte(".hist")) {
+		t.Fatalf("the listing shows the session area: %s", body)
+	}
+	resp, body = s.do(t, "GET", "/s3/.hist/up2k/", nil)
+	if resp.StatusCode < 400 {
+		t.Fatalf("the session area is served: %d %s", resp.StatusCode, body)
+	}
+
+	// The same content under the same name again: found, nothing needed.
+	again := up2kHandshake(t, s, "/s3/sub/", "a b.bin", f, 1600000000, nil, auth)
+	if len(again.Need) != 0 || again.Name != "a b.bin" {
+		t.Fatalf("the same upload again needs %d chunks, name %q", len(again.Need), again.Name)
+	}
+	// Other content under a taken name gets a collision name, as on disk.
+	g := newUp2kFile(seededBytes(22, 200_000))
+	other := up2kUpload(t, s, "/s3/sub/", "a b.bin", g, 1600000000, 1, auth)
+	if other.Name == "a b.bin" || !strings.HasPrefix(other.Name, "a b.bin-") {
+		t.Fatalf("a taken name gave %q", other.Name)
+	}
+	if got, _ := m.Object(t, "vol", "pre/sub/"+other.Name); !bytes.Equal(got, g.data) {
+		t.Fatal("the renamed upload is not intact")
+	}
+	if got, _ := m.Object(t, "vol", "pre/sub/a b.bin"); !bytes.Equal(got, data) {
+		t.Fatal("the first file was overwritten")
+	}
+	// An empty file is published at once.
+	e := &up2kFile{data: nil, cs: 1 << 20, hashes: []string{}}
+	er := up2kHandshake(t, s, "/s3/", "empty.txt", e, 1600000000, nil, auth)
+	if len(er.Need) != 0 {
+		t.Fatalf("an empty file needs %v", er.Need)
+	}
+	if got, ok := m.Object(t, "vol", "pre/empty.txt"); !ok || len(got) != 0 {
+		t.Fatalf("empty file: %q %v", got, ok)
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+}
+
+// Bad input on an S3 volume: the same answers as on disk, and nothing
+// left in the bucket.
+func TestS3Up2kBadInput(t *testing.T) {
+	m := startMinio(t, "vol")
+	auth := basicAuth("u:pw")
+	ro := basicAuth("r:pw")
+	s := start(t, "-a", "u:pw", "-a", "r:pw", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
+	local := start(t, "-a", "u:pw", "-a", "r:pw", "-v", t.TempDir()+":s3:r:rw,u")
+	f := newUp2kFile(seededBytes(31, 2<<20+5))
+
+	// The same request to both servers answers alike.
+	same := func(what string, do func(s *server) (*http.Response, []byte)) {
+		t.Helper()
+		r1, b1 := do(s)
+		r2, b2 := do(local)
+		if r1.StatusCode != r2.StatusCode || r1.StatusCode < 400 {
+			t.Errorf("%s: S3 %d %q, disk %d %q", what, r1.StatusCode, b1, r2.StatusCode, b2)
+		}
+		if what != "" && !bytes.Equal(firstLine(b1), firstLine(b2)) {
+			t.Errorf("%s: S3 says %q, disk %q", what, firstLine(b1), firstLine(b2))
+		}
+	}
+	for _, name := range []string{"..", "a\x01b", "x.PARTIAL", ".hist", "", "a/b"} {
+		same("name "+name, func(s *server) (*http.Response, []byte) {
+			return postHandshake(t, s, "/s3/", map[string]any{"name": name, "size": len(f.data), "hash": f.hashes}, auth)
+		})
+	}
+	same("bad folder", func(s *server) (*http.Response, []byte) {
+		return postHandshake(t, s, "/s3/.hist/", map[string]any{"name": "ok.bin", "size": len(f.data), "hash": f.hashes}, auth)
+	})
+	same("wrong chunk count", func(s *server) (*http.Response, []byte) {
+		return postHandshake(t, s, "/s3/", map[string]any{"name": "ok.bin", "size": len(f.data), "hash": f.hashes[:1]}, auth)
+	})
+	same("anonymous", func(s *server) (*http.Response, []byte) {
+		return postHandshake(t, s, "/s3/", map[string]any{"name": "ok.bin", "size": len(f.data), "hash": f.hashes})
+	})
+	same("read-only user", func(s *server) (*http.Response, []byte) {
+		return postHandshake(t, s, "/s3/", map[string]any{"name": "ok.bin", "size": len(f.data), "hash": f.hashes}, ro)
+	})
+	same("unknown wark", func(s *server) (*http.Response, []byte) {
+		return postChunks(t, s, "/s3/", strings.Repeat("A", 44), f.hashes[0], f.chunk(0), auth)
+	})
+	if keys := m.Keys(t, "vol"); len(keys) != 0 {
+		t.Fatalf("refused handshakes left keys: %q", keys)
+	}
+
+	reps := map[*server]handshakeReply{}
+	for _, x := range []*server{s, local} {
+		reps[x] = up2kHandshake(t, x, "/s3/", "ok.bin", f, 1600000000, nil, auth)
+	}
+	chunk := func(what string, hash string, body []byte, hdr ...string) {
+		t.Helper()
+		same(what, func(x *server) (*http.Response, []byte) {
+			return postChunks(t, x, reps[x].Purl, reps[x].Wark, hash, body, append([]string{auth}, hdr...)...)
+		})
+	}
+	bad := slices.Clone(f.chunk(0))
+	bad[777] ^= 1
+	chunk("wrong bytes for the hash", f.hashes[0], bad)
+	chunk("oversized chunk", f.hashes[0], append(slices.Clone(f.chunk(0)), 'x'))
+	chunk("short chunk", f.hashes[0], f.chunk(0)[:1000])
+	chunk("unknown chunk", up2kChunkHash([]byte("nope")), f.chunk(0))
+	chunk("read-only user's chunk", f.hashes[0], f.chunk(0), ro)
+	same("anonymous chunk", func(x *server) (*http.Response, []byte) {
+		return postChunks(t, x, reps[x].Purl, reps[x].Wark, f.hashes[0], f.chunk(0))
+	})
+	for _, k := range s3Sessions(t, m, "vol", "pre/") {
+		if !strings.HasSuffix(k, "/session.json") {
+			t.Errorf("a refused chunk left %s", k)
+		}
+	}
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
+		t.Errorf("unfinished multipart uploads left: %q", inc)
+	}
+	// The session is intact: every chunk is still needed, and the upload
+	// completes.
+	again := up2kHandshake(t, s, "/s3/", "ok.bin", f, 1600000000, nil, auth)
+	if len(again.Need) != len(f.hashes) {
+		t.Fatalf("after refused chunks the session needs %d of %d", len(again.Need), len(f.hashes))
+	}
+	for i := range f.hashes {
+		postChunk(t, s, again, f, i, auth)
+	}
+	if got, _ := m.Object(t, "vol", "pre/ok.bin"); !bytes.Equal(got, f.data) {
+		t.Fatal("the upload after refused chunks is not intact")
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+}
+
+func firstLine(b []byte) []byte {
+	l, _, _ := bytes.Cut(b, []byte("\n"))
+	return l
+}
+
+// Two hoard nodes on one bucket, each with its own state folder: a
+// handshake on A, chunks alternating between A and B, A killed
+// mid-upload, the rest and the final handshake through B.
+func TestS3Up2kTwoNodes(t *testing.T) {
+	m := startMinio(t, "vol")
+	auth := basicAuth("u:pw")
+	args := func() []string {
+		return []string{"-a", "u:pw", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre"}
+	}
+	a, b := start(t, args()...), start(t, args()...)
+	f := newUp2kFile(seededBytes(41, 9<<20+12345)) // 10 chunks of 1 MiB
+	rep := up2kHandshake(t, a, "/s3/", "two.bin", f, 1600000000, nil, auth)
+	if len(rep.Need) != len(f.hashes) {
+		t.Fatalf("need %d of %d", len(rep.Need), len(f.hashes))
+	}
+	// The session is B's too: its handshake resumes it.
+	if rb := up2kHandshake(t, b, "/s3/", "two.bin", f, 1600000000, nil, auth); rb.Wark != rep.Wark || len(rb.Need) != len(f.hashes) || rb.Name != rep.Name {
+		t.Fatalf("B's handshake: %+v", rb)
+	}
+	node := []*server{a, b}
+	for i := range 5 {
+		postChunk(t, node[i%2], rep, f, i, auth)
+	}
+	// A dies with a chunk on the wire: half of it sent, then SIGKILL.
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := newSlowBody(f.chunk(5), len(f.chunk(5))/2)
+	req, _ := http.NewRequestWithContext(ctx, "POST", a.URL+escapePurl(rep.Purl), pr)
+	req.ContentLength = int64(len(f.chunk(5)))
+	req.Header.Set("Authorization", strings.TrimPrefix(auth, "Authorization: "))
+	req.Header.Set("X-Up2k-Wark", rep.Wark)
+	req.Header.Set("X-Up2k-Hash", f.hashes[5])
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	<-pw // half is sent
+	time.Sleep(200 * time.Millisecond)
+	a.kill(t)
+	cancel()
+	<-errc
+
+	// B says what is missing: chunk 5 onwards, nothing acknowledged.
+	mid := up2kHandshake(t, b, "/s3/", "two.bin", f, 1600000000, nil, auth)
+	if !slices.Equal(mid.Need, f.hashes[5:]) {
+		t.Fatalf("after A died B needs %d chunks, want the %d from chunk 5 on", len(mid.Need), len(f.hashes)-5)
+	}
+	for i := 5; i < len(f.hashes); i++ {
+		postChunk(t, b, mid, f, i, auth)
+	}
+	fin := up2kHandshake(t, b, "/s3/", "two.bin", f, 1600000000, nil, auth)
+	if len(fin.Need) != 0 || fin.Name != "two.bin" {
+		t.Fatalf("final handshake: need %d, name %q", len(fin.Need), fin.Name)
+	}
+	got, ok := m.Object(t, "vol", "pre/two.bin")
+	if !ok || !bytes.Equal(got, f.data) {
+		t.Fatalf("the object is not the file (%d bytes)", len(got))
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+	// A comes back (same state folder is not needed): it serves the file.
+	c := start(t, args()...)
+	resp, body := c.do(t, "GET", "/s3/two.bin", nil)
+	wantStatus(t, resp, body, 200)
+	if !bytes.Equal(body, f.data) {
+		t.Fatal("a third node serves other bytes")
+	}
+}
+
+// newSlowBody is a request body that sends the first n bytes of data,
+// then signals on the channel and blocks until the request is cancelled.
+func newSlowBody(data []byte, n int) (*slowBody, chan struct{}) {
+	sent := make(chan struct{})
+	return &slowBody{data: data, n: n, sent: sent}, sent
+}
+
+type slowBody struct {
+	data []byte
+	n    int
+	off  int
+	sent chan struct{}
+	once bool
+}
+
+func (s *slowBody) Read(p []byte) (int, error) {
+	if s.off < s.n {
+		k := copy(p, s.data[s.off:s.n])
+		s.off += k
+		return k, nil
+	}
+	if !s.once {
+		s.once = true
+		close(s.sent)
+	}
+	select {} // until the connection dies; the transport gives up on it
+}
+
+// copyparty's u2c.py uploads a tree into an S3 volume.
+func TestS3Up2kU2C(t *testing.T) {
+	u2cNeed(t)
+	m := startMinio(t, "vol")
+	s := start(t, "-a", "u:pw", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
+	src := t.TempDir()
+	tree := filepath.Join(src, "tree")
+	writeFile(t, tree, "big.bin", randomBytes(12<<20+333))
+	writeFile(t, tree, "a.txt", []byte("hello\n"))
+	writeFile(t, tree, "empty", nil)
+	writeFile(t, tree, "sub/b b.txt", randomBytes(5000))
+	writeFile(t, tree, "sub/deeper/c.bin", randomBytes(3<<20+1))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := u2cRun(t, ctx, "-a", "pw", s.URL+"/s3/", tree)
+	if err != nil {
+		t.Fatalf("u2c: %v\n%s\nserver log:\n%s", err, out, s.logs)
+	}
+	n := 0
+	filepath.WalkDir(tree, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		want, _ := os.ReadFile(p)
+		got, ok := m.Object(t, "vol", "pre/"+filepath.ToSlash(rel))
+		if !ok || !bytes.Equal(got, want) {
+			t.Errorf("%s: not in the bucket intact (%d bytes, %v)", rel, len(got), ok)
+		}
+		n++
+		return nil
+	})
+	if n != 5 {
+		t.Fatalf("%d files compared", n)
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+	out, err = u2cRun(t, ctx, "-a", "pw", s.URL+"/s3/", tree)
+	if err != nil {
+		t.Fatalf("u2c re-run: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "uploaded ") {
+		t.Fatalf("the re-run uploaded again:\n%s", out)
+	}
+}
