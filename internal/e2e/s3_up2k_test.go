@@ -115,9 +115,9 @@ func TestS3Up2k(t *testing.T) {
 func TestS3Up2kBadInput(t *testing.T) {
 	m := startMinio(t, "vol")
 	auth := basicAuth("u:pw")
-	ro := basicAuth("r:pw")
-	s := start(t, "-a", "u:pw", "-a", "r:pw", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
-	local := start(t, "-a", "u:pw", "-a", "r:pw", "-v", t.TempDir()+":s3:r:rw,u")
+	ro := basicAuth("r:pr")
+	s := start(t, "-a", "u:pw", "-a", "r:pr", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
+	local := start(t, "-a", "u:pw", "-a", "r:pr", "-v", t.TempDir()+":s3:r:rw,u")
 	f := newUp2kFile(seededBytes(31, 2<<20+5))
 
 	// The same request to both servers answers alike.
