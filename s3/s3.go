@@ -252,7 +252,10 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 	}
 	size := int64(-1)
 	if opt.Size > 0 {
-		size = opt.Size // a known length: one streamed PUT up to partSize
+		// A known length (an up2k chunk, at most 256 MiB): one streamed
+		// PUT, never a multipart upload a dead node could leave behind,
+		// and no part buffer.
+		size, po.DisableMultipart = opt.Size, true
 	}
 	if strings.HasSuffix(key, "/") {
 		// A folder marker: S3 stores those only by a plain PUT of nothing.
@@ -414,19 +417,17 @@ func (j *joinReader) Close() {
 	}
 }
 
-// AbortUploads aborts the unfinished multipart uploads of key (of every
-// key below it when key ends in "/") begun before before (left by a node
-// that died while it composed or streamed them); younger ones may be
-// another request's, still running.
+// AbortUploads aborts the unfinished multipart uploads of key begun
+// before before (left by a node that died while it composed or streamed
+// them); younger ones may be another request's, still running.
 func (b *Bucket) AbortUploads(ctx context.Context, key string, before time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	below := strings.HasSuffix(key, "/")
-	for u := range b.c.ListIncompleteUploads(ctx, b.bucket, key, below) {
+	for u := range b.c.ListIncompleteUploads(ctx, b.bucket, key, false) {
 		if u.Err != nil {
 			return mapErr(u.Err)
 		}
-		if (u.Key != key && !below) || !u.Initiated.Before(before) {
+		if u.Key != key || !u.Initiated.Before(before) {
 			continue
 		}
 		if err := b.core.AbortMultipartUpload(ctx, b.bucket, u.Key, u.UploadID); err != nil && !errors.Is(mapErr(err), store.ErrNotFound) {

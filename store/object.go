@@ -41,8 +41,8 @@ type ObjectPut struct {
 	// it completes (If-None-Match: *); else the object is replaced.
 	NoClobber bool
 	Meta      map[string]string
-	// Size, when above 0, is the exact length of the body (one streamed
-	// PUT for a small object instead of a buffered part).
+	// Size, when above 0, is the exact length of the body: one streamed
+	// PUT (no multipart upload, no part buffer).
 	Size int64
 	// Check, for Compose, wraps the reader of source i where its bytes
 	// pass through hoard; an error from the wrapper fails the compose.
@@ -79,8 +79,8 @@ type ObjectStore interface {
 	// through hoard pass through opt.Check. A failure aborts the upload:
 	// nothing becomes visible.
 	Compose(ctx context.Context, dst string, srcs []ObjectInfo, opt ObjectPut) (ObjectInfo, error)
-	// AbortUploads aborts the unfinished multipart uploads of key (of
-	// every key below it when key ends in "/") begun before before.
+	// AbortUploads aborts the unfinished multipart uploads of key begun
+	// before before.
 	AbortUploads(ctx context.Context, key string, before time.Time) error
 }
 

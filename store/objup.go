@@ -150,17 +150,6 @@ func (v *Volume) UpAbort(ctx context.Context, rel string, before time.Time) erro
 	return v.obj.AbortUploads(ctx, v.key(r), before)
 }
 
-// UpAbortArea aborts the unfinished multipart uploads of session
-// objects whose names begin with prefix, begun before before (a chunk
-// larger than one part whose node died while it streamed it).
-func (v *Volume) UpAbortArea(ctx context.Context, prefix string, before time.Time) error {
-	k, err := v.upKey(prefix)
-	if err != nil {
-		return err
-	}
-	return v.obj.AbortUploads(ctx, k, before)
-}
-
 // UpStat describes the file rel of an object-store volume with its
 // metadata: ErrNotFound (wrapped) when there is none, ErrIsDir for a
 // folder.

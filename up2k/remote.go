@@ -491,9 +491,6 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 					m.log.Warn("could not abort an abandoned upload", "volume", "/"+v.VPath, "wark", wark, "err", err)
 				}
 			}
-			if err := v.UpAbortArea(ctx, wark+"/", now.Add(-m.idle)); err != nil {
-				m.log.Warn("could not abort an abandoned chunk upload", "volume", "/"+v.VPath, "wark", wark, "err", err)
-			}
 			for _, o := range s.objs {
 				if err = v.UpDelete(ctx, o); err != nil {
 					break
