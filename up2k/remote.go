@@ -92,17 +92,53 @@ func (m *Manager) loadRemote(ctx context.Context, v *store.Volume, wark string) 
 	if err != nil {
 		return nil, false, err
 	}
+	rs, err := decodeRemote(wark, b)
+	if err != nil {
+		return nil, false, err
+	}
+	return rs, true, nil
+}
+
+// decodeRemote reads a session object, which another S3 client may have
+// written: anything that is not a consistent session of wark, with a
+// folder, name and final path hoard could have chosen, is refused.
+func decodeRemote(wark string, b []byte) (*remoteSess, error) {
 	var rs remoteSess
+	bad := func(why string) error { return fmt.Errorf("up2k: session object %s: %s", wark, why) }
 	if err := json.Unmarshal(b, &rs.rec); err != nil {
-		return nil, false, fmt.Errorf("up2k: session object %s: %w", wark, err)
+		return nil, bad(err.Error())
 	}
-	if rs.rec.Wark != wark {
-		return nil, false, fmt.Errorf("up2k: session object %s names the wark %q", wark, rs.rec.Wark)
+	rec := rs.rec
+	if rec.Wark != wark {
+		return nil, bad("it names the wark " + strconv.Quote(clip(rec.Wark)))
 	}
-	if rs.t, err = newTable(rs.rec.Size, rs.rec.CS, rs.rec.Hashes); err != nil {
-		return nil, false, fmt.Errorf("up2k: session object %s: %w", wark, err)
+	if d, err := cleanDir(rec.Dir); err != nil || d != rec.Dir {
+		return nil, bad("bad folder")
 	}
-	return &rs, true, nil
+	for _, n := range []string{rec.Name, rec.Asked} {
+		if store.CheckName(n) != nil || strings.HasSuffix(n, store.PartialSuffix) || strings.EqualFold(n, store.HistName) {
+			return nil, bad("bad name")
+		}
+	}
+	if f := rec.Final; f != "" {
+		d, err := cleanDir(path.Dir(f))
+		if n := path.Base(f); err != nil || d != path.Dir(f) || store.CheckName(n) != nil || strings.HasSuffix(n, store.PartialSuffix) || strings.EqualFold(n, store.HistName) {
+			return nil, bad("bad final path")
+		}
+	}
+	if rec.Size <= 0 || rec.Size > MaxSize {
+		return nil, bad("bad size")
+	}
+	for _, h := range rec.Hashes {
+		if _, _, err := ParseHash(h); err != nil {
+			return nil, bad("bad chunk hash")
+		}
+	}
+	var err error
+	if rs.t, err = newTable(rec.Size, rec.CS, rec.Hashes); err != nil {
+		return nil, bad(err.Error())
+	}
+	return &rs, nil
 }
 
 // putRemote writes the session object; noClobber fails with
