@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
 	"hoard/internal/miniotest"
 )
 
@@ -345,5 +347,45 @@ func TestS3Up2kU2C(t *testing.T) {
 	}
 	if strings.Contains(out, "uploaded ") {
 		t.Fatalf("the re-run uploaded again:\n%s", out)
+	}
+}
+
+// An abandoned session on an S3 volume is cleaned after --snap-drop by
+// any node: its chunk objects and session object deleted, the multipart
+// upload a node left while it published aborted; other uploads are left.
+func TestS3Up2kExpire(t *testing.T) {
+	m := startMinio(t, "vol")
+	auth := basicAuth("u:pw")
+	s := start(t, "-a", "u:pw", "--snap-drop", "1", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
+	f := newUp2kFile(seededBytes(51, 3<<20))
+	rep := up2kHandshake(t, s, "/s3/", "gone.bin", f, 1600000000, nil, auth)
+	postChunk(t, s, rep, f, 0, auth)
+	// What a node that died while publishing leaves, and another
+	// client's upload of another key.
+	core := minio.Core{Client: m.Client}
+	if _, err := core.NewMultipartUpload(context.Background(), "vol", "pre/gone.bin", minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.NewMultipartUpload(context.Background(), "vol", "pre/other.bin", minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s3Sessions(t, m, "vol", "pre/")); n != 2 {
+		t.Fatalf("%d session objects, want the session and one chunk", n)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(s3Sessions(t, m, "vol", "pre/")) > 0 || len(m.Incomplete(t, "vol")) > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not cleaned: %q, unfinished %q", s3Sessions(t, m, "vol", "pre/"), m.Incomplete(t, "vol"))
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if inc := m.Incomplete(t, "vol"); len(inc) != 1 || !strings.HasPrefix(inc[0], "pre/other.bin ") {
+		t.Fatalf("unfinished uploads after the expiry: %q", inc)
+	}
+	// The wark is unknown now, and a new handshake starts over.
+	resp, body := postChunks(t, s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1), auth)
+	wantStatus(t, resp, body, http.StatusBadRequest)
+	if again := up2kHandshake(t, s, "/s3/", "gone.bin", f, 1600000000, nil, auth); len(again.Need) != len(f.hashes) {
+		t.Fatalf("a new handshake needs %d of %d", len(again.Need), len(f.hashes))
 	}
 }
