@@ -7,11 +7,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -387,5 +391,149 @@ func TestS3Up2kExpire(t *testing.T) {
 	wantStatus(t, resp, body, http.StatusBadRequest)
 	if again := up2kHandshake(t, s, "/s3/", "gone.bin", f, 1600000000, nil, auth); len(again.Need) != len(f.hashes) {
 		t.Fatalf("a new handshake needs %d of %d", len(again.Need), len(f.hashes))
+	}
+}
+
+// Two hoard nodes on one bucket behind a real nginx (round robin): u2c.py
+// uploads a tree whose chunks alternate between the nodes, node A is
+// killed mid-upload, and u2c finishes through B; every file is
+// byte-identical in the bucket, nothing is left staged, and a file sent
+// through A is served by B.
+func TestS3Up2kNginxTwoNodes(t *testing.T) {
+	u2cNeed(t)
+	ngx, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx is not installed; skipping the real-proxy test")
+	}
+	m := startMinio(t, "vol")
+	args := func() []string {
+		return []string{"-a", "u:pw", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre"}
+	}
+	a, b := start(t, args()...), start(t, args()...)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	pfx := t.TempDir()
+	conf := fmt.Sprintf(`pid %[1]s/nginx.pid;
+error_log %[1]s/error.log;
+events {}
+http {
+  log_format up '$request_method $uri $upstream_addr $status';
+  access_log %[1]s/access.log up;
+  client_body_temp_path %[1]s; proxy_temp_path %[1]s; fastcgi_temp_path %[1]s; uwsgi_temp_path %[1]s; scgi_temp_path %[1]s;
+  upstream hoard { server %[3]s max_fails=0; server %[4]s max_fails=0; }
+  server {
+    listen 127.0.0.1:%[2]d;
+    location / {
+      proxy_pass http://hoard;
+      proxy_next_upstream error timeout non_idempotent;
+      proxy_set_header Host $http_host;
+      proxy_request_buffering off;
+      proxy_http_version 1.1;
+      client_max_body_size 0;
+    }
+  }
+}
+`, pfx, port, strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://"))
+	os.WriteFile(filepath.Join(pfx, "nginx.conf"), []byte(conf), 0o644)
+	cmd := exec.Command(ngx, "-p", pfx, "-c", filepath.Join(pfx, "nginx.conf"), "-g", "daemon off;")
+	var nout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &nout, &nout
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for i := 0; ; i++ {
+		if c, err := net.Dial("tcp", base[len("http://"):]); err == nil {
+			c.Close()
+			break
+		}
+		if i > 100 {
+			t.Fatalf("nginx did not listen: %s", nout.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	src := t.TempDir()
+	tree := filepath.Join(src, "tree")
+	writeFile(t, tree, "small.txt", []byte("through the proxy\n"))
+	writeFile(t, tree, "sub/mid.bin", randomBytes(3<<20+5))
+	writeFile(t, tree, "sub/big.bin", randomBytes(150<<20+99))
+	py := os.Getenv("HOARD_PYTHON")
+	if py == "" {
+		py = "python3"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	u2c := exec.CommandContext(ctx, py, os.Getenv("HOARD_U2C"), "-ns", "-j", "2", "--sz", "1", "-a", "pw", base+"/s3/", tree)
+	var uout bytes.Buffer
+	u2c.Stdout, u2c.Stderr = &uout, &uout
+	if err := u2c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill A once a good part of big.bin is in the bucket.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		n := 0
+		for _, k := range s3Sessions(t, m, "vol", "pre/") {
+			if strings.Contains(k, "/c/") {
+				n++
+			}
+		}
+		if n >= 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upload never got going:\n%s", uout.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.kill(t)
+	if _, ok := m.Object(t, "vol", "pre/tree/sub/big.bin"); ok {
+		t.Fatal("big.bin was complete before A died; the test proves nothing")
+	}
+	if err := u2c.Wait(); err != nil {
+		t.Fatalf("u2c: %v\n%s\nB's log:\n%s", err, uout.String(), b.logs)
+	}
+	n := 0
+	filepath.WalkDir(tree, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		want, _ := os.ReadFile(p)
+		got, ok := m.Object(t, "vol", "pre/"+filepath.ToSlash(rel))
+		if !ok || !bytes.Equal(got, want) {
+			t.Errorf("%s: not in the bucket intact (%d bytes, %v)", rel, len(got), ok)
+		}
+		n++
+		return nil
+	})
+	if n != 3 {
+		t.Fatalf("%d files compared", n)
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+	// The chunks went to both nodes, as nginx dealt them.
+	logb, _ := os.ReadFile(filepath.Join(pfx, "access.log"))
+	per := map[string]int{}
+	for _, l := range strings.Split(string(logb), "\n") {
+		if f := strings.Fields(l); len(f) == 4 && f[0] == "POST" && f[3] == "200" {
+			per[f[2]]++
+		}
+	}
+	if aa, bb := per[strings.TrimPrefix(a.URL, "http://")], per[strings.TrimPrefix(b.URL, "http://")]; aa < 10 || bb < 10 {
+		t.Fatalf("POSTs answered by A %d, by B %d; want both to have taken chunks (%v)", aa, bb, per)
+	}
+	// The files A took part in are B's to serve.
+	resp, body := b.do(t, "GET", "/s3/tree/small.txt", nil)
+	wantStatus(t, resp, body, 200)
+	if string(body) != "through the proxy\n" {
+		t.Fatalf("B serves %q", body)
 	}
 }
