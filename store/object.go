@@ -525,6 +525,11 @@ func (s *Store) deleteObjectTree(ctx context.Context, who Actor, v *Volume, r st
 			return err
 		}
 		rel := strings.TrimSuffix(strings.TrimPrefix(oi.Key, prefix), "/")
+		if _, err := cleanRel(rel); errors.Is(err, ErrReserved) {
+			// A state folder below (another volume's on a nested prefix,
+			// with its up2k sessions): not this folder's files.
+			return nil
+		}
 		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
 			dirs[d] = true
 		}
