@@ -7,6 +7,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -567,4 +568,47 @@ func TestS3Up2kNestedPrefixDelete(t *testing.T) {
 	if got, _ := m.Object(t, "vol", "pre/sub/keep.bin"); !bytes.Equal(got, f.data) {
 		t.Fatal("the nested volume's upload is not intact")
 	}
+}
+
+// The store down mid-upload: handshakes and chunks are 503 with
+// Retry-After, and once it is back the session resumes where it was,
+// without a restart of hoard.
+func TestS3Up2kStoreDown(t *testing.T) {
+	s, m, auth := startS3(t)
+	f := newUp2kFile(seededBytes(71, 3<<20+1))
+	rep := up2kHandshake(t, s, "/s3/", "down.bin", f, 1600000000, nil, auth)
+	postChunk(t, s, rep, f, 0, auth)
+	m.Halt()
+	unavailable := func(what string, resp *http.Response, body []byte) {
+		t.Helper()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s with the store down: %d, Retry-After %q: %s", what, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	resp, body := postHandshake(t, s, "/s3/", map[string]any{"name": "down.bin", "size": len(f.data), "lmod": 1600000000, "hash": f.hashes}, auth)
+	unavailable("handshake", resp, body)
+	resp, body = postChunks(t, s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1), auth)
+	unavailable("chunk", resp, body)
+	m.Run(t)
+	var again handshakeReply
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, body = postHandshake(t, s, "/s3/", map[string]any{"name": "down.bin", "size": len(f.data), "lmod": 1600000000, "hash": f.hashes}, auth)
+		if resp.StatusCode == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	wantStatus(t, resp, body, http.StatusOK)
+	json.Unmarshal(body, &again)
+	if !slices.Equal(again.Need, f.hashes[1:]) {
+		t.Fatalf("after the outage the session needs %d chunks, want %d", len(again.Need), len(f.hashes)-1)
+	}
+	for i := 1; i < len(f.hashes); i++ {
+		postChunk(t, s, again, f, i, auth)
+	}
+	if got, _ := m.Object(t, "vol", "pre/down.bin"); !bytes.Equal(got, f.data) {
+		t.Fatal("the upload is not intact after the outage")
+	}
+	wantS3Settled(t, m, "vol", "pre/")
 }
