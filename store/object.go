@@ -21,7 +21,8 @@ import (
 //
 // What is built on such a volume: Stat, OpenObject (GET, HEAD, ranges),
 // List and Each (listings), Ingest (PUT, multipart), Delete (files and
-// folders), Mkdir (a marker object). Every other
+// folders), Mkdir (a marker object), and the session objects up2k keeps
+// in the bucket (objup.go). Every other
 // operation that would touch the volume's bytes answers ErrObjectsUnbuilt
 // (501) before it touches anything.
 

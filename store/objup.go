@@ -70,6 +70,19 @@ func (v *Volume) UpGet(ctx context.Context, name string, max int64) ([]byte, Obj
 	return b, oi, nil
 }
 
+// UpHas reports whether the session object name exists.
+func (v *Volume) UpHas(ctx context.Context, name string) (bool, error) {
+	k, err := v.upKey(name)
+	if err != nil {
+		return false, err
+	}
+	_, err = v.obj.Stat(ctx, k)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // UpWalk calls fn with every session object whose name begins with
 // prefix, in name order; oi.Key is the object's name in the area.
 func (v *Volume) UpWalk(ctx context.Context, prefix string, fn func(oi ObjectInfo) error) error {

@@ -370,6 +370,26 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 	case p.Length >= 0 && p.Length < want:
 		return Written{}, invalidf("your client is sending %d bytes, but the %d chunks named in X-Up2k-Hash are %d bytes", p.Length, len(us), want)
 	}
+	// As on disk: a chunk stored already is refused (clients take this
+	// answer as success). Two posts of one chunk at once, on two nodes,
+	// both store it; the bytes are the same.
+	var stored map[string]bool
+	if len(us) > 2 {
+		if stored, _, err = remoteHave(ctx, v, p.Wark); err != nil {
+			return Written{}, err
+		}
+	}
+	for _, u := range us {
+		got := stored[t.key(u)]
+		if stored == nil {
+			if got, err = v.UpHas(ctx, chunkObject(p.Wark, t.key(u))); err != nil {
+				return Written{}, err
+			}
+		}
+		if got {
+			return Written{}, invalidf("already got that (%s) but thanks??", t.sentOf(u))
+		}
+	}
 	m.posts.Add(1)
 	defer m.posts.Add(-1)
 	var w Written
