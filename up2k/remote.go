@@ -218,6 +218,18 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 			return Reply{}, &Error{Kind: Retry, Msg: "partial upload exists at a different location; please resume uploading here instead:\n" + where + " "}
 		}
 		m.remote.put(h.Vol, wark, rs)
+		// Published already, though the session object does not say so
+		// (its publisher died between the two, or a slower one of two
+		// publishers overwrote it): say so now.
+		if oi, err := h.Vol.UpStat(ctx, path.Join(rec.Dir, rec.Name)); err == nil && oi.Meta["hoard-wark"] == wark {
+			rs.rec.Final = path.Join(rec.Dir, rec.Name)
+			if err := putRemote(ctx, h.Vol, rs.rec, false); err != nil {
+				return Reply{}, err
+			}
+			m.remote.drop(h.Vol, wark)
+			m.dropChunks(ctx, h.Vol, wark)
+			continue
+		}
 		have, _, err := remoteHave(ctx, h.Vol, wark)
 		if err != nil {
 			return Reply{}, err
@@ -482,6 +494,15 @@ func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string
 		return "", err
 	}
 	m.remote.drop(v, wark)
+	m.dropChunks(ctx, v, wark)
+	m.finished.Add(1)
+	m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", rec.Size, "user", rec.User, "ip", rec.IP, "store", "object")
+	return rel, nil
+}
+
+// dropChunks deletes the chunk objects of the published upload wark;
+// what it cannot delete is left for the expiry.
+func (m *Manager) dropChunks(ctx context.Context, v *store.Volume, wark string) {
 	have, _, err := remoteHave(ctx, v, wark)
 	if err == nil {
 		for k := range have {
@@ -491,12 +512,8 @@ func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string
 		}
 	}
 	if err != nil {
-		// Published; the rest is left for the expiry to delete.
 		m.log.Warn("could not delete an upload's chunk objects", "volume", "/"+v.VPath, "wark", wark, "err", err)
 	}
-	m.finished.Add(1)
-	m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", rec.Size, "user", rec.User, "ip", rec.IP, "store", "object")
-	return rel, nil
 }
 
 // expireRemote deletes the sessions of object-store volumes whose newest

@@ -93,6 +93,27 @@ func TestS3Up2k(t *testing.T) {
 	if len(again.Need) != 0 || again.Name != "a b.bin" {
 		t.Fatalf("the same upload again needs %d chunks, name %q", len(again.Need), again.Name)
 	}
+	// A session object that does not know its file was published (the
+	// publisher died between the two, or a slower publisher overwrote
+	// it): the handshake finds the file, asks for nothing, and settles it.
+	var sess string
+	for _, k := range s3Sessions(t, m, "vol", "pre/") {
+		sess = k
+	}
+	raw, _ := m.Object(t, "vol", "pre/"+sess)
+	var rec map[string]any
+	if err := json.Unmarshal(raw, &rec); err != nil || rec["final"] != "sub/a b.bin" {
+		t.Fatalf("session object %s: %s (%v)", sess, raw, err)
+	}
+	delete(rec, "final")
+	raw, _ = json.Marshal(rec)
+	m.Put(t, "vol", "pre/"+sess, raw)
+	m.Put(t, "vol", strings.Replace("pre/"+sess, "session.json", "c/"+f.hashes[2], 1), f.chunk(2))
+	again = up2kHandshake(t, s, "/s3/sub/", "a b.bin", f, 1600000000, nil, auth)
+	if len(again.Need) != 0 || again.Name != "a b.bin" {
+		t.Fatalf("a published upload whose record lost it needs %d chunks, name %q", len(again.Need), again.Name)
+	}
+	wantS3Settled(t, m, "vol", "pre/")
 	// Other content under a taken name gets a collision name, as on disk.
 	g := newUp2kFile(seededBytes(22, 200_000))
 	other := up2kUpload(t, s, "/s3/sub/", "a b.bin", g, 1600000000, 1, auth)
