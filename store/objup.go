@@ -70,6 +70,27 @@ func (v *Volume) UpGet(ctx context.Context, name string, max int64) ([]byte, Obj
 	return b, oi, nil
 }
 
+// UpJoin stores the session object dst as the session objects parts
+// joined in order (replacing dst; server-side where S3 allows it).
+func (v *Volume) UpJoin(ctx context.Context, dst string, parts []string) error {
+	k, err := v.upKey(dst)
+	if err != nil {
+		return err
+	}
+	srcs := make([]ObjectInfo, len(parts))
+	for i, p := range parts {
+		pk, err := v.upKey(p)
+		if err != nil {
+			return err
+		}
+		if srcs[i], err = v.obj.Stat(ctx, pk); err != nil {
+			return err
+		}
+	}
+	_, err = v.obj.Compose(ctx, k, srcs, ObjectPut{})
+	return err
+}
+
 // UpHas reports whether the session object name exists.
 func (v *Volume) UpHas(ctx context.Context, name string) (bool, error) {
 	k, err := v.upKey(name)

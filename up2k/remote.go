@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha512"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -370,7 +371,7 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 		return Written{}, err
 	}
 	if p.Subc >= 0 {
-		return Written{}, &Error{Kind: store.KindNotImplemented, Msg: "sub-chunks (X-Up2k-Subc) are not built yet for volumes on object storage (S3); send whole chunks"}
+		return m.remoteSubchunk(ctx, p, rs, us, hl.First)
 	}
 	var want int64
 	for _, u := range us {
@@ -421,19 +422,189 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 		}
 		w.Chunks++
 	}
-	have, _, err := remoteHave(ctx, v, p.Wark)
+	return m.remoteMaybeFinish(ctx, v, rs, w)
+}
+
+// remoteMaybeFinish publishes the upload when every chunk is in.
+func (m *Manager) remoteMaybeFinish(ctx context.Context, v *store.Volume, rs *remoteSess, w Written) (Written, error) {
+	have, _, err := remoteHave(ctx, v, rs.rec.Wark)
 	if err != nil {
 		return w, err
 	}
 	if len(rs.need(have)) > 0 {
 		return w, nil
 	}
-	rel, err := m.remoteFinish(ctx, v, p.Wark)
+	rel, err := m.remoteFinish(ctx, v, rs.rec.Wark)
 	if err != nil {
 		return w, err
 	}
 	w.Done, w.Rel = true, rel
 	return w, nil
+}
+
+// A chunk sent in sub-chunks (X-Up2k-Subc, u2c's pieces of at most
+// --szm) on an object-store volume: each piece is the session object
+// <wark>/p/<key>/<offset>, and once stored, <…>.h holds the SHA-512
+// state after it (encoding.BinaryMarshaler), so the next piece may go to
+// any node: it continues the hash from there. The last piece passes
+// through a checkReader seeded with that state, so it is stored only when
+// the whole chunk matched; then the pieces are joined into the chunk
+// object (server-side where S3 allows) and deleted.
+func pieceDir(wark, key string) string { return wark + "/p/" + key + "/" }
+func pieceName(wark, key string, off int64) string {
+	return fmt.Sprintf("%s%020d", pieceDir(wark, key), off)
+}
+
+// maxHashState bounds a stored SHA-512 state.
+const maxHashState = 1 << 10
+
+func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSess, us []int, first string) (Written, error) {
+	v, t := p.Vol, rs.t
+	if len(us) != 1 {
+		return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: only a single subchunk can be uploaded in one request; you are sending %d chunks", first, len(us))
+	}
+	u := us[0]
+	cl, key := t.length(u), t.key(u)
+	switch {
+	case p.Length <= 0:
+		return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: a subchunk needs a Content-Length above 0", first)
+	case p.Subc+p.Length > cl:
+		return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: subchunk offset (%d) plus postsize (%d) exceeds chunksize (%d)", first, p.Subc, p.Length, cl)
+	}
+	if got, err := v.UpHas(ctx, chunkObject(p.Wark, key)); err != nil {
+		return Written{}, err
+	} else if got {
+		return Written{}, invalidf("already got that (%s) but thanks??", t.sentOf(u))
+	}
+	// The pieces stored so far, in order, with their ends.
+	type piece struct {
+		name       string
+		start, end int64
+		state      bool
+	}
+	var pieces []piece
+	dir := pieceDir(p.Wark, key)
+	states := map[string]bool{}
+	err := v.UpWalk(ctx, dir, func(oi store.ObjectInfo) error {
+		rest := strings.TrimPrefix(oi.Key, dir)
+		if base, ok := strings.CutSuffix(rest, ".h"); ok {
+			states[base] = true
+			return nil
+		}
+		off, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil || len(rest) != 20 {
+			return nil // not hoard's
+		}
+		pieces = append(pieces, piece{name: oi.Key, start: off, end: off + oi.Size})
+		return nil
+	})
+	if err != nil {
+		return Written{}, err
+	}
+	// The run of whole pieces from 0 (each with its state) ends at next.
+	var run []piece
+	next := int64(0)
+	for _, pc := range pieces {
+		if pc.start != next || !states[strings.TrimPrefix(pc.name, dir)] {
+			break
+		}
+		run = append(run, pc)
+		next = pc.end
+	}
+	reset := func() {
+		for _, pc := range pieces {
+			v.UpDelete(ctx, pc.name)
+			v.UpDelete(ctx, pc.name+".h")
+		}
+	}
+	h := sha512.New()
+	switch {
+	case p.Subc == 0:
+		reset() // a chunk starts over
+		run = nil
+	case p.Subc != next:
+		reset()
+		return Written{}, invalidf("subchunk protocol error; resetting chunk [%s]: the expected resume-point was %d, not %d", first, next, p.Subc)
+	default:
+		st, _, err := v.UpGet(ctx, run[len(run)-1].name+".h", maxHashState)
+		if err == nil {
+			err = h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st)
+		}
+		if err != nil {
+			return Written{}, err
+		}
+	}
+	name := pieceName(p.Wark, key, p.Subc)
+	last := p.Subc+p.Length == cl
+	var w Written
+	if !last {
+		hr := &hashReader{r: io.LimitReader(p.Body, p.Length), h: h, want: p.Length}
+		_, err := v.UpPut(ctx, name, hr, p.Length, false)
+		w.Bytes = hr.n
+		if hr.err != nil { // the body's own fault wins: the put was aborted for it
+			return w, hr.err
+		}
+		if err != nil {
+			return w, err
+		}
+		st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+		if err == nil {
+			_, err = v.UpPut(ctx, name+".h", bytes.NewReader(st), int64(len(st)), false)
+		}
+		return w, err // a middle piece: thank, but not yet confirmed
+	}
+	cr := newCheckReader(p.Body, p.Length, t.sentOf(u), t.cmp(u))
+	cr.h = h
+	_, err = v.UpPut(ctx, name, cr, p.Length, false)
+	w.Bytes = cr.got
+	if cr.err != nil {
+		if cr.bad {
+			m.badChunks.Add(1)
+			reset()
+			v.UpDelete(ctx, name)
+		}
+		return w, cr.err
+	}
+	if err != nil {
+		return w, err
+	}
+	parts := make([]string, 0, len(run)+1)
+	for _, pc := range run {
+		parts = append(parts, pc.name)
+	}
+	parts = append(parts, name)
+	if err := v.UpJoin(ctx, chunkObject(p.Wark, key), parts); err != nil {
+		return w, err
+	}
+	for _, pn := range parts {
+		v.UpDelete(ctx, pn)
+		v.UpDelete(ctx, pn+".h")
+	}
+	w.Chunks = 1
+	return m.remoteMaybeFinish(ctx, v, rs, w)
+}
+
+// hashReader hashes the want bytes read through it; a body that ends
+// or fails before them is its err (a short body, the client's fault).
+type hashReader struct {
+	r       io.Reader
+	h       hash.Hash
+	n, want int64
+	err     error
+}
+
+func (r *hashReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	k, err := r.r.Read(p)
+	r.h.Write(p[:k])
+	r.n += int64(k)
+	if errors.Is(err, io.EOF) && r.n < r.want || err != nil && !errors.Is(err, io.EOF) {
+		r.err = fmt.Errorf("%w: after %d of the subchunk's %d bytes: %v", store.ErrShortBody, r.n, r.want, err)
+		return 0, r.err
+	}
+	return k, err
 }
 
 // remoteFinish publishes the upload wark, whose chunks are all in: the
@@ -500,13 +671,20 @@ func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string
 	return rel, nil
 }
 
-// dropChunks deletes the chunk objects of the published upload wark;
-// what it cannot delete is left for the expiry.
+// dropChunks deletes the chunk objects (and any sub-chunk pieces) of the
+// published upload wark, keeping its session object; what it cannot
+// delete is left for the expiry.
 func (m *Manager) dropChunks(ctx context.Context, v *store.Volume, wark string) {
-	have, _, err := remoteHave(ctx, v, wark)
+	var names []string
+	err := v.UpWalk(ctx, wark+"/", func(oi store.ObjectInfo) error {
+		if oi.Key != sessionObject(wark) {
+			names = append(names, oi.Key)
+		}
+		return nil
+	})
 	if err == nil {
-		for k := range have {
-			if err = v.UpDelete(ctx, chunkObject(wark, k)); err != nil {
+		for _, n := range names {
+			if err = v.UpDelete(ctx, n); err != nil {
 				break
 			}
 		}

@@ -639,3 +639,81 @@ func TestS3Up2kStoreDown(t *testing.T) {
 	}
 	wantS3Settled(t, m, "vol", "pre/")
 }
+
+// Sub-chunks (X-Up2k-Subc) on an S3 volume, the pieces of one chunk
+// spread over two nodes: the hash continues from the state the previous
+// piece left in the bucket; the answers are those on disk.
+func TestS3Up2kSubchunks(t *testing.T) {
+	m := startMinio(t, "vol")
+	args := func() []string { return []string{"-v", t.TempDir() + ":s3:rw:c,s3=vol/pre"} }
+	a, b := start(t, args()...), start(t, args()...)
+	local := start(t, "-v", t.TempDir()+":s3:rw")
+	f := newUp2kFile(seededBytes(81, 3<<20+777)) // 4 chunks
+	rep := up2kHandshake(t, a, "/s3/", "sub.bin", f, 1600000000, nil)
+	lrep := up2kHandshake(t, local, "/s3/", "sub.bin", f, 1600000000, nil)
+	piece := func(x *server, r handshakeReply, i, from, to int) (*http.Response, []byte) {
+		t.Helper()
+		return postChunks(t, x, r.Purl, r.Wark, f.hashes[i], f.chunk(i)[from:to], fmt.Sprintf("X-Up2k-Subc: %d", from))
+	}
+	// Chunk 1 in three pieces: A, B, A.
+	c1 := len(f.chunk(1))
+	for k, x := range []*server{a, b, a} {
+		from, to := k*400000, min((k+1)*400000, c1)
+		if k == 2 {
+			to = c1
+		}
+		resp, body := piece(x, rep, 1, from, to)
+		wantStatus(t, resp, body, 200)
+		if string(body) != "thank" {
+			t.Fatalf("piece %d: %q", k, body)
+		}
+		need := up2kHandshake(t, b, "/s3/", "sub.bin", f, 1600000000, nil).Need
+		if k < 2 && !slices.Contains(need, f.hashes[1]) {
+			t.Fatal("a chunk was confirmed before its last piece")
+		}
+		if k == 2 && slices.Contains(need, f.hashes[1]) {
+			t.Fatal("the chunk is still needed after its last piece")
+		}
+	}
+	postChunk(t, local, lrep, f, 1)
+	// The same refusals as on disk: skipping ahead, too long, twice.
+	same := func(what string, do func(x *server, r handshakeReply) (*http.Response, []byte)) {
+		t.Helper()
+		r1, b1 := do(b, rep)
+		r2, b2 := do(local, lrep)
+		if r1.StatusCode != r2.StatusCode || !bytes.Equal(firstLine(b1), firstLine(b2)) {
+			t.Errorf("%s: S3 %d %q, disk %d %q", what, r1.StatusCode, b1, r2.StatusCode, b2)
+		}
+	}
+	same("first piece", func(x *server, r handshakeReply) (*http.Response, []byte) { return piece(x, r, 2, 0, 100) })
+	same("skipping ahead", func(x *server, r handshakeReply) (*http.Response, []byte) { return piece(x, r, 2, 200, 300) })
+	same("too long", func(x *server, r handshakeReply) (*http.Response, []byte) {
+		return postChunks(t, x, r.Purl, r.Wark, f.hashes[2], make([]byte, 100), fmt.Sprintf("X-Up2k-Subc: %d", len(f.chunk(2))-50))
+	})
+	same("two chunks", func(x *server, r handshakeReply) (*http.Response, []byte) {
+		return postChunks(t, x, r.Purl, r.Wark, f.hashes[2]+","+f.hashes[3], append(slices.Clone(f.chunk(2)), f.chunk(3)...), "X-Up2k-Subc: 0")
+	})
+	// A last piece with other bytes: refused, the chunk still needed.
+	same("restart", func(x *server, r handshakeReply) (*http.Response, []byte) { return piece(x, r, 2, 0, 500) })
+	bad := slices.Clone(f.chunk(2)[500:])
+	bad[10] ^= 1
+	same("corrupted last piece", func(x *server, r handshakeReply) (*http.Response, []byte) {
+		return postChunks(t, x, r.Purl, r.Wark, f.hashes[2], bad, "X-Up2k-Subc: 500")
+	})
+	if need := up2kHandshake(t, a, "/s3/", "sub.bin", f, 1600000000, nil).Need; !slices.Contains(need, f.hashes[2]) {
+		t.Fatal("a corrupted chunk was taken")
+	}
+	same("stored already", func(x *server, r handshakeReply) (*http.Response, []byte) { return piece(x, r, 1, 0, 100) })
+	// The rest, and the file is whole.
+	resp, body := piece(b, rep, 2, 0, 700000)
+	wantStatus(t, resp, body, 200)
+	resp, body = piece(a, rep, 2, 700000, len(f.chunk(2)))
+	wantStatus(t, resp, body, 200)
+	for _, i := range []int{0, 3} {
+		postChunk(t, b, rep, f, i)
+	}
+	if got, _ := m.Object(t, "vol", "pre/sub.bin"); !bytes.Equal(got, f.data) {
+		t.Fatal("the upload in pieces is not intact")
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+}
