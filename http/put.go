@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -323,6 +324,30 @@ type mpReply struct {
 // too). An error stops the request; files already stored stay and are
 // listed in the reply.
 func (s *Server) multipart(q *req) error {
+	q.r.Body = struct {
+		io.Reader
+		io.Closer
+	}{newIdleReader(q, q.r.Body), q.r.Body}
+	mr, mrErr := q.r.MultipartReader()
+	// copyparty's login form is multipart too (act=login, cppwd): it needs
+	// no write permission, so the first field is looked at before the
+	// upload checks. Anything else is refused by those checks before more
+	// of the body is read.
+	var first *multipart.Part
+	var firstVal []byte
+	if mrErr == nil {
+		first, mrErr = mr.NextPart()
+		if mrErr == nil && first.FileName() == "" && first.FormName() == "act" {
+			v, err := io.ReadAll(io.LimitReader(first, 64+1))
+			if err != nil || len(v) > 64 {
+				v = nil
+			}
+			firstVal = v
+			if a := string(v); a == "login" || a == "logout" {
+				return s.loginMultipart(q, mr, a)
+			}
+		}
+	}
 	if err := q.needUpload(); err != nil {
 		return err
 	}
@@ -336,18 +361,19 @@ func (s *Server) multipart(q *req) error {
 	if fi, err := q.vol.Stat(q.rel); err == nil && !fi.IsDir() {
 		return errorf(http.StatusBadRequest, "multipart uploads go to a folder; /%s is a file", strings.Join(q.parts, "/"))
 	}
-	q.r.Body = struct {
-		io.Reader
-		io.Closer
-	}{newIdleReader(q, q.r.Body), q.r.Body}
-	mr, err := q.r.MultipartReader()
-	if err != nil {
-		return errorf(http.StatusBadRequest, "bad multipart body: %v", err)
+	if mrErr != nil && !errors.Is(mrErr, io.EOF) {
+		return errorf(http.StatusBadRequest, "bad multipart body: %v", mrErr)
 	}
 	rep := mpReply{Status: "OK", Files: []mpFile{}}
-	first := true
+	isFirst := true
 	for {
-		p, err := mr.NextPart()
+		var p *multipart.Part
+		var err error
+		if isFirst {
+			p, err = first, mrErr
+		} else {
+			p, err = mr.NextPart()
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -355,17 +381,25 @@ func (s *Server) multipart(q *req) error {
 			return s.mpFail(q, o, rep, errorf(http.StatusBadRequest, "bad multipart body: %v", err))
 		}
 		if p.FileName() == "" {
-			if first && p.FormName() != "act" {
+			if isFirst && p.FormName() != "act" {
 				return s.mpFail(q, o, rep, errorf(http.StatusBadRequest, `expected field "act" or a file field "f" first, got %q`, p.FormName()))
 			}
-			v, err := io.ReadAll(io.LimitReader(p, 64<<10+1))
-			if err != nil || len(v) > 64<<10 {
-				return s.mpFail(q, o, rep, errorf(http.StatusBadRequest, "form field %q is too large or unreadable", p.FormName()))
+			var v []byte
+			if isFirst {
+				v = firstVal
+				if v == nil {
+					return s.mpFail(q, o, rep, errorf(http.StatusBadRequest, "form field %q is too large or unreadable", p.FormName()))
+				}
+			} else {
+				v, err = io.ReadAll(io.LimitReader(p, 64<<10+1))
+				if err != nil || len(v) > 64<<10 {
+					return s.mpFail(q, o, rep, errorf(http.StatusBadRequest, "form field %q is too large or unreadable", p.FormName()))
+				}
 			}
 			if p.FormName() == "act" {
 				switch string(v) {
 				case "mkdir":
-					if first {
+					if isFirst {
 						return s.mkdirMultipart(q, mr)
 					}
 					return s.mpFail(q, o, rep, errorf(http.StatusBadRequest, "act=mkdir must come first"))
@@ -376,10 +410,10 @@ func (s *Server) multipart(q *req) error {
 					return s.mpFail(q, o, rep, errorf(http.StatusBadRequest, "invalid action %q (this server takes bput and uput)", v))
 				}
 			}
-			first = false
+			isFirst = false
 			continue
 		}
-		first = false
+		isFirst = false
 		f, err := s.mpFile(q, o, p)
 		if err != nil {
 			return s.mpFail(q, o, rep, err)
@@ -394,6 +428,34 @@ func (s *Server) multipart(q *req) error {
 		rep.FileURL = rep.Files[0].URL
 	}
 	return writeMultipart(q, o, rep, http.StatusCreated)
+}
+
+// maxPasswordField bounds the cppwd field of a multipart login form.
+const maxPasswordField = 4096
+
+// loginMultipart reads the rest of copyparty's multipart login form (its
+// cppwd field; uhash and anything else are skipped) and answers it as the
+// urlencoded form is answered.
+func (s *Server) loginMultipart(q *req, mr *multipart.Reader, act string) error {
+	f := url.Values{"act": {act}}
+	for {
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return errorf(http.StatusBadRequest, "bad multipart body: %v", err)
+		}
+		if p.FormName() != "cppwd" || f.Has("cppwd") {
+			continue
+		}
+		v, err := io.ReadAll(io.LimitReader(p, maxPasswordField+1))
+		if err != nil || len(v) > maxPasswordField {
+			return errorf(http.StatusBadRequest, "the password field is longer than %d bytes", maxPasswordField)
+		}
+		f.Set("cppwd", string(v))
+	}
+	return s.login(q, f)
 }
 
 func (s *Server) mpFile(q *req, o upOpts, p *multipart.Part) (mpFile, error) {

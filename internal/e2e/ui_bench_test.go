@@ -1,17 +1,21 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -39,8 +43,8 @@ func TestUIBench(t *testing.T) {
 	s := start(t, "-v", t.TempDir()+":/:rw")
 	b := newBrowser(t, 1280, 800)
 	b.do(t, chromedp.Navigate(s.URL+"/"))
-	_, page := s.do(t, "GET", "/", nil)
-	js := uiScriptRE.FindStringSubmatch(string(page))[1]
+	_, pg := s.do(t, "GET", "/", nil)
+	js := uiScriptRE.FindStringSubmatch(string(pg))[1]
 	base := js[:strings.LastIndexByte(js, '/')+1]
 	for _, fallback := range []bool{false, true} {
 		mbs := evalJS[float64](t, b, fmt.Sprintf(`(async () => {
@@ -64,26 +68,143 @@ func TestUIBench(t *testing.T) {
 		t.Logf("hashing, one worker, %s: %.1f MB/s (MiB/s)", name, mbs)
 	}
 
-	// 2. drop to done: hoard, then copyparty
+	// 2. drop to done, the big file and the small files apart, each round
+	// on fresh servers (a new port is a new origin: no cached assets, no
+	// remembered hashes), hoard and copyparty alternating.
+	rounds := envInt("HOARD_UI_BENCH_ROUNDS", 3)
 	src := t.TempDir()
-	writeFile(t, src, "drop/big.bin", seededBytes(1, big))
-	want := map[string]int64{"drop/big.bin": int64(big)}
+	writeFile(t, src, "big/big.bin", seededBytes(1, big))
+	wantBig := map[string]int64{"big/big.bin": int64(big)}
+	wantSmall := map[string]int64{}
 	for i := range small {
 		n := 4<<10 + (i*7919)%(60<<10)
-		rel := fmt.Sprintf("drop/d%02d/f%05d.bin", i%40, i)
+		rel := fmt.Sprintf("small/d%02d/f%05d.bin", i%40, i)
 		writeFile(t, src, rel, seededBytes(uint64(10+i), n))
-		want[rel] = int64(n)
+		wantSmall[rel] = int64(n)
 	}
-	hoardDst := t.TempDir()
-	hs := start(t, "-v", hoardDst+":/:rw")
-	t.Logf("hoard: drop to done %v for %d bytes + %d small files", dropToDone(t, b, hs.URL+"/", filepath.Join(src, "drop"), hoardDst, want), big, small)
-
 	cp := os.Getenv("COPYPARTY_SRC")
 	if cp == "" {
 		t.Log("copyparty: skipped (set COPYPARTY_SRC to a copyparty source tree)")
-		return
 	}
-	cpDst := t.TempDir()
+	type server struct {
+		name string
+		url  func(t *testing.T, dir string) string
+	}
+	servers := []server{{"hoard", func(t *testing.T, dir string) string { return start(t, "-v", dir+":/:rw").URL + "/" }}}
+	if cp != "" {
+		servers = append(servers, server{"copyparty", func(t *testing.T, dir string) string { return startCopyparty(t, cp, dir) }})
+	}
+	for _, set := range []struct {
+		name string
+		want map[string]int64
+	}{{fmt.Sprintf("1 file of %d bytes", big), wantBig}, {fmt.Sprintf("%d files of 4-64 KiB", small), wantSmall}} {
+		folder := filepath.Join(src, strings.SplitN(firstKey(set.want), "/", 2)[0])
+		times := map[string][]time.Duration{}
+		for r := range rounds {
+			for _, sv := range servers {
+				dst := t.TempDir()
+				url := sv.url(t, dst)
+				d := dropToDone(t, b, url, folder, dst, set.want)
+				times[sv.name] = append(times[sv.name], d)
+				t.Logf("round %d: %s: drop to done %v for %s", r+1, sv.name, d, set.name)
+				os.RemoveAll(dst)
+			}
+		}
+		summarize(t, "drop to done, "+set.name, times, "s")
+	}
+
+	// 3. a 10,000-entry folder: page weight and the time from navigation
+	// to the whole listing in the page.
+	entries := envInt("HOARD_UI_BENCH_ENTRIES", 10000)
+	lsDir := t.TempDir()
+	for i := range entries {
+		writeFile(t, lsDir, fmt.Sprintf("many/f%05d.bin", i), []byte("x"))
+	}
+	last := fmt.Sprintf("f%05d.bin", entries-1)
+	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `(() => {
+			const want = 'a[href*="f00000.bin"]', all = 'a[href*="` + last + `"]';
+			window.__lsFirst = 0; window.__lsAll = 0; window.__lsLast = 0;
+			new MutationObserver(() => {
+				const t = performance.now();
+				window.__lsLast = t;
+				if (!window.__lsFirst && document.querySelector(want)) window.__lsFirst = t;
+				if (!window.__lsAll && document.querySelector(all)) window.__lsAll = t;
+			}).observe(document, { childList: true, subtree: true });
+		})()`})
+		return err
+	}))
+	weight, full, settled := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
+	for r := range rounds {
+		for _, sv := range servers {
+			url := sv.url(t, lsDir) + "many/"
+			b.do(t, chromedp.Navigate(url))
+			// settled: no change to the page for 1 s
+			for prev := -1.0; ; {
+				time.Sleep(time.Second)
+				l := evalJS[float64](t, b, `window.__lsLast`)
+				if l == prev {
+					break
+				}
+				prev = l
+			}
+			m := evalJS[map[string]float64](t, b, `(() => {
+				const nav = performance.getEntriesByType('navigation')[0];
+				let bytes = nav.transferSize, body = nav.decodedBodySize;
+				for (const e of performance.getEntriesByType('resource')) { bytes += e.transferSize; body += e.decodedBodySize; }
+				return { bytes, body, all: window.__lsAll, last: window.__lsLast, n: document.querySelectorAll('a[href*=".bin"]').length };
+			})()`)
+			if m["all"] == 0 {
+				b.screenshot(t, "bench-listing-"+sv.name)
+				t.Fatalf("%s: the listing never showed %s (links: %v)", sv.name, last, m["n"])
+			}
+			ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+			weight[sv.name] = append(weight[sv.name], time.Duration(m["bytes"]))
+			full[sv.name] = append(full[sv.name], ms(m["all"]))
+			settled[sv.name] = append(settled[sv.name], ms(m["last"]))
+			t.Logf("round %d: %s: %d-entry folder: %.0f bytes transferred (%.0f decoded), whole listing at %v, settled at %v", r+1, sv.name, entries, m["bytes"], m["body"], ms(m["all"]), ms(m["last"]))
+		}
+	}
+	summarize(t, fmt.Sprintf("%d-entry folder, bytes transferred", entries), weight, "bytes")
+	summarize(t, fmt.Sprintf("%d-entry folder, navigation to whole listing", entries), full, "s")
+	summarize(t, fmt.Sprintf("%d-entry folder, navigation to settled page", entries), settled, "s")
+}
+
+func firstKey(m map[string]int64) string {
+	for k := range m {
+		return k
+	}
+	return ""
+}
+
+// summarize logs each server's median and hoard's ratio to copyparty (for
+// times: copyparty / hoard, so > 1 means hoard is faster; for bytes the
+// same: copyparty's bytes / hoard's).
+func summarize(t *testing.T, what string, vals map[string][]time.Duration, unit string) {
+	t.Helper()
+	med := map[string]time.Duration{}
+	for k, v := range vals {
+		v = slices.Clone(v)
+		slices.Sort(v)
+		med[k] = v[len(v)/2]
+	}
+	show := func(d time.Duration) string {
+		if unit == "bytes" {
+			return fmt.Sprintf("%d bytes", int64(d))
+		}
+		return d.Round(time.Millisecond).String()
+	}
+	line := fmt.Sprintf("median %s: hoard %s", what, show(med["hoard"]))
+	if c, ok := med["copyparty"]; ok {
+		line += fmt.Sprintf(", copyparty %s, copyparty/hoard %.2fx", show(c), float64(c)/float64(med["hoard"]))
+	}
+	t.Log(line)
+}
+
+// startCopyparty runs copyparty from its source tree on a free loopback
+// port, serving dir read-write for everyone, and returns its URL.
+func startCopyparty(t *testing.T, src, dir string) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -94,8 +215,8 @@ func TestUIBench(t *testing.T) {
 	if py == "" {
 		py = "python3"
 	}
-	cmd := exec.Command(py, "-m", "copyparty", "-p", strconv.Itoa(port), "-i", "127.0.0.1", "-q", "-v", cpDst+"::rw")
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+cp)
+	cmd := exec.Command(py, "-m", "copyparty", "-p", strconv.Itoa(port), "-i", "127.0.0.1", "-q", "-v", dir+"::rw")
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+src)
 	cmd.Dir = t.TempDir()
 	out := &syncBuf{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -103,7 +224,6 @@ func TestUIBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	for i := 0; ; i++ {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			c.Close()
@@ -114,15 +234,16 @@ func TestUIBench(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	b.do(t, chromedp.Navigate(url))
-	evalJS[bool](t, b, `(localStorage.setItem('ask_up', '0'), true)`)
-	t.Logf("copyparty: drop to done %v for %d bytes + %d small files", dropToDone(t, b, url, filepath.Join(src, "drop"), cpDst, want), big, small)
+	return fmt.Sprintf("http://127.0.0.1:%d/", port)
 }
 
 // dropToDone loads the page, drops folder onto it and waits until every
 // file of want has its size in dst and no partial file is left.
 func dropToDone(t *testing.T, b *browser, url, folder, dst string, want map[string]int64) time.Duration {
 	t.Helper()
+	b.do(t, chromedp.Navigate(url))
+	// copyparty's page asks before an upload starts; this skips the question
+	evalJS[bool](t, b, `(localStorage.setItem('ask_up', '0'), true)`)
 	b.do(t, chromedp.Navigate(url))
 	time.Sleep(500 * time.Millisecond)
 	t0 := time.Now()

@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bytes"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -164,5 +168,70 @@ func TestUILoginCookieSecureUnderTLS(t *testing.T) {
 	wantStatus(t, resp, body, 303)
 	if ck := resp.Cookies(); len(ck) != 1 || ck[0].Secure {
 		t.Errorf("login over http: Set-Cookie %q, want not Secure", resp.Header["Set-Cookie"])
+	}
+}
+
+// TestUILoginMultipart: copyparty's own login page posts a multipart form
+// (act=login, cppwd, uhash). It needs no write permission, sets the same
+// cookie as the urlencoded form, and a wrong password is 401 with no cookie;
+// an upload in the same shape without rights is still refused.
+func TestUILoginMultipart(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "secret.txt", []byte("s"))
+	s := start(t, "-a", "u:hunter2", "-v", dir+":/:r,u")
+	post := func(fields ...string) (*http.Response, []byte) {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		for i := 0; i+1 < len(fields); i += 2 {
+			if fields[i] == "f" {
+				w, err := mw.CreateFormFile("f", "up.txt")
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.WriteString(w, fields[i+1])
+				continue
+			}
+			if err := mw.WriteField(fields[i], fields[i+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mw.Close()
+		return s.do(t, "POST", "/", b.Bytes(), "Content-Type: "+mw.FormDataContentType())
+	}
+	resp, body := post("act", "login", "cppwd", "wrong", "uhash", "x")
+	wantStatus(t, resp, body, 401)
+	if len(resp.Cookies()) != 0 {
+		t.Errorf("a wrong password set cookies: %v", resp.Cookies())
+	}
+	resp, body = post("act", "login", "cppwd", "", "uhash", "x")
+	wantStatus(t, resp, body, 400)
+	resp, body = post("act", "login", "cppwd", strings.Repeat("p", 5000))
+	wantStatus(t, resp, body, 400)
+	resp, body = post("act", "login", "cppwd", "hunter2", "uhash", "x")
+	wantStatus(t, resp, body, 303)
+	var ck *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "cppwd" {
+			ck = c
+		}
+	}
+	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("login set no proper cppwd cookie: %v", resp.Header["Set-Cookie"])
+	}
+	resp, body = s.do(t, "GET", "/secret.txt", nil, "Cookie: cppwd="+ck.Value)
+	wantStatus(t, resp, body, 200)
+	resp, body = post("act", "logout")
+	wantStatus(t, resp, body, 303)
+	if c := resp.Cookies(); len(c) != 1 || c[0].MaxAge >= 0 {
+		t.Errorf("logout did not clear the cookie: %v", resp.Header["Set-Cookie"])
+	}
+	// The same form shape carrying an upload is still an upload, refused
+	// without write permission, and writes nothing.
+	resp, body = post("act", "bput", "f", "data")
+	if resp.StatusCode != 401 && resp.StatusCode != 403 {
+		t.Errorf("anonymous multipart upload = %d %s, want 401/403", resp.StatusCode, body)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "up.txt")); err == nil {
+		t.Error("a refused upload wrote up.txt")
 	}
 }
