@@ -157,7 +157,9 @@ func New(cfg Config) (*Manager, error) {
 	for _, v := range cfg.Store.Mounted() {
 		db := cfg.DBs[v]
 		if db == nil {
-			m.log.Warn("no session store for this volume; its unfinished uploads will not survive a restart", "volume", "/"+v.VPath)
+			if !v.Remote() { // an object-store volume keeps its sessions in its bucket (remote.go)
+				m.log.Warn("no session store for this volume; its unfinished uploads will not survive a restart", "volume", "/"+v.VPath)
+			}
 			db = NewMemStore()
 		}
 		m.dbs[v] = db
