@@ -51,8 +51,9 @@ func chunkObject(wark, key string) string {
 // session's chunk hashes, size and chunk size follow from its wark, so a
 // cached table is never stale (who published the file is read afresh).
 type remoteCache struct {
-	mu sync.Mutex
-	m  map[string]*remoteSess
+	mu  sync.Mutex
+	m   map[string]*remoteSess
+	fin map[string]*finCall // publishes in progress (remoteFinish)
 }
 
 type remoteSess struct {
@@ -615,6 +616,38 @@ func (r *hashReader) Read(p []byte) (int, error) {
 // loser finds the file with its wark at the name and takes it as done.
 func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string) (string, error) {
 	ctx = context.WithoutCancel(ctx) // a client gone mid-publish must not leave it half done
+	// One publish per upload on this node: posts that complete it at
+	// once wait for the first one's outcome.
+	k := v.VPath + "\x00" + wark
+	m.remote.mu.Lock()
+	if c := m.remote.fin[k]; c != nil {
+		m.remote.mu.Unlock()
+		<-c.done
+		return c.rel, c.err
+	}
+	c := &finCall{done: make(chan struct{})}
+	if m.remote.fin == nil {
+		m.remote.fin = map[string]*finCall{}
+	}
+	m.remote.fin[k] = c
+	m.remote.mu.Unlock()
+	c.rel, c.err = m.remotePublish(ctx, v, wark)
+	m.remote.mu.Lock()
+	delete(m.remote.fin, k)
+	m.remote.mu.Unlock()
+	close(c.done)
+	return c.rel, c.err
+}
+
+// finCall is a publish in progress on this node.
+type finCall struct {
+	done chan struct{}
+	rel  string
+	err  error
+}
+
+// remotePublish is remoteFinish's work.
+func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark string) (string, error) {
 	rs, ok, err := m.loadRemote(ctx, v, wark)
 	if err != nil {
 		return "", err
@@ -627,11 +660,19 @@ func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string
 		return rec.Final, nil
 	}
 	t := rs.t
-	// Touch the session object: an expiry on any node measures idleness
-	// from here, and aborts this publish's multipart upload only when
-	// it was begun long ago.
-	if err := putRemote(ctx, v, rec, false); err != nil {
-		return "", err
+	published := func(rel string) bool {
+		oi, err := v.UpStat(ctx, rel)
+		return err == nil && oi.Meta["hoard-wark"] == wark
+	}
+	if !published(path.Join(rec.Dir, rec.Name)) {
+		// Touch the session object: an expiry on any node measures
+		// idleness from here, and aborts this publish's multipart
+		// upload only when it was begun long ago. (Another node
+		// publishing at the same moment may have its record of where
+		// overwritten; a handshake finds the file and says so again.)
+		if err := putRemote(ctx, v, rec, false); err != nil {
+			return "", err
+		}
 	}
 	parts := make([]string, t.n)
 	for i := range parts {
@@ -646,15 +687,12 @@ func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string
 	for attempt := 0; ; attempt++ {
 		rel = path.Join(rec.Dir, name)
 		_, err := v.UpCompose(ctx, rel, parts, store.UpPublish{Replace: rec.Replace, User: rec.User, IP: rec.IP, Meta: publishMeta(wark, rec.Lmod), Check: check})
-		if err == nil {
-			break
+		if err == nil || published(rel) {
+			break // published, by this node or by another at once
 		}
 		if !errors.Is(err, store.ErrExists) || attempt >= 4 {
 			m.log.Warn("could not publish an upload", "volume", "/"+v.VPath, "path", rel, "wark", wark, "err", err)
 			return "", err
-		}
-		if oi, serr := v.UpStat(ctx, rel); serr == nil && oi.Meta["hoard-wark"] == wark {
-			break // another node published it
 		}
 		if name, err = v.UpFreeName(ctx, rec.Dir, rec.Name, rec.IP, false); err != nil {
 			return "", err

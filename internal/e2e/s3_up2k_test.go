@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -277,11 +278,20 @@ func TestS3Up2kTwoNodes(t *testing.T) {
 		}
 		errc <- err
 	}()
-	<-pw // half is sent
+	select { // half is sent
+	case <-pw:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the chunk's first half was never read")
+	}
 	time.Sleep(200 * time.Millisecond)
 	a.kill(t)
 	cancel()
-	<-errc
+	close(pr.stop)
+	select {
+	case <-errc:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request to the killed node never ended")
+	}
 
 	// B says what is missing: chunk 5 onwards, nothing acknowledged.
 	mid := up2kHandshake(t, b, "/s3/", "two.bin", f, 1600000000, nil, auth)
@@ -310,10 +320,10 @@ func TestS3Up2kTwoNodes(t *testing.T) {
 }
 
 // newSlowBody is a request body that sends the first n bytes of data,
-// then signals on the channel and blocks until the request is cancelled.
+// then signals on the channel and blocks until its stop is closed.
 func newSlowBody(data []byte, n int) (*slowBody, chan struct{}) {
 	sent := make(chan struct{})
-	return &slowBody{data: data, n: n, sent: sent}, sent
+	return &slowBody{data: data, n: n, sent: sent, stop: make(chan struct{})}, sent
 }
 
 type slowBody struct {
@@ -321,6 +331,7 @@ type slowBody struct {
 	n    int
 	off  int
 	sent chan struct{}
+	stop chan struct{} // closed by the test: the body fails
 	once bool
 }
 
@@ -334,7 +345,8 @@ func (s *slowBody) Read(p []byte) (int, error) {
 		s.once = true
 		close(s.sent)
 	}
-	select {} // until the connection dies; the transport gives up on it
+	<-s.stop
+	return 0, io.ErrUnexpectedEOF
 }
 
 // copyparty's u2c.py uploads a tree into an S3 volume.
