@@ -185,6 +185,9 @@ func unknownFlag(fs *flag.FlagSet, name string) string {
 			best, bestD = f.Name, d
 		}
 	})
+	if bestD > max(2, len(name)/3) {
+		return fmt.Sprintf("unknown flag -%s (see -h)", name) // nothing close: a guess would mislead
+	}
 	return fmt.Sprintf("unknown flag -%s; the closest is %s (see -h)", name, dashed(best))
 }
 

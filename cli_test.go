@@ -26,6 +26,22 @@ func TestEditDistance(t *testing.T) {
 	}
 }
 
+// TestUnknownFlagSuggestsOnlyClose: a flag far from every known one gets
+// no "closest" (before: --bogus-flag was told of --ah-alg).
+func TestUnknownFlagSuggestsOnlyClose(t *testing.T) {
+	fs, _ := newFlags()
+	for name, want := range map[string]string{
+		"bogus-flag": "unknown flag -bogus-flag (see -h)",
+		"srch-hit":   "unknown flag -srch-hit; the closest is --srch-hits (see -h)",
+		"crt":        "unknown flag -crt; the closest is --cert (see -h)",
+		"zzzzzzzz":   "unknown flag -zzzzzzzz (see -h)",
+	} {
+		if got := unknownFlag(fs.FlagSet, name); got != want {
+			t.Errorf("unknownFlag(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
 func TestLocate(t *testing.T) {
 	p := &prodOptions{origin: map[string]string{"max-ranges": "f.conf:3", "p": "f.conf:9"}}
 	for in, want := range map[string]string{

@@ -12,7 +12,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,11 +23,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	srvhttp "hoard/http"
 	"hoard/idx"
+	"hoard/internal/logbuf"
 	"hoard/s3"
 	"hoard/store"
 )
@@ -50,8 +54,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hoard: %s\n", o.prod.locate(err.Error()))
 		return 2
 	}
-	log := newLogger(o.logLevel, o.logFormat, stderr)
+	// Every log line goes through one batching writer (internal/logbuf):
+	// access lines in batches, the rest at once, none waiting for stderr.
+	var logp atomic.Pointer[slog.Logger]
+	lw := logbuf.New(stderr, logbuf.Options{Dropped: func(n uint64) {
+		logp.Load().Warn("log lines dropped: standard error did not keep up", "dropped", n)
+	}})
+	log := newLogger(o.logLevel, o.logFormat, lw.Urgent())
+	logp.Store(log)
 	slog.SetDefault(log)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		lw.Close(ctx) // the last lines out, unless nobody reads them
+	}()
+	stderr = flushFirst{stderr, lw} // a direct line comes after the log's
+	stdout = flushFirst{stdout, lw} // the listening line after start-up warnings
 	// A SIGHUP while starting (systemctl reload too early) must not end
 	// the process; serve takes them up as reloads.
 	signal.Ignore(syscall.SIGHUP)
@@ -82,7 +100,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			code = 2 // another hoard writes here: a configuration to change, not a failure
 		}
 	} else {
-		code = serve(newServer(svc, o, log), listeners, tl, stdout, log, func() { reload(args, svc, log) })
+		access := &srvhttp.AccessLog{W: lw, JSON: o.logFormat == "json"}
+		code = serve(newServer(svc, o, log, access), listeners, tl, stdout, log, func() {
+			lw.Kick() // lines so far out before the reload's
+			reload(args, fs, svc, log)
+		})
 	}
 	if err := cl.close(); err != nil && code == 0 {
 		code = 1
@@ -94,7 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // again, and the accounts, volumes and shares they give replace those
 // served (store.Reload says what needs a restart instead). Any error is
 // logged, with its file and line, and the configuration served stays.
-func reload(args []string, svc *services, log *slog.Logger) {
+func reload(args []string, running *flagSet, svc *services, log *slog.Logger) {
 	log.Info("SIGHUP: reloading the configuration")
 	var errb strings.Builder
 	fs, o := newFlags()
@@ -118,6 +140,9 @@ func reload(args []string, svc *services, log *slog.Logger) {
 		fail(err)
 		return
 	}
+	for _, name := range restartOptions(running, fs) {
+		log.Warn("reload: needs a restart: --" + name + "; the value it started with stays") // values unsaid: some are secrets
+	}
 	if sh := svc.extra.Shares; sh != nil {
 		if n, err := sh.Reload(); err != nil {
 			log.Error("reload: the shares file could not be read again; the shares in memory stay", "err", err)
@@ -125,6 +150,44 @@ func reload(args []string, svc *services, log *slog.Logger) {
 			log.Info("shares reloaded", "shares", n)
 		}
 	}
+}
+
+// flushFirst is a writer whose writes come after the log lines taken
+// so far (they wait for stderr: used at start-up and exit only).
+type flushFirst struct {
+	w  io.Writer
+	lw *logbuf.Writer
+}
+
+func (f flushFirst) Write(p []byte) (int, error) {
+	f.lw.Flush()
+	return f.w.Write(p)
+}
+
+// reloadedOptions are the flags a reload takes up: the accounts and
+// volumes, the config files naming them, and the global options that are
+// volume flags too (store.Reload says which of those need a restart) or
+// that shape the accounts.
+var reloadedOptions = map[string]bool{
+	"c": true, "a": true, "v": true, "ah-alg": true, "ah-salt": true,
+	"e2d": true, "e2ds": true, "e2dsa": true, "e2t": true, "e2ts": true, "e2tsr": true, "e2s": true, "e2a": true,
+	"dedup": true, "df": true,
+}
+
+// restartOptions names the flags whose value differs between the
+// running configuration and the one read again, but which only a
+// restart takes up (ports, TLS, logging, limits…).
+func restartOptions(running, now *flagSet) []string {
+	var out []string
+	running.VisitAll(func(f *flag.Flag) {
+		if reloadedOptions[f.Name] {
+			return
+		}
+		if g := now.Lookup(f.Name); g != nil && g.Value.String() != f.Value.String() {
+			out = append(out, f.Name)
+		}
+	})
+	return out
 }
 
 // newLogger is the logger of level (validated) writing to w.

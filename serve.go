@@ -21,10 +21,10 @@ import (
 )
 
 // newServer is the HTTP server of the services, with its timeouts.
-func newServer(svc *services, o *options, log *slog.Logger) *http.Server {
+func newServer(svc *services, o *options, log *slog.Logger, access *srvhttp.AccessLog) *http.Server {
 	st, up, ix, med, extra := svc.store, svc.up2k, svc.index, svc.media, svc.extra
 	proxy, _ := o.proxyConfig() // checked by validate
-	cfg := srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy, DAV: srvhttp.DAVConfig{Off: o.noDav, Inf: o.davInf}}
+	cfg := srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy, DAV: srvhttp.DAVConfig{Off: o.noDav, Inf: o.davInf}, Access: access}
 	if svc.stats != nil {
 		cfg.Observer, cfg.Metrics = svc.stats, svc.stats
 	}

@@ -166,12 +166,12 @@ func startIndex(st *store.Store, dbs map[*store.Volume]*idx.DB, o *options, log 
 	}
 	tags := false
 	for _, v := range st.Volumes() {
-		if db := dbs[v]; db != nil && v.Flags.E2D {
+		if db := dbs[v]; db != nil && v.Flags().E2D {
 			cfg.DBs[v] = db
-		} else if v.Flags.E2D {
+		} else if v.Flags().E2D {
 			log.Warn("the volume has no writable state folder; it is not indexed", "volume", "/"+v.VPath)
 		}
-		tags = tags || v.Flags.E2T
+		tags = tags || v.Flags().E2T
 	}
 	if tags {
 		if media.HaveFFprobe() {

@@ -3,13 +3,10 @@ package http
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -71,7 +68,7 @@ func (s *Server) archive(q *req, sel []string) error {
 	}
 
 	ctx := q.r.Context()
-	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: s.archiveMounts(q)}
+	wk := &arch.Walker{Vol: q.vol, Dots: q.perm.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: arch.MountsOf(s.st, q.user, q.share, has(q.query, "nodot"))}
 	if virtual {
 		wk.Vol, wk.Dots = nil, false // no volume, no . permission here (copyparty's rule)
 	}
@@ -92,7 +89,8 @@ func (s *Server) archive(q *req, sel []string) error {
 		}
 	} else {
 		base = "sel-" + base
-		if err := s.selectEntries(q, wk, sel); err != nil {
+		sc := arch.Scope{Store: s.st, Vol: q.vol, Rel: q.rel, Parts: q.parts, Share: q.share, User: q.user, NoDot: has(q.query, "nodot")}
+		if err := wk.Select(ctx, sc, sel); err != nil {
 			return err
 		}
 	}
@@ -151,35 +149,6 @@ func (s *Server) needMountRead(q *req) error {
 		return errUnauthorized
 	}
 	return errorf(http.StatusForbidden, "user %s may read no volume below /%s", q.user, url)
-}
-
-// archiveMounts tells the walk which volumes are mounted below a URL path
-// and what the user may do in them: a folder's archive holds the volumes
-// mounted below it that the user may read (copyparty's rule), each with its
-// own dotfile permission, in place of any real folder they hide.
-func (s *Server) archiveMounts(q *req) func(url string) []arch.Mount {
-	nodot := has(q.query, "nodot")
-	return func(url string) []arch.Mount {
-		var parts []string
-		if url != "" {
-			parts = strings.Split(url, "/")
-		}
-		var out []arch.Mount
-		for name, vols := range s.st.MountsBelow(parts) {
-			m := arch.Mount{Name: name}
-			for _, v := range vols {
-				if v.VPath == path.Join(url, name) {
-					p := v.Perms(q.user)
-					m.Vol, m.Read, m.Dots = v, p.Has(store.PermRead), p.Has(store.PermDot) && !nodot
-					if q.share {
-						m.Read = false // a share is one folder: a mount below it hides its folder and stays out
-					}
-				}
-			}
-			out = append(out, m)
-		}
-		return out
-	}
 }
 
 // archiveFormat reads ?tar= or ?zip= and the modifier keys; of several
@@ -320,103 +289,6 @@ func selectionForm(q *req) ([]string, error) {
 		return nil, errorf(http.StatusBadRequest, `the selection form has no "files" field`)
 	}
 	return names, nil
-}
-
-// selectEntries resolves every selected name inside the folder and checks
-// it before anything is sent: a name that escapes, is excluded, hidden from
-// this user, missing or unreadable refuses the whole request. A name below
-// another selected folder is left to that folder.
-func (s *Server) selectEntries(q *req, wk *arch.Walker, names []string) error {
-	seen := map[string]bool{}
-	var clean []string
-	for _, name := range names {
-		name = strings.TrimSuffix(name, "/")
-		if name == "" {
-			return errorf(http.StatusBadRequest, "an empty name in the selection")
-		}
-		for _, c := range strings.Split(name, "/") {
-			if err := store.CheckName(c); err != nil {
-				return errorf(http.StatusBadRequest, "bad name in the selection: %q (names are relative to the folder, without . or ..)", name)
-			}
-			if arch.Excluded(c) {
-				return errorf(http.StatusForbidden, "%q is never archived", name)
-			}
-			if strings.HasPrefix(c, ".") && !wk.Dots {
-				return errorf(http.StatusForbidden, "%q is a dotfile; that needs the . permission (and no nodot)", name)
-			}
-		}
-		if !seen[name] {
-			seen[name] = true
-			clean = append(clean, name)
-		}
-	}
-	for _, name := range clean {
-		if under(name, seen) {
-			continue
-		}
-		err := s.selectEntry(q, wk, name)
-		switch {
-		case err == nil:
-		case errors.Is(err, fs.ErrPermission):
-			return errorf(http.StatusForbidden, "%q is not readable", name)
-		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrOutside), errors.Is(err, store.ErrNotDir):
-			return errorf(http.StatusBadRequest, "%q is not in this folder", name)
-		default:
-			return err
-		}
-	}
-	return nil
-}
-
-// selectEntry adds one selected name, resolved as its URL would be: inside
-// the folder's volume, or in a volume mounted below it (which then needs
-// the read permission there), or a folder of URLs only above such volumes.
-func (s *Server) selectEntry(q *req, wk *arch.Walker, name string) error {
-	parts := append(q.parts[:len(q.parts):len(q.parts)], strings.Split(name, "/")...)
-	v, rel := q.vol, path.Join(q.rel, name) // a share: the shared folder only
-	if !q.share {
-		v, rel = s.st.Resolve(parts)
-	} else if s.st.Shadowed(v, rel) {
-		return store.ErrNotFound // another volume's by URL
-	}
-	if v == nil {
-		if len(s.st.MountsBelow(parts)) > 0 {
-			return wk.AddMounts(q.r.Context(), strings.Join(parts, "/"), name+"/")
-		}
-		return store.ErrNotFound
-	}
-	sub := wk
-	if v != q.vol {
-		p := v.Perms(q.user)
-		if !p.Has(store.PermRead) {
-			return fmt.Errorf("%w: a volume the user may not read", fs.ErrPermission)
-		}
-		sub = &arch.Walker{Vol: v, Dots: p.Has(store.PermDot) && !has(q.query, "nodot"), Mounts: wk.Mounts}
-	}
-	fi, err := v.Stat(rel)
-	switch {
-	case errors.Is(err, store.ErrNotFound) && len(s.st.MountsBelow(parts)) > 0:
-		err = sub.AddMounts(q.r.Context(), strings.Join(parts, "/"), name+"/")
-	case err == nil && fi.IsDir():
-		err = sub.AddFolder(q.r.Context(), rel, name+"/")
-	case err == nil:
-		err = sub.AddFile(rel, name)
-	}
-	if sub != wk {
-		wk.Files = append(wk.Files, sub.Files...)
-		wk.Errs = append(wk.Errs, sub.Errs...)
-	}
-	return err
-}
-
-// under reports whether a parent folder of name is selected too.
-func under(name string, sel map[string]bool) bool {
-	for i := strings.LastIndexByte(name, '/'); i > 0; i = strings.LastIndexByte(name[:i], '/') {
-		if sel[name[:i]] {
-			return true
-		}
-	}
-	return false
 }
 
 // archOptions serves the archive modifiers (opus, mp3, j, w, p) through

@@ -30,8 +30,9 @@ import (
 // Locks live in store (davlock.go), bound to the account that took them.
 // Dead properties live in store too (davprops.go: an extended attribute
 // of the file); their values are kept as self-contained XML fragments
-// (xnode.content). Of the live ones, the mtime (DAV:getlastmodified, or
-// Windows' Win32LastModifiedTime) can be set, and reaches the index;
+// (xnode.content). Of the live ones, the mtime (DAV:getlastmodified,
+// Windows' Win32LastModifiedTime, or ownCloud's DAV:lastmodified in
+// seconds) can be set, and reaches the index;
 // Windows' other Win32* times and attributes are accepted and ignored.
 
 // DAVConfig switches WebDAV.
@@ -94,19 +95,6 @@ func (s *Server) davRoute(q *req) error {
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported", q.r.Method)
 }
 
-// davErr maps a domain error to its status with WebDAV's exceptions
-// (kinds → status), keeping the message; anonymous refusals become 401.
-func (q *req) davErr(err error, over map[store.Kind]int) error {
-	err = q.domain(err)
-	if k := store.KindOf(err); k != 0 {
-		if code, ok := over[k]; ok {
-			_, msg := statusOf(err)
-			return &httpError{code: code, msg: msg, err: err}
-		}
-	}
-	return err
-}
-
 func (q *req) loc0() store.Loc { return store.Loc{Vol: q.vol, Rel: q.rel} }
 
 // davURL is the href of a URL path (components joined by "/").
@@ -116,6 +104,62 @@ func (q *req) davURL(p string, dir bool) string {
 		u += "/"
 	}
 	return u
+}
+
+// appendHref appends davURL(p, dir), XML-escaped, to b: what a PROPFIND
+// writes for every member, built without allocating.
+func (q *req) appendHref(b []byte, p string, dir bool) []byte {
+	b = appendXMLText(b, q.loc)
+	b = append(b, '/')
+	for i := 0; i < len(p); i++ {
+		switch ch := p[i]; {
+		case ch == '/':
+			b = append(b, '/')
+		case ch == '&': // escapeName keeps these two, XML does not
+			b = append(b, "&amp;"...)
+		case ch == '\'':
+			b = append(b, "&#39;"...)
+		case 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || '0' <= ch && ch <= '9' || strings.IndexByte("-._~!$()*+=@", ch) >= 0:
+			b = append(b, ch)
+		default:
+			b = append(b, '%', "0123456789ABCDEF"[ch>>4], "0123456789ABCDEF"[ch&15])
+		}
+	}
+	if dir && p != "" && p[len(p)-1] != '/' {
+		b = append(b, '/')
+	}
+	return b
+}
+
+// xmlPlain reports whether s is written unchanged by xml.EscapeText:
+// printable ASCII without its five special characters.
+func xmlPlain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '<' || c == '>' || c == '&' || c == '\'' || c == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// writeXMLText is xml.EscapeText of s, without a copy of s when nothing
+// needs escaping.
+func writeXMLText(b *bufio.Writer, s string) {
+	if xmlPlain(s) {
+		b.WriteString(s)
+		return
+	}
+	xml.EscapeText(b, []byte(s))
+}
+
+// appendXMLText appends xml.EscapeText of s to b.
+func appendXMLText(b []byte, s string) []byte {
+	if xmlPlain(s) {
+		return append(b, s...)
+	}
+	var w strings.Builder
+	xml.EscapeText(&w, []byte(s))
+	return append(b, w.String()...)
 }
 
 // ifHeader evaluates the request's If header (RFC 4918 section 10.4): it
@@ -293,22 +337,19 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 	if !virtual && r.loc.Vol != nil {
 		v := r.loc.Vol
 		opt := store.ListOptions{Dots: v.Perms(q.user).Has(store.PermDot)}
-		err := v.Each(q.r.Context(), r.loc.Rel, opt, func(e store.Entry) error {
+		each := func(e store.Entry, dead []store.DeadProp) error {
 			if _, ok := mounts[e.Name]; ok {
 				// Its URL leads to (or toward) another volume: listed
 				// below as the URL resolves, never the shadowed folder.
 				return nil
 			}
+			// Everything is known from the folder's read (EachProps: and
+			// the dead properties by name): no member is opened.
 			c := davRes{path: path.Join(r.path, e.Name), dir: e.Dir, mtime: e.Mtime, loc: store.Loc{Vol: v, Rel: path.Join(r.loc.Rel, e.Name)}}
-			if !e.Dir || pf.dead {
-				c.size = e.Size
-				if fi, dead, err := s.statRes(v, c.loc.Rel, pf); err == nil {
-					if !e.Dir {
-						c.etag = etag(fi)
-					}
-					c.dead, c.propsRead = dead, pf.dead
-				}
+			if !e.Dir {
+				c.size, c.etag = e.Size, etagOf(e.Ino, e.Size, e.Mtime)
 			}
+			c.dead, c.propsRead = dead, pf.dead
 			if err := s.propResponse(q, bw, pf, c); err != nil {
 				return err
 			}
@@ -316,7 +357,13 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 				return s.propChildren(q, bw, pf, c, depth, level+1, false)
 			}
 			return nil
-		})
+		}
+		var err error
+		if pf.dead {
+			err = v.EachProps(q.r.Context(), r.loc.Rel, opt, each)
+		} else {
+			err = v.Each(q.r.Context(), r.loc.Rel, opt, func(e store.Entry) error { return each(e, nil) })
+		}
 		if err != nil {
 			return err
 		}
@@ -361,36 +408,42 @@ func (s *Server) liveProp(b *bufio.Writer, name string, r davRes, loc string) bo
 		}
 	case "displayname":
 		b.WriteString("<D:displayname>")
-		xml.EscapeText(b, []byte(path.Base("/"+r.path)))
+		writeXMLText(b, path.Base("/"+r.path))
 		b.WriteString("</D:displayname>")
 	case "getcontentlength":
 		if r.dir {
 			return false
 		}
-		b.WriteString("<D:getcontentlength>" + strconv.FormatInt(r.size, 10) + "</D:getcontentlength>")
+		b.WriteString("<D:getcontentlength>")
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), r.size, 10))
+		b.WriteString("</D:getcontentlength>")
 	case "getlastmodified":
 		if r.mtime.IsZero() {
 			return false
 		}
-		b.WriteString("<D:getlastmodified>" + r.mtime.UTC().Format(http.TimeFormat) + "</D:getlastmodified>")
+		b.WriteString("<D:getlastmodified>")
+		b.Write(r.mtime.UTC().AppendFormat(b.AvailableBuffer(), http.TimeFormat))
+		b.WriteString("</D:getlastmodified>")
 	case "creationdate":
 		if r.mtime.IsZero() {
 			return false
 		}
-		b.WriteString("<D:creationdate>" + r.mtime.UTC().Format(time.RFC3339) + "</D:creationdate>")
+		b.WriteString("<D:creationdate>")
+		b.Write(r.mtime.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339))
+		b.WriteString("</D:creationdate>")
 	case "getetag":
 		if r.etag == "" {
 			return false
 		}
 		b.WriteString("<D:getetag>")
-		xml.EscapeText(b, []byte(r.etag))
+		writeXMLText(b, r.etag)
 		b.WriteString("</D:getetag>")
 	case "getcontenttype":
 		if r.dir {
 			return false
 		}
 		b.WriteString("<D:getcontenttype>")
-		xml.EscapeText(b, []byte(contentType(path.Base(r.path))))
+		writeXMLText(b, contentType(path.Base(r.path)))
 		b.WriteString("</D:getcontenttype>")
 	case "supportedlock":
 		b.WriteString("<D:supportedlock><D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry><D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry></D:supportedlock>")
@@ -431,7 +484,7 @@ func writeActiveLock(b *bufio.Writer, l store.Lock, href string) {
 // propResponse writes one D:response for r.
 func (s *Server) propResponse(q *req, b *bufio.Writer, pf propfindReq, r davRes) error {
 	b.WriteString("<D:response><D:href>")
-	xml.EscapeText(b, []byte(q.davURL(r.path, r.dir)))
+	b.Write(q.appendHref(b.AvailableBuffer(), r.path, r.dir))
 	b.WriteString("</D:href>")
 	switch pf.mode {
 	case "propname":
@@ -455,7 +508,8 @@ func (s *Server) propResponse(q *req, b *bufio.Writer, pf propfindReq, r davRes)
 		}
 		b.WriteString("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>")
 	default:
-		var missing []xml.Name
+		var few [8]xml.Name // on the stack for the usual request
+		missing := few[:0]
 		b.WriteString("<D:propstat><D:prop>")
 		for _, n := range pf.props {
 			if n.Space == nsDAV && s.liveProp(b, n.Local, r, q.loc) {
@@ -495,32 +549,51 @@ func hasLive(name string, r davRes) bool {
 
 // writeEmptyProp writes <name/> in its own namespace.
 func writeEmptyProp(b *bufio.Writer, n xml.Name) {
-	start, _ := propTags(n)
-	b.WriteString(start + "/>")
+	writePropStart(b, n)
+	b.WriteString("/>")
 }
 
 // writeDeadProp writes a dead property with its value.
 func writeDeadProp(b *bufio.Writer, p store.DeadProp) {
-	start, end := propTags(xml.Name{Space: p.Space, Local: p.Local})
-	b.WriteString(start + ">" + p.Value + end)
+	n := xml.Name{Space: p.Space, Local: p.Local}
+	writePropStart(b, n)
+	b.WriteString(">")
+	b.WriteString(p.Value)
+	writePropEnd(b, n)
 }
 
-// propTags are the start tag (unclosed: no ">") and the end tag of the
-// property n, in its own namespace (none: xmlns="").
-func propTags(n xml.Name) (start, end string) {
-	var sb strings.Builder
-	local := n.Local
+// writePropStart writes the start tag (unclosed: no ">") of the property
+// n, in its own namespace (none: xmlns="").
+func writePropStart(b *bufio.Writer, n xml.Name) {
 	switch n.Space {
 	case nsDAV:
-		return "<D:" + local, "</D:" + local + ">"
+		b.WriteString("<D:")
+		b.WriteString(n.Local)
 	case "":
-		sb.WriteString("<" + local + ` xmlns=""`)
-		return sb.String(), "</" + local + ">"
+		b.WriteString("<")
+		b.WriteString(n.Local)
+		b.WriteString(` xmlns=""`)
+	default:
+		b.WriteString("<X:")
+		b.WriteString(n.Local)
+		b.WriteString(` xmlns:X="`)
+		writeXMLText(b, n.Space)
+		b.WriteString(`"`)
 	}
-	sb.WriteString("<X:" + local + ` xmlns:X="`)
-	xml.EscapeText(&sb, []byte(n.Space))
-	sb.WriteString(`"`)
-	return sb.String(), "</X:" + local + ">"
+}
+
+// writePropEnd writes the end tag of the property n.
+func writePropEnd(b *bufio.Writer, n xml.Name) {
+	switch n.Space {
+	case nsDAV:
+		b.WriteString("</D:")
+	case "":
+		b.WriteString("</")
+	default:
+		b.WriteString("</X:")
+	}
+	b.WriteString(n.Local)
+	b.WriteString(">")
 }
 
 // ---- PROPPATCH
@@ -566,6 +639,15 @@ func (s *Server) proppatch(q *req) error {
 			} else {
 				mtime = t
 			}
+		case !o.remove && o.name == xml.Name{Space: nsDAV, Local: "lastmodified"}:
+			// ownCloud's way, which rclone uses (vendor owncloud or
+			// nextcloud) to set a time without uploading again: seconds
+			// since 1970.
+			if t, ok := parseUnixSeconds(o.value); ok {
+				mtime = t
+			} else {
+				status[i], why[i] = http.StatusConflict, "not seconds since 1970"
+			}
 		case o.name.Space == nsMS && strings.HasPrefix(o.name.Local, "Win32"):
 			// Windows' creation and access times and attributes: taken, not kept
 		case o.name.Space == nsDAV:
@@ -581,15 +663,7 @@ func (s *Server) proppatch(q *req) error {
 	if !failed {
 		err := s.st.PatchProps(q.r.Context(), q.actor(), q.loc0(), dead, mtime)
 		if err != nil {
-			code := 0
-			switch store.KindOf(err) {
-			case store.KindStateFull, store.KindNoSpace:
-				code = http.StatusInsufficientStorage
-			case store.KindForbidden:
-				code = http.StatusForbidden
-			case store.KindInvalid:
-				code = http.StatusConflict
-			}
+			code := propPatchStatus(err)
 			if code == 0 || len(dead) == 0 {
 				return q.davErr(err, nil)
 			}
@@ -629,6 +703,16 @@ func (s *Server) proppatch(q *req) error {
 	return b.Flush()
 }
 
+// parseUnixSeconds reads a time given as whole seconds since 1970 (as
+// X-OC-Mtime and ownCloud's DAV:lastmodified carry it).
+func parseUnixSeconds(v string) (time.Time, bool) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 || n > 1<<40 {
+		return time.Time{}, false
+	}
+	return time.Unix(n, 0), true
+}
+
 // ---- MKCOL, DELETE, COPY, MOVE
 
 func (s *Server) mkcol(q *req) error {
@@ -645,7 +729,7 @@ func (s *Server) mkcol(q *req) error {
 		if errors.Is(err, store.ErrNotFound) {
 			return errorf(http.StatusConflict, "the parent folder does not exist")
 		}
-		return q.davErr(err, map[store.Kind]int{store.KindExists: http.StatusMethodNotAllowed, store.KindNotFound: http.StatusConflict})
+		return q.davErr(err, davMkcolStatus)
 	}
 	q.w.Header().Set("Location", q.davURL(strings.Join(q.parts, "/"), true))
 	return q.text(http.StatusCreated, "")
@@ -659,7 +743,7 @@ func (s *Server) davDelete(q *req) error {
 		return q.davErr(err, nil)
 	}
 	if _, err := s.st.Delete(q.r.Context(), q.actor(), q.loc0(), store.DeleteOptions{}); err != nil {
-		return q.davErr(err, map[store.Kind]int{store.KindInvalid: http.StatusForbidden})
+		return q.davErr(err, davDeleteStatus)
 	}
 	q.w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -703,16 +787,14 @@ func (s *Server) davTransfer(q *req) error {
 			return q.davErr(err, nil)
 		}
 	}
-	over := map[store.Kind]int{store.KindInvalid: http.StatusForbidden}
+	over := davTransferStatus
 	if !overwrite {
-		over[store.KindExists] = http.StatusPreconditionFailed
+		over = davNoOverwriteStatus
 	}
 	var res store.DestResult
-	opt := store.DestOptions{Overwrite: overwrite}
+	opt := store.DestOptions{Overwrite: overwrite, Shallow: depth == 0}
 	if move {
 		res, err = s.st.Move(q.r.Context(), q.actor(), src, dst, opt)
-	} else if depth == 0 {
-		res, err = s.shallowCopy(q, src, dst, opt)
 	} else {
 		res, err = s.st.Copy(q.r.Context(), q.actor(), src, dst, opt)
 	}
@@ -741,41 +823,6 @@ func (s *Server) routedElsewhere(parts []string) error {
 	return nil
 }
 
-// shallowCopy is COPY with Depth: 0: a file is copied; a folder becomes an
-// empty folder at the destination (RFC 4918 section 9.8.3).
-func (s *Server) shallowCopy(q *req, src, dst store.Loc, opt store.DestOptions) (store.DestResult, error) {
-	if src.Vol == nil {
-		return store.DestResult{}, &store.Error{Op: "copy", Kind: store.KindForbidden, Msg: "no volume is mounted there"}
-	}
-	fi, err := src.Vol.Stat(src.Rel)
-	if err != nil || !fi.IsDir() {
-		return s.st.Copy(q.r.Context(), q.actor(), src, dst, opt)
-	}
-	if !src.Vol.Perms(q.user).Has(store.PermRead) {
-		return store.DestResult{}, &store.Error{Op: "copy", Kind: store.KindForbidden, Need: store.PermRead, Msg: "copying needs the r permission at the source"}
-	}
-	res := store.DestResult{Dir: true}
-	if dst.Vol != nil {
-		if dfi, err := dst.Vol.Stat(dst.Rel); err == nil {
-			if !opt.Overwrite {
-				return res, &store.Error{Op: "copy", Kind: store.KindExists, Msg: "the destination exists"}
-			}
-			if !dst.Vol.Perms(q.user).Has(store.PermDelete) {
-				return res, &store.Error{Op: "copy", Kind: store.KindForbidden, Need: store.PermDelete, Msg: "replacing needs the d permission at the destination"}
-			}
-			if dfi.IsDir() {
-				return store.DestResult{Dir: true, Replaced: true}, nil // the folder is there; no members are copied
-			}
-			if _, err := s.st.Delete(q.r.Context(), q.actor(), dst, store.DeleteOptions{}); err != nil {
-				return res, err
-			}
-			res.Replaced = true
-		}
-	}
-	_, err = s.st.Mkdir(q.r.Context(), q.actor(), dst, store.MkdirOptions{})
-	return res, err
-}
-
 // ---- LOCK, UNLOCK
 
 func (s *Server) davLock(q *req) error {
@@ -800,7 +847,7 @@ func (s *Server) davLock(q *req) error {
 		}
 		l, err := s.st.RefreshLock(q.actor(), at, toks[0], timeout)
 		if err != nil {
-			return q.davErr(err, map[store.Kind]int{store.KindConflict: http.StatusPreconditionFailed})
+			return q.davErr(err, davRefreshStatus)
 		}
 		return writeLock(q, l, http.StatusOK)
 	}
@@ -818,26 +865,12 @@ func (s *Server) davLock(q *req) error {
 	if _, err := s.ifHeader(q); err != nil {
 		return err
 	}
-	if _, err := q.vol.Stat(q.rel); errors.Is(err, store.ErrNotFound) {
-		// The parent must exist before anything is locked.
-		dir := path.Dir("/" + q.rel)
-		if fi, err := q.vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
-			return errorf(http.StatusConflict, "the parent folder does not exist")
-		}
-	}
-	l, err := s.st.Lock(q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
+	l, made, err := s.st.LockOrMake(q.r.Context(), q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
 	if err != nil {
 		return q.davErr(err, nil)
 	}
 	code := http.StatusOK
-	if _, err := q.vol.Stat(q.rel); errors.Is(err, store.ErrNotFound) {
-		// A lock on an unmapped URL makes an empty file (RFC 4918 section 7.3).
-		dir, name := path.Split(q.rel)
-		if _, err := q.vol.Ingest(q.r.Context(), strings.TrimSuffix(dir, "/"), strings.NewReader(""), store.IngestOptions{Name: name, Size: 0, Uploader: q.user, ClientIP: q.ip}); err != nil {
-			s.st.Unlock(q.actor(), at, l.Token)
-			return q.davErr(err, nil)
-		}
-		s.st.LockMadeFile(l.Token)
+	if made {
 		code = http.StatusCreated
 	}
 	q.w.Header().Set("Lock-Token", "<"+l.Token+">")
@@ -908,21 +941,15 @@ func (s *Server) davPut(q *req) error {
 	if err != nil {
 		return q.davErr(err, nil)
 	}
-	if exists && !q.perm.Has(store.PermDelete) {
-		// The empty file a LOCK of this user made is theirs to fill.
-		if fi.Size() != 0 || !s.st.LockNullHeld(q.actor(), at, toks) {
-			if q.user == "" {
-				return errUnauthorized
-			}
-			return errorf(http.StatusForbidden, "user %s may not overwrite /%s: that needs the d permission", q.acct(), self)
-		}
+	if !exists {
+		fi = nil
+	}
+	if err := s.st.PutCheck(q.actor(), at, fi, toks); err != nil {
+		return q.davErr(err, nil)
 	}
 	dir, name := path.Split(q.rel)
 	dir = strings.TrimSuffix(dir, "/")
-	if dfi, err := q.vol.Stat(dir); err != nil || !dfi.IsDir() {
-		return errorf(http.StatusConflict, "the parent folder of /%s does not exist", self)
-	}
-	o, err := q.uploadOptions(q.vol.Flags.PutCK)
+	o, err := q.uploadOptions(q.vol.Flags().PutCK)
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,52 @@ var kindStatus = [store.KindCount]int{
 	store.KindNotImplemented: http.StatusNotImplemented,
 }
 
+// WebDAV's exceptions to kindStatus (RFC 4918), by method; davErr
+// applies one.
+var (
+	// MKCOL of something that exists is 405, under a missing folder 409
+	// (section 9.3.1).
+	davMkcolStatus = map[store.Kind]int{store.KindExists: http.StatusMethodNotAllowed, store.KindNotFound: http.StatusConflict}
+	// DELETE, COPY and MOVE of what can never be (a volume's top folder,
+	// a folder into itself) are 403 (sections 9.6, 9.8.5, 9.9.4).
+	davDeleteStatus   = map[store.Kind]int{store.KindInvalid: http.StatusForbidden}
+	davTransferStatus = map[store.Kind]int{store.KindInvalid: http.StatusForbidden}
+	// COPY and MOVE with Overwrite: F onto something that exists: 412.
+	davNoOverwriteStatus = map[store.Kind]int{store.KindInvalid: http.StatusForbidden, store.KindExists: http.StatusPreconditionFailed}
+	// A lock refresh with a token that covers nothing there: 412.
+	davRefreshStatus = map[store.Kind]int{store.KindConflict: http.StatusPreconditionFailed}
+)
+
+// davErr maps a domain error to its status with one of WebDAV's
+// exception tables above (nil: none), keeping the message; anonymous
+// refusals become 401.
+func (q *req) davErr(err error, over map[store.Kind]int) error {
+	err = q.domain(err)
+	if k := store.KindOf(err); k != 0 {
+		if code, ok := over[k]; ok {
+			_, msg := statusOf(err)
+			return &httpError{code: code, msg: msg, err: err}
+		}
+	}
+	return err
+}
+
+// propPatchStatus is the status a PROPPATCH's multistatus gives each
+// property the store refused to set (RFC 4918 section 9.2): 507 for a
+// full disk or state, 403 for a missing permission, 409 for a value it
+// cannot take; 0 for an error that fails the whole request instead.
+func propPatchStatus(err error) int {
+	switch store.KindOf(err) {
+	case store.KindStateFull, store.KindNoSpace:
+		return http.StatusInsufficientStorage
+	case store.KindForbidden:
+		return http.StatusForbidden
+	case store.KindInvalid:
+		return http.StatusConflict
+	}
+	return 0
+}
+
 // cliHints replace the message of a domain error with one that names the
 // server option that would help: the domain names no flags.
 var cliHints = []struct {

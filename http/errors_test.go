@@ -113,3 +113,48 @@ func TestStatusOfDomainErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDAVStatusEveryKind walks every kind through WebDAV's exception
+// tables and PROPPATCH's per-property status (all in errors.go): each
+// answer is the RFC 4918 status named for it, or kindStatus's, with the
+// domain's message; an anonymous refusal that names a permission is 401.
+func TestDAVStatusEveryKind(t *testing.T) {
+	tables := []struct {
+		name string
+		over map[store.Kind]int
+		want map[store.Kind]int // the exceptions; every other kind: kindStatus
+	}{
+		{name: "none", over: nil},
+		{name: "MKCOL", over: davMkcolStatus, want: map[store.Kind]int{store.KindExists: 405, store.KindNotFound: 409}},
+		{name: "DELETE", over: davDeleteStatus, want: map[store.Kind]int{store.KindInvalid: 403}},
+		{name: "COPY/MOVE", over: davTransferStatus, want: map[store.Kind]int{store.KindInvalid: 403}},
+		{name: "COPY/MOVE Overwrite: F", over: davNoOverwriteStatus, want: map[store.Kind]int{store.KindInvalid: 403, store.KindExists: 412}},
+		{name: "LOCK refresh", over: davRefreshStatus, want: map[store.Kind]int{store.KindConflict: 412}},
+	}
+	q := &req{user: "alice"}
+	for _, tb := range tables {
+		for k := store.Kind(1); k < store.KindCount; k++ {
+			want, ok := tb.want[k]
+			if !ok {
+				want = kindStatus[k]
+			}
+			code, msg := statusOf(q.davErr(&store.Error{Kind: k, Msg: "safe", Err: errors.New("/srv/secret")}, tb.over))
+			if code != want || msg != "safe" {
+				t.Errorf("%s, kind %v: %d %q, want %d \"safe\"", tb.name, k, code, msg, want)
+			}
+		}
+	}
+	anon := &req{}
+	if code, _ := statusOf(anon.davErr(&store.Error{Kind: store.KindForbidden, Need: store.PermDelete, Msg: "no"}, davDeleteStatus)); code != 401 {
+		t.Errorf("anonymous refusal naming a permission: %d, want 401", code)
+	}
+	prop := map[store.Kind]int{store.KindStateFull: 507, store.KindNoSpace: 507, store.KindForbidden: 403, store.KindInvalid: 409}
+	for k := store.Kind(1); k < store.KindCount; k++ {
+		if got := propPatchStatus(&store.Error{Kind: k}); got != prop[k] {
+			t.Errorf("PROPPATCH property refused with kind %v: %d, want %d", k, got, prop[k])
+		}
+	}
+	if got := propPatchStatus(errors.New("an I/O error")); got != 0 {
+		t.Errorf("an unclassified error fails the whole PROPPATCH: %d, want 0", got)
+	}
+}

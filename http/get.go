@@ -10,6 +10,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"hoard/store"
 )
@@ -239,13 +240,18 @@ func (h headerFlusher) WriteHeader(code int) {
 // etag is a strong validator from the file's identity: inode, size and
 // mtime in nanoseconds.
 func etag(fi fs.FileInfo) string {
+	return etagOf(inode(fi), fi.Size(), fi.ModTime())
+}
+
+// etagOf is the ETag of a file with inode number ino, size and mtime.
+func etagOf(ino uint64, size int64, mtime time.Time) string {
 	var a [48]byte // three base-36 numbers of at most 13 digits, two dashes, two quotes
 	b := append(a[:0], '"')
-	b = strconv.AppendUint(b, inode(fi), 36)
+	b = strconv.AppendUint(b, ino, 36)
 	b = append(b, '-')
-	b = strconv.AppendInt(b, fi.Size(), 36)
+	b = strconv.AppendInt(b, size, 36)
 	b = append(b, '-')
-	b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 36)
+	b = strconv.AppendInt(b, mtime.UnixNano(), 36)
 	return string(append(b, '"')) // the one allocation
 }
 

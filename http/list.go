@@ -157,7 +157,7 @@ func (q *req) entry(e store.Entry) lsEntry {
 			le.Ext = le.Ext[:16]
 		}
 	}
-	if q.vol != nil && q.vol.Flags.FK > 0 && q.perm.Has(store.PermRead) {
+	if q.vol != nil && q.vol.Flags().FK > 0 && q.perm.Has(store.PermRead) {
 		rel := path.Join(q.rel, e.Name)
 		if fi, err := q.vol.Stat(rel); err == nil {
 			le.Href += "?k=" + q.vol.FileKey(rel, fi)
@@ -221,10 +221,10 @@ func (s *Server) writeListing(q *req, l listing) error {
 			}
 		}
 		if l.vol != nil {
-			rep.Lifetime = int64(l.vol.Flags.Lifetime.Seconds())
-			rep.Frand = l.vol.Flags.Rand
-			rep.Idx = l.vol.Flags.E2D
-			rep.Itag = l.vol.Flags.E2T
+			rep.Lifetime = int64(l.vol.Flags().Lifetime.Seconds())
+			rep.Frand = l.vol.Flags().Rand
+			rep.Idx = l.vol.Flags().E2D
+			rep.Itag = l.vol.Flags().E2T
 		}
 		h.Set("Content-Type", "application/json")
 		return json.NewEncoder(q.w).Encode(rep)

@@ -143,7 +143,7 @@ func (q *req) uploadOptions(defCK string) (upOpts, error) {
 	}
 
 	if v, ok := param(q, "rand", "Rand"); ok {
-		n := q.vol.Flags.NRand
+		n := q.vol.Flags().NRand
 		if v != "" {
 			var err error
 			if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 128 {
@@ -152,8 +152,8 @@ func (q *req) uploadOptions(defCK string) (upOpts, error) {
 		}
 		o.rand = n
 	}
-	if q.vol.Flags.Rand {
-		o.rand = max(o.rand, q.vol.Flags.NRand)
+	if q.vol.Flags().Rand {
+		o.rand = max(o.rand, q.vol.Flags().NRand)
 	}
 
 	if v, ok := param(q, "life", "Life"); ok && v != "" {
@@ -161,7 +161,7 @@ func (q *req) uploadOptions(defCK string) (upOpts, error) {
 		if err != nil || n < 0 || n > 1<<40 {
 			return o, errorf(http.StatusBadRequest, "life=%q: want a number of seconds", v)
 		}
-		if n > 0 && q.vol.Flags.Lifetime == 0 {
+		if n > 0 && q.vol.Flags().Lifetime == 0 {
 			return o, errorf(http.StatusBadRequest, "life= needs a volume with a lifetime (volume flag lifetime=SECONDS); this one has none")
 		}
 		o.life = time.Duration(n) * time.Second
@@ -220,7 +220,7 @@ type upResult struct {
 // for users who may read, or have G.
 func (q *req) result(o upOpts, res store.IngestResult) upResult {
 	u := q.urlOf(res.Rel)
-	if q.vol.Flags.FK > 0 && q.perm.Any(store.PermRead|store.PermUpGet) {
+	if q.vol.Flags().FK > 0 && q.perm.Any(store.PermRead|store.PermUpGet) {
 		u += "?k=" + q.vol.FileKey(res.Rel, res.Info)
 	}
 	r := upResult{URL: u, Size: res.Size, UploadTime: res.Time.Unix(), FileURL: u, FileSz: res.Size, CK: o.ck}
@@ -252,7 +252,7 @@ func (s *Server) put(q *req) error {
 	if !s.dav.Off && !q.share && davClient(q.r) {
 		return s.davPut(q) // dav.go
 	}
-	o, err := q.uploadOptions(q.vol.Flags.PutCK)
+	o, err := q.uploadOptions(q.vol.Flags().PutCK)
 	if err != nil {
 		return err
 	}
@@ -351,7 +351,7 @@ func (s *Server) multipart(q *req) error {
 	if err := q.needUpload(); err != nil {
 		return err
 	}
-	o, err := q.uploadOptions(q.vol.Flags.BupCK)
+	o, err := q.uploadOptions(q.vol.Flags().BupCK)
 	if err != nil {
 		return err
 	}

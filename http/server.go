@@ -50,6 +50,9 @@ type Config struct {
 	Observer Observer
 	// Metrics serves /.cpr/metrics; nil (no --stats) answers it 404.
 	Metrics MetricsHandler
+	// Access takes the access lines (accesslog.go), when Logger is
+	// enabled at info; nil: they go through Logger.
+	Access *AccessLog
 }
 
 // Server is hoard's http.Handler.
@@ -75,6 +78,7 @@ type Server struct {
 	obs     Observer       // nil: no metrics
 	metrics MetricsHandler // nil: no /.cpr/metrics
 	active  atomic.Int64   // downloads being sent (metrics.go)
+	access  *AccessLog     // nil: access lines through log
 }
 
 // New returns the handler for cfg.
@@ -103,6 +107,7 @@ func New(cfg Config) *Server {
 	s.proxy = cfg.Proxy
 	s.dav = cfg.DAV
 	s.obs, s.metrics = cfg.Observer, cfg.Metrics
+	s.access = cfg.Access
 	if s.proxy.Header == "" {
 		s.proxy.Header = "X-Forwarded-For"
 	}
@@ -172,7 +177,13 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		s.obs.Request(routeOf(q), st, in, w.n, time.Since(start))
 	}
-	if s.log.Enabled(r.Context(), slog.LevelInfo) {
+	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	if s.access != nil {
+		now := time.Now()
+		s.access.write(&access{t: now, id: q.id, ip: q.ip, user: q.user, method: r.Method, u: r.URL, status: st, bytes: w.n, dur: now.Sub(start)})
+	} else {
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "access", slog.String("id", q.id), slog.String("ip", q.ip), slog.String("user", q.user), slog.String("method", r.Method), slog.String("path", logPath(r.URL)), slog.Int("status", st), slog.Int64("bytes", w.n), slog.Duration("dur", time.Since(start)))
 	}
 }

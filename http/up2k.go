@@ -73,7 +73,7 @@ func (s *Server) postJSON(q *req) error {
 	}
 	purl = q.loc + purl // through the proxy's prefix, as copyparty (u2c posts chunks there)
 	out := hsReply{Name: rep.Name, Purl: purl, Size: rep.Size, Lmod: rep.Lmod, Sprs: rep.Sparse, Hash: rep.Need, Dwrk: rep.Wark, Wark: rep.Wark, Need: rep.Need}
-	if len(rep.Need) == 0 && rep.Info != nil && q.vol.Flags.FK > 0 && q.perm.Any(store.PermRead|store.PermUpGet) {
+	if len(rep.Need) == 0 && rep.Info != nil && q.vol.Flags().FK > 0 && q.perm.Any(store.PermRead|store.PermUpGet) {
 		out.FK = q.vol.FileKey(rep.Rel(), rep.Info)
 	}
 	return writeJSON(q, http.StatusOK, out)

@@ -150,10 +150,10 @@ func New(cfg Config) *Indexer {
 	x.evctx, x.evstop = context.WithCancel(context.Background())
 	for _, v := range cfg.Store.Mounted() {
 		db := cfg.DBs[v]
-		if db == nil || !v.Flags.E2D {
+		if db == nil || !v.Flags().E2D {
 			continue
 		}
-		vi := &volIdx{v: v, db: db, scan: v.Flags.E2DS || v.Flags.E2DSA, tags: v.Flags.E2T && cfg.Prober != nil, retag: v.Flags.E2TSR}
+		vi := &volIdx{v: v, db: db, scan: v.Flags().E2DS || v.Flags().E2DSA, tags: v.Flags().E2T && cfg.Prober != nil, retag: v.Flags().E2TSR}
 		if v.VPath != "" {
 			vi.pre = lower(v.VPath) + "/"
 		}

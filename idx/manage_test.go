@@ -55,7 +55,7 @@ func newManageFixture(t *testing.T, start bool) *manageFixture {
 	dbs := map[*store.Volume]*DB{}
 	for _, v := range st.Volumes() {
 		f.vols[v.VPath] = v
-		if v.Flags.E2D {
+		if v.Flags().E2D {
 			dbs[v] = testDB(t, vfs.NewMem())
 		}
 	}

@@ -96,7 +96,7 @@ func (v *Volume) roomFor(n int64) error {
 	if err != nil {
 		return nil
 	}
-	need, df, claimed := uint64(max(n, 0)), uint64(v.Flags.DF), v.claimed()
+	need, df, claimed := uint64(max(n, 0)), uint64(v.Flags().DF), v.claimed()
 	switch {
 	case need == 0 && free < df:
 		return &DiskFullError{Free: free, Need: df}

@@ -120,8 +120,8 @@ func (v *Volume) copyPipe(ctx context.Context, w io.Writer, f *os.File, r io.Rea
 		} else {
 			bufPool.Put(b)
 		}
-		if max := v.Flags.SzMax; max > 0 && total > max {
-			rerr = &SizeError{Size: total, Min: v.Flags.SzMin, Max: max}
+		if max := v.Flags().SzMax; max > 0 && total > max {
+			rerr = &SizeError{Size: total, Min: v.Flags().SzMin, Max: max}
 			break
 		}
 		if errors.Is(err, io.EOF) {
@@ -146,8 +146,8 @@ func (v *Volume) copyPipe(ctx context.Context, w io.Writer, f *os.File, r io.Rea
 	if werr != nil {
 		return total, werr
 	}
-	if rerr == nil && v.Flags.SzMax > 0 && total < v.Flags.SzMin {
-		rerr = &SizeError{Size: total, Min: v.Flags.SzMin, Max: v.Flags.SzMax}
+	if rerr == nil && v.Flags().SzMax > 0 && total < v.Flags().SzMin {
+		rerr = &SizeError{Size: total, Min: v.Flags().SzMin, Max: v.Flags().SzMax}
 	}
 	return total, rerr
 }
@@ -164,8 +164,8 @@ func (v *Volume) copySmall(ctx context.Context, w io.Writer, r io.Reader, h hash
 	defer bufPool.Put(b)
 	n, err := readFull(r, b[:size])
 	total := int64(n)
-	if max := v.Flags.SzMax; max > 0 && total > max {
-		return total, &SizeError{Size: total, Min: v.Flags.SzMin, Max: max}
+	if max := v.Flags().SzMax; max > 0 && total > max {
+		return total, &SizeError{Size: total, Min: v.Flags().SzMin, Max: max}
 	}
 	switch {
 	case total < size && (err == nil || errors.Is(err, io.EOF)):
@@ -181,8 +181,8 @@ func (v *Volume) copySmall(ctx context.Context, w io.Writer, r io.Reader, h hash
 			return total, v.writeErr(err, size)
 		}
 	}
-	if v.Flags.SzMax > 0 && total < v.Flags.SzMin {
-		return total, &SizeError{Size: total, Min: v.Flags.SzMin, Max: v.Flags.SzMax}
+	if v.Flags().SzMax > 0 && total < v.Flags().SzMin {
+		return total, &SizeError{Size: total, Min: v.Flags().SzMin, Max: v.Flags().SzMax}
 	}
 	return total, nil
 }

@@ -54,7 +54,9 @@ func TestCopySmallMatchesPipe(t *testing.T) {
 			}
 			return r
 		}
-		v.Flags.SzMax, v.Flags.SzMin = szMax, 0
+		f := v.Flags()
+		f.SzMax, f.SzMin = szMax, 0
+		v.setFlags(f)
 		var wa, wb bytes.Buffer
 		ha, hb := sha512.New(), sha512.New()
 		na, ea := v.copySmall(context.Background(), &wa, reader(), ha, size)
@@ -75,7 +77,9 @@ func TestCopySmallMatchesPipe(t *testing.T) {
 			t.Fatalf("case %d: copied %d bytes, want the %d announced", i, na, size)
 		}
 	}
-	v.Flags.SzMax = 0
+	f := v.Flags()
+	f.SzMax = 0
+	v.setFlags(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := v.copySmall(ctx, io.Discard, bytes.NewReader([]byte("x")), nil, 1); !errors.Is(err, context.Canceled) {

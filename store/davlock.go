@@ -1,8 +1,12 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -179,6 +183,41 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 	return *l, nil
 }
 
+// LockOrMake is Lock as a WebDAV LOCK takes it (RFC 4918 section 7.3):
+// on a URL where nothing is, the folder must exist (KindConflict) and the
+// lock makes an empty file there, noted as the lock's (LockNullHeld), so
+// its holder may fill it without d. made says a file was made; if making
+// it fails, the lock is given up again.
+func (s *Store) LockOrMake(ctx context.Context, who Actor, at Loc, r LockRequest) (l Lock, made bool, err error) {
+	const op = "lock"
+	if at.Vol == nil {
+		return Lock{}, false, refuse(op, KindForbidden, "no volume is mounted at %s", at.URLPath())
+	}
+	if !at.Vol.Perms(who.User).Has(PermWrite) { // before anything is looked at
+		return Lock{}, false, forbid(op, who, at.Vol, PermWrite, "lock files")
+	}
+	if _, err := at.Vol.Stat(at.Rel); errors.Is(err, ErrNotFound) {
+		dir := path.Dir("/" + at.Rel)
+		if fi, err := at.Vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
+			return Lock{}, false, refuse(op, KindConflict, "the parent folder of %s does not exist", at.URLPath())
+		}
+	}
+	l, err = s.Lock(who, at, r)
+	if err != nil {
+		return Lock{}, false, err
+	}
+	if _, err := at.Vol.Stat(at.Rel); errors.Is(err, ErrNotFound) {
+		dir, name := path.Split(at.Rel)
+		if _, err := at.Vol.Ingest(ctx, strings.TrimSuffix(dir, "/"), strings.NewReader(""), IngestOptions{Name: name, Size: 0, Uploader: who.User, ClientIP: who.IP}); err != nil {
+			s.Unlock(who, at, l.Token)
+			return Lock{}, false, err
+		}
+		s.LockMadeFile(l.Token)
+		l.Made, made = true, true
+	}
+	return l, made, nil
+}
+
 // RefreshLock extends the lock with token, which must cover at and belong
 // to who; timeout as in LockRequest.
 func (s *Store) RefreshLock(who Actor, at Loc, token string, timeout time.Duration) (Lock, error) {
@@ -250,6 +289,29 @@ func (s *Store) LockNullHeld(who Actor, at Loc, tokens []string) bool {
 	return false
 }
 
+// PutCheck is the rule of a WebDAV PUT by who of the file at at, after
+// its locks are checked (tokens are the ones the request presents):
+// replacing a file that exists needs the d permission, except for the
+// empty file a LOCK of who made there (LockNullHeld); and the file's
+// folder must exist (KindConflict: WebDAV's PUT makes no parents, unlike
+// copyparty's). A folder at at is the caller's to refuse first.
+func (s *Store) PutCheck(who Actor, at Loc, existing fs.FileInfo, tokens []string) error {
+	const op = "put"
+	if at.Vol == nil {
+		return refuse(op, KindForbidden, "no volume is mounted at %s", at.URLPath())
+	}
+	if existing != nil && !at.Vol.Perms(who.User).Has(PermDelete) {
+		if existing.Size() != 0 || !s.LockNullHeld(who, at, tokens) {
+			return forbid(op, who, at.Vol, PermDelete, "replace files")
+		}
+	}
+	dir := path.Dir("/" + at.Rel)
+	if fi, err := at.Vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
+		return refuse(op, KindConflict, "the parent folder of %s does not exist", at.URLPath())
+	}
+	return nil
+}
+
 // LockCovers reports whether the lock with token exists and covers at
 // (whoever holds it): the state-token condition of an If header.
 func (s *Store) LockCovers(at Loc, token string) bool {
@@ -263,13 +325,13 @@ func (s *Store) LockCovers(at Loc, token string) bool {
 
 // LocksOn lists the locks that cover at, for DAV:lockdiscovery.
 func (s *Store) LocksOn(at Loc) []Lock {
-	p := lockPath(at)
 	d := &s.dav
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.byTok) == 0 {
-		return nil
+		return nil // the common case, asked for every member of a PROPFIND
 	}
+	p := lockPath(at)
 	s.lockTable()
 	var out []Lock
 	for _, l := range d.byTok {

@@ -1,7 +1,11 @@
 package store
 
 import (
+	"errors"
+	"io/fs"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +143,184 @@ func TestDAVLockFollowsDelete(t *testing.T) {
 	}
 	if err := st.CheckLocks(Actor{User: "y"}, Loc{v, "g.txt"}, WriteCheck{Member: true}, nil); err != nil {
 		t.Errorf("a new file at a moved-away lock's path is still locked: %v", err)
+	}
+}
+
+// TestPutCheck: WebDAV's PUT rule lives in store. Replacing a file needs
+// d, except the empty file the writer's own LOCK made (its token
+// presented); a new file needs its folder (no parents are made); an
+// anonymous refusal names the missing permission (http asks for a login).
+func TestPutCheck(t *testing.T) {
+	st, dirs := openStore(t, "::rw", ":del:rwd")
+	var v, vd *Volume
+	for _, x := range st.Volumes() {
+		if x.VPath == "" {
+			v = x
+		} else {
+			vd = x
+		}
+	}
+	mkfiles(t, dirs[0], map[string]string{"d/f.txt": "f"})
+	mkfiles(t, dirs[1], map[string]string{"f.txt": "f"})
+	who := Actor{User: "x"}
+	stat := func(v *Volume, rel string) fs.FileInfo {
+		fi, err := v.Stat(rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	l, err := st.Lock(who, Loc{v, "new.txt"}, LockRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkfiles(t, dirs[0], map[string]string{"new.txt": ""})
+	st.LockMadeFile(l.Token)
+	for _, tc := range []struct {
+		name   string
+		who    Actor
+		at     Loc
+		exists fs.FileInfo
+		tokens []string
+		kind   Kind
+		need   Perm
+	}{
+		{name: "new file", who: who, at: Loc{v, "d/g.txt"}},
+		{name: "new file at the top", who: who, at: Loc{v, "g.txt"}},
+		{name: "replace without d", who: who, at: Loc{v, "d/f.txt"}, exists: stat(v, "d/f.txt"), kind: KindForbidden, need: PermDelete},
+		{name: "replace without d, anonymous", at: Loc{v, "d/f.txt"}, exists: stat(v, "d/f.txt"), kind: KindForbidden, need: PermDelete},
+		{name: "replace with d", who: who, at: Loc{vd, "f.txt"}, exists: stat(vd, "f.txt")},
+		{name: "the lock's empty file, token presented", who: who, at: Loc{v, "new.txt"}, exists: stat(v, "new.txt"), tokens: []string{l.Token}},
+		{name: "the lock's empty file, no token", who: who, at: Loc{v, "new.txt"}, exists: stat(v, "new.txt"), kind: KindForbidden, need: PermDelete},
+		{name: "the lock's empty file, another account", who: Actor{User: "y"}, at: Loc{v, "new.txt"}, exists: stat(v, "new.txt"), tokens: []string{l.Token}, kind: KindForbidden, need: PermDelete},
+		{name: "missing folder", who: who, at: Loc{v, "nope/g.txt"}, kind: KindConflict},
+		{name: "a file as the folder", who: who, at: Loc{v, "d/f.txt/g.txt"}, kind: KindConflict},
+		{name: "no volume", who: who, at: Loc{Rel: "x"}, kind: KindForbidden},
+	} {
+		err := st.PutCheck(tc.who, tc.at, tc.exists, tc.tokens)
+		if KindOf(err) != tc.kind {
+			t.Errorf("%s: got %v (kind %v), want kind %v", tc.name, err, KindOf(err), tc.kind)
+			continue
+		}
+		var e *Error
+		if tc.need != 0 && (!errors.As(err, &e) || e.Need != tc.need) {
+			t.Errorf("%s: %v does not name the missing %v permission", tc.name, err, tc.need)
+		}
+	}
+}
+
+// TestCopyShallow: COPY with Depth: 0 (DestOptions.Shallow) lives in store.
+// A folder becomes an empty folder; a folder already there is kept with
+// its members (Overwrite, with d); a file is copied whole; the
+// permissions are the store's (r at the source, d to replace).
+func TestCopyShallow(t *testing.T) {
+	st, dirs := openStore(t, "::rwmd", ":ro:r")
+	var v, ro *Volume
+	for _, x := range st.Volumes() {
+		if x.VPath == "" {
+			v = x
+		} else {
+			ro = x
+		}
+	}
+	mkfiles(t, dirs[0], map[string]string{"d/a.txt": "a", "d/e/b.txt": "b", "f.txt": "f", "have/keep.txt": "k"})
+	mkfiles(t, dirs[1], map[string]string{"d/a.txt": "a", "have/keep.txt": "k"})
+	who := Actor{User: "x"}
+	ctx := t.Context()
+	sh := DestOptions{Shallow: true}
+	shOver := DestOptions{Shallow: true, Overwrite: true}
+
+	res, err := st.Copy(ctx, who, Loc{v, "d"}, Loc{v, "d2"}, sh)
+	if err != nil || !res.Dir || res.Replaced {
+		t.Fatalf("shallow copy of a folder: %+v %v", res, err)
+	}
+	if ents, err := os.ReadDir(filepath.Join(dirs[0], "d2")); err != nil || len(ents) != 0 {
+		t.Fatalf("shallow copy made %v (%v), want an empty folder", ents, err)
+	}
+	if _, err := st.Copy(ctx, who, Loc{v, "d"}, Loc{v, "have"}, sh); KindOf(err) != KindExists {
+		t.Fatalf("onto a folder without Overwrite: %v, want KindExists", err)
+	}
+	res, err = st.Copy(ctx, who, Loc{v, "d"}, Loc{v, "have"}, shOver)
+	if err != nil || !res.Replaced || !exists(filepath.Join(dirs[0], "have/keep.txt")) {
+		t.Fatalf("onto a folder with Overwrite: %+v %v; its members must stay", res, err)
+	}
+	res, err = st.Copy(ctx, who, Loc{v, "d"}, Loc{v, "f.txt"}, shOver)
+	if err != nil || !res.Replaced {
+		t.Fatalf("onto a file with Overwrite: %+v %v", res, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dirs[0], "f.txt")); err != nil || !fi.IsDir() {
+		t.Fatalf("the file replaced by a shallow folder copy: %v %v", fi, err)
+	}
+	res, err = st.Copy(ctx, who, Loc{v, "d/a.txt"}, Loc{v, "a2.txt"}, sh)
+	if err != nil || res.Dir {
+		t.Fatalf("shallow copy of a file: %+v %v", res, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dirs[0], "a2.txt")); err != nil || string(b) != "a" {
+		t.Fatalf("shallow copy of a file copies it whole: %q %v", b, err)
+	}
+	// ro: everyone r (no d).
+	var e *Error
+	if _, err := st.Copy(ctx, who, Loc{v, "d"}, Loc{ro, "have"}, shOver); !errors.As(err, &e) || e.Kind != KindForbidden || e.Need != PermDelete {
+		t.Fatalf("replacing without d: %v, want KindForbidden needing d", err)
+	}
+	if _, err := st.Copy(ctx, Actor{User: "y"}, Loc{v, "d"}, Loc{v, "d3"}, sh); err != nil {
+		t.Fatalf("y has rwmd on /: %v", err)
+	}
+	st2, dirs2 := openStore(t, "::w")
+	mkfiles(t, dirs2[0], map[string]string{"d/a.txt": "a"})
+	w := st2.Volumes()[0]
+	if _, err := st2.Copy(ctx, who, Loc{w, "d"}, Loc{w, "d2"}, sh); !errors.As(err, &e) || e.Kind != KindForbidden || e.Need != PermRead {
+		t.Fatalf("without r at the source: %v, want KindForbidden needing r", err)
+	}
+	if _, err := st.Copy(ctx, who, Loc{Rel: "d"}, Loc{v, "d4"}, sh); KindOf(err) != KindForbidden {
+		t.Fatalf("no volume at the source: %v", err)
+	}
+}
+
+// TestLockOrMake: a LOCK on an unmapped URL makes the empty file its
+// holder may fill without d; under a missing folder it is KindConflict
+// and holds nothing; without w it is refused before anything is looked
+// at, missing folder or not.
+func TestLockOrMake(t *testing.T) {
+	st, dirs := openStore(t, "::w", ":ro:r")
+	var v, ro *Volume
+	for _, x := range st.Volumes() {
+		if x.VPath == "" {
+			v = x
+		} else {
+			ro = x
+		}
+	}
+	mkfiles(t, dirs[0], map[string]string{"d/have.txt": "h"})
+	mkfiles(t, dirs[1], map[string]string{"d/have.txt": "h"})
+	who := Actor{User: "x"}
+	ctx := t.Context()
+	l, made, err := st.LockOrMake(ctx, who, Loc{v, "d/new.txt"}, LockRequest{})
+	if err != nil || !made || !l.Made {
+		t.Fatalf("lock of an unmapped URL: %+v made=%v %v", l, made, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dirs[0], "d/new.txt")); err != nil || fi.Size() != 0 {
+		t.Fatalf("the lock's empty file: %v %v", fi, err)
+	}
+	if !st.LockNullHeld(who, Loc{v, "d/new.txt"}, []string{l.Token}) {
+		t.Error("the lock that made the file does not hold it as lock-null")
+	}
+	if _, made, err := st.LockOrMake(ctx, who, Loc{v, "d/have.txt"}, LockRequest{}); err != nil || made {
+		t.Errorf("lock of an existing file: made=%v %v", made, err)
+	}
+	if _, _, err := st.LockOrMake(ctx, who, Loc{v, "nothere/new.txt"}, LockRequest{}); KindOf(err) != KindConflict {
+		t.Errorf("under a missing folder: %v, want KindConflict", err)
+	}
+	if len(st.LocksOn(Loc{v, "nothere/new.txt"})) != 0 {
+		t.Error("a refused lock is held")
+	}
+	for _, p := range []string{"d/new2.txt", "nothere/new.txt"} {
+		var e *Error
+		if _, _, err := st.LockOrMake(ctx, who, Loc{ro, p}, LockRequest{}); !errors.As(err, &e) || e.Kind != KindForbidden || e.Need != PermWrite {
+			t.Errorf("without w, %s: %v, want KindForbidden needing w", p, err)
+		}
+	}
+	if exists(filepath.Join(dirs[1], "d/new2.txt")) {
+		t.Error("a refused lock made a file")
 	}
 }

@@ -157,7 +157,7 @@ func (v *Volume) MakeDir(rel string) error {
 	if r == "." {
 		return nil
 	}
-	if v.Flags.NoSub {
+	if v.Flags().NoSub {
 		return ErrNoSub
 	}
 	r = v.reach(r)              // links.go

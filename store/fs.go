@@ -125,6 +125,10 @@ type Entry struct {
 	Mtime time.Time
 	Link  bool        // a symbolic link (inside the volume)
 	Mode  fs.FileMode // of the target for symbolic links
+	// Ino is the inode number of what Size describes (the target of a
+	// link), 0 where the system does not say: with Size and Mtime it
+	// makes an ETag without another stat.
+	Ino uint64
 }
 
 // ListOptions select what List shows.
@@ -212,6 +216,7 @@ func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool
 		return Entry{}, false
 	}
 	e := Entry{Name: name, Dir: li.IsDir(), Size: li.Size(), Mtime: li.ModTime(), Mode: li.Mode()}
+	_, e.Ino, _ = FileID(li)
 	if li.Mode()&fs.ModeSymlink != 0 {
 		p := path.Join(dir, name)
 		ti, err := v.statIn(p)
@@ -219,6 +224,7 @@ func (v *Volume) entry(dir string, de fs.DirEntry, opt ListOptions) (Entry, bool
 			return Entry{}, false // broken, leads outside the volume or into its state
 		}
 		e.Link, e.Dir, e.Size, e.Mode = true, ti.IsDir(), ti.Size(), ti.Mode()
+		_, e.Ino, _ = FileID(ti)
 		if !opt.Lstat {
 			e.Mtime = ti.ModTime()
 		}

@@ -81,6 +81,11 @@ type DestOptions struct {
 	// Parents makes the destination's missing folders (copyparty's
 	// behaviour); without it a missing folder is KindConflict (WebDAV's).
 	Parents bool
+	// Shallow copies a folder as an empty folder, none of its members
+	// (WebDAV's COPY with Depth: 0, RFC 4918 section 9.8.3); a folder
+	// already at the destination is kept as it is. A file is copied
+	// whole either way. Copy only.
+	Shallow bool
 }
 
 // DestResult describes a finished Move or Copy.
@@ -383,7 +388,7 @@ func (v *Volume) splitDest(rel string) (dir, name string, top bool, err error) {
 	if err := v.checkTarget(dir, name); err != nil {
 		return "", "", false, err
 	}
-	if v.Flags.NoSub && dir != "." {
+	if v.Flags().NoSub && dir != "." {
 		return "", "", false, ErrNoSub
 	}
 	return dir, name, false, nil
@@ -518,7 +523,7 @@ func (s *Store) Mkdir(ctx context.Context, who Actor, at Loc, opt MkdirOptions) 
 	if top {
 		return "", refuse(op, KindExists, "that folder exists already")
 	}
-	if v.Flags.NoSub {
+	if v.Flags().NoSub {
 		return "", opErr(op, ErrNoSub)
 	}
 	de, err := v.openDest(op, dir, name, opt.Parents, "")
@@ -564,7 +569,47 @@ func (s *Store) Move(ctx context.Context, who Actor, src, dst Loc, opt DestOptio
 // complete or not at all; a crash leaves no half tree behind after the
 // next start. Work files of uploads in progress are not copied.
 func (s *Store) Copy(ctx context.Context, who Actor, src, dst Loc, opt DestOptions) (DestResult, error) {
+	if opt.Shallow {
+		if res, done, err := s.shallowCopy(ctx, who, src, dst, opt); done {
+			return res, err
+		}
+	}
 	return s.transfer(ctx, "copy", who, src, dst, opt)
+}
+
+// shallowCopy is Copy of a folder with opt.Shallow: an empty folder at dst.
+// done is false when src is no folder (the caller copies it whole).
+func (s *Store) shallowCopy(ctx context.Context, who Actor, src, dst Loc, opt DestOptions) (res DestResult, done bool, err error) {
+	const op = "copy"
+	if src.Vol == nil {
+		return DestResult{}, true, refuse(op, KindForbidden, "no volume is mounted at %s", src.URLPath())
+	}
+	if fi, err := src.Vol.Stat(src.Rel); err != nil || !fi.IsDir() {
+		return DestResult{}, false, nil
+	}
+	if !src.Vol.Perms(who.User).Has(PermRead) {
+		return DestResult{}, true, forbid(op, who, src.Vol, PermRead, "read files")
+	}
+	res = DestResult{Dir: true}
+	if dst.Vol != nil {
+		if dfi, err := dst.Vol.Stat(dst.Rel); err == nil {
+			if !opt.Overwrite {
+				return res, true, refuse(op, KindExists, "the destination exists")
+			}
+			if !dst.Vol.Perms(who.User).Has(PermDelete) {
+				return res, true, forbid(op, who, dst.Vol, PermDelete, "replace files")
+			}
+			if dfi.IsDir() {
+				return DestResult{Dir: true, Replaced: true}, true, nil // the folder is there; no members are copied
+			}
+			if _, err := s.Delete(ctx, who, dst, DeleteOptions{}); err != nil {
+				return res, true, err
+			}
+			res.Replaced = true
+		}
+	}
+	_, err = s.Mkdir(ctx, who, dst, MkdirOptions{Parents: opt.Parents})
+	return res, true, err
 }
 
 func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc, opt DestOptions) (DestResult, error) {
@@ -618,7 +663,7 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 	if !isDir && !isRegStat(&sst) && !isLinkStat(&sst) {
 		return DestResult{}, refuse(op, KindInvalid, "only files, folders and links can be %s", map[bool]string{true: "moved", false: "copied"}[move])
 	}
-	if isDir && dv.Flags.NoSub {
+	if isDir && dv.Flags().NoSub {
 		return DestResult{}, opErr(op, ErrNoSub)
 	}
 	if isDir && move {

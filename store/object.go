@@ -130,33 +130,42 @@ func ParseS3Target(s string) (bucket, prefix string, err error) {
 
 // mountObjects connects v to its object store and refuses volume flags
 // whose rules need a local file system or an index of the bucket.
-func (v *Volume) mountObjects(cfg Config) error {
-	_, prefix, err := ParseS3Target(v.Flags.S3)
+func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
+	_, prefix, err := ParseS3Target(flags.S3)
 	if err != nil {
 		return err
 	}
-	switch f := v.Flags; {
-	case f.Lifetime > 0:
-		return errors.New("flag lifetime is not built yet for volumes on object storage (s3=)")
-	case f.FK > 0:
-		return errors.New("flag fk is not built yet for volumes on object storage (s3=)")
-	case f.NoDupe || f.Dedup:
-		return errors.New("flags nodupe and dedup are not built yet for volumes on object storage (s3=)")
+	if err := checkObjectFlags(*flags); err != nil {
+		return err
 	}
 	if cfg.Objects == nil {
 		return errors.New("s3=: this server was built without an object store client")
 	}
-	if v.obj, err = cfg.Objects(v.Flags.S3); err != nil {
+	if v.obj, err = cfg.Objects(flags.S3); err != nil {
 		return err
 	}
 	if prefix != "" {
 		prefix += "/"
 	}
 	v.objPre = prefix
-	if v.Flags.E2D {
+	if flags.E2D {
 		v.store.log.Warn("search indexing is not built yet for volumes on object storage; off for this one", "volume", "/"+v.VPath)
-		v.Flags.E2D, v.Flags.E2DS, v.Flags.E2DSA = false, false, false
-		v.Flags.E2T, v.Flags.E2TS, v.Flags.E2TSR = false, false, false
+		flags.E2D, flags.E2DS, flags.E2DSA = false, false, false
+		flags.E2T, flags.E2TS, flags.E2TSR = false, false, false
+	}
+	return nil
+}
+
+// checkObjectFlags refuses the flags whose rules need a local file
+// system or an index of the bucket (at mount and at a reload).
+func checkObjectFlags(f Flags) error {
+	switch {
+	case f.Lifetime > 0:
+		return errors.New("flag lifetime is not built yet for volumes on object storage (s3=)")
+	case f.FK > 0:
+		return errors.New("flag fk is not built yet for volumes on object storage (s3=)")
+	case f.NoDupe || f.Dedup:
+		return errors.New("flags nodupe and dedup are not built yet for volumes on object storage (s3=)")
 	}
 	return nil
 }
@@ -340,7 +349,7 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 	if opt.Life > 0 {
 		return IngestResult{}, unbuilt("a lifetime (life=)")
 	}
-	if v.Flags.NoSub && d != "." {
+	if v.Flags().NoSub && d != "." {
 		return IngestResult{}, ErrNoSub
 	}
 	if err := v.objParents(ctx, d); err != nil {
@@ -363,7 +372,7 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 	}
 	rel := path.Join(d, name)
 	now := v.store.now()
-	sr := &sizedReader{r: body, h: h, min: v.Flags.SzMin, max: v.Flags.SzMax, want: opt.Size}
+	sr := &sizedReader{r: body, h: h, min: v.Flags().SzMin, max: v.Flags().SzMax, want: opt.Size}
 	var src io.Reader = sr
 	if opt.Encode != nil {
 		pr, pw := io.Pipe()
@@ -478,7 +487,7 @@ func (s *Store) mkdirObject(ctx context.Context, who Actor, v *Volume, rel strin
 	if r == "." {
 		return "", refuse(op, KindExists, "that folder exists already")
 	}
-	if v.Flags.NoSub {
+	if v.Flags().NoSub {
 		return "", opErr(op, ErrNoSub)
 	}
 	dir := path.Dir(r)

@@ -217,7 +217,7 @@ func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace b
 	if err := checkName(name); err != nil || strings.EqualFold(name, HistName) || strings.HasSuffix(name, PartialSuffix) {
 		return "", ErrBadName
 	}
-	if v.Flags.NoSub && d != "." {
+	if v.Flags().NoSub && d != "." {
 		return "", ErrNoSub
 	}
 	if err := v.objParents(ctx, d); err != nil {

@@ -47,7 +47,7 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 	if v.outer != nil {
 		return nil, "", ErrReadOnly // up2k works on volumes, never on views
 	}
-	if v.Flags.NoSub && d != "." {
+	if v.Flags().NoSub && d != "." {
 		return nil, "", ErrNoSub
 	}
 	if err := v.checkTarget(d, name); err != nil {
@@ -364,7 +364,7 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 	if err != nil {
 		return "", nil, err
 	}
-	if v.Flags.NoSub && d != "." {
+	if v.Flags().NoSub && d != "." {
 		return "", nil, ErrNoSub
 	}
 	if err := v.checkTarget(d, name); err != nil {

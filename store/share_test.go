@@ -114,7 +114,8 @@ func TestNewShareKeyUnbiased(t *testing.T) {
 
 // TestKeyOK: without fk or with r anything goes; else only the file's key.
 func TestKeyOK(t *testing.T) {
-	v := &Volume{Flags: Flags{FK: 8}, secret: []byte("0123456789abcdef")}
+	v := &Volume{secret: []byte("0123456789abcdef")}
+	v.setFlags(Flags{FK: 8})
 	fi, err := os.Stat(filepath.Join(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)

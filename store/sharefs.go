@@ -63,11 +63,12 @@ func (v *Volume) confine(rel string, only []string) (*Volume, func() error, erro
 	}
 	outer, _ := v.Outer()
 	c := &Volume{
-		Src: filepath.Join(v.Src, filepath.FromSlash(r)), VPath: v.VPath, Flags: v.Flags,
+		Src: filepath.Join(v.Src, filepath.FromSlash(r)), VPath: v.VPath,
 		root: root, secret: v.secret, store: v.store, claims: v.claims,
 		outer: outer, base: v.outerRel(r), only: only,
 	}
 	c.perms.Store(v.perms.Load())
+	c.flags.Store(v.flags.Load())
 	if r != "." {
 		c.VPath = path.Join(v.VPath, r)
 	}

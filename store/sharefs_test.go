@@ -86,7 +86,10 @@ func TestConfineWrites(t *testing.T) {
 		t.Error("Open through the link")
 	}
 	// File keys are the file's own, by its path in the volume.
-	v.Flags.FK, c.Flags.FK = 8, 8
+	f := v.Flags()
+	f.FK = 8
+	v.setFlags(f)
+	c.setFlags(f)
 	fi, _ := c.Stat("sub/new/a.txt")
 	if c.FileKey("sub/new/a.txt", fi) != v.FileKey("proj/sub/new/a.txt", fi) {
 		t.Error("a view's file key differs from the volume's")

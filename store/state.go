@@ -131,7 +131,7 @@ var stateLog = RateLog{Every: time.Minute}
 // index record with e2d, an expiry record with lifetime) while that
 // folder's file system is full.
 func (v *Volume) checkState() error {
-	if v.hist == "" || !v.Flags.E2D && v.Flags.Lifetime == 0 {
+	if v.hist == "" || !v.Flags().E2D && v.Flags().Lifetime == 0 {
 		return nil
 	}
 	err := CheckStateRoom(v.hist, 0)

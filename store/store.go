@@ -67,11 +67,13 @@ type Store struct {
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable;
-// its permissions change only by Store.Reload.
+// its permissions and the flags Reload may change (LiveFlags) change only
+// by Store.Reload.
 type Volume struct {
 	Src   string // absolute folder on disk
 	VPath string // URL path without slashes at either end; "" is the root
-	Flags Flags
+
+	flags atomic.Pointer[Flags] // Flags(); replaced whole by Reload
 
 	real string // Src with its symbolic links resolved, at mount (links.go)
 
@@ -182,6 +184,27 @@ func Open(cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// volumeFlags are a volume's flags: its own over the global ones, with
+// the defaults filled in.
+func volumeFlags(global, own Flags) Flags {
+	f := global.merge(own)
+	if f.NRand == 0 {
+		f.NRand = 9
+	}
+	return f
+}
+
+// Flags returns the volume's flags as they are now (a copy).
+func (v *Volume) Flags() Flags {
+	if f := v.flags.Load(); f != nil {
+		return *f
+	}
+	return Flags{}
+}
+
+// setFlags replaces the volume's flags.
+func (v *Volume) setFlags(f Flags) { v.flags.Store(&f) }
+
 func depth(vp string) int {
 	if vp == "" {
 		return 0
@@ -213,25 +236,23 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		real:  real,
 		Src:   src,
 		VPath: spec.VPath,
-		Flags: cfg.Global.merge(spec.Flags),
 		root:  root,
 		store: s,
 	}
+	flags := volumeFlags(cfg.Global, spec.Flags)
 	v.setPerms(spec.Perms)
-	if v.Flags.S3 != "" {
-		if err := v.mountObjects(cfg); err != nil {
+	if flags.S3 != "" {
+		if err := v.mountObjects(cfg, &flags); err != nil {
 			root.Close()
 			return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
 		}
 	}
+	v.flags.Store(&flags)
 	v.claims = s.claimsFor(src)
-	if v.Flags.NRand == 0 {
-		v.Flags.NRand = 9
-	}
 	hist := filepath.Join(src, HistName)
 	switch {
-	case v.Flags.Hist != "":
-		hist = v.Flags.Hist
+	case flags.Hist != "":
+		hist = flags.Hist
 	case cfg.Hist != "":
 		sum := sha256.Sum256([]byte(src))
 		hist = filepath.Join(cfg.Hist, strings.ReplaceAll(v.VPath, "/", "+")+"-"+hex.EncodeToString(sum[:6]))
@@ -456,7 +477,7 @@ func (v *Volume) setPerms(p map[string]Perm) {
 // FileKey returns the access key for a file (volume flag fk), derived from
 // the volume's secret, the path, size and inode; "" when the volume has no fk.
 func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
-	if v.Flags.FK == 0 || fi == nil {
+	if v.Flags().FK == 0 || fi == nil {
 		return ""
 	}
 	if v.outer != nil {
@@ -465,14 +486,14 @@ func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	_, ino, _ := FileID(fi)
 	m := hmac.New(sha512.New, v.secret)
 	fmt.Fprintf(m, "fk\x00%s\x00%d\x00%d", rel, fi.Size(), ino)
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:v.Flags.FK]
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:v.Flags().FK]
 }
 
 // KeyOK reports whether a user with permissions p may open the file at
 // rel with key: always without volume flag fk or with r, else only with
 // the file's key (compared in constant time).
 func (v *Volume) KeyOK(p Perm, rel string, fi fs.FileInfo, key string) bool {
-	if v.Flags.FK == 0 || p.Has(PermRead) {
+	if v.Flags().FK == 0 || p.Has(PermRead) {
 		return true
 	}
 	want := v.FileKey(rel, fi)

@@ -45,7 +45,7 @@ func (v *Volume) CreateTemp(dir string) (*Temp, error) {
 	if v.obj != nil {
 		return nil, unbuilt("this way of writing a file")
 	}
-	if v.Flags.NoSub && v.outerRel(d) != "" {
+	if v.Flags().NoSub && v.outerRel(d) != "" {
 		return nil, ErrNoSub
 	}
 	d = v.reach(d) // links.go
@@ -267,12 +267,12 @@ func (v *Volume) lifeFor(life time.Duration) (time.Duration, error) {
 	switch {
 	case life < 0:
 		return 0, fmt.Errorf("%w: negative life", ErrBadName)
-	case life > 0 && v.Flags.Lifetime == 0:
+	case life > 0 && v.Flags().Lifetime == 0:
 		return 0, ErrNoLifetime
-	case life > 0 && life < v.Flags.Lifetime:
+	case life > 0 && life < v.Flags().Lifetime:
 		return life, nil
 	}
-	return v.Flags.Lifetime, nil
+	return v.Flags().Lifetime, nil
 }
 
 // placeMu serialises the link-less fallback of place per process.
@@ -393,7 +393,7 @@ func (v *Volume) CheckSize(n int64) error {
 	if err := v.checkState(); err != nil {
 		return err
 	}
-	f := v.Flags
+	f := v.Flags()
 	if n >= 0 && f.SzMax > 0 && (n > f.SzMax || n < f.SzMin) {
 		return &SizeError{Size: n, Min: f.SzMin, Max: f.SzMax}
 	}

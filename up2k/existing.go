@@ -47,7 +47,7 @@ func (m *Manager) existing(ctx context.Context, h Handshake, cs int64, wark stri
 		}
 		return m.unrecorded(ctx, h, cs, wark, target)
 	}
-	if h.Vol.Flags.NoDupe {
+	if h.Vol.Flags().NoDupe {
 		where := urlPath(h.Vol, others[0])
 		if !h.MayRead {
 			where = "(elsewhere in this volume)"
@@ -155,8 +155,8 @@ func (m *Manager) clone(ctx context.Context, h Handshake, cs int64, wark, src st
 		db.DeleteFile(ctx, wark, src)
 		return Reply{}, false, nil
 	}
-	if h.Rand || h.Vol.Flags.Rand {
-		h.Name = randomName(h.Vol.Flags.NRand, h.Name)
+	if h.Rand || h.Vol.Flags().Rand {
+		h.Name = randomName(h.Vol.Flags().NRand, h.Name)
 	}
 	replace, err := m.decideReplace(h)
 	if err != nil {
@@ -166,7 +166,7 @@ func (m *Manager) clone(ctx context.Context, h Handshake, cs int64, wark, src st
 	var rel string
 	var fi fs.FileInfo
 	how := "copy"
-	if h.Vol.Flags.Dedup {
+	if h.Vol.Flags().Dedup {
 		how = "hardlink"
 		rel, fi, err = h.Vol.LinkFile(src, h.Dir, h.Name, opt)
 		if err != nil && !isNameErr(err) {

@@ -260,7 +260,7 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 	if now := m.now().Unix(); h.Lmod <= 0 || h.Lmod > 0xAAAAAAAA {
 		h.Lmod = now
 	}
-	if h.Life < 0 || h.Vol.Flags.Lifetime == 0 {
+	if h.Life < 0 || h.Vol.Flags().Lifetime == 0 {
 		h.Life = 0 // copyparty ignores life on volumes without a lifetime
 	}
 	switch h.Replace {
@@ -419,8 +419,8 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 		return rep, nil, err
 	}
 	asked := h.Name
-	if h.Rand || h.Vol.Flags.Rand {
-		h.Name = randomName(h.Vol.Flags.NRand, h.Name)
+	if h.Rand || h.Vol.Flags().Rand {
+		h.Name = randomName(h.Vol.Flags().NRand, h.Name)
 	}
 	if h.Size == 0 {
 		if err := h.Vol.CheckSize(0); err != nil {
@@ -532,7 +532,7 @@ func (m *Manager) empty(ctx context.Context, h Handshake, wark string, replace b
 // checkName validates the asked file name the way copyparty sanitises it.
 func (m *Manager) checkName(h Handshake) (string, error) {
 	name := h.Name
-	if h.Rand || h.Vol.Flags.Rand {
+	if h.Rand || h.Vol.Flags().Rand {
 		// The browser sends "a\n<name>" in this mode; only the extension
 		// counts, and it must be harmless.
 		if i := strings.LastIndexByte(name, '\n'); i >= 0 {

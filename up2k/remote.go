@@ -273,8 +273,8 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIsDir) {
 		return Reply{}, false, err
 	}
-	if h.Rand || v.Flags.Rand {
-		h.Name = randomName(v.Flags.NRand, h.Name)
+	if h.Rand || v.Flags().Rand {
+		h.Name = randomName(v.Flags().NRand, h.Name)
 	}
 	replace, err := m.remoteReplace(ctx, h)
 	if err != nil {
@@ -481,7 +481,6 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 	type piece struct {
 		name       string
 		start, end int64
-		state      bool
 	}
 	var pieces []piece
 	dir := pieceDir(p.Wark, key)

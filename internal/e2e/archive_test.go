@@ -307,6 +307,7 @@ func TestArchiveZipHeadersByteByByte(t *testing.T) {
 // and end records, read back whole (CRC checked) by Go and listed by unzip
 // and Python.
 func TestArchiveZip64(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("moves 4 GiB")
 	}

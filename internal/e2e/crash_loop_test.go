@@ -80,6 +80,7 @@ type crashModel struct {
 var crashClient = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 
 func TestCrashLoop(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("the crash loop is long; run without -short")
 	}

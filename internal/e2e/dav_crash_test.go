@@ -43,6 +43,7 @@ func otherFS(t *testing.T) string {
 }
 
 func TestDAVCrashCrossVolumeMove(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: SIGKILL rounds with a large file")
 	}
@@ -122,6 +123,7 @@ func TestDAVCrashCrossVolumeMove(t *testing.T) {
 }
 
 func TestDAVCrashTreeDelete(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: SIGKILL rounds with a tree of files")
 	}

@@ -181,6 +181,7 @@ func TestMarkdownRendersSafely(t *testing.T) {
 }
 
 func TestViewMediaPages(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
 	for _, tc := range []struct{ name, tag string }{

@@ -150,6 +150,15 @@ func TestMetrics(t *testing.T) {
 	if bytes.Contains(b, []byte("hoard_")) {
 		t.Fatal("metrics leaked to anonymous")
 	}
+	// A wrong password (an admin's name, an unknown one, the PW header) is
+	// 401, not anonymous and not the admin.
+	for _, h := range []string{basicAuth("adm:wrong"), basicAuth("nobody:apw2"), "PW: apw2"} {
+		resp, b = s.do(t, "GET", "/.cpr/metrics", nil, h)
+		wantStatus(t, resp, b, 401)
+		if bytes.Contains(b, []byte("hoard_")) || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic ") {
+			t.Fatalf("wrong password %q: challenge %q, body %.200s", h, resp.Header.Get("WWW-Authenticate"), b)
+		}
+	}
 }
 
 // TestMetricsOff: without --stats the page is not there, even for admins.

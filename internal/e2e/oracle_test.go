@@ -141,6 +141,7 @@ func oracleSetup(t *testing.T) string {
 }
 
 func TestNoExistenceOracle(t *testing.T) {
+	t.Parallel()
 	dir := oracleSetup(t)
 	s := start(t, "-a", "wo:pw-w", "-a", "gg:pw-g", "-a", "hh:pw-h", "-a", "rw:pw-rw",
 		"-v", dir+"::w,wo:g,gg:h,hh:rw,rw", "--shr", "/shr/")

@@ -70,6 +70,7 @@ func ruPaths(t *testing.T, s *server, q string, hdr ...string) ([]string, ruBody
 }
 
 func TestRecentUploads(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "pub"), 0o755)
 	s := start(t, "-a", "boss:bpw", "-a", "u1:p1", "-v", dir+"::A,boss:rw,u1", "-v", filepath.Join(dir, "pub")+":pub:rw:A,boss")
@@ -260,6 +261,7 @@ func TestActiveDownloads(t *testing.T) {
 // empty) and the ring's size no longer bounds them. (Removals leave the
 // index with the file's record: TestSearchFollows.)
 func TestRecentUploadsIndexed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"-a", "boss:bpw", "-a", "u1:p1", "-v", dir + "::w:rwd,u1:A,boss", "-e2d", "--ups-ring", "1"}
 	s := start(t, args...)

@@ -254,3 +254,69 @@ func TestReloadU2C(t *testing.T) {
 	resp, b := s.do(t, "GET", "/", nil, "PW: pw2")
 	wantStatus(t, resp, b, 200)
 }
+
+// TestReloadVolumeFlags: SIGHUP changes the flags that rule new requests
+// (sz, rand) on a volume being served, and back; a flag that needs a
+// restart (e2d: an index to open and scan) is logged as such and keeps
+// its old value.
+func TestReloadVolumeFlags(t *testing.T) {
+	dir := t.TempDir()
+	conf := func(flags string) string {
+		c := "[/pub]\n  " + dir + "\n  accs:\n    rw: *\n"
+		if flags != "" {
+			c += "  flags:\n    " + flags + "\n"
+		}
+		return c
+	}
+	cf := configFile(t, conf(""))
+	s := start(t, "-c", cf)
+	before := s.logs.String()
+	small, big := []byte("ten bytes!"), randomBytes(1500)
+	resp, b := s.do(t, "PUT", "/pub/a.txt", small)
+	wantStatus(t, resp, b, 201)
+
+	if err := os.WriteFile(cf, []byte("[global]\n  srch-hits: 5\n"+conf("rand, e2d, sz: 1k-2k")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hup(t, s, 1)
+	resp, b = s.do(t, "PUT", "/pub/b.txt", small)
+	if resp.StatusCode != 400 && resp.StatusCode != 413 {
+		t.Fatalf("a 10-byte PUT under sz=1k-2k: %d %s\n%s", resp.StatusCode, b, s.logs)
+	}
+	if pathExists(dir, "b.txt") {
+		t.Fatal("the refused PUT left its file")
+	}
+	resp, b = s.do(t, "PUT", "/pub/c.txt", big)
+	wantStatus(t, resp, b, 201)
+	if pathExists(dir, "c.txt") {
+		t.Fatalf("rand is on, yet the upload kept its name: %s", b)
+	}
+	logs := waitLog(t, s, "needs a restart: e2d")
+	if !strings.Contains(logs, "volume flags changed") || !strings.Contains(logs, "sz rand") {
+		t.Fatalf("the changed flags are not logged:\n%s", logs)
+	}
+	// A server-wide option the reload cannot take up is named, alone.
+	if n := strings.Count(logs, "needs a restart: --"); n != 1 || !strings.Contains(logs, "needs a restart: --srch-hits") || strings.Contains(before, "needs a restart") {
+		t.Fatalf("want one line naming --srch-hits:\n%s", logs)
+	}
+	// e2d kept its old value: no index, so search says how to enable it.
+	resp, b = s.do(t, "POST", "/pub/", []byte(`{"q":"c"}`), "Content-Type: application/json")
+	if resp.StatusCode == 200 {
+		t.Fatalf("search answered although e2d needs a restart: %s", b)
+	}
+
+	// And back: the flags go, the small PUT works again. A volume this
+	// process never mounted is named as needing a restart, and not served.
+	other := t.TempDir()
+	writeFile(t, other, "o.txt", []byte("other"))
+	if err := os.WriteFile(cf, []byte(conf("")+"[/new]\n  "+other+"\n  accs:\n    r: *\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hup(t, s, 2)
+	resp, b = s.do(t, "PUT", "/pub/d.txt", small)
+	wantStatus(t, resp, b, 201)
+	wantFile(t, dir, "d.txt", small)
+	waitLog(t, s, "not mounted by this process; restart to serve it")
+	resp, b = s.do(t, "GET", "/new/o.txt", nil)
+	wantStatus(t, resp, b, 404)
+}

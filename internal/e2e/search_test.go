@@ -361,6 +361,7 @@ func waitReadySlow(t *testing.T, s *server) {
 // get 503 with Retry-After and uploads still work; afterwards the file is
 // found, by name and by hash.
 func TestSearchFirstScan(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("needs a first scan that hashes 1 GiB (slow; -short)")
 	}
@@ -387,6 +388,7 @@ func TestSearchFirstScan(t *testing.T) {
 // up2k uploads, replacements and lifetime expiries, and survives a
 // restart.
 func TestSearchFollows(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"-a", "ann:pw1", "-v", dir + "::rwd:c,lifetime=60", "-e2d"}
 	s := start(t, args...)
@@ -439,6 +441,7 @@ func TestSearchFollows(t *testing.T) {
 
 // TestSearchRescan: --re-maxage picks up changes made outside hoard.
 func TestSearchRescan(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw", "-e2dsa", "--re-maxage", "1")
 	waitReady(t, s)

@@ -18,6 +18,7 @@ import (
 // shared folder on disk). Admin of one volume lists and edits nothing of
 // the others, and ?dls shows it only the downloads of its own volumes.
 func TestShareAdminPerVolume(t *testing.T) {
+	t.Parallel()
 	adm, priv := t.TempDir(), t.TempDir()
 	writeFile(t, adm, "pub/a.txt", []byte("adm file"))
 	writeFile(t, priv, "docs/secret.txt", []byte("PRIVATE"))

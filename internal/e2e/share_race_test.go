@@ -34,6 +34,7 @@ import (
 // nothing may be written into it: not a file, not a folder, not a work
 // file.
 func TestShareSwapRace(t *testing.T) {
+	t.Parallel()
 	t.Run("a folder inside the share", func(t *testing.T) { shareSwapRace(t, false) })
 	t.Run("the shared folder", func(t *testing.T) { shareSwapRace(t, true) })
 }

@@ -175,6 +175,7 @@ func TestShareWriteFileAndPassword(t *testing.T) {
 }
 
 func TestShareListDeleteExpireRestart(t *testing.T) {
+	t.Parallel()
 	dir := shareSetup(t)
 	s := start(t, shareArgs(dir)...)
 	makeShare(t, s, "apw", map[string]any{"k": "a1", "vp": []string{"/proj/"}, "pw": "x", "exp": "60", "perms": []string{"read"}}, 201)

@@ -59,6 +59,7 @@ func fill(t *testing.T, dir string) string {
 // once space is freed uploads work again, an unfinished upload resumes
 // and new files are searchable.
 func TestStateFolderFull(t *testing.T) {
+	t.Parallel()
 	t.Run("after a clean stop", func(t *testing.T) {
 		hist := mountTmpfs(t, "2m")
 		vol := t.TempDir()

@@ -12,6 +12,7 @@ import (
 )
 
 func TestTailFollowsAppender(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
 	initial := bytes.Repeat([]byte("0123456789"), 100) // 1000 bytes
@@ -64,6 +65,7 @@ func TestTailFollowsAppender(t *testing.T) {
 }
 
 func TestTailEnds(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r", "--tail-tmax", "2", "--tail-cmax", "2")
 	// Replacing the file (another inode at the path) ends the stream.

@@ -10,6 +10,7 @@ import (
 // TestTextFlagsBad: the flags of tail, recent uploads and shares refuse
 // bad values with exit status 2 and a message naming the flag.
 func TestTextFlagsBad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range [][]string{
 		{"--tail-tmax", "-1"}, {"--tail-cmax", "0"}, {"--ups-ring", "0"}, {"--shr", "/a/b/"}, {"--shr", "/x?y/"}, {"--tail-cmax", "many"},

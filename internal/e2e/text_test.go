@@ -43,6 +43,7 @@ func representable(t *testing.T, enc encoding.Encoding) string {
 }
 
 func TestTextEveryEncodingRoundTrips(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
 	for _, name := range whatwgNames {

@@ -54,6 +54,7 @@ func wantSameUserFiles(t *testing.T, what string, before, after map[string]strin
 }
 
 func TestUp2kBadHandshakes(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	s := start(t, "-a", "u:pw", "-v", vol+"::r:rw,u")
 	writeFile(t, vol, "keep.txt", []byte("keep"))
@@ -138,6 +139,7 @@ func TestUp2kBadHandshakes(t *testing.T) {
 }
 
 func TestUp2kBadChunks(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	other := t.TempDir()
 	s := start(t, "-a", "u:pw", "-a", "v:pw2", "-v", vol+"::rw,u", "-v", other+":o:rw,v")

@@ -14,6 +14,7 @@ import (
 // once space is freed the same session completes. It needs to mount a
 // tmpfs (root); it is skipped otherwise.
 func TestUp2kDiskFull(t *testing.T) {
+	t.Parallel()
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs to fill (%v: %s); skipping the disk-full test", err, strings.TrimSpace(string(out)))

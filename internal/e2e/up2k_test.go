@@ -34,6 +34,7 @@ import (
 // ---- tests ---------------------------------------------------------------
 
 func TestUp2kShuffledParallel(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
 	f := newUp2kFile(randomBytes(24<<20 + 12345)) // 25 chunks of 1 MiB, the last short
@@ -184,6 +185,7 @@ func TestUp2kStitchedAndSubchunks(t *testing.T) {
 }
 
 func TestUp2kCorruptAndDuplicateChunks(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
 	f := newUp2kFile(randomBytes(3<<20 + 5))
@@ -270,6 +272,7 @@ func TestUp2kBusyChunk(t *testing.T) {
 }
 
 func TestUp2kTwoClients(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
 	f := newUp2kFile(randomBytes(16<<20 + 3))
@@ -340,6 +343,7 @@ func postJSON(s *server, path string, body []byte) (int, []byte) {
 }
 
 func TestUp2kSameContentElsewhere(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"copy", "dedup", "nodupe"} {
 		t.Run(mode, func(t *testing.T) {
 			vol := t.TempDir()
@@ -465,6 +469,7 @@ func TestUp2kCollisionAndReplace(t *testing.T) {
 }
 
 func TestUp2kKillAndResume(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	args := []string{"-a", "u:pw", "-v", vol + "::rw,u"}
 	s := start(t, args...)
@@ -557,6 +562,7 @@ func TestUp2kEmptyFile(t *testing.T) {
 // of copyparty's chunk size (or the spec's table) at the edge of every
 // chunk-size step, and real uploads across the first steps arrive intact.
 func TestUp2kChunkSizeBoundaries(t *testing.T) {
+	t.Parallel()
 	vol := t.TempDir()
 	s := start(t, "-v", vol+"::rw")
 	// The huge handshakes come from another address than the real

@@ -260,6 +260,7 @@ func sameTree(t *testing.T, src, dst string) {
 }
 
 func TestUpTree(t *testing.T) {
+	t.Parallel()
 	vol, src := t.TempDir(), t.TempDir()
 	tree := filepath.Join(src, "tree")
 	total, n := upTree(t, tree, 40<<20+333)
@@ -331,6 +332,7 @@ func TestUpPlainOutput(t *testing.T) {
 }
 
 func TestUpKilledResumes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow (a slowed upload killed and resumed); skipped with -short")
 	}
@@ -377,6 +379,7 @@ func TestUpKilledResumes(t *testing.T) {
 }
 
 func TestUpServerRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow (a slowed upload across a server restart); skipped with -short")
 	}
@@ -428,6 +431,7 @@ func TestUpServerRestart(t *testing.T) {
 }
 
 func TestUpDeleteRemote(t *testing.T) {
+	t.Parallel()
 	vol, src := t.TempDir(), t.TempDir()
 	tree := filepath.Join(src, "tree")
 	upTree(t, tree, 2<<20)
@@ -470,6 +474,7 @@ func TestUpDeleteRemote(t *testing.T) {
 }
 
 func TestUpFlakyProxy(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow (retries through a flaky proxy); skipped with -short")
 	}
@@ -530,6 +535,7 @@ func TestUpFileChanges(t *testing.T) {
 }
 
 func TestUpBadArgs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		args []string
@@ -658,6 +664,7 @@ func TestUpCopyparty(t *testing.T) {
 // skips the check; without either a self-signed server is refused at
 // once (no retries), exit 1.
 func TestUpTLS(t *testing.T) {
+	t.Parallel()
 	vol, src, cdir := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, src, "tree/big.bin", seededBytes(5, 5<<20+77))
 	writeFile(t, src, "tree/a.txt", []byte("hello\n"))
@@ -730,6 +737,7 @@ func nullUp2k(t *testing.T) (string, *atomic.Int64) {
 // number of files (the walk streams, the queues are bounded): ten times
 // the files, about the same peak.
 func TestUpMemoryBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow (33,000 files); skipped with -short")
 	}
@@ -807,6 +815,7 @@ func TestUpMemoryBounded(t *testing.T) {
 // file to the local one; a different file of the same name is kept beside
 // (a collision name) without --ow and replaced with it.
 func TestUpTouchOverwrite(t *testing.T) {
+	t.Parallel()
 	vol, src := t.TempDir(), t.TempDir()
 	p := writeFile(t, src, "d/a.txt", []byte("local"))
 	s := start(t, "-v", vol+"::rwd", "-e2d")

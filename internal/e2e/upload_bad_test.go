@@ -150,6 +150,7 @@ func TestUploadBadParams(t *testing.T) {
 }
 
 func TestUploadBadHeaders(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
 	host := strings.TrimPrefix(s.URL, "http://")
@@ -286,6 +287,7 @@ func TestUploadBadMultipart(t *testing.T) {
 }
 
 func TestUploadBadSizeLimits(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw:c,sz=1k-2k")
 	type tc struct {

@@ -255,6 +255,7 @@ func TestUploadPutReplyForms(t *testing.T) {
 // ---- checksums -----------------------------------------------------------
 
 func TestUploadPutChecksums(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
 	// Larger than one of the server's 512 KiB read buffers and not a
@@ -337,6 +338,7 @@ func TestUploadPutChecksums(t *testing.T) {
 // ---- compression ---------------------------------------------------------
 
 func TestUploadPutCompression(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
 	data := append(compressibleText(200<<10), seededBytes(3, 777)...)
@@ -584,6 +586,7 @@ func TestUploadPutAppend(t *testing.T) {
 // ---- random names --------------------------------------------------------
 
 func TestUploadPutRand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
 	fdir := t.TempDir()

@@ -80,6 +80,7 @@ func TestZipListAndGet(t *testing.T) {
 // TestZipZip64 reads zips in zip64 form made by another tool (bsdtar) and
 // by Go with more than 65535 members.
 func TestZipZip64(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
 	src := t.TempDir()
@@ -135,6 +136,7 @@ func TestZipZip64(t *testing.T) {
 }
 
 func TestZipPermissions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "a.zip", makeZip(t, [][2]string{{"x.txt", "x"}}, time.Now()))
 	writeFile(t, dir, "up/b.zip", makeZip(t, [][2]string{{"y.txt", "y"}}, time.Now()))
@@ -157,6 +159,7 @@ func TestZipPermissions(t *testing.T) {
 }
 
 func TestZipBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::r")
 	writeFile(t, dir, "a.zip", makeZip(t, [][2]string{{"ok.txt", "fine"}, {"../../evil.txt", "slip"}, {"/abs.txt", "abs"}, {"dir\\..\\win.txt", "win"}}, time.Now()))

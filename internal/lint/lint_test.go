@@ -214,3 +214,38 @@ func TestHTTPNoFileAccess(t *testing.T) {
 		}
 	}
 }
+
+// TestNoConflictMarkers: no file of the checkout keeps a merge's conflict
+// markers. gofmt catches them in Go files only; a README once shipped with
+// both sides of a conflict.
+func TestNoConflictMarkers(t *testing.T) {
+	root := moduleRoot(t)
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != root && (n == ".git" || n == ".hist" || n == "testdata" || n == "out" || n == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if fi, err := d.Info(); err != nil || fi.Size() > 4<<20 {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || slices.Contains(b, 0) {
+			return nil // unreadable or binary
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "<<<<<<< ") || strings.HasPrefix(line, ">>>>>>> ") || line == "<<<<<<<" || line == ">>>>>>>" {
+				rel, _ := filepath.Rel(root, p)
+				t.Errorf("%s:%d: a merge conflict marker: %q", filepath.ToSlash(rel), i+1, line)
+			}
+		}
+		return nil
+	})
+}
