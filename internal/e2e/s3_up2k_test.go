@@ -262,26 +262,32 @@ func TestS3Up2kTwoNodes(t *testing.T) {
 	for i := range 5 {
 		postChunk(t, node[i%2], rep, f, i, auth)
 	}
-	// A dies with a chunk on the wire: half of it sent, then SIGKILL.
+	// A dies with a chunk on the wire: its first 64 KiB sent (what fits
+	// in the sockets' buffers, however busy A is), then SIGKILL.
 	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := newSlowBody(f.chunk(5), len(f.chunk(5))/2)
+	pr, pw := newSlowBody(f.chunk(5), 64<<10)
 	req, _ := http.NewRequestWithContext(ctx, "POST", a.URL+escapePurl(rep.Purl), pr)
 	req.ContentLength = int64(len(f.chunk(5)))
 	req.Header.Set("Authorization", strings.TrimPrefix(auth, "Authorization: "))
 	req.Header.Set("X-Up2k-Wark", rep.Wark)
 	req.Header.Set("X-Up2k-Hash", f.hashes[5])
-	errc := make(chan error, 1)
+	errc := make(chan string, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+		if err != nil {
+			errc <- err.Error()
+			return
 		}
-		errc <- err
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		errc <- fmt.Sprintf("%d %s", resp.StatusCode, b)
 	}()
-	select { // half is sent
+	select {
 	case <-pw:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the chunk's first half was never read")
+	case r := <-errc:
+		t.Fatalf("A answered the chunk before its body was sent: %s", r)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the chunk's first bytes were never read")
 	}
 	time.Sleep(200 * time.Millisecond)
 	a.kill(t)
