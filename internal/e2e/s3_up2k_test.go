@@ -269,6 +269,7 @@ func TestS3Up2kTwoNodes(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "POST", a.URL+escapePurl(rep.Purl), pr)
 	req.ContentLength = int64(len(f.chunk(5)))
 	req.Header.Set("Authorization", strings.TrimPrefix(auth, "Authorization: "))
+	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("X-Up2k-Wark", rep.Wark)
 	req.Header.Set("X-Up2k-Hash", f.hashes[5])
 	errc := make(chan string, 1)
