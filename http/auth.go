@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"hoard/store"
 )
 
 // credentials returns the passwords the request carries, in copyparty's
@@ -92,8 +94,9 @@ func viaBasic(q *req) bool {
 // failTracker counts wrong passwords per client address so that guessing
 // gets slower, never faster.
 type failTracker struct {
-	mu   sync.Mutex
-	byIP map[string]*failRec
+	mu    sync.Mutex
+	byIP  map[string]*failRec
+	limit int // addresses remembered at once (failCap)
 }
 
 type failRec struct {
@@ -109,27 +112,43 @@ const (
 	failCap    = 8192 // addresses remembered at once
 )
 
-func newFailTracker() *failTracker { return &failTracker{byIP: map[string]*failRec{}} }
+func newFailTracker() *failTracker {
+	return &failTracker{byIP: map[string]*failRec{}, limit: failCap}
+}
 
-// add records a failure and returns how long to wait before answering.
+// add records a failure from ip (counted under its store.ClientKey: an
+// IPv6 client's /64 is one client) and returns how long to wait before
+// answering. When the table is full of addresses still being slowed down,
+// nothing is forgotten: the new address is not remembered and waits the
+// longest penalty, so many addresses cannot wipe the table clean.
 func (f *failTracker) add(ip string) time.Duration {
+	key := store.ClientKey(ip)
 	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	rec := f.byIP[ip]
+	rec := f.byIP[key]
 	if rec == nil || now.Sub(rec.first) > failWindow {
-		if len(f.byIP) >= failCap {
+		if rec == nil && len(f.byIP) >= f.limit {
+			// forget what has expired, then those not slowed down yet
 			for k, r := range f.byIP {
 				if now.Sub(r.first) > failWindow {
 					delete(f.byIP, k)
 				}
 			}
-			if len(f.byIP) >= failCap {
-				f.byIP = map[string]*failRec{}
+			for k, r := range f.byIP {
+				if len(f.byIP) < f.limit {
+					break
+				}
+				if r.n <= failFree {
+					delete(f.byIP, k)
+				}
+			}
+			if len(f.byIP) >= f.limit {
+				return failMax
 			}
 		}
 		rec = &failRec{first: now}
-		f.byIP[ip] = rec
+		f.byIP[key] = rec
 	}
 	rec.n++
 	if rec.n <= failFree {

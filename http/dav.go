@@ -607,6 +607,9 @@ func (s *Server) proppatch(q *req) error {
 	if err := q.need(store.PermWrite, "change properties"); err != nil {
 		return err
 	}
+	if err := q.need(store.PermRead, "change properties"); err != nil {
+		return err // before any look at the disk: no existence oracle
+	}
 	fi, err := q.vol.Stat(q.rel)
 	if err != nil {
 		return errorf(http.StatusNotFound, "not found: /%s", strings.Join(q.parts, "/"))

@@ -249,7 +249,10 @@ func (s *Server) put(q *req) error {
 	if err := q.needUpload(); err != nil {
 		return err
 	}
-	if !s.dav.Off && !q.share && davClient(q.r) {
+	// WebDAV's PUT refuses a taken name, a folder and a missing parent,
+	// which would tell someone who may not read what exists: without r,
+	// copyparty's rules (a new name, parents made) hold for every client.
+	if !s.dav.Off && !q.share && davClient(q.r) && q.perm.Has(store.PermRead) {
 		return s.davPut(q) // dav.go
 	}
 	o, err := q.uploadOptions(q.vol.Flags().PutCK)

@@ -96,6 +96,14 @@ func TestLimiter(t *testing.T) {
 	if err := l.Allow("a", now.Add(800e6)); err != nil {
 		t.Fatalf("Allow after the penalty = %v", err)
 	}
+	// An IPv6 client's /64 is one client: a fresh address in it is limited too.
+	l.Done("2001:db8:7:7::1", 900e6, now)
+	if err := l.Allow("2001:db8:7:7::abcd", now.Add(100e6)); err == nil {
+		t.Fatal("another address of the same /64 was not limited")
+	}
+	if err := l.Allow("2001:db8:7:8::1", now.Add(100e6)); err != nil {
+		t.Fatalf("another /64 was limited: %v", err)
+	}
 }
 
 func mustTime(t *testing.T) time.Time {

@@ -50,8 +50,10 @@ func NewLimiter(slow time.Duration) *Limiter {
 // penaltyDur is the spec's penalty.
 const penaltyDur = 700 * time.Millisecond
 
-// Allow refuses a query from addr inside its penalty.
+// Allow refuses a query from addr (counted under its store.ClientKey, so
+// an IPv6 client's /64 is one client) inside its penalty.
 func (l *Limiter) Allow(addr string, now time.Time) error {
+	addr = store.ClientKey(addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p, ok := l.last[addr]
@@ -70,6 +72,7 @@ func (l *Limiter) Done(addr string, cost time.Duration, now time.Time) {
 	if cost <= l.slow {
 		return
 	}
+	addr = store.ClientKey(addr)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.last) > 4096 {

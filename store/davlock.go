@@ -149,6 +149,11 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 	if !at.Vol.Perms(who.User).Has(PermWrite) {
 		return Lock{}, forbid(op, who, at.Vol, PermWrite, "lock files")
 	}
+	if !at.Vol.Perms(who.User).Has(PermRead) {
+		// A lock acts on what is there (and holds off its owner): someone
+		// who may not read would learn what exists and could block it.
+		return Lock{}, forbid(op, who, at.Vol, PermRead, "lock files")
+	}
 	if _, err := cleanRel(strings.Trim(at.Rel, "/")); err != nil {
 		return Lock{}, opErr(op, err)
 	}
@@ -195,6 +200,9 @@ func (s *Store) LockOrMake(ctx context.Context, who Actor, at Loc, r LockRequest
 	}
 	if !at.Vol.Perms(who.User).Has(PermWrite) { // before anything is looked at
 		return Lock{}, false, forbid(op, who, at.Vol, PermWrite, "lock files")
+	}
+	if !at.Vol.Perms(who.User).Has(PermRead) { // likewise: see Lock
+		return Lock{}, false, forbid(op, who, at.Vol, PermRead, "lock files")
 	}
 	if _, err := at.Vol.Stat(at.Rel); errors.Is(err, ErrNotFound) {
 		dir := path.Dir("/" + at.Rel)

@@ -282,13 +282,16 @@ func TestCopyShallow(t *testing.T) {
 // and holds nothing; without w it is refused before anything is looked
 // at, missing folder or not.
 func TestLockOrMake(t *testing.T) {
-	st, dirs := openStore(t, "::w", ":ro:r")
-	var v, ro *Volume
+	st, dirs := openStore(t, "::rw", ":ro:r", ":wo:w")
+	var v, ro, wo *Volume
 	for _, x := range st.Volumes() {
-		if x.VPath == "" {
+		switch x.VPath {
+		case "":
 			v = x
-		} else {
+		case "ro":
 			ro = x
+		default:
+			wo = x
 		}
 	}
 	mkfiles(t, dirs[0], map[string]string{"d/have.txt": "h"})
@@ -322,5 +325,17 @@ func TestLockOrMake(t *testing.T) {
 	}
 	if exists(filepath.Join(dirs[1], "d/new2.txt")) {
 		t.Error("a refused lock made a file")
+	}
+	// Without r: refused alike whatever is there (no existence oracle),
+	// and nothing made.
+	mkfiles(t, dirs[2], map[string]string{"d/have.txt": "h"})
+	for _, p := range []string{"d/have.txt", "d/new3.txt", "nothere/new.txt"} {
+		var e *Error
+		if _, _, err := st.LockOrMake(ctx, who, Loc{wo, p}, LockRequest{}); !errors.As(err, &e) || e.Kind != KindForbidden || e.Need != PermRead {
+			t.Errorf("without r, %s: %v, want KindForbidden needing r", p, err)
+		}
+	}
+	if exists(filepath.Join(dirs[2], "d/new3.txt")) || len(st.LocksOn(Loc{wo, "d/have.txt"})) != 0 {
+		t.Error("a lock without r made a file or holds")
 	}
 }

@@ -37,6 +37,15 @@ func (v *Volume) openAny(rel string) (*os.File, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
+	// A fifo, socket or device opens (without blocking), but it is no
+	// file: its time and properties are not ours to change.
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() && !fi.IsDir() {
+		f.Close()
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		return nil, ErrNotRegular
+	}
 	return f, nil
 }
 
@@ -408,10 +417,15 @@ func (v *Volume) StatProps(rel string) (fs.FileInfo, []DeadProp, error) {
 
 // PatchProps applies a PROPPATCH to the file or folder at: the changes of
 // its dead properties in order, and a new mtime when mtime is not zero;
-// all or nothing. It needs the w permission. The changes are flushed
+// all or nothing. It needs the r and w permissions. The changes are flushed
 // before it returns; a file's new mtime reaches the index (Touched).
 func (s *Store) PatchProps(ctx context.Context, who Actor, at Loc, ops []PropOp, mtime time.Time) error {
 	const op = "change properties"
+	if v := at.Vol; v != nil && v.Perms(who.User).Has(PermWrite) && !v.Perms(who.User).Has(PermRead) {
+		// Properties are changed on what exists: someone who may not
+		// read would learn what is there, and change others' files.
+		return forbid(op, who, v, PermRead, "change properties")
+	}
 	if len(ops) == 0 {
 		if mtime.IsZero() {
 			return nil

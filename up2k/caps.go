@@ -2,7 +2,6 @@ package up2k
 
 import (
 	"fmt"
-	"net/netip"
 
 	"hoard/store"
 )
@@ -14,7 +13,7 @@ import (
 type caps struct {
 	all, ip int
 	n       int               // unfinished uploads counted
-	per     map[string]*ipUse // by ipKey
+	per     map[string]*ipUse // by store.ClientKey
 }
 
 type ipUse struct {
@@ -22,28 +21,10 @@ type ipUse struct {
 	bytes int64 // the sizes of its unfinished uploads
 }
 
-// ipKey is the address an upload counts against: an IPv4 address, or an
-// IPv6 client's /64 (one machine commonly has a whole /64).
-func ipKey(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return ip
-	}
-	a = a.Unmap()
-	if a.Is4() {
-		return a.String()
-	}
-	p, err := a.Prefix(64)
-	if err != nil {
-		return a.String()
-	}
-	return p.String()
-}
-
 // takePlace counts a new unfinished upload of size bytes from ip into v
 // against the caps, or says why it may not start.
 func (m *Manager) takePlace(v *store.Volume, ip string, size int64) (string, error) {
-	key := ipKey(ip)
+	key := store.ClientKey(ip)
 	free, claimed, ferr := v.Room()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -93,7 +74,7 @@ func (m *Manager) givePlaceLocked(key string, size int64) {
 // countLocked counts a session restored after a restart against the caps
 // (whatever they say: it was promised before) and holds its free space.
 func (m *Manager) countLocked(s *session) {
-	key := ipKey(s.rec.IP)
+	key := store.ClientKey(s.rec.IP)
 	u := m.caps.per[key]
 	if u == nil {
 		u = &ipUse{}

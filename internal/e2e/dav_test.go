@@ -618,17 +618,19 @@ func TestDAVPerms(t *testing.T) {
 		}, func(who string) bool {
 			return pathExists(dir, "moved-"+who+".txt") && !pathExists(dir, "mv-"+who+".txt")
 		}},
-		{"PROPPATCH", "w", 207, func(who, auth string) (*http.Response, []byte) {
-			mk("pp-"+who+".txt", "x")
-			os.Chtimes(filepath.Join(dir, "pp-"+who+".txt"), time.Unix(1e9, 0), time.Unix(1e9, 0))
-			return davReq(t, s, "PROPPATCH", "/pp-"+who+".txt", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:getlastmodified>Wed, 02 Jan 2019 03:04:05 GMT</D:getlastmodified></D:prop></D:set></D:propertyupdate>`, auth)
-		}, func(who string) bool {
-			fi, err := os.Stat(filepath.Join(dir, "pp-"+who+".txt"))
-			return err == nil && fi.ModTime().Year() == 2019
-		}},
-		{"LOCK", "w", 200, func(who, auth string) (*http.Response, []byte) {
-			return davReq(t, s, "LOCK", "/lk-"+who+".txt", lockBody, auth, "Depth: 0")
-		}, nil},
+		{"PROPPATCH", "rw", 207, // r too: no existence oracle (TestDAVNoExistenceOracle)
+			func(who, auth string) (*http.Response, []byte) {
+				mk("pp-"+who+".txt", "x")
+				os.Chtimes(filepath.Join(dir, "pp-"+who+".txt"), time.Unix(1e9, 0), time.Unix(1e9, 0))
+				return davReq(t, s, "PROPPATCH", "/pp-"+who+".txt", `<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:getlastmodified>Wed, 02 Jan 2019 03:04:05 GMT</D:getlastmodified></D:prop></D:set></D:propertyupdate>`, auth)
+			}, func(who string) bool {
+				fi, err := os.Stat(filepath.Join(dir, "pp-"+who+".txt"))
+				return err == nil && fi.ModTime().Year() == 2019
+			}},
+		{"LOCK", "rw", 200, // r too: no existence oracle (TestDAVNoExistenceOracle)
+			func(who, auth string) (*http.Response, []byte) {
+				return davReq(t, s, "LOCK", "/lk-"+who+".txt", lockBody, auth, "Depth: 0")
+			}, nil},
 	}
 	row := 0
 	for _, o := range ops {
@@ -646,6 +648,10 @@ func TestDAVPerms(t *testing.T) {
 			case ok:
 			case u == "anon", u == "badpw":
 				want = http.StatusUnauthorized
+			case o.name == "PUT over" && strings.Contains(u, "w") && !strings.Contains(u, "r"):
+				// Without r, copyparty's PUT: a new name, never a refusal
+				// that tells what exists (TestDAVNoExistenceOracle).
+				want = http.StatusCreated
 			default:
 				want = http.StatusForbidden
 			}
@@ -914,13 +920,19 @@ func TestDAVPropfindStream(t *testing.T) {
 }
 
 // TestDAVLockNull: an account with w but not d may fill the empty file
-// its own LOCK made, and nothing else that exists.
+// its own LOCK made, and nothing else that exists. (A LOCK needs r too:
+// one without r is refused, whatever is there.)
 func TestDAVLockNull(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "empty.txt", nil)
 	w := basicAuth("w:pw")
-	s := start(t, "-a", "w:pw", "-v", dir+"::w,w")
-	resp, body := davReq(t, s, "LOCK", "/made.txt", lockBody, w, "Depth: 0")
+	s := start(t, "-a", "w:pw", "-a", "wo:pw-wo", "-v", dir+"::rw,w:w,wo")
+	resp, body := davReq(t, s, "LOCK", "/blind.txt", lockBody, basicAuth("wo:pw-wo"), "Depth: 0")
+	wantStatus(t, resp, body, http.StatusForbidden)
+	if pathExists(dir, "blind.txt") {
+		t.Error("a refused LOCK made a file")
+	}
+	resp, body = davReq(t, s, "LOCK", "/made.txt", lockBody, w, "Depth: 0")
 	wantStatus(t, resp, body, http.StatusCreated)
 	tok := resp.Header.Get("Lock-Token")
 	resp, body = davReq(t, s, "PUT", "/made.txt", "filled", w, davUA)
