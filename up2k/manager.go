@@ -84,6 +84,8 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines
 
+	remote remoteCache // sessions of object-store volumes seen (remote.go)
+
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session
 	waiting  map[SessionStore]bool // stores whose sessions are loaded once they open
@@ -155,7 +157,9 @@ func New(cfg Config) (*Manager, error) {
 	for _, v := range cfg.Store.Mounted() {
 		db := cfg.DBs[v]
 		if db == nil {
-			m.log.Warn("no session store for this volume; its unfinished uploads will not survive a restart", "volume", "/"+v.VPath)
+			if !v.Remote() { // an object-store volume keeps its sessions in its bucket (remote.go)
+				m.log.Warn("no session store for this volume; its unfinished uploads will not survive a restart", "volume", "/"+v.VPath)
+			}
 			db = NewMemStore()
 		}
 		dbs[v] = db
@@ -285,6 +289,9 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 	db := m.db(h.Vol)
 	if db == nil {
 		return Reply{}, fmt.Errorf("up2k: volume /%s is not known", h.Vol.VPath)
+	}
+	if h.Vol.Remote() {
+		return m.remoteHandshake(ctx, h, cs, wark) // remote.go: the session lives in the bucket
 	}
 	if err := m.unavailable(db); err != nil {
 		return Reply{}, err

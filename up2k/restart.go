@@ -380,5 +380,5 @@ func (m *Manager) Expire(ctx context.Context) int {
 	for _, s := range old {
 		m.drop(ctx, s, fmt.Sprintf("idle for more than %v", m.idle))
 	}
-	return len(old)
+	return len(old) + m.expireRemote(ctx)
 }

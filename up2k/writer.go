@@ -71,6 +71,9 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 	if err != nil {
 		return Written{}, err
 	}
+	if p.Vol.Remote() {
+		return m.remoteChunks(ctx, p, hl) // remote.go
+	}
 	s, err := m.live(ctx, p.Vol, p.Wark)
 	if err != nil {
 		return Written{}, err
