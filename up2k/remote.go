@@ -738,7 +738,7 @@ func (m *Manager) dropChunks(ctx context.Context, v *store.Volume, wark string) 
 func (m *Manager) expireRemote(ctx context.Context) int {
 	n := 0
 	now := m.now()
-	for v := range m.dbs {
+	for v := range *m.dbs.Load() {
 		if !v.Remote() {
 			continue
 		}
