@@ -137,7 +137,7 @@ func reload(args []string, running *flagSet, svc *services, log *slog.Logger) {
 		fail(err)
 		return
 	}
-	if _, err := svc.store.Reload(cfg); err != nil {
+	if _, err := svc.reload(context.Background(), cfg); err != nil {
 		fail(err)
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	srvhttp "hoard/http"
@@ -61,13 +63,23 @@ type services struct {
 	media *media.Service
 	extra srvhttp.ExtraConfig
 	stats *metrics.Metrics // nil without --stats
+	log   *slog.Logger
+
+	// The databases by folder, with their block cache: a reload opens
+	// those of the volumes it adds (reload.go) here, and closes them with
+	// the ones opened at start, in the closers' order.
+	dbMu    sync.Mutex
+	byDir   map[string]*idx.DB
+	cache   *idx.Cache
+	reDBs   []*idx.DB // opened by reloads
+	dbsDone bool      // closed: reloads open no more
 }
 
 // openServices opens the services in the order they depend on each other,
 // pushing each one's Close on cl. On an error, what is open stays on cl
 // for the caller to close.
 func openServices(o *options, cfg store.Config, cl *closers, log *slog.Logger) (*services, error) {
-	s := &services{}
+	s := &services{log: log, byDir: map[string]*idx.DB{}}
 	var err error
 	if o.stats {
 		s.stats = metrics.New() // first: it times the fsyncs of what follows
@@ -77,7 +89,10 @@ func openServices(o *options, cfg store.Config, cl *closers, log *slog.Logger) (
 		return nil, err
 	}
 	cl.push("the store", s.store.Close)
-	if s.dbs, err = openDBs(s.store, int64(o.dbCache)<<20, cl, log); err != nil {
+	s.cache = idx.NewCache(int64(o.dbCache) << 20)
+	cl.push("the index cache", func() error { s.cache.Release(); return nil }) // after every database
+	cl.push("the indexes of volumes added by reloads", s.closeReloadDBs)
+	if s.dbs, err = s.openDBs(cl); err != nil {
 		return nil, err
 	}
 	// The index starts first: its journal replays what a crash left, and
@@ -115,36 +130,52 @@ func openServices(o *options, cfg store.Config, cl *closers, log *slog.Logger) (
 // openDBs opens the database of every volume's state folder (volumes that
 // share a folder share the database), with one block cache for all, and
 // pushes each database's Close on cl.
-func openDBs(st *store.Store, cache int64, cl *closers, log *slog.Logger) (map[*store.Volume]*idx.DB, error) {
-	c := idx.NewCache(cache)
-	defer c.Release()
-	byDir := map[string]*idx.DB{}
+func (s *services) openDBs(cl *closers) (map[*store.Volume]*idx.DB, error) {
 	out := map[*store.Volume]*idx.DB{}
-	for _, v := range st.Volumes() {
-		if v.HistPath() == "" {
-			continue // up2k keeps this volume's sessions in memory, and says so
+	for _, v := range s.store.Volumes() {
+		db, fresh, err := s.openDB(v)
+		if err != nil {
+			return nil, err
 		}
-		dir := filepath.Join(v.HistPath(), "idx")
-		db := byDir[dir]
-		if db == nil {
-			var err error
-			db, err = idx.Open(dir, idx.Options{Cache: c, Logger: log})
-			if errors.Is(err, idx.ErrLocked) && !v.Writable() {
-				// Another hoard serves this folder too (its state folder
-				// lock lets servers that only read share it): serve it
-				// without the index.
-				log.Warn("the volume's index is in use by another process; this read-only volume is served without it", "volume", "/"+v.VPath, "err", err)
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			cl.push("the index of "+dir, db.Close)
-			byDir[dir] = db
+		if fresh {
+			cl.push("the index of "+filepath.Join(v.HistPath(), "idx"), db.Close)
 		}
-		out[v] = db
+		if db != nil {
+			out[v] = db
+		}
 	}
 	return out, nil
+}
+
+// openDB opens the database of v's state folder, or finds it open
+// (fresh is false then); nil without an error when v has none (no state
+// folder, or one another hoard uses for a read-only volume).
+func (s *services) openDB(v *store.Volume) (db *idx.DB, fresh bool, err error) {
+	if v.HistPath() == "" {
+		return nil, false, nil // up2k keeps this volume's sessions in memory, and says so
+	}
+	dir := filepath.Join(v.HistPath(), "idx")
+	s.dbMu.Lock()
+	db = s.byDir[dir]
+	s.dbMu.Unlock()
+	if db != nil {
+		return db, false, nil
+	}
+	db, err = idx.Open(dir, idx.Options{Cache: s.cache, Logger: s.log})
+	if errors.Is(err, idx.ErrLocked) && !v.Writable() {
+		// Another hoard serves this folder too (its state folder
+		// lock lets servers that only read share it): serve it
+		// without the index.
+		s.log.Warn("the volume's index is in use by another process; this read-only volume is served without it", "volume", "/"+v.VPath, "err", err)
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	s.dbMu.Lock()
+	s.byDir[dir] = db
+	s.dbMu.Unlock()
+	return db, true, nil
 }
 
 // startIndex starts the file index of the volumes with e2d, hashing with
@@ -173,12 +204,10 @@ func startIndex(st *store.Store, dbs map[*store.Volume]*idx.DB, o *options, log 
 		}
 		tags = tags || v.Flags().E2T
 	}
-	if tags {
-		if media.HaveFFprobe() {
-			cfg.Prober = func(ctx context.Context, f *os.File) (map[string]string, error) { return media.ProbeFile(ctx, f) }
-		} else {
-			log.Warn("tag indexing (-e2t/-e2ts) needs ffprobe, which is not installed: tags are not indexed and tag searches answer with an error")
-		}
+	if media.HaveFFprobe() { // for a volume a reload adds too
+		cfg.Prober = func(ctx context.Context, f *os.File) (map[string]string, error) { return media.ProbeFile(ctx, f) }
+	} else if tags {
+		log.Warn("tag indexing (-e2t/-e2ts) needs ffprobe, which is not installed: tags are not indexed and tag searches answer with an error")
 	}
 	ix := idx.New(cfg)
 	ix.Start()
@@ -212,4 +241,123 @@ func testScanDelay(log *slog.Logger) time.Duration {
 	}
 	log.Warn("HOARD_TEST_SCAN_DELAY slows every scan (tests only)", "per_file", d)
 	return d
+}
+
+// closeReloadDBs closes the databases reloads opened (after the indexer
+// and up2k, which use them: it is pushed before them).
+func (s *services) closeReloadDBs() error {
+	s.dbMu.Lock()
+	dbs := s.reDBs
+	s.reDBs, s.dbsDone = nil, true
+	s.dbMu.Unlock()
+	var errs []error
+	for _, db := range slices.Backward(dbs) {
+		if err := db.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reload takes up a configuration read again (SIGHUP): the store mounts
+// the volumes new to this process (store.PrepareReload); each one's
+// database is opened (when it has a state folder) and its unfinished
+// uploads read; then, with nothing left that can fail, up2k takes up
+// their sessions, the indexer their index (replay, first scan), and the
+// store serves the new configuration in one swap, after which what a
+// crash left in them is swept. On an error nothing changes: what was
+// opened for the new volumes is closed and the error names the volume.
+func (s *services) reload(ctx context.Context, cfg store.Config) (store.ReloadResult, error) {
+	p, err := s.store.PrepareReload(cfg)
+	if err != nil {
+		return store.ReloadResult{}, err
+	}
+	added := p.Added()
+	var fresh []*idx.DB
+	fail := func(err error) (store.ReloadResult, error) {
+		s.dbMu.Lock()
+		for dir, db := range s.byDir {
+			if slices.Contains(fresh, db) {
+				delete(s.byDir, dir)
+			}
+		}
+		s.dbMu.Unlock()
+		for _, db := range fresh {
+			db.Close()
+		}
+		p.Abort()
+		return store.ReloadResult{}, err
+	}
+	s.dbMu.Lock()
+	done := s.dbsDone
+	s.dbMu.Unlock()
+	if done && len(added) > 0 {
+		return fail(errors.New("the server is stopping"))
+	}
+	dbs := map[*store.Volume]*idx.DB{}
+	for _, v := range added {
+		db, isNew, err := s.openDB(v)
+		if err != nil {
+			return fail(fmt.Errorf("volume /%s (%s): %w", v.VPath, v.Src, err))
+		}
+		if isNew {
+			fresh = append(fresh, db)
+		}
+		if db != nil {
+			dbs[v] = db
+		}
+	}
+	var commits []func()
+	var later []*store.Volume // volumes sharing a database read for another
+	read := map[*idx.DB]bool{}
+	for _, v := range added {
+		db := dbs[v]
+		var ss up2k.SessionStore
+		if db != nil {
+			if read[db] {
+				later = append(later, v)
+				continue
+			}
+			read[db] = true
+			ss = db
+		}
+		c, err := s.up2k.PrepareVolume(ctx, v, ss)
+		if err != nil {
+			return fail(fmt.Errorf("volume /%s (%s): %w", v.VPath, v.Src, err))
+		}
+		commits = append(commits, c)
+	}
+	// Nothing fails from here on.
+	s.dbMu.Lock()
+	s.reDBs = append(s.reDBs, fresh...)
+	s.dbMu.Unlock()
+	for _, c := range commits {
+		c()
+	}
+	for _, v := range later {
+		if c, err := s.up2k.PrepareVolume(ctx, v, dbs[v]); err == nil { // its store is known now: nothing to read
+			c()
+		} else {
+			s.log.Error("reload: the volume's uploads could not be taken up", "volume", "/"+v.VPath, "err", err)
+		}
+	}
+	wasIndexing := s.index.Enabled()
+	for _, v := range added {
+		if !v.Flags().E2D {
+			continue
+		}
+		if db := dbs[v]; db == nil || !s.index.AddVolume(v, db) {
+			s.log.Warn("the volume has no writable state folder; it is not indexed", "volume", "/"+v.VPath)
+		} else if v.Flags().E2T && !media.HaveFFprobe() {
+			s.log.Warn("tag indexing (-e2t/-e2ts) needs ffprobe, which is not installed: tags are not indexed", "volume", "/"+v.VPath)
+		}
+	}
+	if !wasIndexing && s.index.Enabled() {
+		s.store.SetUploadLookup(s.index) // who uploaded what, for unpost
+	}
+	res := p.Commit()
+	if len(added) > 0 {
+		s.store.SweepLeftoversOf(added, s.up2k.Owns)
+	}
+	return res, nil
 }

@@ -89,6 +89,7 @@ type volIdx struct {
 	// (journal.go); searches wait for them as for the first scan.
 	replaying atomic.Int64
 	prog      scanProgress // the running scan (progress.go)
+	scanMu    sync.Mutex   // one scan at a time (a reload's first scan against the rescans)
 }
 
 // usable reports whether the volume answers searches.
@@ -99,8 +100,7 @@ func (vi *volIdx) usable() bool { return vi.ready.Load() && vi.replaying.Load() 
 type Indexer struct {
 	cfg   Config
 	log   *slog.Logger
-	vols  map[*store.Volume]*volIdx
-	order []*volIdx
+	set   atomic.Pointer[volSet] // the indexed volumes; AddVolume replaces it whole
 	Limit *Limiter
 
 	mu       sync.Mutex
@@ -119,6 +119,8 @@ type Indexer struct {
 
 	jmu     sync.RWMutex // journal calls (journal.go) against Close
 	jclosed bool
+
+	started bool // Start found volumes to index (under mu)
 }
 
 // queued is a change waiting to be indexed; replay marks one read back
@@ -136,7 +138,7 @@ var drainMax = 30 * time.Second
 // New prepares the indexer for every volume with a database and the e2d
 // flag. Start begins indexing.
 func New(cfg Config) *Indexer {
-	x := &Indexer{cfg: cfg, log: cfg.Logger, vols: map[*store.Volume]*volIdx{}, seed: maphash.MakeSeed()}
+	x := &Indexer{cfg: cfg, log: cfg.Logger, seed: maphash.MakeSeed()}
 	if x.log == nil {
 		x.log = slog.Default()
 	}
@@ -148,31 +150,28 @@ func New(cfg Config) *Indexer {
 	x.cond = sync.NewCond(&x.mu)
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	x.evctx, x.evstop = context.WithCancel(context.Background())
+	set := &volSet{by: map[*store.Volume]*volIdx{}}
 	for _, v := range cfg.Store.Mounted() {
-		db := cfg.DBs[v]
-		if db == nil || !v.Flags().E2D {
-			continue
+		if vi := x.newVolIdx(v, cfg.DBs[v]); vi != nil {
+			set = set.with(vi)
 		}
-		vi := &volIdx{v: v, db: db, scan: v.Flags().E2DS || v.Flags().E2DSA, tags: v.Flags().E2T && cfg.Prober != nil, retag: v.Flags().E2TSR}
-		if v.VPath != "" {
-			vi.pre = lower(v.VPath) + "/"
-		}
-		vi.ready.Store(!vi.scan)
-		x.vols[v] = vi
-		x.order = append(x.order, vi)
 	}
-	slices.SortFunc(x.order, func(a, b *volIdx) int { return strings.Compare(a.v.VPath, b.v.VPath) })
+	x.set.Store(set)
 	return x
 }
 
 // Enabled reports whether any volume is indexed.
-func (x *Indexer) Enabled() bool { return len(x.order) > 0 }
+func (x *Indexer) Enabled() bool { return len(x.list()) > 0 }
 
 // Start subscribes to the store's changes and starts the scans.
 func (x *Indexer) Start() {
-	if len(x.order) == 0 {
+	x.mu.Lock()
+	if len(x.list()) == 0 || x.started {
+		x.mu.Unlock()
 		return
 	}
+	x.started = true
+	x.mu.Unlock()
 	x.replay(nil)
 	x.cfg.Store.Subscribe(x.enqueue)
 	x.cfg.Store.SetJournal(x)
@@ -223,7 +222,7 @@ func (x *Indexer) Close() {
 func (x *Indexer) Wait(ctx context.Context) error {
 	for {
 		done := true
-		for _, vi := range x.order {
+		for _, vi := range x.list() {
 			done = done && vi.usable()
 		}
 		if done {
@@ -248,7 +247,7 @@ func (x *Indexer) enqueue(e store.Event) {
 		x.enqueueManaged(e) // manage.go
 		return
 	}
-	if x.vols[e.Vol] == nil || !indexed(e.Rel) {
+	if x.vol(e.Vol) == nil || !indexed(e.Rel) {
 		return
 	}
 	x.mu.Lock()
@@ -275,7 +274,7 @@ func (x *Indexer) events() {
 		e := q.e
 		x.applying = &e
 		x.mu.Unlock()
-		vi := x.vols[e.Vol]
+		vi := x.vol(e.Vol)
 		var err error
 		noteDropped := false
 		switch {
@@ -434,12 +433,12 @@ func (x *Indexer) indexFileNote(ctx context.Context, vi *volIdx, rel string, old
 func (x *Indexer) scans() {
 	defer x.wg.Done()
 	var later []*volIdx
-	for _, vi := range x.order {
+	for _, vi := range x.list() {
 		if vi.db.usable() == nil {
 			vi.db.countFiles() // for the metrics
 		}
 	}
-	for _, vi := range x.order {
+	for _, vi := range x.list() {
 		if !vi.scan {
 			continue
 		}
@@ -469,7 +468,7 @@ func (x *Indexer) scans() {
 			return
 		case <-t.C:
 		}
-		for _, vi := range x.order {
+		for _, vi := range x.list() {
 			x.scanVol(vi, false)
 		}
 	}
@@ -478,6 +477,8 @@ func (x *Indexer) scans() {
 // scanVol walks the volume, indexes new and changed files on all cores and
 // forgets files that are gone. It marks the volume ready when done.
 func (x *Indexer) scanVol(vi *volIdx, first bool) {
+	vi.scanMu.Lock()
+	defer vi.scanMu.Unlock()
 	ctx := x.ctx
 	start := time.Now()
 	log := x.log.With("volume", "/"+vi.v.VPath)
@@ -630,7 +631,7 @@ type Result struct {
 func (x *Indexer) usable(vols []*store.Volume) ([]*volIdx, error) {
 	var out []*volIdx
 	for _, v := range vols {
-		if vi := x.vols[v]; vi != nil {
+		if vi := x.vol(v); vi != nil {
 			if !vi.usable() || vi.db.usable() != nil {
 				return nil, vi.busy()
 			}
@@ -767,12 +768,12 @@ func (x *Indexer) HashSearch(ctx context.Context, vols []*store.Volume, hashes [
 }
 
 // Indexed reports whether the files of v are indexed.
-func (x *Indexer) Indexed(v *store.Volume) bool { return x != nil && x.vols[v] != nil }
+func (x *Indexer) Indexed(v *store.Volume) bool { return x != nil && x.vol(v) != nil }
 
 // Uploads calls fn with the records of files uploaded into v (upload time
 // and client address known), newest first, until fn returns false.
 func (x *Indexer) Uploads(v *store.Volume, fn func(*Record) bool) error {
-	vi := x.vols[v]
+	vi := x.vol(v)
 	if vi == nil {
 		return nil
 	}

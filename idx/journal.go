@@ -215,10 +215,10 @@ func (x *Indexer) Note(e store.Event) (uint64, error) {
 // noteDB is the database that holds the note of a change: the one of its
 // volume, or for a move out of an indexed volume the source's.
 func (x *Indexer) noteDB(e store.Event) *DB {
-	if vi := x.vols[e.Vol]; vi != nil {
+	if vi := x.vol(e.Vol); vi != nil {
 		return vi.db
 	}
-	if vi := x.vols[e.FromVol]; vi != nil && e.FromVol != nil {
+	if vi := x.vol(e.FromVol); vi != nil && e.FromVol != nil {
 		return vi.db
 	}
 	return nil
@@ -228,7 +228,7 @@ func (x *Indexer) noteDB(e store.Event) *DB {
 func (x *Indexer) Forget(v *store.Volume, id uint64) {
 	x.jmu.RLock()
 	defer x.jmu.RUnlock()
-	if vi := x.vols[v]; vi != nil && id != 0 && !x.jclosed {
+	if vi := x.vol(v); vi != nil && id != 0 && !x.jclosed {
 		if err := vi.db.dropNote(id); err != nil {
 			x.log.Debug("dropping a journal note failed", "id", id, "err", err)
 		}
@@ -244,8 +244,11 @@ func (x *Indexer) replay(only *DB) {
 	for _, v := range x.cfg.Store.Mounted() { // a volume a reload stopped serving keeps its notes
 		byPath[v.VPath] = v
 	}
+	for _, vi := range x.list() { // a volume a reload adds is indexed before it is mounted
+		byPath[vi.v.VPath] = vi.v
+	}
 	done := map[*DB]bool{}
-	for _, vi := range x.order {
+	for _, vi := range x.list() {
 		if done[vi.db] || only != nil && vi.db != only {
 			continue
 		}
@@ -304,11 +307,11 @@ func (x *Indexer) replayNote(e store.Event) error {
 	case store.Moved, store.Copied:
 		err := x.applyManaged(x.evctx, e)
 		if e.Kind == store.Moved && e.FromVol != nil {
-			err = errors.Join(err, x.recheck(x.vols[e.FromVol], e.From, e.Tree))
+			err = errors.Join(err, x.recheck(x.vol(e.FromVol), e.From, e.Tree))
 		}
-		return errors.Join(err, x.recheck(x.vols[e.Vol], e.Rel, e.Tree))
+		return errors.Join(err, x.recheck(x.vol(e.Vol), e.Rel, e.Tree))
 	}
-	vi := x.vols[e.Vol]
+	vi := x.vol(e.Vol)
 	if vi == nil {
 		return nil
 	}

@@ -32,7 +32,7 @@ func isDotPath(rel string) bool {
 // the new path, so that an upload indexed just after the move keeps its
 // uploader at its new place instead of being looked for where it was.
 func (x *Indexer) enqueueManaged(e store.Event) {
-	if x.vols[e.Vol] == nil && x.vols[e.FromVol] == nil {
+	if x.vol(e.Vol) == nil && x.vol(e.FromVol) == nil {
 		return
 	}
 	x.mu.Lock()
@@ -51,7 +51,7 @@ func (x *Indexer) enqueueManaged(e store.Event) {
 
 // applyManaged applies a Moved or Copied event.
 func (x *Indexer) applyManaged(ctx context.Context, e store.Event) error {
-	from, to := x.vols[e.FromVol], x.vols[e.Vol]
+	from, to := x.vol(e.FromVol), x.vol(e.Vol)
 	if from != nil && isDotPath(e.From) {
 		from = nil
 	}
@@ -357,7 +357,7 @@ func (d *DB) MoveRecords(ctx context.Context, rel string, nd *DB, newRel string,
 // was; a path with another pending change is not known until it is
 // applied.
 func (x *Indexer) UploadOf(v *store.Volume, rel string) (store.UploadInfo, bool, error) {
-	if x.vols[v] == nil {
+	if x.vol(v) == nil {
 		return store.UploadInfo{}, false, nil
 	}
 	x.mu.Lock()
@@ -401,7 +401,7 @@ func (x *Indexer) UploadOf(v *store.Volume, rel string) (store.UploadInfo, bool,
 		}
 	}
 	cur := names[len(names)-1]
-	vi := x.vols[cur.v]
+	vi := x.vol(cur.v)
 	if vi == nil {
 		return store.UploadInfo{}, false, nil
 	}

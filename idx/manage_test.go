@@ -116,7 +116,7 @@ func (f *manageFixture) paths(t *testing.T, q string) []string {
 
 func (f *manageFixture) record(t *testing.T, vol, rel string) *Record {
 	t.Helper()
-	rec, err := f.x.vols[f.vols[vol]].db.Record(rel)
+	rec, err := f.x.vol(f.vols[vol]).db.Record(rel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestIndexFollowsManage(t *testing.T) {
 	}
 	hashed := f.hashed.Load()
 	// up2k's record of the content (for dedup) follows the file too.
-	topDB, twoDB := f.x.vols[top].db, f.x.vols[two].db
+	topDB, twoDB := f.x.vol(top).db, f.x.vol(two).db
 	if err := topDB.PutFile(ctx, orig.Wark, "tree/sub/bravo.txt", []byte(`{"sz":5}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -87,8 +87,8 @@ type VolStats struct {
 
 // Stats is every indexed volume's state.
 func (x *Indexer) Stats() []VolStats {
-	out := make([]VolStats, 0, len(x.order))
-	for _, vi := range x.order {
+	out := make([]VolStats, 0, len(x.list()))
+	for _, vi := range x.list() {
 		n, ok := vi.db.FileCount()
 		out = append(out, VolStats{Vol: vi.v, Files: n, FilesKnown: ok, Scanning: vi.prog.running.Load(), ScanFiles: vi.prog.files.Load(), ScanBytes: vi.prog.bytes.Load()})
 	}

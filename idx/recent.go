@@ -136,10 +136,11 @@ func (r *indexRecent) Recent(n int, keep func(*Upload) bool) []Upload {
 
 // NewRecent returns where ?ups and ?ru read finished uploads: a ring of
 // size records fed by st's events, and, when ix indexes, the index's
-// upload records too (they survive restarts).
+// upload records too (they survive restarts), for the volumes it indexes
+// when asked (a reload may add the first).
 func NewRecent(ix *Indexer, st *store.Store, size int) RecentUploads {
 	var r RecentUploads = NewRecentRing(st, size)
-	if ix != nil && ix.Enabled() {
+	if ix != nil {
 		r = &indexRecent{ix: ix, st: st, ring: r}
 	}
 	return r

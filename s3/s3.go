@@ -241,22 +241,22 @@ func (r *reader) Close() error {
 // Put streams r into key as a multipart upload, a part at a time. A key
 // ending in "/" is a folder marker: an empty object, r unread.
 func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.ObjectPut) (store.ObjectInfo, error) {
-	t := time.NewTimer(putWait)
-	select {
-	case b.puts <- struct{}{}:
-		t.Stop()
-		defer func() { <-b.puts }()
-	case <-t.C:
-		return store.ObjectInfo{}, ErrBusy
-	case <-ctx.Done():
-		t.Stop()
-		return store.ObjectInfo{}, ctx.Err()
+	done, err := b.slot(ctx)
+	if err != nil {
+		return store.ObjectInfo{}, err
 	}
+	defer done()
 	po := minio.PutObjectOptions{UserMetadata: opt.Meta, PartSize: partSize, ContentType: "application/octet-stream"}
 	if opt.NoClobber {
 		po.SetMatchETagExcept("*")
 	}
 	size := int64(-1)
+	if opt.Size > 0 {
+		// A known length (an up2k chunk, at most 256 MiB): one streamed
+		// PUT, never a multipart upload a dead node could leave behind,
+		// and no part buffer.
+		size, po.DisableMultipart = opt.Size, true
+	}
 	if strings.HasSuffix(key, "/") {
 		// A folder marker: S3 stores those only by a plain PUT of nothing.
 		r, size = strings.NewReader(""), 0
@@ -270,6 +270,171 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 		return store.ObjectInfo{Key: key, Size: ui.Size, ETag: strings.Trim(ui.ETag, `"`), ModTime: time.Now()}, nil
 	}
 	return oi, nil
+}
+
+// slot takes one of the upload slots, or fails with ErrBusy after
+// putWait; the caller calls the returned func to give it back.
+func (b *Bucket) slot(ctx context.Context) (func(), error) {
+	t := time.NewTimer(putWait)
+	defer t.Stop()
+	select {
+	case b.puts <- struct{}{}:
+		return func() { <-b.puts }, nil
+	case <-t.C:
+		return nil, ErrBusy
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// minPart is S3's smallest part but the last.
+const minPart = 5 << 20
+
+// Compose writes dst as the objects srcs joined in order, by one
+// multipart upload. When every source but the last has at least 5 MiB,
+// each is one part copied server-side (UploadPartCopy): no byte passes
+// through hoard. Else the sources are read in order, each through
+// opt.Check when set, and streamed in parts of about partSize (so at
+// most one part buffer per compose). The upload completes with
+// If-None-Match: * when opt.NoClobber; any failure aborts it.
+func (b *Bucket) Compose(ctx context.Context, dst string, srcs []store.ObjectInfo, opt store.ObjectPut) (store.ObjectInfo, error) {
+	if len(srcs) == 0 {
+		return store.ObjectInfo{}, errors.New("s3: compose of nothing")
+	}
+	done, err := b.slot(ctx)
+	if err != nil {
+		return store.ObjectInfo{}, err
+	}
+	defer done()
+	po := minio.PutObjectOptions{UserMetadata: opt.Meta, ContentType: "application/octet-stream"}
+	id, err := b.core.NewMultipartUpload(ctx, b.bucket, dst, po)
+	if err != nil {
+		return store.ObjectInfo{}, mapErr(err)
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			b.core.AbortMultipartUpload(context.WithoutCancel(ctx), b.bucket, dst, id)
+		}
+	}()
+	server := true
+	for _, s := range srcs[:len(srcs)-1] {
+		server = server && s.Size >= minPart
+	}
+	var parts []minio.CompletePart
+	if server {
+		for i, s := range srcs {
+			p, err := b.core.CopyObjectPart(ctx, b.bucket, s.Key, b.bucket, dst, id, i+1, 0, s.Size, nil)
+			if err != nil {
+				return store.ObjectInfo{}, mapErr(err)
+			}
+			parts = append(parts, p)
+		}
+	} else {
+		for i := 0; i < len(srcs); {
+			j, size := i, int64(0)
+			for j < len(srcs) && (size < partSize || j == i) {
+				size += srcs[j].Size
+				j++
+			}
+			if j < len(srcs) && size < minPart {
+				return store.ObjectInfo{}, fmt.Errorf("s3: compose: part of %d bytes below S3's minimum", size)
+			}
+			r := &joinReader{b: b, ctx: ctx, srcs: srcs[i:j], base: i, check: opt.Check}
+			op, err := b.core.PutObjectPart(ctx, b.bucket, dst, id, len(parts)+1, r, size, minio.PutObjectPartOptions{})
+			r.Close()
+			if r.err != nil {
+				return store.ObjectInfo{}, r.err
+			}
+			if err != nil {
+				return store.ObjectInfo{}, mapErr(err)
+			}
+			parts = append(parts, minio.CompletePart{PartNumber: op.PartNumber, ETag: op.ETag})
+			i = j
+		}
+	}
+	if opt.NoClobber {
+		po.SetMatchETagExcept("*")
+	}
+	if _, err := b.core.CompleteMultipartUpload(ctx, b.bucket, dst, id, parts, po); err != nil {
+		return store.ObjectInfo{}, mapErr(err)
+	}
+	completed = true
+	return b.Stat(ctx, dst)
+}
+
+// joinReader reads objects one after another, each through check.
+type joinReader struct {
+	b     *Bucket
+	ctx   context.Context
+	srcs  []store.ObjectInfo
+	base  int // index of srcs[0] among all the compose's sources
+	check func(i int, r io.Reader) io.Reader
+	cur   io.ReadCloser
+	r     io.Reader
+	err   error // a source's or check's failure, kept for the caller
+}
+
+func (j *joinReader) Read(p []byte) (int, error) {
+	for {
+		if j.err != nil {
+			return 0, j.err
+		}
+		if j.r == nil {
+			if len(j.srcs) == 0 {
+				return 0, io.EOF
+			}
+			rc, err := j.b.Open(j.ctx, j.srcs[0])
+			if err != nil {
+				j.err = err
+				continue
+			}
+			j.cur, j.r = rc, rc
+			if j.check != nil {
+				j.r = j.check(j.base, rc)
+			}
+		}
+		n, err := j.r.Read(p)
+		if errors.Is(err, io.EOF) {
+			j.cur.Close()
+			j.cur, j.r = nil, nil
+			j.srcs, j.base = j.srcs[1:], j.base+1
+			err = nil
+		}
+		if err != nil {
+			j.err = err
+		}
+		if n > 0 || j.err != nil {
+			return n, j.err
+		}
+	}
+}
+
+func (j *joinReader) Close() {
+	if j.cur != nil {
+		j.cur.Close()
+		j.cur, j.r = nil, nil
+	}
+}
+
+// AbortUploads aborts the unfinished multipart uploads of key begun
+// before before (left by a node that died while it composed or streamed
+// them); younger ones may be another request's, still running.
+func (b *Bucket) AbortUploads(ctx context.Context, key string, before time.Time) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for u := range b.c.ListIncompleteUploads(ctx, b.bucket, key, false) {
+		if u.Err != nil {
+			return mapErr(u.Err)
+		}
+		if u.Key != key || !u.Initiated.Before(before) {
+			continue
+		}
+		if err := b.core.AbortMultipartUpload(ctx, b.bucket, u.Key, u.UploadID); err != nil && !errors.Is(mapErr(err), store.ErrNotFound) {
+			return mapErr(err)
+		}
+	}
+	return ctx.Err()
 }
 
 // List calls fn with each object and common prefix directly below prefix.

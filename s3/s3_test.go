@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
 	"hoard/internal/miniotest"
 	"hoard/store"
 )
@@ -178,5 +180,122 @@ func TestPutSlots(t *testing.T) {
 	}
 	if _, err := b.Put(context.Background(), "third", strings.NewReader("x"), store.ObjectPut{}); err != nil {
 		t.Errorf("a put after the slot was freed: %v", err)
+	}
+}
+
+// Compose joins objects: server-side (UploadPartCopy) when every source
+// but the last has 5 MiB, else through hoard in parts, each source through
+// Check; a failing check or a taken name leaves nothing.
+func TestBucketCompose(t *testing.T) {
+	b, m := open(t)
+	ctx := context.Background()
+	put := func(key string, data []byte) store.ObjectInfo {
+		t.Helper()
+		oi, err := b.Put(ctx, key, bytes.NewReader(data), store.ObjectPut{Size: int64(len(data))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return oi
+	}
+	big := func(seed byte, n int) []byte {
+		d := make([]byte, n)
+		for i := range d {
+			d[i] = seed + byte(i*7/13)
+		}
+		return d
+	}
+	// Server-side: 5 MiB, 5 MiB, 1 byte.
+	p := [][]byte{big(1, 5<<20), big(2, 5<<20), {9}}
+	var srcs []store.ObjectInfo
+	for i, d := range p {
+		srcs = append(srcs, put("stage/s"+string(rune('a'+i)), d))
+	}
+	checked := 0
+	check := func(i int, r io.Reader) io.Reader { checked++; return r }
+	if _, err := b.Compose(ctx, "out/server", srcs, store.ObjectPut{NoClobber: true, Check: check, Meta: map[string]string{"hoard-wark": "w"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Object(t, "bk1", "out/server"); !bytes.Equal(got, bytes.Join(p, nil)) {
+		t.Error("server-side compose gave other bytes")
+	}
+	if checked != 0 {
+		t.Errorf("a server-side compose read %d sources through hoard", checked)
+	}
+	if oi, _ := b.Stat(ctx, "out/server"); oi.Meta["hoard-wark"] != "w" {
+		t.Errorf("compose lost the metadata: %v", oi.Meta)
+	}
+	// Through hoard: 40 sources of 1 MiB (parts of 16 MiB), the 3rd twice.
+	var q [][]byte
+	srcs = srcs[:0]
+	for i := range 40 {
+		d := big(byte(i), 1<<20)
+		q = append(q, d)
+		srcs = append(srcs, put("stage/m"+strings.Repeat("x", i), d))
+	}
+	srcs[5], q[5] = srcs[2], q[2]
+	var seen []int
+	check = func(i int, r io.Reader) io.Reader { seen = append(seen, i); return r }
+	if _, err := b.Compose(ctx, "out/joined", srcs, store.ObjectPut{NoClobber: true, Check: check}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Object(t, "bk1", "out/joined"); !bytes.Equal(got, bytes.Join(q, nil)) {
+		t.Error("joined compose gave other bytes")
+	}
+	if len(seen) != 40 || seen[0] != 0 || seen[39] != 39 {
+		t.Errorf("checked sources %v", seen)
+	}
+	// A check that fails on the 30th source: nothing visible, nothing left.
+	check = func(i int, r io.Reader) io.Reader {
+		if i == 30 {
+			return io.MultiReader(io.LimitReader(r, 100), errReader{})
+		}
+		return r
+	}
+	if _, err := b.Compose(ctx, "out/failed", srcs, store.ObjectPut{NoClobber: true, Check: check}); err == nil {
+		t.Error("a compose whose check failed succeeded")
+	}
+	if _, ok := m.Object(t, "bk1", "out/failed"); ok {
+		t.Error("a failed compose left an object")
+	}
+	// No clobber: a taken name is ErrExists and stays as it was.
+	if _, err := b.Compose(ctx, "out/server", srcs[:2], store.ObjectPut{NoClobber: true}); !errors.Is(err, store.ErrExists) {
+		t.Errorf("compose onto a taken name: %v, want ErrExists", err)
+	}
+	if got, _ := m.Object(t, "bk1", "out/server"); !bytes.Equal(got, bytes.Join(p, nil)) {
+		t.Error("a refused compose changed the object")
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("composes left multipart uploads: %q", inc)
+	}
+	// AbortUploads ends what a dead node left, and only what is old enough.
+	id, err := b.core.NewMultipartUpload(ctx, "bk1", "out/left", minio.PutObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AbortUploads(ctx, "out/left", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 1 {
+		t.Errorf("a young upload was aborted: %q", inc)
+	}
+	if err := b.AbortUploads(ctx, "out/left", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("AbortUploads left %q (upload %s)", inc, id)
+	}
+	// A sized put (an up2k chunk) whose body fails leaves nothing, not
+	// even an unfinished upload, at any size.
+	for _, n := range []int64{1000, 20 << 20} {
+		_, err := b.Put(ctx, "stage/fail", io.MultiReader(bytes.NewReader(big(3, int(n)-1)), errReader{}), store.ObjectPut{Size: n})
+		if err == nil {
+			t.Errorf("a sized put of %d bytes whose body failed succeeded", n)
+		}
+		if _, ok := m.Object(t, "bk1", "stage/fail"); ok {
+			t.Errorf("a failed sized put of %d bytes left an object", n)
+		}
+		if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+			t.Errorf("a failed sized put of %d bytes left %q", n, inc)
+		}
 	}
 }

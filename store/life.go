@@ -51,7 +51,7 @@ type janitor struct {
 
 func startJanitor(s *Store) *janitor {
 	j := &janitor{s: s, kick: make(chan struct{}, 1), quit: make(chan struct{})}
-	for _, v := range s.vols {
+	for _, v := range s.mounted() {
 		j.load(v)
 	}
 	j.wg.Add(1)

@@ -170,17 +170,25 @@ func writePID(f *os.File) {
 
 // unlock releases the Store's hold on its state folders' locks.
 func (s *Store) unlock() {
+	for dir := range s.locks {
+		s.unlockDir(dir)
+	}
+}
+
+// unlockDir releases the Store's hold on the lock of the state folder dir.
+func (s *Store) unlockDir(dir string) {
 	held.Lock()
 	defer held.Unlock()
-	for dir := range s.locks {
-		delete(s.locks, dir)
-		if h := held.m[dir]; h != nil {
-			if h.refs--; h.refs == 0 {
-				if h.f != nil {
-					h.f.Close()
-				}
-				delete(held.m, dir)
+	if _, ok := s.locks[dir]; !ok {
+		return
+	}
+	delete(s.locks, dir)
+	if h := held.m[dir]; h != nil {
+		if h.refs--; h.refs == 0 {
+			if h.f != nil {
+				h.f.Close()
 			}
+			delete(held.m, dir)
 		}
 	}
 }

@@ -286,7 +286,7 @@ func within(p, base string) bool {
 // that volume.
 func (s *Store) treeFree(op string, v *Volume, rel string) error {
 	base := v.physical(rel)
-	for _, w := range s.vols {
+	for _, w := range s.mounted() {
 		if wt, err := w.realTop(); err == nil && within(wt, base) && !(w == v && rel == "") {
 			return refuse(op, KindConflict, "another volume's folder (/%s) lies inside it", w.VPath)
 		}

@@ -94,10 +94,11 @@ func (r *opRecord) valid() bool {
 	return true
 }
 
-// recoverOps finishes or undoes what a crash interrupted. It runs at
-// Open, before anything is served.
-func (s *Store) recoverOps() {
-	for _, v := range s.vols {
+// recoverOps finishes or undoes what a crash interrupted in vols (all
+// are every volume mounted). It runs at Open, and for the volumes a
+// reload adds, before they are served.
+func (s *Store) recoverOps(vols, all []*Volume) {
+	for _, v := range vols {
 		if v.hist == "" {
 			continue
 		}
@@ -112,14 +113,14 @@ func (s *Store) recoverOps() {
 			case strings.HasPrefix(de.Name(), ".tmp-"):
 				os.Remove(name) // a record never written whole
 			case strings.HasSuffix(de.Name(), ".json"):
-				s.recoverOp(v, name)
+				s.recoverOp(v, name, all)
 			}
 		}
 	}
 }
 
-func (s *Store) volBySrc(src string) *Volume {
-	for _, v := range s.vols {
+func volBySrc(all []*Volume, src string) *Volume {
+	for _, v := range all {
 		if v.Src == src {
 			return v
 		}
@@ -127,7 +128,7 @@ func (s *Store) volBySrc(src string) *Volume {
 	return nil
 }
 
-func (s *Store) recoverOp(v *Volume, file string) {
+func (s *Store) recoverOp(v *Volume, file string, all []*Volume) {
 	log := s.log.With("journal", file)
 	b, err := readStateFile(file, 1<<20)
 	if err != nil {
@@ -174,7 +175,7 @@ func (s *Store) recoverOp(v *Volume, file string) {
 		v.syncDir(dotIfEmpty(r.DstDir))
 		log.Info("removed the half-made destination of an interrupted "+r.Op, "volume", "/"+v.VPath, "path", joinRel(r.DstDir, r.Name), "files", ts.Files)
 	case phasePublished:
-		sv := s.volBySrc(r.SrcVol)
+		sv := volBySrc(all, r.SrcVol)
 		if sv == nil {
 			log.Warn("the source volume of an interrupted move is no longer mounted; its source stays, the destination is complete", "src_vol", r.SrcVol)
 			return

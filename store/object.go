@@ -21,7 +21,8 @@ import (
 //
 // What is built on such a volume: Stat, OpenObject (GET, HEAD, ranges),
 // List and Each (listings), Ingest (PUT, multipart), Delete (files and
-// folders), Mkdir (a marker object). Every other
+// folders), Mkdir (a marker object), and the session objects up2k keeps
+// in the bucket (objup.go). Every other
 // operation that would touch the volume's bytes answers ErrObjectsUnbuilt
 // (501) before it touches anything.
 
@@ -41,6 +42,12 @@ type ObjectPut struct {
 	// it completes (If-None-Match: *); else the object is replaced.
 	NoClobber bool
 	Meta      map[string]string
+	// Size, when above 0, is the exact length of the body: one streamed
+	// PUT (no multipart upload, no part buffer).
+	Size int64
+	// Check, for Compose, wraps the reader of source i where its bytes
+	// pass through hoard; an error from the wrapper fails the compose.
+	Check func(i int, r io.Reader) io.Reader
 }
 
 // ObjectStore is the object store of one volume: a bucket, keys as given.
@@ -67,6 +74,15 @@ type ObjectStore interface {
 	Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 	// Delete removes the object key; a missing key is no error.
 	Delete(ctx context.Context, key string) error
+	// Compose writes dst as the objects srcs (from Stat or Walk) joined
+	// in order, by one multipart upload completed no-clobber when
+	// opt.NoClobber (ErrExists when dst was taken); sources that pass
+	// through hoard pass through opt.Check. A failure aborts the upload:
+	// nothing becomes visible.
+	Compose(ctx context.Context, dst string, srcs []ObjectInfo, opt ObjectPut) (ObjectInfo, error)
+	// AbortUploads aborts the unfinished multipart uploads of key begun
+	// before before.
+	AbortUploads(ctx context.Context, key string, before time.Time) error
 }
 
 // ErrObjectStoreDown is an object store that cannot be reached or that
@@ -519,6 +535,11 @@ func (s *Store) deleteObjectTree(ctx context.Context, who Actor, v *Volume, r st
 			return err
 		}
 		rel := strings.TrimSuffix(strings.TrimPrefix(oi.Key, prefix), "/")
+		if _, err := cleanRel(rel); errors.Is(err, ErrReserved) {
+			// A state folder below (another volume's on a nested prefix,
+			// with its up2k sessions): not this folder's files.
+			return nil
+		}
 		for d := path.Dir(rel); d != "."; d = path.Dir(d) {
 			dirs[d] = true
 		}

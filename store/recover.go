@@ -221,6 +221,8 @@ func (s *Store) appendLogFor(v *Volume) *appendLog {
 	}
 	sum := sha256.Sum256([]byte(v.Src))
 	p := filepath.Join(v.hist, "apnd-"+hex.EncodeToString(sum[:6])+".log")
+	s.alogMu.Lock() // a reload adds logs while requests look theirs up
+	defer s.alogMu.Unlock()
 	if l := s.alogs[p]; l != nil {
 		return l
 	}
@@ -460,10 +462,16 @@ func (s *Store) base(v *Volume) (*Volume, string) {
 // its os.Root, never following links and never entering the state folder.
 // Call it once up2k has loaded its sessions; Close stops it.
 func (s *Store) SweepLeftovers(owned func(v *Volume, dir, name string) bool) {
+	s.SweepLeftoversOf(s.mounted(), owned)
+}
+
+// SweepLeftoversOf is SweepLeftovers for some volumes only (those a
+// reload added, once up2k has loaded their sessions).
+func (s *Store) SweepLeftoversOf(vols []*Volume, owned func(v *Volume, dir, name string) bool) {
 	seen := map[string]bool{}
 	var todo []*Volume
 	s.crashMu.Lock()
-	for _, v := range s.vols {
+	for _, v := range vols {
 		if v.run == nil || !v.run.unclean || seen[v.Src] {
 			continue
 		}
@@ -497,7 +505,7 @@ func (s *Store) sweep(ctx context.Context, v *Volume, owned func(v *Volume, dir,
 	// Volumes mounted inside this one are theirs to sweep (under their
 	// own run lock).
 	inner := map[string]bool{}
-	for _, w := range s.vols {
+	for _, w := range s.mounted() {
 		if w.Src != v.Src {
 			inner[w.Src] = true
 		}

@@ -322,7 +322,7 @@ func (s *Store) ShareReach(sh Share) []*Volume {
 	}
 	out := []*Volume{vol}
 	dir := filepath.Join(vol.Src, filepath.FromSlash(base))
-	for _, w := range s.vols {
+	for _, w := range s.mounted() {
 		if w == vol {
 			continue
 		}

@@ -31,10 +31,11 @@ type Store struct {
 	// vols are every volume mounted since Open, sorted by VPath depth,
 	// deepest first; served are those the configuration (reloaded by
 	// Reload) serves now, in the same order, for Resolve.
-	vols    []*Volume
+	vols    atomic.Pointer[[]*Volume] // mounted(); Reload adds to it
 	served  atomic.Pointer[[]*Volume]
 	acct    atomic.Pointer[accounts] // the accounts (Reload swaps them whole)
 	authKey []byte
+	histDir string // Config.Hist (--hist), as at Open
 	log     *slog.Logger
 	now     func() time.Time
 
@@ -52,6 +53,7 @@ type Store struct {
 	started   time.Time             // when Open ran (wall clock)
 	runs      map[string]*histRun   // by state folder; nil when not ours
 	alogs     map[string]*appendLog // by log path
+	alogMu    sync.Mutex            // protects alogs
 	crashMu   sync.Mutex            // protects temps and flocks
 	temps     map[string]int        // work files being written, by absolute path
 	flocks    map[fileID]*fileLock  // appends in progress, by file
@@ -140,6 +142,7 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.acct.Store(ac)
+	s.histDir = cfg.Hist
 	if cfg.Hist != "" {
 		// --hist holds what the whole server keeps (shares.json) besides
 		// the volumes' state folders: one server per --hist.
@@ -156,32 +159,27 @@ func Open(cfg Config) (*Store, error) {
 			}
 		}
 	}
+	var vols []*Volume
+	s.vols.Store(&vols)
 	for _, spec := range cfg.Volumes {
 		v, err := s.mount(spec, cfg)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		s.vols = append(s.vols, v)
+		vols = append(vols, v)
+		s.vols.Store(&vols) // for Close
 	}
-	if err := s.checkHistPlacement(); err != nil {
+	if err := checkHistPlacement(vols); err != nil {
 		s.Close()
 		return nil, err
 	}
-	slices.SortStableFunc(s.vols, func(a, b *Volume) int { return depth(b.VPath) - depth(a.VPath) })
-	served := slices.Clone(s.vols)
+	slices.SortStableFunc(vols, func(a, b *Volume) int { return depth(b.VPath) - depth(a.VPath) })
+	s.vols.Store(&vols)
+	served := slices.Clone(vols)
 	s.served.Store(&served)
-	for _, v := range s.vols {
-		s.claimHist(v)
-	}
-	for _, v := range s.vols {
-		if l := s.appendLogFor(v); l != nil && !l.recovered {
-			l.recovered = true
-			s.recoverAppends(v, l)
-		}
-	}
 	s.ops.unpost = cfg.Unpost
-	s.recoverOps() // what a crash interrupted (manage_journal.go)
+	s.recoverVolumes(vols, vols)
 	s.janitor = startJanitor(s)
 	return s, nil
 }
@@ -278,15 +276,39 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 	return v, nil
 }
 
+// recoverVolumes takes the state folders of vols (newly mounted; all are
+// every volume mounted, them included) and recovers what a crash left in
+// them, before they are served.
+func (s *Store) recoverVolumes(vols, all []*Volume) {
+	for _, v := range vols {
+		s.claimHist(v)
+	}
+	for _, v := range vols {
+		if l := s.appendLogFor(v); l != nil && !l.recovered {
+			l.recovered = true
+			s.recoverAppends(v, l)
+		}
+	}
+	s.recoverOps(vols, all) // what a crash interrupted (manage_journal.go)
+}
+
+// mounted is every volume mounted since Open, deepest first.
+func (s *Store) mounted() []*Volume {
+	if p := s.vols.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // checkHistPlacement refuses a state folder that lies inside a volume
 // under a path requests can reach: only folders named .hist are never
 // served, so a --hist or hist= folder elsewhere inside a volume would be.
-func (s *Store) checkHistPlacement() error {
-	for _, v := range s.vols {
+func checkHistPlacement(vols []*Volume) error {
+	for _, v := range vols {
 		if v.hist == "" {
 			continue
 		}
-		for _, w := range s.vols {
+		for _, w := range vols {
 			rel, err := filepath.Rel(w.Src, v.hist)
 			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 				continue
@@ -374,11 +396,13 @@ func (s *Store) Close() error {
 	}
 	s.sweepStop()
 	s.sweeps.Wait()
+	s.alogMu.Lock()
 	for _, l := range s.alogs {
 		l.close()
 	}
+	s.alogMu.Unlock()
 	var first error
-	for _, v := range s.vols {
+	for _, v := range s.mounted() {
 		if err := v.root.Close(); err != nil && first == nil {
 			first = err
 		}
@@ -393,7 +417,7 @@ func (s *Store) Volumes() []*Volume { return slices.Clone(*s.served.Load()) }
 
 // Mounted returns every volume mounted since Open, served or not (Reload
 // stops serving a volume, it never unmounts it), deepest mount first.
-func (s *Store) Mounted() []*Volume { return slices.Clone(s.vols) }
+func (s *Store) Mounted() []*Volume { return slices.Clone(s.mounted()) }
 
 func (s *Store) pwKey(pw string) [32]byte {
 	m := hmac.New(sha256.New, s.authKey)

@@ -19,7 +19,7 @@ import (
 // (→ refused with nodupe, else copied or linked to the asked path).
 // ok is false when the content must be uploaded.
 func (m *Manager) existing(ctx context.Context, h Handshake, cs int64, wark string) (rep Reply, ok bool, err error) {
-	db := m.dbs[h.Vol]
+	db := m.db(h.Vol)
 	files, err := db.Files(ctx, wark)
 	if err != nil {
 		return Reply{}, false, err
@@ -87,7 +87,7 @@ func (m *Manager) here(ctx context.Context, h Handshake, wark, rel string, fi fs
 		}
 		if nfi, err := h.Vol.Stat(rel); err == nil {
 			fi = nfi
-			if err := m.dbs[h.Vol].PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, 0, h.User)); err != nil {
+			if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, 0, h.User)); err != nil {
 				return Reply{}, false, err
 			}
 		}
@@ -126,7 +126,7 @@ func (m *Manager) unrecorded(ctx context.Context, h Handshake, cs int64, wark, t
 			return Reply{}, false, nil
 		}
 	}
-	if err := m.dbs[h.Vol].PutFile(context.WithoutCancel(ctx), wark, target, metaOf(fi, 0, "")); err != nil {
+	if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, target, metaOf(fi, 0, "")); err != nil {
 		return Reply{}, false, err
 	}
 	return m.here(ctx, h, wark, target, fi)
@@ -136,7 +136,7 @@ func (m *Manager) unrecorded(ctx context.Context, h Handshake, cs int64, wark, t
 // content, after re-hashing src to prove it unchanged. ok is false when
 // src turned out stale.
 func (m *Manager) clone(ctx context.Context, h Handshake, cs int64, wark, src string) (Reply, bool, error) {
-	db := m.dbs[h.Vol]
+	db := m.db(h.Vol)
 	f, _, err := h.Vol.Open(src)
 	if err != nil {
 		return Reply{}, false, nil

@@ -66,9 +66,9 @@ type Manager struct {
 	idle time.Duration // --snap-drop
 	log  *slog.Logger
 	now  func() time.Time
-	dbs  map[*store.Volume]SessionStore
-	sem  chan struct{} // one slot per hashing goroutine
-	rsem chan struct{} // restart re-checks holding their tables at once
+	dbs  atomic.Pointer[map[*store.Volume]SessionStore] // db(); PrepareVolume replaces it whole
+	sem  chan struct{}                                  // one slot per hashing goroutine
+	rsem chan struct{}                                  // restart re-checks holding their tables at once
 
 	// lanes hashes big chunks several at a time (nil without AVX-512,
 	// or when Config.SingleHash asks for crypto/sha512 throughout);
@@ -83,6 +83,8 @@ type Manager struct {
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines
+
+	remote remoteCache // sessions of object-store volumes seen (remote.go)
 
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session
@@ -115,7 +117,6 @@ func New(cfg Config) (*Manager, error) {
 		idle:      cfg.Drop,
 		log:       cfg.Logger,
 		now:       cfg.Now,
-		dbs:       map[*store.Volume]SessionStore{},
 		sessions:  map[skey]*session{},
 		waiting:   map[SessionStore]bool{},
 		caps:      caps{all: cfg.MaxUnfinished, ip: cfg.MaxUnfinishedIP, per: map[string]*ipUse{}},
@@ -152,14 +153,18 @@ func New(cfg Config) (*Manager, error) {
 		m.laneBufs = make(chan struct{}, laneBufs)
 	}
 	m.log.Info("chunk hashing", "avx512_lanes", m.lanes != nil, "cpu_has_lanes", sha512x8.Available())
+	dbs := map[*store.Volume]SessionStore{}
 	for _, v := range cfg.Store.Mounted() {
 		db := cfg.DBs[v]
 		if db == nil {
-			m.log.Warn("no session store for this volume; its unfinished uploads will not survive a restart", "volume", "/"+v.VPath)
+			if !v.Remote() { // an object-store volume keeps its sessions in its bucket (remote.go)
+				m.log.Warn("no session store for this volume; its unfinished uploads will not survive a restart", "volume", "/"+v.VPath)
+			}
 			db = NewMemStore()
 		}
-		m.dbs[v] = db
+		dbs[v] = db
 	}
+	m.dbs.Store(&dbs)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	cfg.Store.Subscribe(m.follow) // follow.go
 	m.wg.Add(1)
@@ -281,9 +286,12 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 	} else {
 		wark = Wark(m.salt, h.Size, keys)
 	}
-	db := m.dbs[h.Vol]
+	db := m.db(h.Vol)
 	if db == nil {
 		return Reply{}, fmt.Errorf("up2k: volume /%s is not known", h.Vol.VPath)
+	}
+	if h.Vol.Remote() {
+		return m.remoteHandshake(ctx, h, cs, wark) // remote.go: the session lives in the bucket
 	}
 	if err := m.unavailable(db); err != nil {
 		return Reply{}, err
@@ -515,7 +523,7 @@ func (m *Manager) empty(ctx context.Context, h Handshake, wark string, replace b
 	if err != nil {
 		return Reply{}, nil, err
 	}
-	if err := m.dbs[h.Vol].PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, m.now().Unix(), h.User)); err != nil {
+	if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, m.now().Unix(), h.User)); err != nil {
 		return Reply{}, nil, err
 	}
 	m.log.Info("upload finished", "volume", "/"+h.Vol.VPath, "path", rel, "size", 0, "user", h.User, "ip", h.IP)

@@ -22,7 +22,7 @@ import (
 func (m *Manager) Load(ctx context.Context) error {
 	seen := map[SessionStore]bool{}
 	for _, v := range m.st.Mounted() {
-		db := m.dbs[v]
+		db := m.db(v)
 		if seen[db] {
 			continue // volumes sharing a state folder share their sessions
 		}
@@ -61,10 +61,22 @@ func (m *Manager) Load(ctx context.Context) error {
 
 // loadStore takes up the sessions of one store (first used by volume v).
 func (m *Manager) loadStore(ctx context.Context, v *store.Volume, db SessionStore) error {
+	install, err := m.readStore(ctx, v, db)
+	if err != nil {
+		return err
+	}
+	install()
+	return nil
+}
+
+// readStore reads the sessions of one store (first used by volume v),
+// changing nothing; install takes them up (and forgets those it could
+// not read).
+func (m *Manager) readStore(ctx context.Context, v *store.Volume, db SessionStore) (install func(), err error) {
 	var loaded []*session
 	var keys [][]string
 	var bad []string
-	err := db.Sessions(ctx, func(wark string, blob []byte, chunks []string) error {
+	err = db.Sessions(ctx, func(wark string, blob []byte, chunks []string) error {
 		s, err := m.restore(v, db, wark, blob)
 		if err != nil {
 			m.log.Warn("forgetting an unreadable upload session", "volume", "/"+v.VPath, "wark", wark, "err", err)
@@ -76,32 +88,33 @@ func (m *Manager) loadStore(ctx context.Context, v *store.Volume, db SessionStor
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("up2k: loading the upload sessions of /%s: %w", v.VPath, err)
+		return nil, fmt.Errorf("up2k: loading the upload sessions of /%s: %w", v.VPath, err)
 	}
-	for _, w := range bad {
-		db.DeleteSession(ctx, w)
-	}
-	m.mu.Lock()
-	for _, s := range loaded {
-		k := skey{s.db, s.rec.Wark}
-		if m.sessions[k] != nil {
-			continue // volumes sharing a store
+	return func() {
+		for _, w := range bad {
+			db.DeleteSession(ctx, w)
 		}
-		m.sessions[k] = s
-		m.countLocked(s)
-	}
-	m.mu.Unlock()
-	if len(loaded) > 0 {
-		m.log.Info("resuming unfinished uploads; re-checking their chunks", "sessions", len(loaded))
-	}
-	for i, s := range loaded {
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			m.reverify(s, keys[i])
-		}()
-	}
-	return nil
+		m.mu.Lock()
+		for _, s := range loaded {
+			k := skey{s.db, s.rec.Wark}
+			if m.sessions[k] != nil {
+				continue // volumes sharing a store
+			}
+			m.sessions[k] = s
+			m.countLocked(s)
+		}
+		m.mu.Unlock()
+		if len(loaded) > 0 {
+			m.log.Info("resuming unfinished uploads; re-checking their chunks", "sessions", len(loaded))
+		}
+		for i, s := range loaded {
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				m.reverify(s, keys[i])
+			}()
+		}
+	}, nil
 }
 
 // unavailable returns why uploads into db cannot start now (its state
@@ -367,5 +380,5 @@ func (m *Manager) Expire(ctx context.Context) int {
 	for _, s := range old {
 		m.drop(ctx, s, fmt.Sprintf("idle for more than %v", m.idle))
 	}
-	return len(old)
+	return len(old) + m.expireRemote(ctx)
 }

@@ -71,6 +71,9 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 	if err != nil {
 		return Written{}, err
 	}
+	if p.Vol.Remote() {
+		return m.remoteChunks(ctx, p, hl) // remote.go
+	}
 	s, err := m.live(ctx, p.Vol, p.Wark)
 	if err != nil {
 		return Written{}, err
@@ -152,7 +155,7 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 
 // live returns the ready session of wark in vol.
 func (m *Manager) live(ctx context.Context, vol *store.Volume, wark string) (*session, error) {
-	db := m.dbs[vol]
+	db := m.db(vol)
 	for range 8 {
 		m.mu.Lock()
 		if m.closed {

@@ -206,9 +206,9 @@ func TestReloadShares(t *testing.T) {
 	wantStatus(t, resp, b, 200)
 }
 
-// TestReloadU2C: SIGHUP (with an account added) while copyparty's u2c.py
-// is uploading a big file: the upload goes on and finishes intact, in
-// one session.
+// TestReloadU2C: SIGHUP (with an account and an indexed volume added)
+// while copyparty's u2c.py is uploading a big file: the upload goes on
+// and finishes intact, in one session.
 func TestReloadU2C(t *testing.T) {
 	u2cNeed(t)
 	vol, src := t.TempDir(), t.TempDir()
@@ -235,7 +235,9 @@ func TestReloadU2C(t *testing.T) {
 			t.Fatalf("the upload never got going:\n%s", out.String())
 		}
 	}
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[accounts]\n  u: pw\n  v: pw2\n\n[/]\n  %s\n  accs:\n    rw: u, v\n", vol)), 0o644); err != nil {
+	extra := t.TempDir() // a volume added by the same reload
+	writeFile(t, extra, "e.txt", []byte("extra"))
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[accounts]\n  u: pw\n  v: pw2\n\n[/]\n  %s\n  accs:\n    rw: u, v\n\n[/extra]\n  %s\n  accs:\n    r: v\n  flags:\n    e2ds\n", vol, extra)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hup(t, s, 1)
@@ -252,6 +254,8 @@ func TestReloadU2C(t *testing.T) {
 		t.Fatalf("%d upload sessions; the reload must not restart the upload", n)
 	}
 	resp, b := s.do(t, "GET", "/", nil, "PW: pw2")
+	wantStatus(t, resp, b, 200)
+	resp, b = s.do(t, "GET", "/extra/e.txt", nil, "PW: pw2")
 	wantStatus(t, resp, b, 200)
 }
 
@@ -306,7 +310,7 @@ func TestReloadVolumeFlags(t *testing.T) {
 	}
 
 	// And back: the flags go, the small PUT works again. A volume this
-	// process never mounted is named as needing a restart, and not served.
+	// process never mounted is mounted and served.
 	other := t.TempDir()
 	writeFile(t, other, "o.txt", []byte("other"))
 	if err := os.WriteFile(cf, []byte(conf("")+"[/new]\n  "+other+"\n  accs:\n    r: *\n"), 0o644); err != nil {
@@ -316,7 +320,7 @@ func TestReloadVolumeFlags(t *testing.T) {
 	resp, b = s.do(t, "PUT", "/pub/d.txt", small)
 	wantStatus(t, resp, b, 201)
 	wantFile(t, dir, "d.txt", small)
-	waitLog(t, s, "not mounted by this process; restart to serve it")
+	waitLog(t, s, "added=/new")
 	resp, b = s.do(t, "GET", "/new/o.txt", nil)
-	wantStatus(t, resp, b, 404)
+	wantStatus(t, resp, b, 200)
 }

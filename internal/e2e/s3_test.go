@@ -329,9 +329,9 @@ func TestS3RefusedChangesNothing(t *testing.T) {
 	}
 	resp, body = s.do(t, "POST", "/s3/", []byte("act=mkdir&name=nope"), "Content-Type: application/x-www-form-urlencoded")
 	check("anonymous mkdir", http.StatusUnauthorized, resp, body)
-	f := newUp2kFile(seededBytes(4, 5000))
-	resp, body = postHandshake(t, s, "/s3/", map[string]any{"name": "u.bin", "size": 5000, "lmod": 1, "hash": f.hashes}, auth)
-	check("up2k handshake", http.StatusNotImplemented, resp, body)
+	f := newUp2kFile(seededBytes(4, 200_000))
+	resp, body = postHandshake(t, s, "/s3/", map[string]any{"name": "u.bin", "size": 200_000, "lmod": 1, "hash": f.hashes}, auth)
+	check("up2k handshake above sz", http.StatusRequestEntityTooLarge, resp, body)
 
 	if after := m.Keys(t, "vol"); !slices.Equal(before, after) {
 		t.Errorf("refused requests changed the bucket: %q → %q", before, after)

@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+)
+
+// up2k on an object-store volume (docs/s3.md, "up2k on S3") keeps each
+// session in the bucket, so that any node can take any chunk and a node
+// may die at any instant. up2k owns the rules; these are the object
+// operations it needs, confined to the volume's session area: the keys
+// PREFIX/.hist/up2k/…, below the state folder's name, which no request
+// path can reach (cleanRel refuses .hist at any depth, and listings
+// leave it out).
+
+// upArea is the session area below the volume's prefix.
+const upArea = HistName + "/up2k/"
+
+// upKey is the object key of name inside the session area. name is
+// up2k's (a wark and fixed parts, URL-safe base64), never a client's.
+func (v *Volume) upKey(name string) (string, error) {
+	if v.obj == nil {
+		return "", errors.New("store: session objects on a volume on disk")
+	}
+	if name == "" || strings.Contains(name, "..") || strings.HasPrefix(name, "/") {
+		return "", fmt.Errorf("store: bad session object name %q", name)
+	}
+	return v.objPre + upArea + name, nil
+}
+
+// UpPut stores the session object name from r, of exactly size bytes
+// when size > 0. With noClobber it fails with ErrExists when the name is
+// taken. An error from r aborts it: nothing is stored.
+func (v *Volume) UpPut(ctx context.Context, name string, r io.Reader, size int64, noClobber bool) (ObjectInfo, error) {
+	k, err := v.upKey(name)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	return v.obj.Put(ctx, k, r, ObjectPut{NoClobber: noClobber, Size: size})
+}
+
+// UpGet reads the session object name whole; it may have at most max
+// bytes. ErrNotFound (wrapped) when there is none.
+func (v *Volume) UpGet(ctx context.Context, name string, max int64) ([]byte, ObjectInfo, error) {
+	k, err := v.upKey(name)
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	oi, err := v.obj.Stat(ctx, k)
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	if oi.Size > max {
+		return nil, ObjectInfo{}, fmt.Errorf("store: session object %s has %d bytes, more than %d", name, oi.Size, max)
+	}
+	rc, err := v.obj.Open(ctx, oi)
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, max+1))
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	return b, oi, nil
+}
+
+// UpJoin stores the session object dst as the session objects parts
+// joined in order (replacing dst; server-side where S3 allows it).
+func (v *Volume) UpJoin(ctx context.Context, dst string, parts []string) error {
+	k, err := v.upKey(dst)
+	if err != nil {
+		return err
+	}
+	srcs := make([]ObjectInfo, len(parts))
+	for i, p := range parts {
+		pk, err := v.upKey(p)
+		if err != nil {
+			return err
+		}
+		if srcs[i], err = v.obj.Stat(ctx, pk); err != nil {
+			return err
+		}
+	}
+	_, err = v.obj.Compose(ctx, k, srcs, ObjectPut{})
+	return err
+}
+
+// UpHas reports whether the session object name exists.
+func (v *Volume) UpHas(ctx context.Context, name string) (bool, error) {
+	k, err := v.upKey(name)
+	if err != nil {
+		return false, err
+	}
+	_, err = v.obj.Stat(ctx, k)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// UpWalk calls fn with every session object whose name begins with
+// prefix, in name order; oi.Key is the object's name in the area.
+func (v *Volume) UpWalk(ctx context.Context, prefix string, fn func(oi ObjectInfo) error) error {
+	if v.obj == nil {
+		return errors.New("store: session objects on a volume on disk")
+	}
+	base := v.objPre + upArea
+	return v.obj.Walk(ctx, base+prefix, func(oi ObjectInfo) error {
+		oi.Key = strings.TrimPrefix(oi.Key, base)
+		return fn(oi)
+	})
+}
+
+// UpDelete removes the session object name; a missing one is no error.
+func (v *Volume) UpDelete(ctx context.Context, name string) error {
+	k, err := v.upKey(name)
+	if err != nil {
+		return err
+	}
+	return v.obj.Delete(ctx, k)
+}
+
+// UpPublish says how UpCompose publishes an upload.
+type UpPublish struct {
+	Replace bool              // overwrite a file at the name (else no-clobber)
+	Meta    map[string]string // x-amz-meta-*; the uploader's are added
+	User    string
+	IP      string
+	// Check wraps the reader of part i where its bytes pass through
+	// hoard (see ObjectPut.Check).
+	Check func(i int, r io.Reader) io.Reader
+}
+
+// UpCompose publishes the file rel (cleaned by the caller, as UpFreeName
+// gave it) as the session objects parts joined in order. Without
+// Replace it never overwrites: a name taken meanwhile is ErrExists
+// (wrapped) and nothing is stored.
+func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt UpPublish) (ObjectInfo, error) {
+	r, err := cleanRel(rel)
+	if err != nil || r == "." {
+		return ObjectInfo{}, fmt.Errorf("store: publish at %q: %w", rel, ErrBadName)
+	}
+	srcs := make([]ObjectInfo, len(parts))
+	for i, p := range parts {
+		k, err := v.upKey(p)
+		if err != nil {
+			return ObjectInfo{}, err
+		}
+		if srcs[i], err = v.obj.Stat(ctx, k); err != nil {
+			return ObjectInfo{}, err
+		}
+	}
+	meta := map[string]string{"hoard-uploader": opt.User, "hoard-ip": opt.IP, "hoard-at": v.store.now().UTC().Format(time.RFC3339Nano)}
+	for k, val := range opt.Meta {
+		meta[k] = val
+	}
+	put := ObjectPut{NoClobber: !opt.Replace, Meta: meta, Check: opt.Check}
+	var oi ObjectInfo
+	if len(srcs) == 0 {
+		oi, err = v.obj.Put(ctx, v.key(r), strings.NewReader(""), put) // an empty file
+	} else {
+		oi, err = v.obj.Compose(ctx, v.key(r), srcs, put)
+	}
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	v.store.log.Info("stored", "volume", "/"+v.VPath, "key", oi.Key, "bytes", oi.Size, "via", "up2k")
+	return oi, nil
+}
+
+// UpAbort aborts the unfinished multipart uploads of the file rel begun
+// before before: what a node that died while publishing it left.
+func (v *Volume) UpAbort(ctx context.Context, rel string, before time.Time) error {
+	r, err := cleanRel(rel)
+	if err != nil || r == "." || v.obj == nil {
+		return fmt.Errorf("store: abort at %q: bad path", rel)
+	}
+	return v.obj.AbortUploads(ctx, v.key(r), before)
+}
+
+// UpStat describes the file rel of an object-store volume with its
+// metadata: ErrNotFound (wrapped) when there is none, ErrIsDir for a
+// folder.
+func (v *Volume) UpStat(ctx context.Context, rel string) (ObjectInfo, error) {
+	r, err := cleanRel(rel)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if v.obj == nil {
+		return ObjectInfo{}, errors.New("store: UpStat on a volume on disk")
+	}
+	fi, err := v.objStat(ctx, r)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if fi.IsDir() {
+		return ObjectInfo{}, ErrIsDir
+	}
+	return fi.(objectFileInfo).oi, nil
+}
+
+// UpFreeName chooses the name an upload of name into the folder dir of
+// an object-store volume gets, as a PUT does: name when free (or, with
+// replace, when a file is there), else a collision name. It checks the
+// folder as Ingest does (no-sub volumes, a file in the way).
+func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace bool) (string, error) {
+	d, err := cleanRel(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := checkName(name); err != nil || strings.EqualFold(name, HistName) || strings.HasSuffix(name, PartialSuffix) {
+		return "", ErrBadName
+	}
+	if v.Flags().NoSub && d != "." {
+		return "", ErrNoSub
+	}
+	if err := v.objParents(ctx, d); err != nil {
+		return "", err
+	}
+	try := name
+	for attempt := 0; ; attempt++ {
+		fi, err := v.objStat(ctx, path.Join(d, try))
+		if errors.Is(err, ErrNotFound) || err == nil && replace && !fi.IsDir() {
+			return try, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if attempt >= 20 {
+			return "", &Error{Kind: KindConflict, Msg: "could not find a free name for the upload"}
+		}
+		try = v.collisionName(name, ip, attempt)
+	}
+}
