@@ -6,7 +6,7 @@
 #
 #   COPYPARTY_SRC=/work/peers/copyparty bash bench/ui.sh [full|smoke]
 #
-# full: a 1 GiB file and 2000 files of 4-64 KiB (dropped apart), 256 MiB
+# full: a 1 GiB file and 2000 files of 4-64 KiB (dropped apart), 64 MiB
 # hashed per measurement, a 10,000-entry folder's page weight and time to
 # its whole listing; 3 rounds on fresh servers, hoard and copyparty
 # alternating, medians and copyparty/hoard ratios. smoke: 8 MiB, 20 files,
