@@ -41,25 +41,9 @@ func (m *Manager) PrepareVolume(ctx context.Context, v *store.Volume, db Session
 			// Its state folder is full: its uploads are refused until it
 			// opens, then its sessions load (as Load does).
 			return func() {
-				m.mu.Lock()
-				m.waiting[db] = true
-				m.mu.Unlock()
+				m.markWaiting(db)
 				m.publish(v, db)
-				m.wg.Add(1)
-				go func() {
-					defer m.wg.Done()
-					select {
-					case <-a.Ready():
-					case <-m.ctx.Done():
-						return
-					}
-					if err := m.loadStore(m.ctx, v, db); err != nil {
-						m.log.Error("loading the upload sessions failed", "volume", "/"+v.VPath, "err", err)
-					}
-					m.mu.Lock()
-					delete(m.waiting, db)
-					m.mu.Unlock()
-				}()
+				m.loadWhenReady(v, db, a)
 			}, nil
 		}
 	}

@@ -31,24 +31,8 @@ func (m *Manager) Load(ctx context.Context) error {
 			select {
 			case <-a.Ready():
 			default:
-				m.mu.Lock()
-				m.waiting[db] = true
-				m.mu.Unlock()
-				m.wg.Add(1)
-				go func() {
-					defer m.wg.Done()
-					select {
-					case <-a.Ready():
-					case <-m.ctx.Done():
-						return
-					}
-					if err := m.loadStore(m.ctx, v, db); err != nil {
-						m.log.Error("loading the upload sessions failed", "volume", "/"+v.VPath, "err", err)
-					}
-					m.mu.Lock()
-					delete(m.waiting, db)
-					m.mu.Unlock()
-				}()
+				m.markWaiting(db)
+				m.loadWhenReady(v, db, a)
 				continue
 			}
 		}
@@ -381,4 +365,31 @@ func (m *Manager) Expire(ctx context.Context) int {
 		m.drop(ctx, s, fmt.Sprintf("idle for more than %v", m.idle))
 	}
 	return len(old) + m.expireRemote(ctx)
+}
+
+// markWaiting refuses db's uploads until loadWhenReady has loaded them.
+func (m *Manager) markWaiting(db SessionStore) {
+	m.mu.Lock()
+	m.waiting[db] = true
+	m.mu.Unlock()
+}
+
+// loadWhenReady loads db's sessions once its state folder opens (a full
+// one refuses its uploads until then) and ends the wait markWaiting began.
+func (m *Manager) loadWhenReady(v *store.Volume, db SessionStore, a Availability) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		select {
+		case <-a.Ready():
+		case <-m.ctx.Done():
+			return
+		}
+		if err := m.loadStore(m.ctx, v, db); err != nil {
+			m.log.Error("loading the upload sessions failed", "volume", "/"+v.VPath, "err", err)
+		}
+		m.mu.Lock()
+		delete(m.waiting, db)
+		m.mu.Unlock()
+	}()
 }
