@@ -62,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		logp.Load().Warn("log lines dropped: standard error did not keep up", "dropped", n)
 	}})
 	log := newLogger(o.logLevel, o.logFormat, lw.Urgent())
-	logp.Store(log)
+	logp.Store(newLogger(o.logLevel, o.logFormat, lw.Report()))
 	slog.SetDefault(log)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -31,7 +31,8 @@ type Options struct {
 	Max   int           // bytes held while a write is under way; more are dropped (1 MiB)
 	// Dropped hears how many lines were dropped, once the writer has
 	// caught up (from the writing goroutine, no lock held): it should log
-	// the count through this Writer.
+	// the count through this Writer's Report writer, which has room kept
+	// for it (a report dropped in turn would lose the count).
 	Dropped func(n uint64)
 }
 
@@ -75,7 +76,7 @@ func New(out io.Writer, opt Options) *Writer {
 // buffer has no room for p, p is dropped and counted. It never fails
 // and never waits for the output.
 func (w *Writer) Write(p []byte) (int, error) {
-	w.add(p, false)
+	w.add(p, false, false)
 	return len(p), nil
 }
 
@@ -87,13 +88,33 @@ func (w *Writer) Urgent() io.Writer { return urgent{w} }
 type urgent struct{ w *Writer }
 
 func (u urgent) Write(p []byte) (int, error) {
-	u.w.add(p, true)
+	u.w.add(p, true, false)
 	return len(p), nil
 }
 
-func (w *Writer) add(p []byte, now bool) {
+// Report is an urgent writer over w for the reports of dropped lines: it
+// may use the last part of the buffer (reportRoom), which other lines
+// leave free, so a report is not dropped while the output is slow.
+func (w *Writer) Report() io.Writer { return report{w} }
+
+type report struct{ w *Writer }
+
+func (r report) Write(p []byte) (int, error) {
+	r.w.add(p, true, true)
+	return len(p), nil
+}
+
+// reportRoom is the part of Max only reports may fill (at most a quarter
+// of Max).
+const reportRoom = 4 << 10
+
+func (w *Writer) add(p []byte, now, isReport bool) {
+	limit := w.opt.Max
+	if !isReport {
+		limit -= min(reportRoom, w.opt.Max/4)
+	}
 	w.mu.Lock()
-	if len(w.buf)+len(p) > w.opt.Max || w.stuck {
+	if len(w.buf)+len(p) > limit || w.stuck {
 		w.dropped++
 		w.mu.Unlock()
 		return

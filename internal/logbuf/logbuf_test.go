@@ -256,3 +256,32 @@ func BenchmarkFile(b *testing.B) {
 		w.Close(context.Background())
 	})
 }
+
+// TestReportHasRoom: while ordinary lines are being dropped, a report of
+// the drops still fits (the room kept for reports), so the count is not
+// lost with it.
+func TestReportHasRoom(t *testing.T) {
+	out := &sink{gate: make(chan struct{})}
+	w := New(out, Options{Every: time.Millisecond, Batch: 1024, Max: 4096})
+	line := []byte(strings.Repeat("x", 99) + "\n")
+	for range 200 {
+		w.Write(line)
+	}
+	waitFor(t, "drops", func() bool { return w.Dropped() > 0 })
+	before := w.Dropped()
+	w.Write(line) // still no room for an ordinary line
+	if w.Dropped() != before+1 {
+		t.Fatalf("an ordinary line was kept in a full buffer (dropped %d → %d)", before, w.Dropped())
+	}
+	fmt.Fprintf(w.Report(), "dropped %d\n", before+1)
+	if w.Dropped() != before+1 {
+		t.Fatal("the report of the drops was dropped too")
+	}
+	close(out.gate)
+	if err := w.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf("dropped %d\n", before+1)) {
+		t.Fatalf("the report did not come out: %d bytes out", len(out.String()))
+	}
+}
