@@ -61,14 +61,15 @@ const (
 // Manager runs the up2k uploads of every volume. It is safe for
 // concurrent use.
 type Manager struct {
-	st   *store.Store
-	salt string
-	idle time.Duration // --snap-drop
-	log  *slog.Logger
-	now  func() time.Time
-	dbs  atomic.Pointer[map[*store.Volume]SessionStore] // db(); PrepareVolume replaces it whole
-	sem  chan struct{}                                  // one slot per hashing goroutine
-	rsem chan struct{}                                  // restart re-checks holding their tables at once
+	placeMu sync.Mutex // takePlace and Volume.Claim of one handshake, together
+	st      *store.Store
+	salt    string
+	idle    time.Duration // --snap-drop
+	log     *slog.Logger
+	now     func() time.Time
+	dbs     atomic.Pointer[map[*store.Volume]SessionStore] // db(); PrepareVolume replaces it whole
+	sem     chan struct{}                                  // one slot per hashing goroutine
+	rsem    chan struct{}                                  // restart re-checks holding their tables at once
 
 	// lanes hashes big chunks several at a time (nil without AVX-512,
 	// or when Config.SingleHash asks for crypto/sha512 throughout);
@@ -435,13 +436,19 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 	}
 	// An unfinished upload takes one of its address's places and holds
 	// its size of the free space until it is done.
+	// Taking the place and claiming the space are one step: a handshake
+	// between them would count this upload in its address's share but not
+	// yet in the claims, and see more room than there is.
+	m.placeMu.Lock()
 	ipKey, err := m.takePlace(h.Vol, h.IP, h.Size)
-	if err != nil {
-		return Reply{}, nil, err
+	var space *store.Claim
+	if err == nil {
+		if space, err = h.Vol.Claim(h.Size); err != nil {
+			m.givePlace(ipKey, h.Size)
+		}
 	}
-	space, err := h.Vol.Claim(h.Size)
+	m.placeMu.Unlock()
 	if err != nil {
-		m.givePlace(ipKey, h.Size)
 		return Reply{}, nil, err
 	}
 	fail := func(err error) (Reply, *session, error) {
