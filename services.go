@@ -59,6 +59,7 @@ type services struct {
 	store *store.Store
 	dbs   map[*store.Volume]*idx.DB // each volume's database; volumes sharing a state folder share it
 	index *idx.Indexer
+	small *idx.SmallLog // group commit's journal (store.SmallLog)
 	up2k  *up2k.Manager
 	media *media.Service
 	extra srvhttp.ExtraConfig
@@ -95,10 +96,19 @@ func openServices(o *options, cfg store.Config, cl *closers, log *slog.Logger) (
 	if s.dbs, err = s.openDBs(cl); err != nil {
 		return nil, err
 	}
+	// Small uploads are group-committed into the databases (store/
+	// gcommit.go): what a crash lost of them is written again before
+	// anything reads the volumes, the index's replay included. The last
+	// checkpoint runs before the databases close.
+	s.small = idx.NewSmallLog(s.dbs, nil)
+	s.store.SetSmallLog(s.small)
+	s.store.ReplaySmall(context.Background(), nil)
+	cl.push("the group commit", s.store.StopSmall)
 	// The index starts first: its journal replays what a crash left, and
 	// it hears of uploads that up2k finds published at start. It closes
 	// before the databases.
 	s.index = startIndex(s.store, s.dbs, o, log)
+	s.small.SetIndexer(s.index) // index notes ride in the same batches
 	cl.push("the indexer", func() error { s.index.Close(); return nil })
 	sessions := map[*store.Volume]up2k.SessionStore{}
 	for v, db := range s.dbs {
@@ -341,6 +351,10 @@ func (s *services) reload(ctx context.Context, cfg store.Config) (store.ReloadRe
 			s.log.Error("reload: the volume's uploads could not be taken up", "volume", "/"+v.VPath, "err", err)
 		}
 	}
+	for v, db := range dbs {
+		s.small.Add(v, db)
+	}
+	s.store.ReplaySmall(ctx, added) // before anything reads them
 	wasIndexing := s.index.Enabled()
 	for _, v := range added {
 		if !v.Flags().E2D {

@@ -81,6 +81,9 @@ func (s *Store) SetMtime(ctx context.Context, who Actor, at Loc, t time.Time) er
 		return err
 	}
 	defer f.Close()
+	if _, err := s.settle(v); err != nil { // a replay would set the old time (gcommit.go)
+		return opErr(op, err)
+	}
 	return s.setMtimeOpen(v, who, at.Rel, f, t)
 }
 

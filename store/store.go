@@ -67,6 +67,7 @@ type Store struct {
 	noGroupSync bool                                            // Config.NoGroupSync
 	identify    func(sum []byte, size int64) (string, []string) // Config.Identify
 	fsFlush     fsFlushes                                       // shared flushes of small files (groupsync.go)
+	gc          gcState                                         // group commit of small uploads (gcommit.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable;

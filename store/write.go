@@ -176,6 +176,13 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	if !opt.Mtime.IsZero() {
 		ev.Mtime = opt.Mtime
 	}
+	if !keep && !opt.Replace && tfi.Size() <= SmallFile {
+		// A small new file: one synced write of its bytes, record and
+		// index note, shared with the others finishing now (gcommit.go).
+		if rel, fi, err, ok := t.publishSmall(name, opt, ev, tfi, life, now, mtimeSet); ok {
+			return rel, fi, err
+		}
+	}
 	// The journal's note is flushed while the file is. A small file
 	// shares its flush with the others finishing now (groupsync.go).
 	pn := t.v.store.noteAsync(ev)
@@ -332,6 +339,11 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool, hel
 	fname := name
 	final := path.Join(dir, name)
 	if opt.Replace {
+		// No replay of a group-committed upload may undo the replace
+		// (gcommit.go).
+		if _, err := v.store.settle(v); err != nil {
+			return "", err
+		}
 		if st, err := lstatAt(dirf, name); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 			return "", ErrIsDir
 		}
@@ -561,6 +573,9 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	defer f.Close()
 	id, _ := idOf(fi)
 	defer v.store.lockFile(id)()
+	if _, err := v.store.settle(v); err != nil { // gcommit.go
+		return res, err, true
+	}
 	if fi, err = f.Stat(); err != nil { // its length once it is our turn
 		return res, mapErr(err), true
 	}
