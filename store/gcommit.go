@@ -128,23 +128,32 @@ func (s *Store) SetSmallLog(l SmallLog) {
 // StopSmall ends the background checkpoints with a last one. Call it
 // before the databases close.
 func (s *Store) StopSmall() error {
+	if !s.stopLoop() {
+		return nil
+	}
+	return s.checkpoint()
+}
+
+// stopLoop ends the background checkpoints; false when they never ran or
+// had ended.
+func (s *Store) stopLoop() bool {
 	g := &s.gc
 	g.mu.Lock()
-	if g.log == nil || g.stop == nil {
+	if g.stop == nil {
 		g.mu.Unlock()
-		return nil
+		return false
 	}
 	select {
 	case <-g.stop:
 		g.mu.Unlock()
 		<-g.stopped
-		return nil
+		return false
 	default:
 	}
 	close(g.stop)
 	g.mu.Unlock()
 	<-g.stopped
-	return s.checkpoint()
+	return true
 }
 
 func (s *Store) gcLoop() {

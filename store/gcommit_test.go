@@ -103,8 +103,7 @@ func gcStore(t *testing.T, dir string, l SmallLog) *Store {
 
 // crash drops st without its last checkpoint, as a killed process does.
 func crash(st *Store) {
-	close(st.gc.stop)
-	<-st.gc.stopped
+	st.stopLoop()
 	st.Close()
 }
 

@@ -395,6 +395,7 @@ func (s *Store) Close() error {
 	if s.janitor != nil {
 		s.janitor.stop()
 	}
+	s.stopLoop() // group commit's checkpoints (StopSmall ran the last one)
 	s.sweepStop()
 	s.sweeps.Wait()
 	s.alogMu.Lock()
