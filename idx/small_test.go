@@ -78,3 +78,37 @@ func TestSmallLog(t *testing.T) {
 		t.Errorf("id after reopen %d (%v), want > %d", id10, err, id9)
 	}
 }
+
+// BenchmarkSmallLogCommit is the journal's share of a group-committed
+// 4 KiB upload: one synced batch (entry and index note). Run it with
+// -cpu 1,8 (or more goroutines with -test.benchtime) to see concurrent
+// commits share a write-ahead-log flush.
+func BenchmarkSmallLogCommit(b *testing.B) {
+	dir := b.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(store.Config{Logger: log, Volumes: []store.VolumeSpec{{Src: dir, Perms: map[string]store.Perm{"*": store.PermRead}, Flags: store.Flags{E2D: true}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	v := st.Volumes()[0]
+	db, err := Open(filepath.Join(b.TempDir(), "idx"), Options{Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	x := New(Config{Store: st, DBs: map[*store.Volume]*DB{v: db}, Logger: log})
+	l := NewSmallLog(map[*store.Volume]*DB{v: db}, x)
+	rec := make([]byte, 4<<10+64)
+	ev := store.Event{Kind: store.Created, Vol: v, Rel: "a.txt", Size: 4 << 10, Mtime: time.Unix(1600000000, 0), At: time.Unix(1700000000, 0)}
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := l.Commit(v, rec, &ev, nil); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
