@@ -491,7 +491,9 @@ func decodeSmall(b []byte) (*smallRec, error) {
 // ok is false when it did nothing (group commit is off for it, the name
 // has a pending entry, or the journal refused the entry: a full state
 // folder) and the caller publishes it the per-file way.
-func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.FileInfo, life time.Duration, now time.Time, mtimeSet bool) (rel string, fi fs.FileInfo, err error, ok bool) {
+// With keep (PublishLinked), the work file stays a second name of the
+// published file and open.
+func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.FileInfo, life time.Duration, now time.Time, mtimeSet, keep bool) (rel string, fi fs.FileInfo, err error, ok bool) {
 	v, s := t.v, t.v.store
 	g := &s.gc
 	size := tfi.Size()
@@ -528,6 +530,10 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 		if tmp != "" {
 			v.root.Remove(tmp)
 		}
+		if keep {
+			t.done, t.linked = false, false
+			t.Abort()
+		}
 		if rerr := g.log.Retire(ov, []uint64{eid}); rerr != nil {
 			// Left for the checkpoint; a replay may then bring the
 			// file back (it was never acknowledged).
@@ -539,26 +545,35 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 		return "", nil, err, true
 	}
 	tmp := path.Join(t.dir, t.name)
-	defer s.tempLive(v, tmp, false)
-	cerr = t.File.Close()
-	t.done = true
-	if cerr != nil {
-		return fail(v.writeErr(cerr, 0), tmp)
+	if !keep {
+		defer s.tempLive(v, tmp, false)
+		cerr = t.File.Close()
+		t.done = true
+		if cerr != nil {
+			return fail(v.writeErr(cerr, 0), tmp)
+		}
+	}
+	work := tmp // removed on a failure
+	if keep {
+		work = "" // Abort removes it
 	}
 	if !mtimeSet {
 		if err := v.root.Chtimes(tmp, opt.Mtime, opt.Mtime); err != nil {
-			return fail(mapErr(err), tmp)
+			return fail(mapErr(err), work)
 		}
 	}
 	if life > 0 {
 		if err := v.scheduleExpiry(ev.Rel, tfi, now.Add(life)); err != nil {
-			return fail(err, tmp)
+			return fail(err, work)
 		}
 	}
-	final, err := v.place(tmp, t.dir, name, opt, false, t.dirf)
+	final, err := v.place(tmp, t.dir, name, opt, keep, t.dirf)
 	t.releaseDir()
 	if err != nil {
-		return fail(err, tmp)
+		return fail(err, work)
+	}
+	if keep {
+		t.done, t.linked = true, true
 	}
 	ent := gcEntry{v: ov, id: eid, key: key, n: size}
 	if frel := relOf(final); frel != ev.Rel {

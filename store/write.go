@@ -176,10 +176,10 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	if !opt.Mtime.IsZero() {
 		ev.Mtime = opt.Mtime
 	}
-	if !keep && !opt.Replace && tfi.Size() <= SmallFile {
+	if !opt.Replace && tfi.Size() <= SmallFile {
 		// A small new file: one synced write of its bytes, record and
 		// index note, shared with the others finishing now (gcommit.go).
-		if rel, fi, err, ok := t.publishSmall(name, opt, ev, tfi, life, now, mtimeSet); ok {
+		if rel, fi, err, ok := t.publishSmall(name, opt, ev, tfi, life, now, mtimeSet, keep); ok {
 			return rel, fi, err
 		}
 	}
