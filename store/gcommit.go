@@ -612,6 +612,7 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 		key = key2
 	}
 	g.finish(seq, key, ent)
+	t.journaled = true
 	fi, err = v.root.Stat(final)
 	if err != nil {
 		return "", nil, mapErr(err), true
@@ -625,6 +626,13 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 	s.emit(ev)
 	return relOf(final), fi, nil, true
 }
+
+// Journaled reports whether t was published by group commit: durable by
+// its journal entry in the volume's state database, which a replay at
+// start puts back (so a record made after it in that database need not
+// be synced on its own: the session's restart recovery closes an upload
+// whose record a crash lost).
+func (t *Temp) Journaled() bool { return t.journaled }
 
 // ---- replay -----------------------------------------------------------------
 

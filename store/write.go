@@ -34,6 +34,9 @@ type Temp struct {
 	// by a short-lived upload (Ingest) so that publishing neither opens
 	// nor checks it again; nil for work files that may live long (up2k).
 	dirf *os.File
+	// journaled: published by group commit (gcommit.go): durable by its
+	// journal entry, the file not flushed yet.
+	journaled bool
 }
 
 // CreateTemp makes the folder dir (and its parents) if needed and creates a
