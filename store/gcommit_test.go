@@ -280,7 +280,7 @@ func TestGroupCommitNoResurrect(t *testing.T) {
 	ctx := context.Background()
 	admin := Actor{User: "*", IP: "10.0.0.1"}
 	at := func(rel string) Loc { return Loc{Vol: v, Rel: rel} }
-	for _, n := range []string{"del", "move", "repl", "app", "tree/a", "tree/b", "keep"} {
+	for _, n := range []string{"del", "move", "repl", "app", "tree/a", "tree/b", "keep", "touch", "cpsrc", "cpdst"} {
 		d, name, ok := strings.Cut(n, "/")
 		if !ok {
 			d, name = "", n
@@ -302,13 +302,23 @@ func TestGroupCommitNoResurrect(t *testing.T) {
 	if _, err := v.Ingest(ctx, "", strings.NewReader("+more"), IngestOptions{Name: "app", Append: true, Size: -1}); err != nil {
 		t.Fatal(err)
 	}
+	touched := time.Unix(1_500_000_000, 0)
+	if err := st.SetMtime(ctx, admin, at("touch"), touched); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Copy(ctx, admin, at("cpsrc"), at("cpdst"), DestOptions{Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
 	put(t, v, "", "late", "late") // still pending at the crash
 	crash(st)
 	// Nothing more is lost than the pending upload's bytes.
 	os.Truncate(filepath.Join(dir, "late"), 0)
 	st2 := gcStore(t, dir, l)
 	defer st2.Close()
-	for name, want := range map[string]string{"del": "", "tree/a": "", "move": "", "moved": "orig move", "repl": "new content", "app": "orig app+more", "keep": "orig keep", "late": "late"} {
+	if fi, err := os.Stat(filepath.Join(dir, "touch")); err != nil || !fi.ModTime().Equal(touched) {
+		t.Errorf("touch: the replay undid the new mtime (%v)", err)
+	}
+	for name, want := range map[string]string{"del": "", "tree/a": "", "move": "", "moved": "orig move", "repl": "new content", "app": "orig app+more", "keep": "orig keep", "late": "late", "cpdst": "orig cpsrc"} {
 		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 		if want == "" {
 			if err == nil {
