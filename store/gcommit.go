@@ -85,7 +85,8 @@ type gcState struct {
 	done     []gcEntry            // published, waiting for the checkpoint
 	bytes    int64                // their bytes
 	waiting  map[*Volume]bool     // volumes whose replay could not run yet
-	cpMu     sync.Mutex           // one checkpoint at a time
+	cpMu     sync.Mutex           // guards cpFlight
+	cpFlight flushGroup           // one checkpoint at a time, shared by those waiting
 	kick     chan struct{}        // start a checkpoint now
 	stop     chan struct{}        // closed by StopSmall
 	stopped  chan struct{}        // closed when the loop ended
@@ -304,13 +305,19 @@ func (s *Store) settleNow(vols []*Volume) (uint64, error) {
 
 // checkpoint flushes the file systems of the published entries and then
 // retires them. On an error the entries stay (and are replayed at start).
+// Callers that arrive while one runs share the next one (it starts after
+// they arrived, so it covers what they need): many deletes during an
+// upload load cost a checkpoint per flight, not one each.
 func (s *Store) checkpoint() error {
 	g := &s.gc
 	if g.log == nil {
 		return nil
 	}
-	g.cpMu.Lock()
-	defer g.cpMu.Unlock()
+	return g.cpFlight.do(&g.cpMu, s.checkpointNow)
+}
+
+func (s *Store) checkpointNow() error {
+	g := &s.gc
 	g.mu.Lock()
 	ents := g.done
 	g.done = nil
