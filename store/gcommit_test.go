@@ -384,6 +384,49 @@ func TestGroupCommitDeleteRace(t *testing.T) {
 	}
 }
 
+// TestGroupCommitFlushesVolume: with the state folder elsewhere (--hist,
+// possibly another file system), the checkpoint flushes the volume's file
+// system, through the volume's own folder (the journal's batch flushed
+// the state folder's).
+func TestGroupCommitFlushesVolume(t *testing.T) {
+	if fsyncEachFile {
+		t.Skip("no syncfs here")
+	}
+	dir, hist := t.TempDir(), t.TempDir()
+	spec, err := ParseVolume(dir + "::rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(Config{Volumes: []VolumeSpec{spec}, Hist: hist})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l := newMemSmallLog()
+	st.SetSmallLog(l)
+	var flushed []string
+	st.gc.flush = func(f *os.File) error {
+		p, _ := realPath(f)
+		flushed = append(flushed, p)
+		return syncFS(f)
+	}
+	v := st.Volumes()[0]
+	if !strings.HasPrefix(v.HistPath(), hist) {
+		t.Fatalf("state folder %s, want one in %s", v.HistPath(), hist)
+	}
+	put(t, v, "sub", "f", "body")
+	if l.len() != 1 {
+		t.Fatalf("%d entries, want 1", l.len())
+	}
+	if err := st.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	if len(flushed) != 1 || flushed[0] != real {
+		t.Errorf("checkpoint flushed %q, want the volume %s", flushed, real)
+	}
+}
+
 // TestGroupCommitStateFullFallsBack: when the journal refuses an entry
 // (the state folder is full), the upload is flushed the per-file way and
 // still succeeds; nothing is left pending.
