@@ -537,10 +537,8 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 		if tmp != "" {
 			v.root.Remove(tmp)
 		}
-		if keep {
-			t.done, t.linked = false, false
-			t.Abort()
-		}
+		t.done, t.linked = false, false
+		t.Abort()
 		if rerr := g.log.Retire(ov, []uint64{eid}); rerr != nil {
 			// Left for the checkpoint; a replay may then bring the
 			// file back (it was never acknowledged).
@@ -551,19 +549,10 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 		s.forget(v, nid)
 		return "", nil, err, true
 	}
+	// The work file stays open until it is published: its FileInfo is
+	// then one fstat, with no walk to the file again.
 	tmp := path.Join(t.dir, t.name)
-	if !keep {
-		defer s.tempLive(v, tmp, false)
-		cerr = t.File.Close()
-		t.done = true
-		if cerr != nil {
-			return fail(v.writeErr(cerr, 0), tmp)
-		}
-	}
-	work := tmp // removed on a failure
-	if keep {
-		work = "" // Abort removes it
-	}
+	work := "" // Abort removes it on a failure
 	if !mtimeSet {
 		if err := v.root.Chtimes(tmp, opt.Mtime, opt.Mtime); err != nil {
 			return fail(mapErr(err), work)
@@ -620,9 +609,17 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 	}
 	g.finish(seq, key, ent)
 	t.journaled = true
-	fi, err = v.root.Stat(final)
+	fi, err = t.File.Stat()
 	if err != nil {
 		return "", nil, mapErr(err), true
+	}
+	fi = namedInfo{fi, path.Base(final)}
+	if !keep {
+		t.done = true
+		s.tempLive(v, tmp, false)
+		if err := t.File.Close(); err != nil {
+			return "", nil, v.writeErr(err, 0), true
+		}
 	}
 	if life > 0 && relOf(final) != relOf(path.Join(t.dir, name)) {
 		if err := v.scheduleExpiry(final, fi, now.Add(life)); err != nil {
@@ -640,6 +637,15 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 // be synced on its own: the session's restart recovery closes an upload
 // whose record a crash lost).
 func (t *Temp) Journaled() bool { return t.journaled }
+
+// namedInfo is a file's FileInfo under the name it was published as (an
+// fstat of the work file names the work file).
+type namedInfo struct {
+	fs.FileInfo
+	name string
+}
+
+func (n namedInfo) Name() string { return n.name }
 
 // ---- replay -----------------------------------------------------------------
 
