@@ -66,9 +66,13 @@ type SmallLog interface {
 	Each(ctx context.Context, v *Volume, fn func(id uint64, rec []byte) error) error
 }
 
+// A checkpoint runs every checkpointEvery, and sooner once checkpointBytes
+// of entries wait: well under the database's memtable (8 MiB with the
+// default --db-cache), so that an entry is mostly deleted before its
+// memtable is flushed, and only its tombstone reaches a table on disk.
 var (
 	checkpointEvery       = time.Second
-	checkpointBytes int64 = 32 << 20
+	checkpointBytes int64 = 4 << 20
 )
 
 // gcState is the store's group commit: the entries committed and not yet
