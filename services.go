@@ -285,6 +285,9 @@ func (s *services) reload(ctx context.Context, cfg store.Config) (store.ReloadRe
 	added := p.Added()
 	var fresh []*idx.DB
 	fail := func(err error) (store.ReloadResult, error) {
+		for _, v := range added {
+			s.small.Remove(v)
+		}
 		s.dbMu.Lock()
 		for dir, db := range s.byDir {
 			if slices.Contains(fresh, db) {
@@ -317,6 +320,12 @@ func (s *services) reload(ctx context.Context, cfg store.Config) (store.ReloadRe
 			dbs[v] = db
 		}
 	}
+	// What a crash lost of their group-committed uploads is written again
+	// before up2k or the index looks at them (store/gcommit.go).
+	for v, db := range dbs {
+		s.small.Add(v, db)
+	}
+	s.store.ReplaySmall(ctx, added)
 	var commits []func()
 	var later []*store.Volume // volumes sharing a database read for another
 	read := map[*idx.DB]bool{}
@@ -351,10 +360,6 @@ func (s *services) reload(ctx context.Context, cfg store.Config) (store.ReloadRe
 			s.log.Error("reload: the volume's uploads could not be taken up", "volume", "/"+v.VPath, "err", err)
 		}
 	}
-	for v, db := range dbs {
-		s.small.Add(v, db)
-	}
-	s.store.ReplaySmall(ctx, added) // before anything reads them
 	wasIndexing := s.index.Enabled()
 	for _, v := range added {
 		if !v.Flags().E2D {

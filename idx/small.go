@@ -48,6 +48,13 @@ func (l *SmallLog) Add(v *store.Volume, db *DB) {
 	l.mu.Unlock()
 }
 
+// Remove forgets v (a reload that failed).
+func (l *SmallLog) Remove(v *store.Volume) {
+	l.mu.Lock()
+	delete(l.dbs, v)
+	l.mu.Unlock()
+}
+
 var errNoDB = errors.New("idx: the volume has no database")
 
 func (l *SmallLog) db(v *store.Volume) (*DB, error) {
