@@ -148,9 +148,8 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 		prefix += "/"
 	}
 	v.objPre = prefix
-	if flags.E2D {
-		v.store.log.Warn("search indexing is not built yet for volumes on object storage; off for this one", "volume", "/"+v.VPath)
-		flags.E2D, flags.E2DS, flags.E2DSA = false, false, false
+	if flags.E2T {
+		v.store.log.Warn("tag indexing (e2t*) is not built yet for volumes on object storage; off for this one (search by name, size, date, uploader and hash works)", "volume", "/"+v.VPath)
 		flags.E2T, flags.E2TS, flags.E2TSR = false, false, false
 	}
 	return nil
