@@ -14,13 +14,16 @@ import (
 // getObject serves GET and HEAD on a volume whose files are objects in an
 // object store (store's flag s3=, docs/s3.md): files by ranged reads of
 // the object, with its ETag and LastModified as validators, and folder
-// listings. What is not built for such volumes yet (archives,
-// thumbnails, file views) is store.ErrObjectsUnbuilt (501), answered
-// before anything is read.
+// listings, and thumbnails and transcodes (?th, media/object.go). What
+// is not built for such volumes yet (archives, file views) is
+// store.ErrObjectsUnbuilt (501), answered before anything is read.
 func (s *Server) getObject(q *req) error {
-	notYet := wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil
+	notYet := wantsArchive(q) || has(q.query, "txt") || fileView(q.query) != nil
 	body, fi, err := q.vol.OpenObject(q.r.Context(), q.rel)
 	if errors.Is(err, store.ErrIsDir) {
+		if has(q.query, "th") {
+			return s.folderThumb(q)
+		}
 		if notYet {
 			return store.ErrObjectsUnbuilt
 		}
@@ -39,6 +42,9 @@ func (s *Server) getObject(q *req) error {
 		return err
 	}
 	defer body.Close()
+	if has(q.query, "th") {
+		return s.thumb(q, fi) // media reads the object itself (media/object.go)
+	}
 	return s.serveObject(q, body, fi)
 }
 
@@ -68,6 +74,9 @@ func (s *Server) getObjectByURL(q *req) (done bool, err error) {
 		return false, nil
 	}
 	defer body.Close()
+	if has(q.query, "th") {
+		return true, s.thumb(q, fi)
+	}
 	return true, s.serveObject(q, body, fi)
 }
 
@@ -76,7 +85,7 @@ func (s *Server) serveObject(q *req, body io.ReadSeeker, fi fs.FileInfo) error {
 	if !q.perm.Any(store.PermRead | store.PermGet) {
 		return q.denyRead()
 	}
-	if wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil {
+	if wantsArchive(q) || has(q.query, "txt") || fileView(q.query) != nil {
 		return store.ErrObjectsUnbuilt
 	}
 	oi, _ := store.ObjectOf(fi)

@@ -32,6 +32,10 @@ var errScanStop = errors.New("idx: scan stopped")
 // stored it and not yet published its file.
 var hashListAge = 24 * time.Hour
 
+// firstRetry is how long after a first scan that could not list the
+// bucket it is tried again (without --re-maxage).
+var firstRetry = 15 * time.Second
+
 // scanObjects is scanVol for a volume on object storage; vi.scanMu is
 // held.
 func (x *Indexer) scanObjects(vi *volIdx, first bool) {
@@ -130,6 +134,19 @@ func (x *Indexer) scanObjects(vi *volIdx, first bool) {
 	}
 	if walkErr != nil {
 		log.Warn("could not list the volume's bucket; the index keeps what it had", "err", walkErr)
+		if first && x.cfg.Rescan <= 0 {
+			// No rescan would ever come: try again while the store is
+			// down (503 meanwhile), without a restart.
+			x.wg.Add(1)
+			go func() {
+				defer x.wg.Done()
+				select {
+				case <-time.After(firstRetry):
+					x.scanVol(vi, true)
+				case <-ctx.Done():
+				}
+			}()
+		}
 	}
 	// Forget what is gone; a record written meanwhile for a file that
 	// exists (this node's upload after the listing passed its key) is
