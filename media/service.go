@@ -36,7 +36,7 @@ type Config struct {
 	// MaxObjectCopy bounds the copy of an object FFmpeg converts on a
 	// volume on object storage (object.go); default 2 GiB.
 	MaxObjectCopy int64
-	Logger    *slog.Logger
+	Logger        *slog.Logger
 }
 
 // ErrBusy: the job waited in the queue longer than QueueWait.
