@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -282,32 +281,10 @@ func (x *Indexer) hashObject(ctx context.Context, vi *volIdx, rec *Record, u sto
 	if dir == "." {
 		dir = ""
 	}
-	rec.Wark, rec.Chunks, err = x.cfg.Hasher(ctx, &seqReaderAt{r: rc}, rec.Size, lmod, dir, path.Base(rec.Rel))
+	rec.Wark, rec.Chunks, err = x.cfg.Hasher(ctx, store.NewObjectReader(rc), rec.Size, lmod, dir, path.Base(rec.Rel))
 	if err != nil {
 		return fmt.Errorf("hashing: %w", err)
 	}
 	return nil
 }
 
-// seqReaderAt is an io.ReaderAt over an object's reader, for reads in
-// order (up2k's hashing): it seeks only when asked for another offset,
-// so reading the file through costs one GET.
-type seqReaderAt struct {
-	r   io.ReadSeeker
-	off int64
-}
-
-func (s *seqReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	if off != s.off {
-		if _, err := s.r.Seek(off, io.SeekStart); err != nil {
-			return 0, err
-		}
-		s.off = off
-	}
-	n, err := io.ReadFull(s.r, p)
-	s.off += int64(n)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = io.EOF
-	}
-	return n, err
-}
