@@ -287,4 +287,3 @@ func (x *Indexer) hashObject(ctx context.Context, vi *volIdx, rec *Record, u sto
 	}
 	return nil
 }
-
