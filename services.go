@@ -192,6 +192,7 @@ func startIndex(st *store.Store, dbs map[*store.Volume]*idx.DB, o *options, log 
 		Hasher: func(ctx context.Context, f io.ReaderAt, size, lmod int64, folder, name string) (string, []string, error) {
 			return up2k.HashFile(ctx, f, size, o.warksalt, lmod, folder, name)
 		},
+		WarkOf: func(size int64, chunks []string) string { return up2k.Wark(o.warksalt, size, chunks) },
 	}
 	if cfg.ScanDelay > 0 {
 		cfg.Progress = time.Second // a slowed scan is watched by a test

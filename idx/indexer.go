@@ -34,6 +34,11 @@ type Config struct {
 	DBs    map[*store.Volume]*DB // each indexed volume's database
 	Hasher Hasher
 	Prober Prober        // nil: no tag indexing possible (no ffprobe)
+	// WarkOf is the up2k wark of a file of size bytes with these chunk
+	// hashes (main wires up2k's): a chunk-hash list read from a bucket
+	// is used only when it gives the wark the object names. nil: lists
+	// are not trusted, objects are hashed.
+	WarkOf func(size int64, chunks []string) string
 	Rescan time.Duration // --re-maxage: rescan volumes this often; 0 never
 	// Workers hash files during scans; 0 means every core.
 	Workers int

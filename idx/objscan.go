@@ -240,8 +240,10 @@ func (x *Indexer) indexObjectRec(ctx context.Context, vi *volIdx, rel string, of
 		if u.Wark != "" {
 			chunks, err := vi.v.ChunkHashes(ctx, u.Wark)
 			switch {
-			case err == nil && len(chunks) > 0:
+			case err == nil && len(chunks) > 0 && x.cfg.WarkOf != nil && x.cfg.WarkOf(of.Size, chunks) == u.Wark:
 				rec.Wark, rec.Chunks = u.Wark, chunks
+			case err == nil:
+				x.log.Debug("a chunk-hash list that does not give the object's wark; hashing the file", "volume", "/"+vi.v.VPath, "path", rel)
 			case err != nil && !errors.Is(err, store.ErrNotFound):
 				if store.KindOf(err) == store.KindUnavailable || ctx.Err() != nil {
 					return nil, false, err

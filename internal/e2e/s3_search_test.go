@@ -5,6 +5,7 @@ package e2e
 // current by the node's own writes and by rescans (--re-maxage).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/minio/minio-go/v7"
+
+	"hoard/up2k"
 )
 
 // Two nodes on one bucket with e2dsa and a 1-second rescan: what one
@@ -168,4 +171,48 @@ func TestS3SearchOwnWrites(t *testing.T) {
 	resp, body = s.do(t, "POST", "/s3/a?delete", nil, auth)
 	wantStatus(t, resp, body, 200)
 	waitHits(t, s, "two", nil)
+}
+
+// A chunk-hash list beside an object is used when it gives the wark the
+// object's metadata names (no read of the object), and ignored when it
+// does not (the object is read and hashed). The bucket is trusted as the
+// file system is: a list that agrees with the metadata is not checked
+// against the bytes.
+func TestS3SearchHashLists(t *testing.T) {
+	m := startMinio(t, "vol")
+	a, b, c := seededBytes(11, 1<<20+100), seededBytes(12, 1<<20+100), seededBytes(13, 1<<20+100)
+	fa, fb, fc := newUp2kFile(a), newUp2kFile(b), newUp2kFile(c)
+	wa, wc := up2k.Wark("hunter2", int64(len(a)), fa.hashes), up2k.Wark("hunter2", int64(len(c)), fc.hashes)
+	put := func(key string, data []byte, wark string) {
+		t.Helper()
+		_, err := m.Client.PutObject(context.Background(), "vol", key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{UserMetadata: map[string]string{"hoard-wark": wark}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func(hs []string) []byte { return []byte(strings.Join(hs, "\n") + "\n") }
+	// listed.bin holds b's bytes but names a's wark, with a's list: the
+	// list is taken (so a's hashes find it).
+	put("pre/listed.bin", b, wa)
+	m.Put(t, "vol", "pre/.hist/hashes/"+wa, list(fa.hashes))
+	// mismatch.bin names c's wark, but its list is b's: not taken, the
+	// object is hashed (its own bytes, c's, find it).
+	put("pre/mismatch.bin", c, wc)
+	m.Put(t, "vol", "pre/.hist/hashes/"+wc, list(fb.hashes))
+	s := start(t, "-v", t.TempDir()+":s3:r:c,s3=vol/pre:c,e2dsa")
+	waitReady(t, s)
+	for _, tc := range []struct {
+		name   string
+		hashes []string
+		want   []string
+	}{
+		{"the list's hashes", fa.hashes[1:], []string{"/s3/listed.bin"}},
+		{"a mismatched list's hashes", fb.hashes[1:], nil},
+		{"the bytes of an object whose list did not agree", fc.hashes[1:], []string{"/s3/mismatch.bin"}},
+	} {
+		code, r := postSearch(t, s, map[string]any{"srch": true, "hash": tc.hashes})
+		if code != 200 || !slices.Equal(r.hrefs(), tc.want) {
+			t.Errorf("%s: %d %q %q, want %q", tc.name, code, r.Error, r.hrefs(), tc.want)
+		}
+	}
 }
