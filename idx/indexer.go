@@ -33,7 +33,7 @@ type Config struct {
 	Store  *store.Store
 	DBs    map[*store.Volume]*DB // each indexed volume's database
 	Hasher Hasher
-	Prober Prober        // nil: no tag indexing possible (no ffprobe)
+	Prober Prober // nil: no tag indexing possible (no ffprobe)
 	// WarkOf is the up2k wark of a file of size bytes with these chunk
 	// hashes (main wires up2k's): a chunk-hash list read from a bucket
 	// is used only when it gives the wark the object names. nil: lists
