@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -213,6 +214,40 @@ func TestS3SearchHashLists(t *testing.T) {
 		code, r := postSearch(t, s, map[string]any{"srch": true, "hash": tc.hashes})
 		if code != 200 || !slices.Equal(r.hrefs(), tc.want) {
 			t.Errorf("%s: %d %q %q, want %q", tc.name, code, r.Error, r.hrefs(), tc.want)
+		}
+	}
+}
+
+// A store that is down never empties the index: rescans that cannot
+// list keep what the index had; a first scan that could not list is
+// tried again (without --re-maxage too) once the store is back.
+func TestS3SearchStoreDown(t *testing.T) {
+	m := startMinio(t, "vol")
+	m.Put(t, "vol", "pre/kept.txt", []byte("x"))
+	a := start(t, "--re-maxage", "1", "-v", t.TempDir()+":s3:r:c,s3=vol/pre:c,e2dsa")
+	waitReady(t, a)
+	waitHits(t, a, "kept", []string{"/s3/kept.txt"})
+	m.Halt()
+	time.Sleep(3 * time.Second) // rescans fail meanwhile
+	if code, r := postSearch(t, a, map[string]any{"q": "kept"}); code != 200 || !slices.Equal(r.hrefs(), []string{"/s3/kept.txt"}) {
+		t.Errorf("with the store down: %d %q %q, want the index as it was", code, r.Error, r.hrefs())
+	}
+	// Started while the store is down, no rescans: searches answer (with
+	// nothing yet), and the file is found once the store is back.
+	b := start(t, "-v", t.TempDir()+":s3:r:c,s3=vol/pre:c,e2dsa")
+	waitReady(t, b)
+	m.Run(t)
+	for _, s := range []*server{a, b} {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			code, r := postSearch(t, s, map[string]any{"q": "kept"})
+			if code == 200 && slices.Equal(r.hrefs(), []string{"/s3/kept.txt"}) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s after the store came back: %d %q %q", s.URL, code, r.Error, r.hrefs())
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
 	}
 }
