@@ -15,7 +15,8 @@
 # Environment: COPYPARTY_SRC (required for copyparty; skipped when unset),
 # PY (python with jinja2, default /usr/bin/python3), BENCH_TMP (parent of
 # the data folder; a real disk, default ${TMPDIR:-/tmp}), PEERS (default
-# "nginx copyparty"). Sizes: pass -big, -small-n, -search-n ... both to the
+# "nginx copyparty"; add "gobare" for the bare net/http ceiling,
+# bench/barehttp). Sizes: pass -big, -small-n, -search-n ... both to the
 # prepare step and the run: this script passes all its arguments to both.
 #
 # Variants (environment, any together):
@@ -130,6 +131,18 @@ if [[ " $PEERS " == *" copyparty "* ]]; then
         TARGETS+=",copyparty=http://127.0.0.1:$PORT"; PIDS+="copyparty=${PID[copyparty]},"
         log "copyparty $(cd "$COPYPARTY_SRC" && "$PY" -c 'from copyparty.__version__ import S_VERSION as v; print(v)') on $PORT, pid ${PID[copyparty]}"
     fi
+fi
+if [[ " $PEERS " == *" gobare "* ]]; then
+    # The ceiling of Go's net/http here (bench/barehttp): small files from
+    # memory, ranges by http.ServeContent. It answers only GET/HEAD; the
+    # other scenarios report it as "unsupported".
+    go build -o "$TMP/barehttp" ./bench/barehttp
+    PORT=$(free_port)
+    "$TMP/barehttp" -p "$PORT" -dir "$DATA" > "$TMP/log/gobare.log" 2>&1 &
+    PID[gobare]=$!
+    wait_up gobare "$PORT"
+    TARGETS+=",gobare=http://127.0.0.1:$PORT"; PIDS+="gobare=${PID[gobare]},"
+    log "gobare (bare net/http) on $PORT, pid ${PID[gobare]}"
 fi
 # start_hoard NAME SCHEME FLAGS...: another hoard on the data, as the
 # harness spawns it (-e2dsa, its own --hist), with FLAGS.
