@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -55,5 +56,69 @@ func TestFastOpenTakesOnlyPlainPaths(t *testing.T) {
 	}
 	if _, _, err := v.Open("a/b"); err != ErrIsDir {
 		t.Errorf("Open of a folder: %v, want ErrIsDir", err)
+	}
+}
+
+// An up2k work file is reopened for each chunk post and at the publish:
+// that open takes the fast way (one openat2) where the path is plain, and
+// answers as before where it is not: a link in the work file's place or a
+// fifo is refused, a folder reached through a link inside the volume is
+// still opened (the full way), and a state folder is never reached.
+func TestOpenPartialFast(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v, vol := st.Volumes()[0], dirs[0]
+	if v.dir == nil {
+		t.Skip("no descriptor for the fast open")
+	}
+	tmp, _, err := v.CreatePartial("up/sub", "f.bin", 4, PartialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	n := fastOpens.Load()
+	tmp, err = v.OpenPartial("up/sub", "f.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	if noOpenat2.Load() {
+		t.Skip("this kernel has no openat2")
+	}
+	if fastOpens.Load() == n {
+		t.Error("OpenPartial of a plain path did not take the fast open")
+	}
+	// Through a link to the folder: the full way opens it.
+	if err := os.Symlink("up", filepath.Join(vol, "ln")); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err = v.OpenPartial("ln/sub", "f.bin")
+	if err != nil {
+		t.Fatalf("OpenPartial through a link inside the volume: %v", err)
+	}
+	tmp.Close()
+	// A link or a fifo in the work file's place: refused either way.
+	mkfiles(t, vol, map[string]string{"other.txt": "not yours"})
+	if err := os.Symlink("../../other.txt", filepath.Join(vol, "up/sub/l.bin"+PartialSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	if tmp, err := v.OpenPartial("up/sub", "l.bin"); err == nil {
+		tmp.Close()
+		t.Error("a link in a work file's place was opened")
+	}
+	if err := syscall.Mkfifo(filepath.Join(vol, "up/sub/p.bin"+PartialSuffix), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tmp, err := v.OpenPartial("up/sub", "p.bin"); err == nil {
+		tmp.Close()
+		t.Error("a fifo in a work file's place was opened")
+	}
+	// The state folder, by name or through a link: not found.
+	mkfiles(t, vol, map[string]string{HistName + "/x/s.bin" + PartialSuffix: "state"})
+	os.Symlink(HistName, filepath.Join(vol, "toState"))
+	for _, d := range []string{HistName + "/x", "toState/x"} {
+		if tmp, err := v.OpenPartial(d, "s.bin"); err == nil {
+			tmp.Close()
+			t.Errorf("OpenPartial(%s) opened a file in the state folder", d)
+		}
 	}
 }
