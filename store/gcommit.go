@@ -568,7 +568,9 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 		}
 	}
 	final, err := v.place(tmp, t.dir, name, opt, keep, t.dirf)
-	t.releaseDir()
+	if err != nil || !keep {
+		t.releaseDir() // kept for DropWork otherwise
+	}
 	if err != nil {
 		return fail(err, work)
 	}

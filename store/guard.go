@@ -223,3 +223,27 @@ func linkAt(odir *os.File, oname string, ndir *os.File, nname string) error {
 	}
 	return nil
 }
+
+// checkHeld checks a folder held open since an upload began, before a
+// file is placed in it: it must still lie below the volume's folder and
+// outside every state folder (a folder can be moved while it is held).
+// Without /proc it must still be the folder the root reaches as dir.
+func (v *Volume) checkHeld(d *os.File, dir string) error {
+	real, err := realPath(d)
+	if err != nil {
+		a, err1 := d.Stat()
+		b, err2 := v.root.Stat(dir)
+		if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+			return ErrNotFound
+		}
+		return v.checkResolved(dir)
+	}
+	top := strings.TrimSuffix(v.volReal(), "/")
+	if real != top && !strings.HasPrefix(real, top+"/") {
+		return ErrNotFound
+	}
+	if inState(top, real) {
+		return ErrNotFound
+	}
+	return nil
+}

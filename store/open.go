@@ -53,29 +53,30 @@ func (v *Volume) openRegular(rel string, flag int) (*os.File, fs.FileInfo, error
 	return regularOnly(f)
 }
 
-// openLeaf opens the regular file name in folder dir (both clean) with
-// flag, without following a symbolic link in name's place: the folder is
-// resolved by the volume's root, and name is opened below it with
-// O_NOFOLLOW. For files only hoard makes (work files), which are never
-// links.
-func (v *Volume) openLeaf(dir, name string, flag int) (*os.File, fs.FileInfo, error) {
-	// The fast open first: one openat2 below the volume's folder that
-	// follows no link anywhere (so none in name's place either) and
-	// refuses a state folder by name; anything else (a link on the way
-	// to dir, a view, a missing file, an old kernel) goes the full way,
-	// which gives the answers their errors.
-	if f, ok := v.fastOpen(path.Join(dir, name), flag|unix.O_NOFOLLOW|unix.O_NONBLOCK); ok {
-		return regularOnly(f)
+// openDirChecked opens the folder dir (clean, reached) for *at calls:
+// the fast open where the path is plain, else through the root and
+// checked not to be (in) a state folder (guard.go). Never read the
+// result as a folder (ReadDir): a fast-opened one is not "in a root".
+func (v *Volume) openDirChecked(dir string) (*os.File, error) {
+	const flag = os.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NONBLOCK
+	if d, ok := v.fastOpen(dir, flag); ok {
+		return d, nil
 	}
-	d, err := v.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	d, err := v.root.OpenFile(dir, flag, 0)
 	if err == nil {
 		err = v.guard(d, dir) // never in a state folder (guard.go)
 	}
 	if err != nil {
-		return nil, nil, mapErr(err)
+		return nil, mapErr(err)
 	}
-	defer d.Close()
+	return d, nil
+}
+
+// leafAt opens the regular file name in the open folder d (which is dir)
+// without following a link in name's place.
+func (v *Volume) leafAt(d *os.File, dir, name string, flag int) (*os.File, fs.FileInfo, error) {
 	var fd int
+	var err error
 	for {
 		fd, err = unix.Openat(int(d.Fd()), name, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if !errors.Is(err, syscall.EINTR) {

@@ -136,16 +136,26 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 	work := name + PartialSuffix
 	// A work file is hoard's own: never a link (which could lead the
 	// chunks into another file), a fifo or a device.
-	f, _, err := v.openLeaf(d, work, os.O_RDWR)
+	// The folder is held from here to the publish (or Close): a chunk
+	// post that completes the upload publishes and drops the work file
+	// by descriptor, with no walk to the folder again; place re-checks
+	// where the held folder is now (guard.go).
+	dirf, err := v.openDirChecked(d)
 	if err != nil {
 		return nil, err
 	}
-	return &Temp{File: f, v: v, dir: d, name: work}, nil
+	f, _, err := v.leafAt(dirf, d, work, os.O_RDWR)
+	if err != nil {
+		dirf.Close()
+		return nil, err
+	}
+	return &Temp{File: f, v: v, dir: d, name: work, dirf: dirf}, nil
 }
 
 // Close closes the work file and keeps it on disk (to be opened again with
 // OpenPartial). The Temp cannot be published afterwards.
 func (t *Temp) Close() error {
+	t.releaseDir()
 	if t.linked {
 		t.linked = false
 		return t.File.Close()
@@ -181,7 +191,13 @@ func (t *Temp) DropWork() error {
 		return nil
 	}
 	t.linked = false
-	err := t.v.root.Remove(path.Join(t.dir, t.name))
+	var err error
+	if t.dirf != nil {
+		err = unlinkAt(t.dirf, t.name, false) // the folder published in
+		t.releaseDir()
+	} else {
+		err = t.v.root.Remove(path.Join(t.dir, t.name))
+	}
 	if err == nil || errors.Is(err, fs.ErrNotExist) {
 		// The published file (same inode) needs no mark.
 		unix.Fremovexattr(int(t.File.Fd()), partialMark)

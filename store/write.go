@@ -257,7 +257,9 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	}
 	if t.dirf != nil {
 		err = t.v.syncDirOf(t.dirf, t.dir)
-		t.releaseDir()
+		if !keep {
+			t.releaseDir() // kept for DropWork otherwise
+		}
 	} else {
 		err = t.v.syncDir(t.dir)
 	}
@@ -330,7 +332,14 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool, hel
 	// (guard.go): a folder swapped for a link between steps cannot send
 	// the file elsewhere, into the state folder least of all.
 	dirf := held
-	if dirf == nil {
+	if dirf != nil {
+		// Held since the upload began: the folder may have been moved
+		// meanwhile, out of the volume or into a state folder. Where it
+		// is now decides (guard.go).
+		if err := v.checkHeld(dirf, dir); err != nil {
+			return "", err
+		}
+	} else {
 		var err error
 		dirf, _, err = v.openIn(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
 		if err != nil {

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A folder held open from an upload's start to its publish (a PUT's, an
+// up2k chunk post's) may be moved meanwhile: out of the volume, or into
+// the state folder. The publish is then refused, and nothing appears
+// outside the volume or in the state folder.
+func TestHeldFolderMovedAway(t *testing.T) {
+	outside := t.TempDir()
+	for _, how := range []string{"put", "up2k"} {
+		for _, to := range []string{"outside", "state"} {
+			t.Run(how+"-"+to, func(t *testing.T) {
+				st, dirs := openStore(t, "::A")
+				v, vol := st.Volumes()[0], dirs[0]
+				sub := how + "-" + to
+				var tmp *Temp
+				var err error
+				if how == "put" {
+					tmp, err = v.createTemp(sub, true) // as Ingest holds it
+				} else {
+					var c *Temp
+					c, _, err = v.CreatePartial(sub, "f.bin", 5, PartialOptions{})
+					if err == nil {
+						c.Close()
+						tmp, err = v.OpenPartial(sub, "f.bin")
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tmp.dirf == nil {
+					t.Fatal("the folder is not held")
+				}
+				if _, err := tmp.File.WriteAt([]byte("hello"), 0); err != nil {
+					t.Fatal(err)
+				}
+				dst := filepath.Join(outside, sub)
+				if to == "state" {
+					dst = filepath.Join(vol, HistName, sub)
+				}
+				if err := os.Rename(filepath.Join(vol, sub), dst); err != nil {
+					t.Fatal(err)
+				}
+				if how == "put" {
+					_, _, err = tmp.Publish("f.bin", PublishOptions{})
+				} else {
+					_, _, err = tmp.PublishLinked("f.bin", PublishOptions{})
+				}
+				tmp.Close()
+				if err == nil {
+					t.Error("published into a folder moved away")
+				}
+				if _, err := os.Lstat(filepath.Join(dst, "f.bin")); err == nil {
+					t.Errorf("f.bin appeared in the moved folder (%s)", to)
+				}
+			})
+		}
+	}
+}
