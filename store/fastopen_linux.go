@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"sync/atomic"
 
@@ -52,11 +53,25 @@ func volDir(src string, root *os.Root) *os.File {
 // fastOpen opens r (clean, relative) below v's folder in one openat2,
 // or reports false: the caller then takes the full way.
 func (v *Volume) fastOpen(r string, flag int) (*os.File, bool) {
-	if v.dir == nil || v.outer != nil || flag&(os.O_CREATE|os.O_TRUNC) != 0 || noOpenat2.Load() {
+	f, err, ok := v.fastOpenOrMissing(r, flag)
+	if err != nil {
 		return nil, false
 	}
+	return f, ok
+}
+
+// fastOpenOrMissing is fastOpen that also answers "not found" for good:
+// openat2 walks the path left to right and refuses the first link it
+// meets (ELOOP), so ENOENT means every folder before the missing name is
+// a plain folder and the name itself is nothing, not even a link — the
+// full way, which follows links, would meet the same missing name. The
+// error is then a *fs.PathError wrapping ENOENT, as os.Root gives it.
+func (v *Volume) fastOpenOrMissing(r string, flag int) (*os.File, error, bool) {
+	if v.dir == nil || v.outer != nil || flag&(os.O_CREATE|os.O_TRUNC) != 0 || noOpenat2.Load() {
+		return nil, nil, false
+	}
 	if r == "." || containsFold(r, HistName) {
-		return nil, false
+		return nil, nil, false
 	}
 	how := unix.OpenHow{
 		Flags:   uint64(flag | unix.O_CLOEXEC),
@@ -74,8 +89,12 @@ func (v *Volume) fastOpen(r string, flag int) (*os.File, bool) {
 		if errors.Is(err, unix.ENOSYS) {
 			noOpenat2.Store(true)
 		}
-		return nil, false
+		if errors.Is(err, unix.ENOENT) {
+			fastOpens.Add(1)
+			return nil, &fs.PathError{Op: "openat", Path: r, Err: err}, true
+		}
+		return nil, nil, false
 	}
 	fastOpens.Add(1)
-	return os.NewFile(uintptr(fd), v.root.Name()+"/"+r), true // named as os.Root names its files
+	return os.NewFile(uintptr(fd), v.root.Name()+"/"+r), nil, true // named as os.Root names its files
 }

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -120,5 +122,35 @@ func TestOpenPartialFast(t *testing.T) {
 			tmp.Close()
 			t.Errorf("OpenPartial(%s) opened a file in the state folder", d)
 		}
+	}
+}
+
+// A missing file is answered by the fast open alone (no second walk the
+// full way), with the error the full way gives; a missing name behind a
+// link still goes the full way, which follows the link.
+func TestFastOpenMissing(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v, vol := st.Volumes()[0], dirs[0]
+	if v.dir == nil {
+		t.Skip("no descriptor for the fast open")
+	}
+	mkfiles(t, vol, map[string]string{"a/b/c.txt": "x", "d/e.txt": "via link"})
+	os.Symlink("d", filepath.Join(vol, "ln"))
+	n := fastOpens.Load()
+	_, err := v.statIn("a/b/nope.txt")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("statIn of a missing file: %v, want not exist", err)
+	}
+	if noOpenat2.Load() {
+		t.Skip("this kernel has no openat2")
+	}
+	if fastOpens.Load() == n {
+		t.Error("a missing file was not answered by the fast open")
+	}
+	if _, err := v.statIn("ln/e.txt"); err != nil {
+		t.Errorf("statIn through a link inside the volume: %v", err)
+	}
+	if _, err := v.statIn("ln/nope.txt"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("statIn of a missing file behind a link: %v, want not exist", err)
 	}
 }

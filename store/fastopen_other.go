@@ -9,3 +9,7 @@ import "os"
 func volDir(src string, root *os.Root) *os.File { return nil }
 
 func (v *Volume) fastOpen(r string, flag int) (*os.File, bool) { return nil, false }
+
+func (v *Volume) fastOpenOrMissing(r string, flag int) (*os.File, error, bool) {
+	return nil, nil, false
+}

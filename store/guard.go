@@ -129,8 +129,8 @@ func (v *Volume) openIn(r string, flag int) (*os.File, string, error) {
 // package os, so a folder's entries read through one would be looked
 // up by path, not by descriptor.
 func (v *Volume) openFileIn(r string, flag int) (*os.File, string, error) {
-	if f, ok := v.fastOpen(r, flag); ok {
-		return f, r, nil
+	if f, err, ok := v.fastOpenOrMissing(r, flag); ok {
+		return f, r, err
 	}
 	return v.openIn(r, flag)
 }
