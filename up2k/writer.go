@@ -330,6 +330,22 @@ func (x *xfer) run(ctx context.Context, body io.Reader) {
 	x.m.posts.Add(1)
 	defer x.m.posts.Add(-1)
 	var werr, verr, cerr, rerr error
+	if x.inline() {
+		// A small post (each chunk one buffer, all of them fitting in
+		// the channels): the stages run one after the other on this
+		// goroutine, with the same code. Nothing would overlap anyway,
+		// and three goroutines and their hand-overs cost more than the
+		// post's own work.
+		rerr = x.readBody(ctx, body, pieces)
+		close(pieces)
+		werr = x.hashAndWrite(pieces, checks)
+		close(checks)
+		verr = x.verify(checks, verified)
+		close(verified)
+		cerr = x.confirm(context.WithoutCancel(ctx), verified)
+		x.setErr(cerr, werr, verr, rerr)
+		return
+	}
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() {
@@ -349,6 +365,30 @@ func (x *xfer) run(ctx context.Context, body io.Reader) {
 	rerr = x.readBody(ctx, body, pieces)
 	close(pieces)
 	wg.Wait()
+	x.setErr(cerr, werr, verr, rerr)
+}
+
+// inline reports whether the post is small enough for its stages to run
+// in turn on one goroutine: no sub-chunk state, no lanes, the whole body
+// one buffer at most (so each chunk is one piece) and every piece, check
+// and receipt fitting in its channel, so that no stage ever waits for a
+// later one.
+func (x *xfer) inline() bool {
+	if x.sub != nil || x.subOff != 0 || len(x.us) > ahead {
+		return false
+	}
+	var tot int64
+	for k, u := range x.us {
+		tot += x.t.length(u)
+		if x.lanes(k) {
+			return false
+		}
+	}
+	return tot <= bufSize
+}
+
+// setErr keeps the first failure, in the order the stages report it.
+func (x *xfer) setErr(cerr, werr, verr, rerr error) {
 	switch {
 	case cerr != nil:
 		x.err = cerr
