@@ -261,6 +261,14 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 		// A folder marker: S3 stores those only by a plain PUT of nothing.
 		r, size = strings.NewReader(""), 0
 	}
+	// Not cancelled with the request: a client that half-closes its
+	// connection once it has sent the whole body cancels the request's
+	// context (net/http sees its EOF) while the last part is still on its
+	// way, and the upload it was owed would be lost. A client gone before
+	// the end of its body stops the upload all the same: r fails, and
+	// minio-go aborts the multipart upload (which it could not do with a
+	// cancelled context either).
+	ctx = context.WithoutCancel(ctx)
 	ui, err := b.c.PutObject(ctx, b.bucket, key, r, size, po)
 	if err != nil {
 		return store.ObjectInfo{}, mapErr(err)

@@ -185,8 +185,13 @@ func startErr(t testing.TB, args ...string) (*server, error) {
 func launch(t testing.TB, dir string, args ...string) (*server, error) {
 	t.Helper()
 	trackSources()
+	var env []string
+	if onS3(t) { // the S3 leg (s3matrix_test.go): volumes in a bucket
+		args, env = s3Rewrite(t, args)
+	}
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = env
 	s := &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
 	// Standard output and error share one pipe, read in order: whatever
 	// hoard logged before its address line is in s.logs when start
@@ -289,6 +294,7 @@ func (s *server) do(t *testing.T, method, path string, body []byte, hdr ...strin
 // response with its body read.
 func roundTrip(t *testing.T, req *http.Request, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
+	s3Gate(t)
 	for _, h := range hdr {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
@@ -323,6 +329,9 @@ func writeFile(t *testing.T, dir, rel string, data []byte) string {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if m, key, ok := s3Path(p); ok {
+		m.Put(t, s3MatrixBucket, key, data)
+	}
 	return p
 }
 
@@ -330,6 +339,9 @@ func writeFile(t *testing.T, dir, rel string, data []byte) string {
 // a refused request changed nothing.
 func tree(t *testing.T, dir string) []string {
 	t.Helper()
+	if m, key, ok := s3Path(dir); ok {
+		return s3Tree(t, m, key)
+	}
 	var out []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || p == dir {
@@ -403,6 +415,7 @@ func (s *server) getCtx(ctx context.Context, path string) (int, http.Header, []b
 // normalise some of them). It returns the response with its body read.
 func rawRequest(t *testing.T, s *server, method, target string, body []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
+	s3Gate(t)
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -441,6 +454,7 @@ func rawRequest(t *testing.T, s *server, method, target string, body []byte, hdr
 // the one response. The request may be incomplete on purpose.
 func sendRaw(t *testing.T, s *server, raw []byte) (*http.Response, []byte) {
 	t.Helper()
+	s3Gate(t)
 	c, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -582,7 +596,7 @@ func decodeJSONKeys(t *testing.T, body []byte, v any) map[string]json.RawMessage
 // cannot be read.
 func readFile(t *testing.T, p string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(p)
+	b, err := volReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,6 +625,10 @@ func snapshot(t *testing.T, dir string) map[string]string {
 			continue // the server's state (its logs of writes in progress) is not the volume's content
 		}
 		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if ms, key, ok := s3Path(p); ok {
+			m[rel] = s3Snapshot(ms, key)
+			continue
+		}
 		fi, err := os.Lstat(p)
 		if err != nil {
 			continue // vanished meanwhile
@@ -620,7 +638,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 			continue
 		}
 		b, _ := os.ReadFile(p)
-		m[rel] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
+		m[rel] = snapshotEntry(b)
 	}
 	return m
 }
@@ -645,7 +663,7 @@ func wantSameSnapshot(t *testing.T, before, after map[string]string) {
 // readVolumeFile returns the bytes of rel in dir, failing when it is missing.
 func readVolumeFile(t *testing.T, dir, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	b, err := volReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
 		t.Fatalf("stored file %s: %v", rel, err)
 	}
@@ -662,13 +680,31 @@ func wantFile(t *testing.T, dir, rel string, want []byte) {
 }
 
 func pathExists(dir, rel string) bool {
-	_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel)))
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if m, key, ok := s3Path(p); ok {
+		return s3Exists(m, key)
+	}
+	_, err := os.Lstat(p)
 	return err == nil
+}
+
+// volReadFile is os.ReadFile, from the bucket for a path in a volume of
+// the S3 leg (s3matrix_test.go).
+func volReadFile(p string) ([]byte, error) {
+	m, key, ok := s3Path(p)
+	if !ok {
+		return os.ReadFile(p)
+	}
+	b, found, err := s3Read(m, key)
+	if err == nil && !found {
+		err = fmt.Errorf("%s (object %s): %w", p, key, os.ErrNotExist)
+	}
+	return b, err
 }
 
 // fileHolds reports whether the file below dir holds exactly want.
 func fileHolds(dir, rel, want string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	b, err := volReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	return err == nil && string(b) == want
 }
 
@@ -976,12 +1012,21 @@ func postChunksNoFail(s *server, purl, wark, hdrHash string, body []byte, hdr ..
 // no work file is left next to it.
 func wantUploaded(t *testing.T, p string, data []byte, lmod int64) {
 	t.Helper()
-	got, err := os.ReadFile(p)
+	got, err := volReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, data) {
 		t.Fatalf("%s: %d bytes differ from the %d sent", p, len(got), len(data))
+	}
+	if m, key, ok := s3Path(p); ok {
+		if got, err := s3Lmod(m, key); err != nil || (lmod != 0 && got != lmod) {
+			t.Fatalf("%s: mtime %d (%v), want lmod %d", p, got, err, lmod)
+		}
+		if s3Exists(m, key+".PARTIAL") {
+			t.Fatalf("%s.PARTIAL in the bucket", p)
+		}
+		return
 	}
 	fi, _ := os.Stat(p)
 	if lmod != 0 && fi.ModTime().Unix() != lmod {
