@@ -688,6 +688,18 @@ func pathExists(dir, rel string) bool {
 	return err == nil
 }
 
+// mkdirVol makes the folder p (and its parents), as a marker object for
+// a path in a volume of the S3 leg.
+func mkdirVol(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if m, key, ok := s3Path(p); ok {
+		m.Put(t, s3MatrixBucket, key+"/", nil)
+	}
+}
+
 // volReadFile is os.ReadFile, from the bucket for a path in a volume of
 // the S3 leg (s3matrix_test.go).
 func volReadFile(p string) ([]byte, error) {
