@@ -167,6 +167,11 @@ var s3NotBuilt = map[string]string{
 	"TestSearchTags":               "search, tags (s3idx)",
 	"TestSearchTagsWithoutFFprobe": "search, tags (s3idx)",
 	"TestUp2kFileKeyAndSearch":     "search (s3idx)",
+
+	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.
+	"TestUp2kSameContentElsewhere": "identical content elsewhere: copied or linked at the handshake, dedup, nodupe",
+	"TestUp2kCollisionAndReplace":  "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
+	"TestUp2kBusyChunk":            "a chunk busy on another connection",
 }
 
 // s3DiskOnly: tests of what only a local folder has; they stay skipped.
