@@ -423,6 +423,10 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 		}
 		w.Chunks++
 	}
+	// The body is in and stored: what follows must not depend on the
+	// client, which may have half-closed its connection once it sent the
+	// body (net/http then cancels the request's context).
+	ctx = context.WithoutCancel(ctx)
 	return m.remoteMaybeFinish(ctx, v, rs, w)
 }
 
@@ -547,6 +551,7 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 		if err != nil {
 			return w, err
 		}
+		ctx = context.WithoutCancel(ctx) // the piece is in: its hash state follows, whatever the client does
 		st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
 		if err == nil {
 			_, err = v.UpPut(ctx, name+".h", bytes.NewReader(st), int64(len(st)), false)
@@ -568,6 +573,7 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 	if err != nil {
 		return w, err
 	}
+	ctx = context.WithoutCancel(ctx) // the chunk is in: joining it does not depend on the client
 	parts := make([]string, 0, len(run)+1)
 	for _, pc := range run {
 		parts = append(parts, pc.name)

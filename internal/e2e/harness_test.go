@@ -185,8 +185,8 @@ func startErr(t testing.TB, args ...string) (*server, error) {
 func launch(t testing.TB, dir string, args ...string) (*server, error) {
 	t.Helper()
 	trackSources()
-	var env []string
-	if onS3(t) { // the S3 leg (s3matrix_test.go): volumes in a bucket
+	env := testEnv(t) // nil: hoard inherits the test's environment
+	if onS3(t) {      // the S3 leg (s3matrix_test.go): volumes in a bucket
 		args, env = s3Rewrite(t, args)
 	}
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)

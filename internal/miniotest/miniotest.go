@@ -226,7 +226,12 @@ func (m *Server) spawn(t testing.TB) {
 	m.logs = &logBuf{}
 	args := append([]string{"server", "--quiet", "--address", m.Addr, "--console-address", "127.0.0.1:" + strconv.Itoa(freePort(t))}, m.drives...)
 	cmd := exec.Command(m.bin, args...)
-	cmd.Env = append(os.Environ(), "MINIO_CI_CD=on", "MINIO_ROOT_USER="+User, "MINIO_ROOT_PASSWORD="+Pass, "MINIO_BROWSER=off", "MINIO_UPDATE=off")
+	// _MINIO_SERVER_LOCAL names this process's own endpoint of a
+	// distributed set: in a container (/.dockerenv, Kubernetes) MinIO
+	// will not take a loopback host for its own and waits forever for
+	// it "to resolve to a valid IP". It is read only there, and only
+	// for host:port endpoints.
+	cmd.Env = append(os.Environ(), "MINIO_CI_CD=on", "MINIO_ROOT_USER="+User, "MINIO_ROOT_PASSWORD="+Pass, "MINIO_BROWSER=off", "MINIO_UPDATE=off", "_MINIO_SERVER_LOCAL="+m.Addr)
 	cmd.Stdout, cmd.Stderr = m.logs, m.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting minio: %v", err)
