@@ -174,6 +174,53 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	return oi, nil
 }
 
+// maxCopy is the largest object S3 copies as one part (UploadPartCopy).
+const maxCopy = 5 << 30
+
+// ErrNoCopy: UpCopy cannot copy that source (empty, or over 5 GiB).
+var ErrNoCopy = errors.New("store: no server-side copy of that object")
+
+// UpCopy publishes the file rel as a server-side copy of the file src of
+// the same volume (an upload's content found published elsewhere), with
+// the uploader's metadata and opt.Meta in place of src's: no byte passes
+// through hoard. Without Replace a taken name is ErrExists (wrapped).
+// ErrNotFound when src is gone, or changed while it was copied (the copy
+// is removed again); ErrNoCopy when empty or above 5 GiB (one part's
+// most: upload it instead).
+func (v *Volume) UpCopy(ctx context.Context, rel, src string, opt UpPublish) (ObjectInfo, error) {
+	r, err := cleanRel(rel)
+	if err != nil || r == "." {
+		return ObjectInfo{}, fmt.Errorf("store: publish at %q: %w", rel, ErrBadName)
+	}
+	s, err := cleanRel(src)
+	if err != nil || s == "." || v.obj == nil {
+		return ObjectInfo{}, fmt.Errorf("store: copy of %q: %w", src, ErrBadName)
+	}
+	soi, err := v.obj.Stat(ctx, v.key(s))
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if soi.Size > maxCopy || soi.Size == 0 {
+		return ObjectInfo{}, fmt.Errorf("store: copy of %q (%d bytes): %w", src, soi.Size, ErrNoCopy)
+	}
+	meta := map[string]string{"hoard-uploader": opt.User, "hoard-ip": opt.IP, "hoard-at": v.store.now().UTC().Format(time.RFC3339Nano)}
+	for k, val := range opt.Meta {
+		meta[k] = val
+	}
+	oi, err := v.obj.Compose(ctx, v.key(r), []ObjectInfo{soi}, ObjectPut{NoClobber: !opt.Replace, Meta: meta})
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if now, err := v.obj.Stat(ctx, v.key(s)); err != nil || now.ETag != soi.ETag {
+		// The source changed while it was copied: the copy may hold
+		// other bytes than its metadata says.
+		v.obj.Delete(context.WithoutCancel(ctx), oi.Key)
+		return ObjectInfo{}, fmt.Errorf("store: copy of %q: the source changed: %w", src, ErrNotFound)
+	}
+	v.store.log.Info("stored", "volume", "/"+v.VPath, "key", oi.Key, "bytes", oi.Size, "via", "up2k copy")
+	return oi, nil
+}
+
 // UpAbort aborts the unfinished multipart uploads of the file rel begun
 // before before: what a node that died while publishing it left.
 func (v *Volume) UpAbort(ctx context.Context, rel string, before time.Time) error {

@@ -204,6 +204,8 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 				if rep, ok := m.remoteDone(ctx, h.Vol, rs); ok {
 					return rep, nil
 				}
+			} else if rep, ok, err := m.remoteCopy(ctx, h, rs); ok || err != nil {
+				return rep, err
 			}
 			// Published elsewhere, or since gone: that record is only a
 			// hint for its own client; this is a new upload.
@@ -248,6 +250,52 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 		return Reply{Name: rec.Name, Dir: rec.Dir, Size: rec.Size, Lmod: rec.Lmod, Need: need, Wark: wark, Sparse: true}, nil
 	}
 	return Reply{}, &Error{Kind: Unavailable, Msg: "the upload changed under this handshake several times; try again", RetryAfter: time.Second}
+}
+
+// remoteCopy answers a handshake whose content was published at another
+// path of the volume (the session record's Final) by a server-side copy
+// to the asked name, as on disk (existing, clone): nothing is asked for.
+// Clients rely on it: u2c sends a file's duplicates in one run only as
+// a last handshake, and drops what that asks for. Only for an uploader
+// who may read (else the answer would tell that the content is here),
+// and only while the file there still has this content. ok is false
+// when the content must be uploaded.
+func (m *Manager) remoteCopy(ctx context.Context, h Handshake, rs *remoteSess) (Reply, bool, error) {
+	v, rec := h.Vol, rs.rec
+	if !h.MayRead {
+		return Reply{}, false, nil
+	}
+	oi, err := v.UpStat(ctx, rec.Final)
+	if err != nil || oi.Meta["hoard-wark"] != rec.Wark {
+		return Reply{}, false, nil
+	}
+	if h.Rand || v.Flags().Rand {
+		h.Name = randomName(v.Flags().NRand, h.Name)
+	}
+	replace, err := m.remoteReplace(ctx, h)
+	if err != nil {
+		return Reply{}, false, err
+	}
+	for range 4 {
+		name, err := v.UpFreeName(ctx, h.Dir, h.Name, h.IP, replace)
+		if err != nil {
+			return Reply{}, false, err
+		}
+		rel := path.Join(h.Dir, name)
+		_, err = v.UpCopy(ctx, rel, rec.Final, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Meta: publishMeta(rec.Wark, h.Lmod)})
+		switch {
+		case err == nil:
+			m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", rec.Size, "user", h.User, "ip", h.IP, "store", "object", "copy_of", rec.Final)
+			return Reply{Name: name, Dir: h.Dir, Size: rec.Size, Lmod: h.Lmod, Need: []string{}, Wark: rec.Wark, Sparse: true}, true, nil
+		case errors.Is(err, store.ErrExists):
+			continue // taken meanwhile: choose again
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrNoCopy):
+			return Reply{}, false, nil
+		default:
+			return Reply{}, false, err
+		}
+	}
+	return Reply{}, false, nil
 }
 
 // remoteDone answers a handshake for a published upload, when its file

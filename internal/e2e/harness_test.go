@@ -187,6 +187,7 @@ func launch(t testing.TB, dir string, args ...string) (*server, error) {
 	trackSources()
 	env := testEnv(t) // nil: hoard inherits the test's environment
 	if onS3(t) {      // the S3 leg (s3matrix_test.go): volumes in a bucket
+		s3Gate(t)
 		args, env = s3Rewrite(t, args)
 	}
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
@@ -698,6 +699,30 @@ func mkdirVol(t *testing.T, p string) {
 	if m, key, ok := s3Path(p); ok {
 		m.Put(t, s3MatrixBucket, key+"/", nil)
 	}
+}
+
+// volMtime is the file's mtime; for a path in a volume of the S3 leg the
+// object's hoard-lmod (the up2k client's mtime), else its LastModified.
+func volMtime(p string) (time.Time, error) {
+	if m, key, ok := s3Path(p); ok {
+		s, err := s3Lmod(m, key)
+		return time.Unix(s, 0), err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
+}
+
+// volIsFile says whether p is a file (an object, in the S3 leg).
+func volIsFile(p string) bool {
+	if m, key, ok := s3Path(p); ok {
+		_, found, err := s3Read(m, key)
+		return err == nil && found
+	}
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // volReadFile is os.ReadFile, from the bucket for a path in a volume of
@@ -1813,15 +1838,15 @@ func u2cSameTree(t *testing.T, src, dst string) int {
 		}
 		rel, _ := filepath.Rel(src, p)
 		a, _ := os.ReadFile(p)
-		b, err := os.ReadFile(filepath.Join(dst, rel))
+		b, err := volReadFile(filepath.Join(dst, rel))
 		if err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s: not uploaded intact (%v)", rel, err)
 			return nil
 		}
 		fa, _ := os.Stat(p)
-		fb, _ := os.Stat(filepath.Join(dst, rel))
-		if fa.ModTime().Unix() != fb.ModTime().Unix() {
-			t.Errorf("%s: mtime %v, want %v", rel, fb.ModTime(), fa.ModTime())
+		mb, err := volMtime(filepath.Join(dst, rel))
+		if err != nil || fa.ModTime().Unix() != mb.Unix() {
+			t.Errorf("%s: mtime %v (%v), want %v", rel, mb, err, fa.ModTime())
 		}
 		n++
 		return nil

@@ -129,6 +129,27 @@ var s3MatrixTests = map[string]func(*testing.T){
 	"TestUp2kSingleHash":                TestUp2kSingleHash,
 	"TestUp2kBadHandshakes":             TestUp2kBadHandshakes,
 	"TestUp2kBadChunks":                 TestUp2kBadChunks,
+	"TestUp2kHandshakeFlood":            TestUp2kHandshakeFlood,
+	"TestUp2kUnfinishedCaps":            TestUp2kUnfinishedCaps,
+	"TestUp2kDiskFull":                  TestUp2kDiskFull,
+	// up2k_u2c_test.go (copyparty's u2c.py: HOARD_U2C), up_test.go (hoard up)
+	"TestUp2kU2C":          TestUp2kU2C,
+	"TestU2CSearchURLs":    TestU2CSearchURLs,
+	"TestUpTree":           TestUpTree,
+	"TestUpPlainOutput":    TestUpPlainOutput,
+	"TestUpKilledResumes":  TestUpKilledResumes,
+	"TestUpServerRestart":  TestUpServerRestart,
+	"TestUpDeleteRemote":   TestUpDeleteRemote,
+	"TestUpFlakyProxy":     TestUpFlakyProxy,
+	"TestUpFileChanges":    TestUpFileChanges,
+	"TestUpBadArgs":        TestUpBadArgs,
+	"TestUpCopyparty":      TestUpCopyparty,
+	"TestUpTLS":            TestUpTLS,
+	"TestUpMemoryBounded":  TestUpMemoryBounded,
+	"TestUpTouchOverwrite": TestUpTouchOverwrite,
+	// archive_mounts_test.go
+	"TestArchiveMounts":         TestArchiveMounts,
+	"TestArchiveVirtualFolders": TestArchiveVirtualFolders,
 }
 
 // s3NotBuilt: tests of features not built on S3 volumes yet, with who
@@ -151,6 +172,8 @@ var s3NotBuilt = map[string]string{
 	"TestArchiveModifierForms":        "tar/zip (s3ops)",
 	"TestArchiveCap":                  "tar/zip (s3ops)",
 	"TestZipListAndGet":               "zip members (s3ops)",
+	"TestArchiveMounts":               "tar/zip (s3ops)",
+	"TestArchiveVirtualFolders":       "tar/zip (s3ops)",
 	"TestZipPermissions":              "zip members (s3ops)",
 	"TestZipBadInput":                 "zip members (s3ops)",
 
@@ -167,11 +190,16 @@ var s3NotBuilt = map[string]string{
 	"TestSearchTags":               "search, tags (s3idx)",
 	"TestSearchTagsWithoutFFprobe": "search, tags (s3idx)",
 	"TestUp2kFileKeyAndSearch":     "search (s3idx)",
+	"TestU2CSearchURLs":            "search (s3idx)",
+	"TestUpTouchOverwrite":         "--touch (umod): an identical file's mtime set at the handshake",
 
 	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.
-	"TestUp2kSameContentElsewhere": "identical content elsewhere: copied or linked at the handshake, dedup, nodupe",
-	"TestUp2kCollisionAndReplace":  "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
-	"TestUp2kBusyChunk":            "a chunk busy on another connection",
+	"TestUp2kSameContentElsewhere/dedup":  "dedup (refused at start on S3 volumes)",
+	"TestUp2kSameContentElsewhere/nodupe": "nodupe (refused at start on S3 volumes)",
+	"TestUp2kCollisionAndReplace":         "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
+	"TestUp2kBusyChunk":                   "a chunk busy on another connection",
+	"TestUp2kHandshakeFlood":              "caps on unfinished uploads per address (--reg-cap-ip): S3 sessions are not counted",
+	"TestUp2kUnfinishedCaps":              "caps on unfinished uploads per address (--reg-cap-ip): S3 sessions are not counted",
 }
 
 // s3DiskOnly: tests of what only a local folder has; they stay skipped.
@@ -180,6 +208,9 @@ var s3DiskOnly = map[string]string{
 	"TestListingText/ls=t":                            mtimeSet + "; a folder has none",
 
 	"TestListingSymlinks":                "symlinks",
+	"TestUp2kDiskFull":                   "a full disk (free space of the volume's folder)",
+	"TestUpKilledResumes":                "exact byte accounting of a killed upload: on S3 a chunk whose whole body arrived is kept though its answer never reached the client (the store's round trip widens that window)",
+	"TestUp2kSameContentElsewhere/copy":  "hard links, a source changed on disk (on S3: TestS3Up2kSameContentElsewhere)",
 	"TestArchiveZip64":                   "sparse files of 4 GiB and more",
 	"TestZipZip64":                       "sparse files of 4 GiB and more",
 	"TestArchiveUnreadable":              "files made unreadable with chmod",
@@ -413,6 +444,23 @@ func s3Lmod(m *miniotest.Server, key string) (int64, error) {
 		}
 	}
 	return oi.LastModified.Unix(), nil
+}
+
+// s3ChunkObjects counts the up2k chunk objects in the session area of the
+// volume folder vol.
+func s3ChunkObjects(t testing.TB, vol string) int {
+	t.Helper()
+	m, key, ok := s3Path(vol)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for oi := range m.Client.ListObjects(context.Background(), s3MatrixBucket, minio.ListObjectsOptions{Prefix: key + "/.hist/up2k/", Recursive: true}) {
+		if oi.Err == nil && strings.Contains(oi.Key, "/c/") {
+			n++
+		}
+	}
+	return n
 }
 
 // s3Snapshot is snapshot's entry for rel below key.
