@@ -257,12 +257,13 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 // to the asked name, as on disk (existing, clone): nothing is asked for.
 // Clients rely on it: u2c sends a file's duplicates in one run only as
 // a last handshake, and drops what that asks for. Only for an uploader
-// who may read (else the answer would tell that the content is here),
-// and only while the file there still has this content. ok is false
-// when the content must be uploaded.
+// who may read, or whose own upload (same account and address) the
+// source was — else the answer would tell someone that the content is
+// here — and only while the file there still has this content. ok is
+// false when the content must be uploaded.
 func (m *Manager) remoteCopy(ctx context.Context, h Handshake, rs *remoteSess) (Reply, bool, error) {
 	v, rec := h.Vol, rs.rec
-	if !h.MayRead {
+	if !h.MayRead && (rec.User != h.User || rec.IP != h.IP) {
 		return Reply{}, false, nil
 	}
 	oi, err := v.UpStat(ctx, rec.Final)

@@ -54,10 +54,19 @@ func TestS3Up2kSameContentElsewhere(t *testing.T) {
 	wantObject(t, m, "vol", "pre/c/"+rep.Name, f.data)
 	wantObject(t, m, "vol", "pre/c/taken.bin", []byte("other"))
 
-	// Write-only: no copy, an upload.
-	rep = up2kHandshake(t, s, "/s3/w/", "mine.bin", f, 1700000000, nil, basicAuth("w:wpw"))
+	// Write-only: no copy of someone else's upload, an upload.
+	w := basicAuth("w:wpw")
+	rep = up2kHandshake(t, s, "/s3/w/", "mine.bin", f, 1700000000, nil, w)
 	if len(rep.Hash) == 0 {
 		t.Fatal("a write-only uploader got a copy of content it may not read")
 	}
-	wantS3Settled(t, m, "vol", "pre/")
+	// But of its own: u2c run by a write-only account sends a tree's
+	// duplicates the same way.
+	g := newUp2kFile(seededBytes(99, 2<<20+3))
+	up2kUpload(t, s, "/s3/w/", "own.bin", g, 1600000000, 2, w)
+	rep = up2kHandshake(t, s, "/s3/w/", "own-again.bin", g, 1600000000, nil, w)
+	if len(rep.Hash) != 0 || rep.Name != "own-again.bin" {
+		t.Fatalf("a write-only uploader's own duplicate: need %d, name %q; want a copy", len(rep.Hash), rep.Name)
+	}
+	wantObject(t, m, "vol", "pre/w/own-again.bin", g.data)
 }
