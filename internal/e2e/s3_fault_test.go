@@ -212,6 +212,16 @@ func TestS3FaultStoreDown(t *testing.T) {
 	if after := m.Keys(t, "vol"); !slices.Equal(after, keys) {
 		t.Errorf("the refused requests changed the bucket: %q, then %q", keys, after)
 	}
+	// The set may still be settling (MinIO answers some requests with
+	// "server not initialized" for a while after a restart, which hoard
+	// passes on as 503 + Retry-After): like any client, retry those.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		resp, body = postHandshake(t, s, "/s3/", hs)
+		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+	}
+	wantStatus(t, resp, body, http.StatusOK)
 	again := up2kHandshake(t, s, "/s3/", "up.bin", f, 1600000000, nil)
 	var want []string
 	for i, h := range f.hashes {
@@ -223,7 +233,19 @@ func TestS3FaultStoreDown(t *testing.T) {
 		t.Fatalf("after the outage the session needs %d chunks, want exactly the %d never acknowledged", len(again.Hash), len(want))
 	}
 	for _, h := range again.Hash {
-		postChunk(t, s, again, f, f.index(h))
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			resp, body = postChunks(t, s, again.Purl, again.Wark, h, f.chunk(f.index(h)))
+			if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				break
+			}
+			if resp.Header.Get("Retry-After") == "" {
+				t.Errorf("a 503 without Retry-After: %s", body)
+			}
+		}
+		wantStatus(t, resp, body, http.StatusOK)
+		if string(body) != "thank" {
+			t.Fatalf("chunk: %q", body)
+		}
 	}
 	wantObject(t, m, "vol", "pre/up.bin", f.data)
 	wantS3Settled(t, m, "vol", "pre/")

@@ -191,6 +191,7 @@ var s3NotBuilt = map[string]string{
 	"TestSearchTagsWithoutFFprobe": "search, tags (s3idx)",
 	"TestUp2kFileKeyAndSearch":     "search (s3idx)",
 	"TestU2CSearchURLs":            "search (s3idx)",
+	"TestUpTree/search":            "search (s3idx)",
 	"TestUpTouchOverwrite":         "--touch (umod): an identical file's mtime set at the handshake",
 
 	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.

@@ -197,6 +197,24 @@ func (s *Set) Run(t testing.TB) {
 	for _, m := range s.Nodes {
 		m.waitReady(t, 90*time.Second)
 	}
+	// Each process ready is not yet the set able to write: wait for
+	// the cluster's write quorum too, as a load balancer's check would.
+	deadline := time.Now().Add(90 * time.Second)
+	for _, m := range s.Nodes {
+		for {
+			resp, err := http.Get(m.Endpoint() + "/minio/health/cluster")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the distributed set has no write quorum at %s\nlog:\n%s", m.Addr, m.logs)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
 
 // Halt stops every process (SIGTERM); their drives stay.
