@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -351,8 +352,8 @@ func (b *Bucket) Compose(ctx context.Context, dst string, srcs []store.ObjectInf
 			r := &joinReader{b: b, ctx: ctx, srcs: srcs[i:j], base: i, check: opt.Check}
 			op, err := b.core.PutObjectPart(ctx, b.bucket, dst, id, len(parts)+1, r, size, minio.PutObjectPartOptions{})
 			r.Close()
-			if r.err != nil {
-				return store.ObjectInfo{}, r.err
+			if err := r.failure(); err != nil {
+				return store.ObjectInfo{}, err
 			}
 			if err != nil {
 				return store.ObjectInfo{}, mapErr(err)
@@ -381,9 +382,22 @@ type joinReader struct {
 	cur   io.ReadCloser
 	r     io.Reader
 	err   error // a source's or check's failure, kept for the caller
+	mu    sync.Mutex
+}
+
+// failure is a source's or check's failure. Read runs on the
+// transport's goroutine, which may still be in it after the part's PUT
+// returned with an error (net/http closes a request body in its own
+// time): mu keeps Read, Close and failure apart.
+func (j *joinReader) failure() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
 }
 
 func (j *joinReader) Read(p []byte) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	for {
 		if j.err != nil {
 			return 0, j.err
@@ -419,6 +433,8 @@ func (j *joinReader) Read(p []byte) (int, error) {
 }
 
 func (j *joinReader) Close() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.cur != nil {
 		j.cur.Close()
 		j.cur, j.r = nil, nil

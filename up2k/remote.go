@@ -460,12 +460,13 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 		n := t.length(u)
 		cr := newCheckReader(p.Body, n, t.sentOf(u), t.cmp(u))
 		_, err := v.UpPut(ctx, chunkObject(p.Wark, t.key(u)), cr, n, false)
-		w.Bytes += cr.got
-		if cr.err != nil { // the body's own fault wins: the put was aborted for it
-			if cr.bad {
+		got, bad, crErr := cr.result()
+		w.Bytes += got
+		if crErr != nil { // the body's own fault wins: the put was aborted for it
+			if bad {
 				m.badChunks.Add(1)
 			}
-			return w, cr.err
+			return w, crErr
 		}
 		if err != nil {
 			return w, err
@@ -593,15 +594,16 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 	if !last {
 		hr := &hashReader{r: io.LimitReader(p.Body, p.Length), h: h, want: p.Length}
 		_, err := v.UpPut(ctx, name, hr, p.Length, false)
-		w.Bytes = hr.n
-		if hr.err != nil { // the body's own fault wins: the put was aborted for it
-			return w, hr.err
+		n, hrErr := hr.result()
+		w.Bytes = n
+		if hrErr != nil { // the body's own fault wins: the put was aborted for it
+			return w, hrErr
 		}
 		if err != nil {
 			return w, err
 		}
 		ctx = context.WithoutCancel(ctx) // the piece is in: its hash state follows, whatever the client does
-		st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+		st, err := hr.state()
 		if err == nil {
 			_, err = v.UpPut(ctx, name+".h", bytes.NewReader(st), int64(len(st)), false)
 		}
@@ -610,14 +612,15 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 	cr := newCheckReader(p.Body, p.Length, t.sentOf(u), t.cmp(u))
 	cr.h = h
 	_, err = v.UpPut(ctx, name, cr, p.Length, false)
-	w.Bytes = cr.got
-	if cr.err != nil {
-		if cr.bad {
+	got, bad, crErr := cr.result()
+	w.Bytes = got
+	if crErr != nil {
+		if bad {
 			m.badChunks.Add(1)
 			reset()
 			v.UpDelete(ctx, name)
 		}
-		return w, cr.err
+		return w, crErr
 	}
 	if err != nil {
 		return w, err
@@ -642,17 +645,37 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 // hashReader hashes the want bytes read through it; a body that ends
 // or fails before them is its err (a short body, the client's fault).
 type hashReader struct {
+	mu      sync.Mutex // see checkReader
 	r       io.Reader
 	h       hash.Hash
 	n, want int64
 	err     error
 }
 
+// result is what the reader saw so far (see checkReader.result).
+func (r *hashReader) result() (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, r.err
+}
+
+// state is the hash's state after what was read.
+func (r *hashReader) state() ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.h.(encoding.BinaryMarshaler).MarshalBinary()
+}
+
 func (r *hashReader) Read(p []byte) (int, error) {
-	if r.err != nil {
-		return 0, r.err
+	r.mu.Lock()
+	failed := r.err
+	r.mu.Unlock()
+	if failed != nil {
+		return 0, failed
 	}
-	k, err := r.r.Read(p)
+	k, err := r.r.Read(p) // unlocked: it may wait for the client
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.h.Write(p[:k])
 	r.n += int64(k)
 	if errors.Is(err, io.EOF) && r.n < r.want || err != nil && !errors.Is(err, io.EOF) {
@@ -855,7 +878,13 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 // last of them back until the digest matched cmp: a reader of it (an
 // object store's PUT) never sees the whole chunk unless it is intact, so
 // a chunk that fails leaves no object. err is the reader's own failure.
+//
+// Read runs on the object store client's goroutine, which may go on
+// reading after the Put returned (net/http's transport closes a request
+// body in its own time): the caller reads the outcome with result, and
+// the fields are guarded by mu, never held across the body's own Read.
 type checkReader struct {
+	mu        sync.Mutex
 	r         io.Reader
 	n, got    int64
 	sent, cmp string
@@ -868,16 +897,28 @@ func newCheckReader(r io.Reader, n int64, sent, cmp string) *checkReader {
 	return &checkReader{r: r, n: n, sent: sent, cmp: cmp, h: sha512.New()}
 }
 
+// result is the bytes read, whether they failed the digest, and the
+// reader's own failure, so far.
+func (c *checkReader) result() (got int64, bad bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.got, c.bad, c.err
+}
+
 func (c *checkReader) Read(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
+	c.mu.Lock()
+	failed, rem := c.err, c.n-c.got
+	c.mu.Unlock()
+	if failed != nil {
+		return 0, failed
 	}
-	rem := c.n - c.got
 	if rem == 0 {
 		return 0, io.EOF
 	}
 	if int64(len(p)) < rem {
-		k, err := c.r.Read(p)
+		k, err := c.r.Read(p) // unlocked: it may wait for the client
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.got += int64(k)
 		c.h.Write(p[:k])
 		if errors.Is(err, io.EOF) {
@@ -894,6 +935,8 @@ func (c *checkReader) Read(p []byte) (int, error) {
 	}
 	// This read ends the chunk: read the rest, then judge it.
 	k, err := io.ReadFull(c.r, p[:rem])
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.got += int64(k)
 	c.h.Write(p[:k])
 	if err != nil {
