@@ -210,13 +210,18 @@ var s3DiskOnly = map[string]string{
 
 	"TestListingSymlinks":                "symlinks",
 	"TestUp2kDiskFull":                   "a full disk (free space of the volume's folder)",
-	"TestUpKilledResumes":                "exact byte accounting of a killed upload: on S3 a chunk whose whole body arrived is kept though its answer never reached the client (the store's round trip widens that window)",
+	"TestUpKilledResumes":                killedAccounting,
+	"TestUpServerRestart":                killedAccounting,
 	"TestUp2kSameContentElsewhere/copy":  "hard links, a source changed on disk (on S3: TestS3Up2kSameContentElsewhere)",
 	"TestArchiveZip64":                   "sparse files of 4 GiB and more",
 	"TestZipZip64":                       "sparse files of 4 GiB and more",
 	"TestArchiveUnreadable":              "files made unreadable with chmod",
 	"TestArchiveChangedFileCutsTransfer": "a file changed on disk while it is sent",
 }
+
+// killedAccounting is why a test that counts each chunk acknowledged
+// exactly once across a kill is disk-only.
+const killedAccounting = "exact byte accounting of a killed upload: on S3 a chunk whose whole body arrived is kept though its answer never reached the client (the store's round trip widens that window)"
 
 // mtimeSet is why a test of times set with os.Chtimes is disk-only.
 const mtimeSet = "mtimes set from outside (an object's time is its LastModified)"
