@@ -314,7 +314,7 @@ func TestS3RefusedChangesNothing(t *testing.T) {
 	resp, body = s.do(t, "GET", "/s3/?tar", nil)
 	check("tar", http.StatusNotImplemented, resp, body)
 	resp, body = s.do(t, "GET", "/s3/keep.txt?th", nil)
-	check("thumbnail", http.StatusNotImplemented, resp, body)
+	check("thumbnail of a text file (the icon)", http.StatusOK, resp, body)
 	resp, body = s.do(t, "POST", "/s3/keep.txt?move=/s3/moved.txt", nil, auth)
 	check("move", http.StatusNotImplemented, resp, body)
 	resp, body = s.do(t, "POST", "/s3/", []byte("act=mkdir&name=keep.txt"), "Content-Type: application/x-www-form-urlencoded", auth)
