@@ -52,8 +52,9 @@ function saveStore(m) {
 
 // HashPool runs hash tasks on a few workers.
 class HashPool {
-  constructor(n, fallback) {
+  constructor(n, fallback, stats) {
     this.fallback = fallback;
+    this.stats = stats;
     this.idle = [];
     this.queue = [];
     this.waiting = new Map();
@@ -65,8 +66,11 @@ class HashPool {
         this.waiting.delete(ev.data.id);
         this.idle.push(w);
         this.next();
-        if (ev.data.error) cb.reject(new Error(ev.data.error));
-        else cb.resolve(ev.data.hash);
+        if (ev.data.error) return cb.reject(new Error(ev.data.error));
+        this.stats.read += ev.data.read;
+        this.stats.digest += ev.data.digest;
+        this.stats.hashed += cb.end - cb.start;
+        cb.resolve(ev.data.hash);
       };
       this.idle.push(w);
     }
@@ -113,7 +117,10 @@ export class Uploader {
     this.ondone = opts.ondone || (() => {});
     this.fallback = !!opts.fallback || !(self.crypto && self.crypto.subtle);
     const n = Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2)));
-    this.pool = new HashPool(n, this.fallback);
+    // where the time goes: posts and retries; milliseconds the workers
+    // spent reading files and digesting, and the bytes they hashed
+    this.stats = { posts: 0, retries: 0, read: 0, digest: 0, hashed: 0 };
+    this.pool = new HashPool(n, this.fallback, this.stats);
     this.jobs = [];
     this.conns = opts.conns || 4;
     this.active = 0; // chunk posts in flight
@@ -125,7 +132,6 @@ export class Uploader {
     this.rate = 0; // bytes per second, smoothed
     this.lastBytes = 0;
     this.lastT = performance.now();
-    this.stats = { posts: 0, retries: 0 };
     this.store = loadStore(); // unfinished uploads, saved to localStorage now and then
     this.saveT = 0;
     addEventListener('pagehide', () => this.flush());
@@ -160,6 +166,7 @@ export class Uploader {
         key, file, name, dir, rel: parts.concat(name).join('/'), size: file.size, lmod: file.lastModified / 1000,
         cs: chunkSize(file.size), hashes: null, hashed: 0, state: 'queued', err: '', sent: 0, inflight: 0,
         tries: 0, xhrs: new Set(), url: '', need: null, t0: 0,
+        tm: { add: performance.now() }, // when each step began or ended (ms)
       };
       const st = store[key];
       if (st && st.hashes && st.hashes.length === Math.ceil(job.size / job.cs)) {
@@ -201,6 +208,7 @@ export class Uploader {
 
   async hash(job) {
     job.state = 'hashing';
+    job.tm.hash = performance.now();
     this.hashing++;
     try {
       const n = Math.ceil(job.size / job.cs);
@@ -212,6 +220,7 @@ export class Uploader {
       job.hashes = await Promise.all(ps);
       if (job.state !== 'hashing') return; // cancelled meanwhile
       job.state = 'hashed';
+      job.tm.hashed = performance.now();
       this.record(job);
     } catch (e) {
       this.fail(job, 'cannot read the file: ' + e.message);
@@ -237,6 +246,7 @@ export class Uploader {
         return this.fail(job, msg);
       }
       const rep = JSON.parse(r.text);
+      job.tm.shaken = performance.now();
       job.name = rep.name || job.name;
       job.wark = rep.wark;
       job.purl = rep.purl;
@@ -335,6 +345,7 @@ export class Uploader {
 
   finish(job) {
     job.state = 'done';
+    job.tm.done = performance.now();
     job.err = '';
     job.sent = job.size;
     this.record(job);

@@ -115,6 +115,15 @@ func TestUIBench(t *testing.T) {
 					d := dropToDone(t, b, url, folder, dst, set.want)
 					times[sv.name] = append(times[sv.name], d)
 					t.Logf("round %d: %s: drop to done %v for %s", r+1, sv.name, d, set.name)
+					if sv.name == "hoard" {
+						// where the page's time went: the workers' reading and
+						// digesting (summed over workers), and the first file's steps
+						t.Logf("round %d: hoard's page: %s", r+1, evalJS[string](t, b, `(() => {
+							const s = window.hoardUp.stats, j = window.hoardUp.jobs[0].tm, ms = (x) => x === undefined ? '-' : Math.round(x - j.add) + ' ms';
+							return 'workers read ' + Math.round(s.read) + ' ms, digest ' + Math.round(s.digest) + ' ms for ' + (s.hashed >> 20) + ' MiB (' + Math.round((s.hashed / 1048576) / ((s.read + s.digest) / 1000)) + ' MB/s per worker busy); ' +
+								'first file: hashing from ' + ms(j.hash) + ', hashed ' + ms(j.hashed) + ', handshake answered ' + ms(j.shaken) + ', done ' + ms(j.done) + '; ' + s.posts + ' posts';
+						})()`))
+					}
 					os.RemoveAll(dst)
 				}
 			}
