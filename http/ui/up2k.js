@@ -4,6 +4,11 @@
 // missing; hashes of unfinished files are kept in localStorage).
 
 const MiB = 1 << 20;
+// SPAN is about how many bytes a hashing worker reads at once (whole
+// chunks): in Chromium a read costs about as much CPU as its digest, much
+// of it per read; 16 MiB reads hash a 1 GiB file about 1.4x faster than
+// one read per 4 MiB chunk (FileReaderSync is no better, 64 MiB worse).
+const SPAN = 16 * MiB;
 
 // chunkSize is the server's chunk size for a file of size bytes: 1 MiB
 // growing in copyparty's steps (x1.5, x2 ...) until the file has at most
@@ -70,15 +75,16 @@ class HashPool {
         this.stats.read += ev.data.read;
         this.stats.digest += ev.data.digest;
         this.stats.hashed += cb.end - cb.start;
-        cb.resolve(ev.data.hash);
+        cb.resolve(ev.data.hashes);
       };
       this.idle.push(w);
     }
   }
 
-  hash(file, start, end) {
+  // hash answers the hashes of the chunks of cs bytes in file[start, end).
+  hash(file, start, end, cs) {
     return new Promise((resolve, reject) => {
-      this.queue.push({ file, start, end, resolve, reject });
+      this.queue.push({ file, start, end, cs, resolve, reject });
       this.next();
     });
   }
@@ -88,7 +94,7 @@ class HashPool {
       const t = this.queue.shift();
       const id = ++this.seq;
       this.waiting.set(id, t);
-      this.idle.pop().postMessage({ id, file: t.file, start: t.start, end: t.end, fallback: this.fallback });
+      this.idle.pop().postMessage({ id, file: t.file, start: t.start, end: t.end, cs: t.cs, fallback: this.fallback });
     }
   }
 }
@@ -211,13 +217,14 @@ export class Uploader {
     job.tm.hash = performance.now();
     this.hashing++;
     try {
-      const n = Math.ceil(job.size / job.cs);
+      // spans of whole chunks, about SPAN bytes each, one read per span
+      const per = Math.max(1, Math.floor(SPAN / job.cs)) * job.cs;
       const ps = [];
-      for (let i = 0; i < n; i++) {
-        const s = i * job.cs, e = Math.min(job.size, s + job.cs);
-        ps.push(this.pool.hash(job.file, s, e).then((h) => { job.hashed += e - s; this.onchange(); return h; }));
+      for (let s = 0; s < job.size; s += per) {
+        const e = Math.min(job.size, s + per);
+        ps.push(this.pool.hash(job.file, s, e, job.cs).then((h) => { job.hashed += e - s; this.onchange(); return h; }));
       }
-      job.hashes = await Promise.all(ps);
+      job.hashes = (await Promise.all(ps)).flat();
       if (job.state !== 'hashing') return; // cancelled meanwhile
       job.state = 'hashed';
       job.tm.hashed = performance.now();
