@@ -201,6 +201,8 @@ async function load(path, push) {
 
 const can = (p) => !!(S.ls && S.ls.perms && S.ls.perms.includes(p));
 
+const coll = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+
 function sorted() {
   if (!S.ls) return [];
   const { key, dir } = S.sort;
@@ -208,7 +210,7 @@ function sorted() {
     let c = 0;
     if (key === 'size') c = a.sz - b.sz;
     else if (key === 'date') c = a.ts - b.ts;
-    if (c === 0) c = a.name.localeCompare(b.name, undefined, { numeric: true, sensitivity: 'base' });
+    if (c === 0) c = coll.compare(a.name, b.name);
     return c * dir;
   };
   const d = S.ls.dirs.map((e) => ({ ...e, dir: true })).sort(cmp);
@@ -240,7 +242,24 @@ function toolbar() {
     n ? `${n} selected · ` : '',
     'you may: ', (S.ls.perms || []).join(', ') || 'nothing here',
     S.ls.srvinf ? ' · disk: ' + S.ls.srvinf : '');
-  return [bar, info];
+  return h('div', { id: 'bar' }, bar, info);
+}
+
+// selChanged shows a change of the selection without rebuilding the
+// listing: the toolbar, and the rows in the page.
+function selChanged() {
+  const bar = document.getElementById('bar');
+  if (bar) bar.replaceWith(toolbar());
+  for (const el of app.querySelectorAll('#rows > [data-i]')) {
+    const e = S.rows[Number(el.dataset.i)];
+    const on = S.sel.has(e.href);
+    el.classList.toggle('sel', on);
+    const box = el.querySelector('input[type=checkbox]');
+    if (box) box.checked = on;
+  }
+  const all = document.getElementById('selall');
+  if (all) all.checked = S.rows.length > 0 && S.sel.size === S.rows.length;
+  say(S.sel.size + ' selected');
 }
 
 function toggleView() {
@@ -252,39 +271,71 @@ function toggleView() {
 function selBox(e) {
   return h('input', {
     type: 'checkbox', checked: S.sel.has(e.href), 'aria-label': 'select ' + e.name,
-    onchange: (ev) => { ev.target.checked ? S.sel.add(e.href) : S.sel.delete(e.href); render(); },
+    onchange: (ev) => { ev.target.checked ? S.sel.add(e.href) : S.sel.delete(e.href); selChanged(); },
   });
 }
+
+// A big folder is put in the page in slices: the first FIRST rows at
+// once, then STEP more whenever the end of the list comes near the screen
+// (or the keyboard moves past it). Sorting, selection and the keyboard
+// work on all of S.rows; only the rows' elements wait.
+const FIRST = 200, STEP = 500;
+let shown = 0; // S.rows[0, shown) are in the page
+let moreObs = null;
 
 function listTable(rows) {
   const arrow = (k) => (S.sort.key === k ? (S.sort.dir > 0 ? ' ▲' : ' ▼') : '');
   const th = (k, label) => h('th', { 'aria-sort': S.sort.key === k ? (S.sort.dir > 0 ? 'ascending' : 'descending') : 'none' },
-    h('button', { type: 'button', className: 'sort', onclick: () => setSort(k) }, label + arrow(k)));
-  const all = h('input', { type: 'checkbox', 'aria-label': 'select all', checked: rows.length > 0 && S.sel.size === rows.length,
-    onchange: (ev) => { S.sel = new Set(ev.target.checked ? rows.map((e) => e.href) : []); render(); } });
-  const tb = h('tbody');
+    h('button', { type: 'button', className: 'sort', onclick: () => setSort(k), 'aria-label': 'sort by ' + label }, label + arrow(k)));
+  const all = h('input', { type: 'checkbox', id: 'selall', 'aria-label': 'select all', checked: rows.length > 0 && S.sel.size === rows.length,
+    onchange: (ev) => { S.sel = new Set(ev.target.checked ? rows.map((e) => e.href) : []); selChanged(); } });
+  const tb = h('tbody', { id: 'rows' });
   if (S.path !== loc + '/') tb.append(h('tr', {}, h('td'), h('td', {}, h('a', { href: '../', className: 'up' }, '../')), h('td'), h('td')));
-  rows.forEach((e, i) => {
-    tb.append(h('tr', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : ''), 'data-i': i },
-      h('td', {}, selBox(e)),
-      h('td', { className: 'n' }, h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, e.name + (e.dir ? '/' : ''))),
-      h('td', { className: 's' }, e.dir ? '' : fmtSize(e.sz)),
-      h('td', { className: 't' }, fmtDate(e.ts))));
-  });
   return h('table', { className: 'ls' }, h('thead', {}, h('tr', {}, h('th', {}, all), th('name', 'name'), th('size', 'size'), th('date', 'date'))), tb);
 }
 
-function gridView(rows) {
-  const g = h('ul', { className: 'grid' });
-  rows.forEach((e, i) => {
-    const thumb = !e.dir && (IMG.test(e.name) || VID.test(e.name) || AUD.test(e.name));
-    const pic = thumb ? h('img', { src: S.path + e.href + (e.href.includes('?') ? '&' : '?') + 'th', loading: 'lazy', alt: '', decoding: 'async' }) : h('span', { className: 'icon', 'aria-hidden': 'true' }, e.dir ? 'dir' : (e.ext || '').slice(0, 4));
-    if (thumb) pic.onerror = () => pic.replaceWith(h('span', { className: 'icon', 'aria-hidden': 'true' }, (e.ext || '').slice(0, 4)));
-    g.append(h('li', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : '') },
-      h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, pic, h('span', { className: 'nm' }, e.name)),
-      selBox(e)));
-  });
-  return g;
+function listRow(e, i) {
+  return h('tr', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : ''), 'data-i': i },
+    h('td', {}, selBox(e)),
+    h('td', { className: 'n' }, h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, e.name + (e.dir ? '/' : ''))),
+    h('td', { className: 's' }, e.dir ? '' : fmtSize(e.sz)),
+    h('td', { className: 't' }, fmtDate(e.ts)));
+}
+
+function gridView() {
+  return h('ul', { className: 'grid', id: 'rows' });
+}
+
+function gridRow(e, i) {
+  const thumb = !e.dir && (IMG.test(e.name) || VID.test(e.name) || AUD.test(e.name));
+  const pic = thumb ? h('img', { src: S.path + e.href + (e.href.includes('?') ? '&' : '?') + 'th', loading: 'lazy', alt: '', decoding: 'async' }) : h('span', { className: 'icon', 'aria-hidden': 'true' }, e.dir ? 'dir' : (e.ext || '').slice(0, 4));
+  if (thumb) pic.onerror = () => pic.replaceWith(h('span', { className: 'icon', 'aria-hidden': 'true' }, (e.ext || '').slice(0, 4)));
+  return h('li', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : ''), 'data-i': i },
+    h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, pic, h('span', { className: 'nm' }, e.name)),
+    selBox(e));
+}
+
+// fill puts rows up to S.rows[upto) in the page, and says how many wait.
+function fill(upto) {
+  const box = document.getElementById('rows');
+  if (!box) return;
+  const row = S.view === 'grid' ? gridRow : listRow;
+  const end = Math.min(upto, S.rows.length);
+  if (end > shown) {
+    const frag = document.createDocumentFragment();
+    for (let i = shown; i < end; i++) frag.append(row(S.rows[i], i));
+    box.append(frag);
+    shown = end;
+  }
+  const more = document.getElementById('more');
+  if (!more) return;
+  if (shown >= S.rows.length) {
+    more.replaceChildren();
+    if (moreObs) moreObs.disconnect();
+    return;
+  }
+  more.replaceChildren(`showing ${shown} of ${S.rows.length} · `,
+    h('button', { type: 'button', onclick: () => fill(S.rows.length) }, `show all ${S.rows.length}`));
 }
 
 function render() {
@@ -297,17 +348,32 @@ function render() {
       h('p', {}, S.lsErr.msg),
       S.lsErr.status === 401 || S.lsErr.status === 403 ? h('p', {}, 'use the password box at the top right.') : null));
   } else if (S.ls) {
-    parts.push(...toolbar());
+    parts.push(toolbar());
     if (can('write')) parts.push(upPanel());
     if (can('read')) {
       S.rows = sorted();
-      parts.push(S.view === 'grid' ? gridView(S.rows) : listTable(S.rows));
+      parts.push(S.view === 'grid' ? gridView() : listTable(S.rows));
       if (!S.rows.length) parts.push(h('p', { className: 'dim' }, 'this folder is empty'));
+      parts.push(h('p', { id: 'more', className: 'dim', role: 'status' }));
     } else if (can('write')) {
       parts.push(h('p', {}, 'you may upload here, but not see what is here.'), upsList());
     }
   } else parts.push(h('p', {}, 'loading…'));
+  // the same rows as before in the page again (a re-render of the same
+  // folder keeps what was scrolled to), at least a screenful
+  const keep = S.rowsFor === S.path ? shown : 0;
+  shown = 0;
   app.replaceChildren(...parts);
+  S.rowsFor = S.path;
+  if (S.ls && can('read')) {
+    fill(Math.max(FIRST, keep, S.cursor + 1));
+    const more = document.getElementById('more');
+    if (moreObs) moreObs.disconnect();
+    if (more && shown < S.rows.length) {
+      moreObs = new IntersectionObserver((es) => { if (es.some((x) => x.isIntersecting)) fill(shown + STEP); }, { rootMargin: '800px' });
+      moreObs.observe(more);
+    }
+  }
   if (focusI !== undefined) {
     const el = app.querySelector(`a[data-i="${focusI}"]`);
     if (el) el.focus();
@@ -608,6 +674,7 @@ function closeView() {
   if (!viewer) return;
   viewer.box.remove();
   viewer = null;
+  if (S.cursor >= shown) fill(S.cursor + 1);
   const el = app.querySelector(`a[data-i="${S.cursor}"]`);
   if (el) el.focus();
 }
@@ -633,6 +700,7 @@ window.addEventListener('popstate', () => { closeView(); load(location.pathname)
 function moveCursor(d) {
   if (!S.rows.length) return;
   S.cursor = Math.max(0, Math.min(S.rows.length - 1, S.cursor + d));
+  if (S.cursor >= shown) fill(S.cursor + STEP);
   const el = app.querySelector(`a[data-i="${S.cursor}"]`);
   app.querySelectorAll('.cur').forEach((x) => x.classList.remove('cur'));
   if (el) { el.focus(); el.closest('tr, li').classList.add('cur'); }
@@ -650,20 +718,24 @@ document.addEventListener('keydown', (e) => {
   const t = e.target;
   if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || document.querySelector('dialog[open]'))) return;
   if (e.ctrlKey || e.metaKey || e.altKey) {
-    if ((e.ctrlKey || e.metaKey) && e.key === 'a' && S.rows.length) { e.preventDefault(); S.sel = new Set(S.rows.map((x) => x.href)); render(); }
+    if ((e.ctrlKey || e.metaKey) && e.key === 'a' && S.rows.length) { e.preventDefault(); S.sel = new Set(S.rows.map((x) => x.href)); selChanged(); }
     return;
   }
   const cols = S.view === 'grid' ? Math.max(1, Math.floor(app.clientWidth / 170)) : 1;
   switch (e.key) {
     case 'ArrowDown': case 'j': moveCursor(cols); break;
     case 'ArrowUp': case 'k': moveCursor(-cols); break;
+    case 'Home': moveCursor(-S.rows.length); break;
+    case 'End': moveCursor(S.rows.length); break;
+    case 'PageDown': moveCursor(cols * 20); break;
+    case 'PageUp': moveCursor(-cols * 20); break;
     case 'ArrowRight': if (S.view === 'grid') moveCursor(1); else return; break;
     case 'ArrowLeft': if (S.view === 'grid') moveCursor(-1); else return; break;
     case ' ': {
       const r = S.rows[S.cursor];
       if (!r) return;
       S.sel.has(r.href) ? S.sel.delete(r.href) : S.sel.add(r.href);
-      render();
+      selChanged();
       break;
     }
     case 'Backspace': if (S.path !== loc + '/') load(S.path.replace(/[^/]*\/$/, ''), true); break;
