@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -130,6 +131,66 @@ func TestUIBrowserBigFolder(t *testing.T) {
 	}
 	if strings.Contains(b.text(t), "show all") {
 		t.Error("the show-all button stays after every row is shown")
+	}
+	b.quiet(t)
+}
+
+// TestUIListingNoscript: the HTML listing of a big folder puts its first
+// rows in a table and the rest in a <noscript>, so a browser running the
+// script does not build and lay out thousands of rows it replaces at once,
+// while a browser without script still shows every entry.
+func TestUIListingNoscript(t *testing.T) {
+	const n = 3000
+	dir := t.TempDir()
+	for i := range n {
+		writeFile(t, dir, fmt.Sprintf("many/g%04d <i>.txt", i), []byte("x"))
+	}
+	s := start(t, "-v", dir+":/:r")
+	_, body := s.do(t, "GET", "/many/", nil)
+	page := string(body)
+	head, tail, ok := strings.Cut(page, "<noscript>")
+	if !ok {
+		t.Fatalf("no <noscript> in the listing of %d entries", n)
+	}
+	if c := strings.Count(head, "<tr>"); c > 300 {
+		t.Errorf("%d rows outside the <noscript>", c)
+	}
+	for i := range n {
+		if !strings.Contains(page, fmt.Sprintf(`g%04d &lt;i&gt;.txt</a>`, i)) {
+			t.Fatalf("entry %d missing from the HTML listing", i)
+		}
+	}
+	if !strings.Contains(tail, "</noscript>") {
+		t.Error("the <noscript> is not closed")
+	}
+	// a small folder has no <noscript>
+	writeFile(t, dir, "few/a.txt", []byte("a"))
+	if _, body := s.do(t, "GET", "/few/", nil); strings.Contains(string(body), "noscript") {
+		t.Error("a small folder's listing has a <noscript>")
+	}
+
+	// Chromium without script shows all of them; with script, the page
+	// holds no table of them, only the script's first rows.
+	b := newBrowser(t, 1280, 800)
+	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+		return err
+	}))
+	b.do(t, chromedp.Navigate(s.URL+"/many/"))
+	if c := evalJS[int](t, b, `document.querySelectorAll('table.ls a').length`); c != n+1 {
+		t.Errorf("without script the page shows %d links, want %d entries and ../", c, n)
+	}
+	b.screenshot(t, "noscript")
+	evalJS[bool](t, b, `(window.scrollTo(0, 6000), true)`)
+	b.screenshot(t, "noscript-seam")
+	b.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false})
+		return err
+	}))
+	b.do(t, chromedp.Navigate(s.URL+"/many/"))
+	b.waitJS(t, "the script's listing", `!!document.querySelector('#rows a.f')`, 20*time.Second)
+	if c := evalJS[int](t, b, `document.querySelectorAll('a').length`); c > 1000 {
+		t.Errorf("with script the page holds %d links for %d entries", c, n)
 	}
 	b.quiet(t)
 }
