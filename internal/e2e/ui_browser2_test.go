@@ -64,7 +64,9 @@ func TestUIBrowserBigFolder(t *testing.T) {
 	t.Logf("timing: %s", evalJS[string](t, b, `JSON.stringify(performance.getEntriesByType('navigation')[0])`))
 
 	rowCount := func() int { return evalJS[int](t, b, `document.querySelectorAll('table.ls tbody tr[data-i]').length`) }
-	focused := func() string { return evalJS[string](t, b, `document.activeElement ? document.activeElement.textContent : ''`) }
+	focused := func() string {
+		return evalJS[string](t, b, `document.activeElement ? document.activeElement.textContent : ''`)
+	}
 	blur := func() { evalJS[bool](t, b, `(document.activeElement && document.activeElement.blur(), true)`) }
 
 	// select all: every entry, not only those in the page
