@@ -43,6 +43,9 @@ const app = document.getElementById('app');
 const top = document.getElementById('top');
 const live = h('div', { className: 'sr', 'aria-live': 'polite', role: 'status' });
 document.body.append(live);
+// a keyboard's way past the header and the folder tree
+app.tabIndex = -1;
+document.body.prepend(h('a', { className: 'skip', href: '#app' }, 'skip to the files'));
 const say = (msg) => { live.textContent = msg; };
 
 // ---- requests ----
@@ -120,7 +123,7 @@ function crumbs() {
 const searchInput = h('input', { type: 'search', id: 'q', name: 'q', placeholder: 'search', autocomplete: 'off', 'aria-label': 'search' });
 const searchForm = h('form', { className: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); doSearch(searchInput.value, 100); } },
   searchInput, ' ', h('button', {}, 'search'),
-  h('details', { className: 'help' }, h('summary', {}, '?'), h('div', {},
+  h('details', { className: 'help' }, h('summary', { 'aria-label': 'search help', title: 'search help' }, '?'), h('div', {},
     h('p', {}, 'All terms must match. Examples:'),
     h('ul', {},
       h('li', {}, h('code', {}, 'holiday 2024'), ' — words in the path'),
@@ -226,7 +229,7 @@ function setSort(key) {
 
 function toolbar() {
   const n = S.sel.size;
-  const b = (label, fn, on, title) => h('button', { type: 'button', onclick: fn, disabled: !on, title: title || '' }, label);
+  const b = (label, fn, on, title) => h('button', { type: 'button', onclick: fn, disabled: !on, title: title || '', 'data-k': 'tool\n' + label }, label);
   const bar = h('div', { className: 'tools', role: 'toolbar', 'aria-label': 'folder tools' },
     can('write') ? b('new folder', mkdir, true) : null,
     can('move') ? b('rename', rename, n === 1, 'F2') : null,
@@ -249,7 +252,12 @@ function toolbar() {
 // listing: the toolbar, and the rows in the page.
 function selChanged() {
   const bar = document.getElementById('bar');
-  if (bar) bar.replaceWith(toolbar());
+  if (bar) {
+    const k = bar.contains(document.activeElement) ? document.activeElement.dataset.k : undefined;
+    const n = toolbar();
+    bar.replaceWith(n);
+    if (k !== undefined) refocus(n, k);
+  }
   for (const el of app.querySelectorAll('#rows > [data-i]')) {
     const e = S.rows[Number(el.dataset.i)];
     const on = S.sel.has(e.href);
@@ -290,7 +298,7 @@ function listTable(rows) {
   const all = h('input', { type: 'checkbox', id: 'selall', 'aria-label': 'select all', checked: rows.length > 0 && S.sel.size === rows.length,
     onchange: (ev) => { S.sel = new Set(ev.target.checked ? rows.map((e) => e.href) : []); selChanged(); } });
   const tb = h('tbody', { id: 'rows' });
-  if (S.path !== loc + '/') tb.append(h('tr', {}, h('td'), h('td', {}, h('a', { href: '../', className: 'up' }, '../')), h('td'), h('td')));
+  if (S.path !== loc + '/') tb.append(h('tr', {}, h('td'), h('td', {}, h('a', { href: '../', className: 'up', 'aria-label': 'parent folder' }, '../')), h('td'), h('td')));
   return h('table', { className: 'ls' }, h('thead', {}, h('tr', {}, h('th', {}, all), th('name', 'name'), th('size', 'size'), th('date', 'date'))), tb);
 }
 
@@ -340,6 +348,7 @@ function fill(upto) {
 
 function render() {
   const focusI = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.i : undefined;
+  const focusK = document.activeElement && app.contains(document.activeElement) && document.activeElement.dataset ? document.activeElement.dataset.k : undefined;
   const parts = [];
   if (S.search) parts.push(renderSearch());
   if (S.lsErr) {
@@ -377,7 +386,7 @@ function render() {
   if (focusI !== undefined) {
     const el = app.querySelector(`a[data-i="${focusI}"]`);
     if (el) el.focus();
-  }
+  } else if (focusK !== undefined) refocus(app, focusK);
 }
 
 // ---- folder tree (wide screens): the chain from the top to here ----
@@ -526,9 +535,54 @@ const up = new Uploader({
 let reloadT = 0;
 window.hoardUp = up; // for tests and the curious
 let panelT = 0;
+// schedule refreshes the upload's state (not the drop zone, so an open
+// menu there stays open) once per frame, keeping the keyboard focus on the
+// same control (data-k) when it was in there, and tells a screen reader
+// what changed (announce).
 function schedule() {
   if (panelT) return;
-  panelT = requestAnimationFrame(() => { panelT = 0; const p = document.getElementById('up'); if (p) p.replaceWith(upPanel()); });
+  panelT = requestAnimationFrame(() => {
+    panelT = 0;
+    const p = document.getElementById('upstate');
+    if (p) {
+      const k = p.contains(document.activeElement) ? document.activeElement.dataset.k : undefined;
+      const n = upState();
+      p.replaceWith(n);
+      if (k !== undefined) refocus(n, k);
+    }
+    announce();
+  });
+}
+
+// refocus moves the focus to the control of box whose data-k is k.
+function refocus(box, k) {
+  const el = [...box.querySelectorAll('[data-k]')].find((x) => x.dataset.k === k);
+  if (el) el.focus();
+}
+
+// announce says in the live region how an upload goes: its start, each
+// further tenth (at most every 5 s), each failed file, and its end.
+const told = { jobs: 0, tenth: 0, t: 0, failed: new Set(), started: false };
+function announce() {
+  const t = up.totals();
+  const busy = up.busy();
+  for (const j of up.jobs) {
+    if (j.state === 'error' && !told.failed.has(j)) { told.failed.add(j); say(`upload of ${j.rel} failed: ${j.err}`); return; }
+  }
+  if (busy && !told.started) { told.started = true; told.tenth = 0; told.t = Date.now(); say(`uploading ${t.n} files, ${fmtSize(t.size)}`); return; }
+  if (!busy && up.jobs.length !== told.jobs) {
+    // everything queued so far has ended (however quickly)
+    told.started = false;
+    told.jobs = up.jobs.length;
+    say(!t.n ? 'upload cancelled' : t.failed ? `upload finished: ${t.done} of ${t.n} files done, ${t.failed} failed` : `upload finished: all ${t.n} files done`);
+    return;
+  }
+  const tenth = t.size ? Math.floor((10 * t.moved) / t.size) : 0;
+  if (busy && tenth > told.tenth && Date.now() - told.t > 5000) {
+    told.tenth = tenth;
+    told.t = Date.now();
+    say(`upload ${tenth * 10}%, ${t.done} of ${t.n} files done, about ${fmtTime(t.eta)} left`);
+  }
 }
 
 const pickFiles = h('input', { type: 'file', multiple: true, hidden: true, id: 'pickf', onchange: (e) => { picked(e.target); } });
@@ -542,7 +596,6 @@ function picked(input) {
 }
 
 function upPanel() {
-  const t = up.totals();
   const panel = h('section', { id: 'up', className: 'up', 'aria-label': 'upload' });
   panel.append(h('div', { className: 'drop' },
     h('p', {}, 'drop files or folders anywhere on the page, or '),
@@ -552,12 +605,21 @@ function upPanel() {
     h('select', { id: 'coll', onchange: (e) => { up.replace = e.target.value; } },
       h('option', { value: '', selected: up.replace === '' }, 'keep both'),
       can('delete') ? h('option', { value: 'replace', selected: up.replace === 'replace' }, 'overwrite') : null,
-      h('option', { value: 'skip', selected: up.replace === 'skip' }, 'skip'))));
+      h('option', { value: 'skip', selected: up.replace === 'skip' }, 'skip'))),
+    upState());
+  return panel;
+}
+
+// upState is the changing part of the upload panel: leftovers of an
+// earlier page, the total, and the files in progress.
+function upState() {
+  const t = up.totals();
+  const panel = h('div', { id: 'upstate' });
   const left = up.leftovers();
   if (left.length && !up.jobs.length) {
     panel.append(h('p', { className: 'warn' }, `${left.length} upload(s) were not finished before the page was closed (`,
       left.slice(0, 3).map((l) => l.rel).join(', '), left.length > 3 ? ', …' : '', '). Drop or pick the same files again to resume: only the missing parts are sent. ',
-      h('button', { type: 'button', onclick: () => up.forgetLeftovers() }, 'forget them')));
+      h('button', { type: 'button', 'data-k': 'forget', onclick: () => up.forgetLeftovers() }, 'forget them')));
   }
   if (!up.jobs.length) return panel;
   const pct = t.size ? Math.floor((100 * t.moved) / t.size) : 100;
@@ -566,8 +628,8 @@ function upPanel() {
     h('progress', { max: 100, value: pct, 'aria-label': 'total progress' }),
     h('span', { className: 'stat', id: 'upstat' }, `${t.done}/${t.n} files · ${fmtSize(t.moved)} of ${fmtSize(t.size)} · ${pct}%` +
       (up.busy() ? ` · ${fmtSize(up.rate)}/s · ETA ${fmtTime(t.eta)}` : '') + (hashing ? ` · hashing ${hashing}` : '') + (t.failed ? ` · ${t.failed} failed` : '')),
-    ' ', up.busy() ? h('button', { type: 'button', onclick: () => up.setPaused(!up.paused) }, up.paused ? 'resume' : 'pause') : null,
-    ' ', up.busy() ? h('button', { type: 'button', onclick: () => up.jobs.forEach((j) => up.cancel(j)) }, 'cancel all') : null));
+    ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'pause', onclick: () => up.setPaused(!up.paused) }, up.paused ? 'resume' : 'pause') : null,
+    ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'cancelall', onclick: () => up.jobs.forEach((j) => up.cancel(j)) }, 'cancel all') : null));
   const show = up.jobs.filter((j) => j.state === 'error')
     .concat(up.jobs.filter((j) => !['error', 'done', 'cancelled', 'queued'].includes(j.state)).slice(0, 30))
     .concat(up.jobs.filter((j) => j.state === 'done').slice(-10));
@@ -580,8 +642,8 @@ function upPanel() {
       h('progress', { max: 100, value: j.state === 'done' ? 100 : p, 'aria-label': 'progress of ' + j.rel }), ' ',
       h('span', { className: 'st' }, j.state === 'done' ? 'done' : j.state === 'hashing' ? `hashing ${p}%` : j.state === 'uploading' ? `${p}%` : j.state),
       j.err ? h('span', { className: 'err' }, ' ', j.err) : null,
-      j.state === 'error' ? h('button', { type: 'button', onclick: () => up.retryJob(j) }, 'retry') : null,
-      !['done', 'error', 'cancelled'].includes(j.state) ? h('button', { type: 'button', onclick: () => up.cancel(j), 'aria-label': 'cancel ' + j.rel }, '✕') : null));
+      j.state === 'error' ? h('button', { type: 'button', 'data-k': 'retry\n' + j.key, onclick: () => up.retryJob(j), 'aria-label': 'retry ' + j.rel }, 'retry') : null,
+      !['done', 'error', 'cancelled'].includes(j.state) ? h('button', { type: 'button', 'data-k': 'cancel\n' + j.key, onclick: () => up.cancel(j), 'aria-label': 'cancel ' + j.rel }, '✕') : null));
   }
   panel.append(ul);
   return panel;
@@ -662,9 +724,17 @@ function openView(i) {
       h('a', { href: url, download: e.name, className: 'btn' }, 'download'),
       h('button', { type: 'button', onclick: closeView, 'aria-label': 'close' }, '✕')),
     h('div', { className: 'vbody' }, body));
-  let x0 = null;
-  box.addEventListener('touchstart', (ev) => { x0 = ev.touches[0].clientX; }, { passive: true });
-  box.addEventListener('touchend', (ev) => { if (x0 !== null) { const dx = ev.changedTouches[0].clientX - x0; if (Math.abs(dx) > 50) step(dx < 0 ? 1 : -1); } x0 = null; });
+  // swipe: one finger, mostly sideways (not a scroll, not a pinch)
+  let x0 = null, y0 = 0;
+  box.addEventListener('touchstart', (ev) => { x0 = ev.touches.length === 1 ? ev.touches[0].clientX : null; y0 = ev.touches[0].clientY; }, { passive: true });
+  box.addEventListener('touchmove', (ev) => { if (ev.touches.length > 1) x0 = null; }, { passive: true });
+  box.addEventListener('touchend', (ev) => {
+    if (x0 !== null && ev.touches.length === 0) {
+      const dx = ev.changedTouches[0].clientX - x0, dy = ev.changedTouches[0].clientY - y0;
+      if (Math.abs(dx) > 50 && Math.abs(dx) > 2 * Math.abs(dy)) step(dx < 0 ? 1 : -1);
+    }
+    x0 = null;
+  });
   viewer = { box, step };
   document.body.append(box);
   box.focus();
