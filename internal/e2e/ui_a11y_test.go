@@ -88,8 +88,18 @@ func TestUIBrowserGallerySwipe(t *testing.T) {
 	shown := func() string { return evalJS[string](t, b, `document.querySelector('.viewer .vbar .nm').textContent`) }
 	want := func(what, name string) {
 		t.Helper()
+		for end := time.Now().Add(2 * time.Second); shown() != name && time.Now().Before(end); {
+			time.Sleep(50 * time.Millisecond)
+		}
 		if got := shown(); got != name {
 			t.Errorf("%s: the gallery shows %q, want %q", what, got, name)
+		}
+	}
+	stays := func(what, name string) {
+		t.Helper()
+		time.Sleep(300 * time.Millisecond)
+		if got := shown(); got != name {
+			t.Errorf("%s: the gallery shows %q, want it to stay on %q", what, got, name)
 		}
 	}
 	want("opened", "a red.png (1/3)")
@@ -99,7 +109,13 @@ func TestUIBrowserGallerySwipe(t *testing.T) {
 	b.swipe(t, 80, 420, 320, 410)
 	want("swipe right", "a red.png (1/3)")
 	b.swipe(t, 250, 650, 170, 250) // mostly up: a scroll
-	want("vertical swipe", "a red.png (1/3)")
+	stays("vertical swipe", "a red.png (1/3)")
+	b.swipe(t, 300, 420, 60, 420)
+	want("swipe left", "b green.png (2/3)")
+	b.swipe(t, 300, 420, 60, 420)
+	want("second swipe left", "c blue.png (3/3)")
+	b.swipe(t, 300, 420, 60, 420)
+	want("past the last", "a red.png (1/3)")
 	// a pinch: two fingers apart, sideways
 	b.touch(t, input.DispatchTouchEventTypeTouchStart, [2]float64{180, 400}, [2]float64{210, 400})
 	for i := 1; i <= 4; i++ {
@@ -108,13 +124,7 @@ func TestUIBrowserGallerySwipe(t *testing.T) {
 	}
 	b.touch(t, input.DispatchTouchEventTypeTouchEnd, [2]float64{60, 400})
 	b.touch(t, input.DispatchTouchEventTypeTouchEnd)
-	time.Sleep(150 * time.Millisecond)
-	want("pinch", "a red.png (1/3)")
-	b.swipe(t, 300, 420, 60, 420)
-	b.swipe(t, 300, 420, 60, 420)
-	want("two swipes left", "c blue.png (3/3)")
-	b.swipe(t, 300, 420, 60, 420)
-	want("past the last", "a red.png (1/3)")
+	stays("pinch", "a red.png (1/3)")
 	b.do(t, chromedp.KeyEvent(kb.Escape))
 	b.waitJS(t, "the gallery closed", `!document.querySelector('.viewer')`, 5*time.Second)
 	if f := evalJS[string](t, b, `document.activeElement.textContent`); f != "a red.png" {
