@@ -24,6 +24,9 @@ import (
 // it is a login form (its first part is act).
 const maxLoginPeek = 8 << 10
 
+// maxLoginForm bounds the whole of a multipart login form.
+const maxLoginForm = 1 << 20
+
 // shareLoginForm reports whether the POST is a login or logout form and
 // returns its fields. It looks at the body without taking what another
 // handler needs: when the form is not a login, the body reads again from
@@ -67,8 +70,9 @@ func shareLoginForm(q *req) (url.Values, bool, error) {
 		if act != "login" && act != "logout" {
 			return nil, false, nil
 		}
-		// A login form: read it whole (the peek told what it is).
-		mr := multipart.NewReader(br, params["boundary"])
+		// A login form: read it whole (the peek told what it is), but no
+		// more than a login form can need.
+		mr := multipart.NewReader(io.LimitReader(br, maxLoginForm), params["boundary"])
 		if firstAct(mr) != act {
 			return nil, false, errorf(http.StatusBadRequest, "bad multipart body")
 		}

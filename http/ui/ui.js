@@ -436,8 +436,9 @@ function upsList() {
   const rows = (ups && ups.f) || [];
   if (!rows.length) box.append(h('p', { className: 'dim' }, 'none yet'));
   const ul = h('ul');
-  for (const u of rows) ul.append(h('li', {}, decPath(u.vp), ' · ', fmtSize(u.sz), u.pd !== undefined ? ` · ${u.pd}% done` : ''));
+  for (const u of rows.slice(0, 500)) ul.append(h('li', {}, decPath(u.vp), ' · ', fmtSize(u.sz), u.pd !== undefined ? ` · ${u.pd}% done` : ''));
   box.append(ul);
+  if (rows.length > 500) box.append(h('p', { className: 'dim' }, `… and ${rows.length - 500} more`));
   return box;
 }
 
@@ -630,7 +631,8 @@ function upState() {
       (up.busy() ? ` · ${fmtSize(up.rate)}/s · ETA ${fmtTime(t.eta)}` : '') + (hashing ? ` · hashing ${hashing}` : '') + (t.failed ? ` · ${t.failed} failed` : '')),
     ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'pause', onclick: () => up.setPaused(!up.paused) }, up.paused ? 'resume' : 'pause') : null,
     ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'cancelall', onclick: () => up.jobs.forEach((j) => up.cancel(j)) }, 'cancel all') : null));
-  const show = up.jobs.filter((j) => j.state === 'error')
+  const failed = up.jobs.filter((j) => j.state === 'error');
+  const show = failed.slice(0, 50)
     .concat(up.jobs.filter((j) => !['error', 'done', 'cancelled', 'queued'].includes(j.state)).slice(0, 30))
     .concat(up.jobs.filter((j) => j.state === 'done').slice(-10));
   const ul = h('ul', { className: 'jobs' });
@@ -646,6 +648,7 @@ function upState() {
       !['done', 'error', 'cancelled'].includes(j.state) ? h('button', { type: 'button', 'data-k': 'cancel\n' + j.key, onclick: () => up.cancel(j), 'aria-label': 'cancel ' + j.rel }, '✕') : null));
   }
   panel.append(ul);
+  if (failed.length > 50) panel.append(h('p', { className: 'err' }, `… and ${failed.length - 50} more failed `, h('button', { type: 'button', 'data-k': 'retryall', onclick: () => failed.forEach((j) => up.retryJob(j)) }, 'retry all')));
   return panel;
 }
 
