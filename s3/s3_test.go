@@ -299,3 +299,78 @@ func TestBucketCompose(t *testing.T) {
 		}
 	}
 }
+
+// Copy is server-side, keeps the source's metadata, refuses a taken
+// destination under NoClobber and a source that changed since its Stat;
+// Compose and Copy complete only while If-Match holds. Nothing refused
+// leaves an object or an unfinished upload behind.
+func TestBucketCopyAndIfMatch(t *testing.T) {
+	b, m := open(t)
+	ctx := context.Background()
+	if err := m.Client.MakeBucket(ctx, "bk2", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := Open(ctx, Config{Endpoint: m.Endpoint(), AccessKey: miniotest.User, SecretKey: miniotest.Pass, Region: "us-east-1"}, "bk2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("copy me "), 100_000)
+	if _, err := b.Put(ctx, "src", bytes.NewReader(data), store.ObjectPut{Meta: map[string]string{"hoard-uploader": "ed", "hoard-at": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := b.Stat(ctx, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oi, err := b.Copy(ctx, "dst", b, src, store.ObjectPut{NoClobber: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Object(t, "bk1", "dst"); !bytes.Equal(got, data) || oi.Meta["hoard-uploader"] != "ed" || oi.Meta["hoard-at"] != "x" {
+		t.Errorf("copy: %d bytes, meta %v", len(got), oi.Meta)
+	}
+	// Into another bucket of the same store.
+	if _, err := b2.Copy(ctx, "there", b, src, store.ObjectPut{NoClobber: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Object(t, "bk2", "there"); !bytes.Equal(got, data) {
+		t.Error("copy into another bucket differs")
+	}
+	// A taken destination is ErrExists and stays as it was.
+	b.Put(ctx, "taken", strings.NewReader("mine"), store.ObjectPut{})
+	if _, err := b.Copy(ctx, "taken", b, src, store.ObjectPut{NoClobber: true}); !errors.Is(err, store.ErrExists) {
+		t.Errorf("copy onto a taken key: %v, want ErrExists", err)
+	}
+	if got, _ := m.Object(t, "bk1", "taken"); string(got) != "mine" {
+		t.Errorf("a refused copy changed the destination: %q", got)
+	}
+	// A source that changed since its Stat is not copied.
+	b.Put(ctx, "src", strings.NewReader("changed"), store.ObjectPut{})
+	if _, err := b.Copy(ctx, "late", b, src, store.ObjectPut{NoClobber: true}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("copy of a changed source: %v, want ErrNotFound", err)
+	}
+	if _, ok := m.Object(t, "bk1", "late"); ok {
+		t.Error("a refused copy left an object")
+	}
+	// An empty object copies.
+	b.Put(ctx, "empty", strings.NewReader(""), store.ObjectPut{})
+	e, _ := b.Stat(ctx, "empty")
+	if oi, err := b.Copy(ctx, "empty2", b, e, store.ObjectPut{NoClobber: true}); err != nil || oi.Size != 0 {
+		t.Errorf("copy of an empty object: %+v %v", oi, err)
+	}
+	// If-Match: a compose onto a key whose ETag moved on is refused.
+	cur, _ := b.Stat(ctx, "taken")
+	tail, _ := b.Put(ctx, "tail", strings.NewReader("+more"), store.ObjectPut{})
+	if _, err := b.Compose(ctx, "taken", []store.ObjectInfo{cur, tail}, store.ObjectPut{IfMatch: "nope"}); !errors.Is(err, store.ErrExists) {
+		t.Errorf("compose with a stale If-Match: %v, want ErrExists", err)
+	}
+	if _, err := b.Compose(ctx, "taken", []store.ObjectInfo{cur, tail}, store.ObjectPut{IfMatch: cur.ETag}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Object(t, "bk1", "taken"); string(got) != "mine+more" {
+		t.Errorf("compose with If-Match gave %q", got)
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("unfinished uploads left: %q", inc)
+	}
+}

@@ -48,6 +48,10 @@ type ObjectPut struct {
 	// Check, for Compose, wraps the reader of source i where its bytes
 	// pass through hoard; an error from the wrapper fails the compose.
 	Check func(i int, r io.Reader) io.Reader
+	// IfMatch, for Compose and Copy, completes the write only while key
+	// is still the object of this ETag (If-Match; ErrExists when not):
+	// an append that raced another never loses it.
+	IfMatch string
 }
 
 // ObjectStore is the object store of one volume: a bucket, keys as given.
@@ -83,6 +87,13 @@ type ObjectStore interface {
 	// AbortUploads aborts the unfinished multipart uploads of key begun
 	// before before.
 	AbortUploads(ctx context.Context, key string, before time.Time) error
+	// Copy writes dst as a server-side copy of src (from Stat, with its
+	// Meta) of the store from (this one, or another bucket of the same
+	// object store): no byte passes through hoard. The copy carries
+	// src.Meta unless opt.Meta is set; NoClobber and IfMatch as for
+	// Compose. A source no longer the version src describes is
+	// ErrNotFound (nothing written).
+	Copy(ctx context.Context, dst string, from ObjectStore, src ObjectInfo, opt ObjectPut) (ObjectInfo, error)
 }
 
 // ErrObjectStoreDown is an object store that cannot be reached or that
