@@ -199,8 +199,11 @@ func TestS3PutGetListDelete(t *testing.T) {
 	if _, ok := m.Object(t, "vol", "pre/dav/w.txt"); ok {
 		t.Error("DAV DELETE left the file")
 	}
-	resp, body = s.do(t, "MOVE", "/s3/docs/form.txt", nil, auth, "Destination: "+s.URL+"/s3/moved.txt")
-	wantStatus(t, resp, body, http.StatusNotImplemented)
+	resp, body = s.do(t, "COPY", "/s3/docs/form.txt", nil, auth, "Destination: "+s.URL+"/s3/docs/copied.txt")
+	wantStatus(t, resp, body, http.StatusCreated)
+	if got, ok := m.Object(t, "vol", "pre/docs/copied.txt"); !ok || string(got) != "from a form" {
+		t.Errorf("DAV COPY stored %q, %v", got, ok)
+	}
 	// Objects keep no dead properties and no settable time: PROPFIND
 	// asking for them answers without, PROPPATCH is not built (501).
 	resp, body = s.do(t, "PROPFIND", "/s3/docs/", []byte(`<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`), "Depth: 1", auth)
@@ -315,8 +318,10 @@ func TestS3RefusedChangesNothing(t *testing.T) {
 	check("tar", http.StatusNotImplemented, resp, body)
 	resp, body = s.do(t, "GET", "/s3/keep.txt?th", nil)
 	check("thumbnail", http.StatusNotImplemented, resp, body)
-	resp, body = s.do(t, "POST", "/s3/keep.txt?move=/s3/moved.txt", nil, auth)
-	check("move", http.StatusNotImplemented, resp, body)
+	resp, body = s.do(t, "POST", "/s3/keep.txt?move=/s3/afile", nil, auth)
+	check("move onto a taken name", http.StatusConflict, resp, body)
+	resp, body = s.do(t, "POST", "/s3/keep.txt?copy=/s3/afile/x", nil, auth)
+	check("copy below a file", http.StatusConflict, resp, body)
 	resp, body = s.do(t, "POST", "/s3/", []byte("act=mkdir&name=keep.txt"), "Content-Type: application/x-www-form-urlencoded", auth)
 	check("mkdir over a file", http.StatusConflict, resp, body)
 	resp, body = s.do(t, "POST", "/s3/afile/", []byte("act=mkdir&name=sub"), "Content-Type: application/x-www-form-urlencoded", auth)

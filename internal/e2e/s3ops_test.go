@@ -1,0 +1,132 @@
+package e2e
+
+// Move, copy, archives, shares, unpost, lifetimes and append on volumes
+// on object storage (docs/s3.md, issue 21), each against the same on a
+// local volume: the same requests get the same statuses.
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// parity runs the same request on the S3 volume /s3 and the local /loc
+// (VOL in path, body and headers stands for the volume) and wants the
+// same status from both, and want when not 0.
+func parity(t *testing.T, s *server, want int, method, p string, body []byte, hdr ...string) {
+	t.Helper()
+	var got [2]int
+	var bodies [2]string
+	for i, vol := range []string{"/s3", "/loc"} {
+		h := make([]string, len(hdr))
+		for j, x := range hdr {
+			h[j] = strings.ReplaceAll(x, "VOL", vol)
+		}
+		resp, b := s.do(t, method, strings.ReplaceAll(p, "VOL", vol), []byte(strings.ReplaceAll(string(body), "VOL", vol)), h...)
+		got[i], bodies[i] = resp.StatusCode, string(b)
+	}
+	if got[0] != got[1] || want != 0 && got[0] != want {
+		t.Errorf("%s %s: S3 volume %d %.200q, local %d %.200q (want %d)", method, p, got[0], bodies[0], got[1], bodies[1], want)
+	}
+}
+
+// Move and copy of files and folders on an S3 volume: server-side
+// copies, metadata kept, no clobbering, the statuses a local volume gives
+// for the same requests, nothing lost.
+func TestS3MoveCopy(t *testing.T) {
+	m := startMinio(t, "vol")
+	if err := m.Client.MakeBucket(context.Background(), "other", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u := basicAuth("u:pw")
+	s := start(t, "-a", "u:pw", "-a", "r:rpw",
+		"-v", t.TempDir()+":s3:r:rwmd,u:c,s3=vol/pre",
+		"-v", t.TempDir()+":loc:r:rwmd,u",
+		"-v", t.TempDir()+":s3b:r:rwmd,u:c,s3=other")
+	for _, f := range []string{"/a/f.txt", "/a/sub/g.txt", "/b.txt", "/keep/k.txt"} {
+		parity(t, s, http.StatusCreated, "PUT", "VOL"+f, []byte("data of "+f), u)
+	}
+	parity(t, s, http.StatusCreated, "POST", "VOL/", []byte("act=mkdir&name=a/empty"), "Content-Type: application/x-www-form-urlencoded", u)
+
+	parity(t, s, http.StatusCreated, "POST", "VOL/a/f.txt?copy=VOL/c/f2.txt", nil, u) // parents made
+	parity(t, s, http.StatusOK, "GET", "VOL/c/f2.txt", nil)
+	parity(t, s, http.StatusConflict, "POST", "VOL/a/f.txt?copy=VOL/b.txt", nil, u)         // taken
+	parity(t, s, http.StatusCreated, "POST", "VOL/a/f.txt?copy=VOL/b.txt&replace", nil, u)  // replaced
+	parity(t, s, http.StatusNotFound, "POST", "VOL/nope.txt?move=VOL/x.txt", nil, u)        // no source
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/a?move=VOL/a/inner", nil, u)           // into itself
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/a/f.txt?move=VOL/a/f.txt", nil, u)     // the same
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/a/f.txt?move=VOL/x.PARTIAL", nil, u)   // a work-file name
+	parity(t, s, http.StatusForbidden, "POST", "VOL/a/f.txt?move=VOL/.hist/x", nil, u)      // the state folder
+	parity(t, s, http.StatusConflict, "POST", "VOL/a/f.txt?move=VOL/b.txt/in.txt", nil, u)  // a file on the way
+	parity(t, s, http.StatusUnauthorized, "POST", "VOL/a/f.txt?move=VOL/z.txt", nil)        // anonymous
+	parity(t, s, http.StatusForbidden, "POST", "VOL/a/f.txt?move=VOL/z.txt", nil, basicAuth("r:rpw"))
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/?move=VOL/zz", nil, u)                 // the top folder
+	parity(t, s, http.StatusConflict, "POST", "VOL/b.txt?move=VOL/keep", nil, u)            // a folder is there
+
+	// A folder, whole: every file, the empty folder inside, metadata.
+	parity(t, s, http.StatusCreated, "POST", "VOL/a?move=VOL/m", nil, u)
+	parity(t, s, http.StatusNotFound, "GET", "VOL/a/f.txt", nil)
+	parity(t, s, http.StatusOK, "GET", "VOL/m/sub/g.txt", nil)
+	parity(t, s, http.StatusOK, "GET", "VOL/m/empty/?ls", nil)
+	parity(t, s, http.StatusCreated, "POST", "VOL/m?copy=VOL/m2", nil, u)
+	parity(t, s, http.StatusConflict, "POST", "VOL/m2?copy=VOL/m", nil, u)
+	parity(t, s, http.StatusCreated, "POST", "VOL/m2/sub/g.txt?move=VOL/g.txt", nil, u)
+	parity(t, s, http.StatusOK, "GET", "VOL/m2/sub/?ls", nil) // emptied by the move, still there
+	parity(t, s, http.StatusCreated, "POST", "VOL/m2?move=VOL/keep&replace", nil, u)
+
+	// WebDAV MOVE and COPY go the same way.
+	parity(t, s, http.StatusCreated, "MOVE", "VOL/keep/f.txt", nil, u, "Destination: "+s.URL+"VOL/keep/f3.txt")
+	parity(t, s, http.StatusPreconditionFailed, "COPY", "VOL/keep/f3.txt", nil, u, "Destination: "+s.URL+"VOL/g.txt", "Overwrite: F")
+	parity(t, s, http.StatusNoContent, "COPY", "VOL/keep/f3.txt", nil, u, "Destination: "+s.URL+"VOL/g.txt")
+	parity(t, s, http.StatusConflict, "MOVE", "VOL/g.txt", nil, u, "Destination: "+s.URL+"VOL/no/such/g.txt")
+
+	// The bucket holds what the local volume does, byte for byte.
+	want := map[string]string{
+		"pre/b.txt": "data of /a/f.txt", "pre/c/f2.txt": "data of /a/f.txt", "pre/g.txt": "data of /a/f.txt",
+		"pre/m/f.txt": "data of /a/f.txt", "pre/m/sub/g.txt": "data of /a/sub/g.txt", "pre/m/empty/": "",
+		"pre/keep/f3.txt": "data of /a/f.txt", "pre/keep/empty/": "", "pre/keep/sub/": "",
+	}
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if got := m.Keys(t, "vol"); !slices.Equal(got, keys) {
+		t.Errorf("bucket keys %q, want %q", got, keys)
+	}
+	for k, v := range want {
+		if got, ok := m.Object(t, "vol", k); !ok || string(got) != v {
+			t.Errorf("object %s: %q %v, want %q", k, got, ok, v)
+		}
+		resp, body := s.do(t, "GET", "/loc/"+strings.TrimPrefix(k, "pre/"), nil)
+		if !strings.HasSuffix(k, "/") && string(body) != v {
+			t.Errorf("local /loc/%s: %d %q, want %q", strings.TrimPrefix(k, "pre/"), resp.StatusCode, body, v)
+		}
+	}
+	// Object metadata travels with the copy: the uploader of the original.
+	oi, err := m.Client.StatObject(context.Background(), "vol", "pre/m/sub/g.txt", minio.StatObjectOptions{})
+	if err != nil || oi.UserMetadata["Hoard-Uploader"] != "u" || oi.UserMetadata["Hoard-At"] == "" {
+		t.Errorf("moved object's metadata %v (%v): want the upload's", oi.UserMetadata, err)
+	}
+
+	// Between two S3 volumes (another bucket): server-side too.
+	resp, body := s.do(t, "POST", "/s3/m?copy=/s3b/m", nil, u)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "POST", "/s3/g.txt?move=/s3b/g.txt", nil, u)
+	wantStatus(t, resp, body, http.StatusCreated)
+	if got := m.Keys(t, "other"); !slices.Equal(got, []string{"g.txt", "m/empty/", "m/f.txt", "m/sub/g.txt"}) {
+		t.Errorf("bucket other: %q", got)
+	}
+	if _, ok := m.Object(t, "vol", "pre/g.txt"); ok {
+		t.Error("a move to another bucket left its source")
+	}
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
+		t.Errorf("unfinished uploads left: %q", inc)
+	}
+	_ = strconv.Itoa
+}
