@@ -55,18 +55,18 @@ func TestS3MoveCopy(t *testing.T) {
 
 	parity(t, s, http.StatusCreated, "POST", "VOL/a/f.txt?copy=VOL/c/f2.txt", nil, u) // parents made
 	parity(t, s, http.StatusOK, "GET", "VOL/c/f2.txt", nil)
-	parity(t, s, http.StatusConflict, "POST", "VOL/a/f.txt?copy=VOL/b.txt", nil, u)         // taken
-	parity(t, s, http.StatusCreated, "POST", "VOL/a/f.txt?copy=VOL/b.txt&replace", nil, u)  // replaced
-	parity(t, s, http.StatusNotFound, "POST", "VOL/nope.txt?move=VOL/x.txt", nil, u)        // no source
-	parity(t, s, http.StatusBadRequest, "POST", "VOL/a?move=VOL/a/inner", nil, u)           // into itself
-	parity(t, s, http.StatusBadRequest, "POST", "VOL/a/f.txt?move=VOL/a/f.txt", nil, u)     // the same
-	parity(t, s, http.StatusBadRequest, "POST", "VOL/a/f.txt?move=VOL/x.PARTIAL", nil, u)   // a work-file name
-	parity(t, s, http.StatusForbidden, "POST", "VOL/a/f.txt?move=VOL/.hist/x", nil, u)      // the state folder
-	parity(t, s, http.StatusConflict, "POST", "VOL/a/f.txt?move=VOL/b.txt/in.txt", nil, u)  // a file on the way
-	parity(t, s, http.StatusUnauthorized, "POST", "VOL/a/f.txt?move=VOL/z.txt", nil)        // anonymous
+	parity(t, s, http.StatusConflict, "POST", "VOL/a/f.txt?copy=VOL/b.txt", nil, u)        // taken
+	parity(t, s, http.StatusCreated, "POST", "VOL/a/f.txt?copy=VOL/b.txt&replace", nil, u) // replaced
+	parity(t, s, http.StatusNotFound, "POST", "VOL/nope.txt?move=VOL/x.txt", nil, u)       // no source
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/a?move=VOL/a/inner", nil, u)          // into itself
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/a/f.txt?move=VOL/a/f.txt", nil, u)    // the same
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/a/f.txt?move=VOL/x.PARTIAL", nil, u)  // a work-file name
+	parity(t, s, http.StatusForbidden, "POST", "VOL/a/f.txt?move=VOL/.hist/x", nil, u)     // the state folder
+	parity(t, s, http.StatusConflict, "POST", "VOL/a/f.txt?move=VOL/b.txt/in.txt", nil, u) // a file on the way
+	parity(t, s, http.StatusUnauthorized, "POST", "VOL/a/f.txt?move=VOL/z.txt", nil)       // anonymous
 	parity(t, s, http.StatusForbidden, "POST", "VOL/a/f.txt?move=VOL/z.txt", nil, basicAuth("r:rpw"))
-	parity(t, s, http.StatusBadRequest, "POST", "VOL/?move=VOL/zz", nil, u)                 // the top folder
-	parity(t, s, http.StatusConflict, "POST", "VOL/b.txt?move=VOL/keep", nil, u)            // a folder is there
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/?move=VOL/zz", nil, u)      // the top folder
+	parity(t, s, http.StatusConflict, "POST", "VOL/b.txt?move=VOL/keep", nil, u) // a folder is there
 
 	// A folder, whole: every file, the empty folder inside, metadata.
 	parity(t, s, http.StatusCreated, "POST", "VOL/a?move=VOL/m", nil, u)
