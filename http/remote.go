@@ -14,13 +14,16 @@ import (
 // getObject serves GET and HEAD on a volume whose files are objects in an
 // object store (store's flag s3=, docs/s3.md): files by ranged reads of
 // the object, with its ETag and LastModified as validators, and folder
-// listings. What is not built for such volumes yet (archives,
-// thumbnails, file views) is store.ErrObjectsUnbuilt (501), answered
+// listings, and folder archives (streamed from the objects). What is not
+// built for such volumes yet (thumbnails, file views) is store.ErrObjectsUnbuilt (501), answered
 // before anything is read.
 func (s *Server) getObject(q *req) error {
-	notYet := wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil
+	notYet := has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil
 	body, fi, err := q.vol.OpenObject(q.r.Context(), q.rel)
 	if errors.Is(err, store.ErrIsDir) {
+		if wantsArchive(q) {
+			return s.archive(q, nil) // streamed from the objects (arch/objects.go)
+		}
 		if notYet {
 			return store.ErrObjectsUnbuilt
 		}
@@ -76,7 +79,7 @@ func (s *Server) serveObject(q *req, body io.ReadSeeker, fi fs.FileInfo) error {
 	if !q.perm.Any(store.PermRead | store.PermGet) {
 		return q.denyRead()
 	}
-	if wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil {
+	if has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil {
 		return store.ErrObjectsUnbuilt
 	}
 	oi, _ := store.ObjectOf(fi)

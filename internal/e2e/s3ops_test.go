@@ -5,7 +5,13 @@ package e2e
 // local volume: the same requests get the same statuses.
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha512"
+	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -129,4 +135,81 @@ func TestS3MoveCopy(t *testing.T) {
 		t.Errorf("unfinished uploads left: %q", inc)
 	}
 	_ = strconv.Itoa
+}
+
+// Archives of folders on an S3 volume (?tar, ?tar=pax,gz, ?zip, ?zip=crc,
+// the POST selection) hold what the same archives of the same tree on a
+// local volume hold, byte for byte; a large member streams across many
+// reads; refusals are the local ones.
+func TestS3Archives(t *testing.T) {
+	m := startMinio(t, "vol")
+	u := basicAuth("u:pw")
+	s := start(t, "-a", "u:pw",
+		"-v", t.TempDir()+":s3:rwmd,u:c,s3=vol/pre",
+		"-v", t.TempDir()+":loc:rwmd,u")
+	big := seededBytes(9, 3<<20+17)
+	files := map[string][]byte{"/d/a.txt": []byte("alpha"), "/d/sub/b.txt": []byte("beta"), "/d/big.bin": big, "/d/.dot": []byte("dot"), "/d/empty.txt": {}}
+	for p, b := range files {
+		parity(t, s, http.StatusCreated, "PUT", "VOL"+p, b, u)
+	}
+	m.Put(t, "vol", "pre/d/.hist/secret", []byte("never archived"))
+	m.Put(t, "vol", "pre/d/w.PARTIAL", []byte("never archived"))
+	for _, q := range []string{"?tar", "?tar=pax,gz", "?zip", "?zip=crc"} {
+		var got [2]string
+		for i, vol := range []string{"/s3", "/loc"} {
+			resp, body := s.do(t, "GET", vol+"/d/"+q, nil, u)
+			wantStatus(t, resp, body, http.StatusOK)
+			if strings.Contains(q, "gz") {
+				body = gunzip(t, body)
+			}
+			var mem map[string][]byte
+			if strings.HasPrefix(q, "?zip") {
+				mem = unzipMembers(t, body)
+			} else {
+				mem = untarMembers(t, body)
+			}
+			if !bytes.Equal(mem["d/big.bin"], big) {
+				t.Errorf("%s%s: d/big.bin is %d bytes, want the %d put", vol, q, len(mem["d/big.bin"]), len(big))
+			}
+			got[i] = sortedMembers(mem)
+			for _, k := range slices.Sorted(maps.Keys(mem)) {
+				got[i] += fmt.Sprintf(" %s=%x", k, sha512.Sum512(mem[k]))
+			}
+		}
+		if got[0] != got[1] {
+			t.Errorf("%s: S3 volume's archive %q, local %q", q, got[0], got[1])
+		}
+		if !strings.Contains(got[0], "d/sub/b.txt") || strings.Contains(got[0], "secret") || strings.Contains(got[0], "PARTIAL") {
+			t.Errorf("%s: members %q", q, got[0])
+		}
+	}
+	// A selection, as copyparty's browser posts it.
+	var sel [2]string
+	for i, vol := range []string{"/s3", "/loc"} {
+		resp, body := s.do(t, "POST", vol+"/d/?tar", []byte(`["a.txt","sub"]`), u, "Content-Type: application/json")
+		wantStatus(t, resp, body, http.StatusOK)
+		sel[i] = sortedMembers(untarMembers(t, body))
+	}
+	if sel[0] != sel[1] || sel[0] != "a.txt sub/b.txt" {
+		t.Errorf("selection: S3 volume %q, local %q", sel[0], sel[1])
+	}
+	// What local refuses, S3 refuses the same way.
+	parity(t, s, http.StatusNotFound, "GET", "VOL/nope/?tar", nil, u)
+	parity(t, s, http.StatusUnauthorized, "GET", "VOL/d/?tar", nil)
+	parity(t, s, http.StatusBadRequest, "GET", "VOL/d/?tar=rar", nil, u)
+	parity(t, s, http.StatusBadRequest, "POST", "VOL/d/?zip", []byte(`{"not":"a list"}`), u, "Content-Type: application/json")
+	parity(t, s, http.StatusOK, "GET", "VOL/d/a.txt?tar", nil, u) // a file: the file
+}
+
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
