@@ -473,7 +473,9 @@ func (s *Store) deleteObject(ctx context.Context, who Actor, v *Volume, r string
 		if fi.IsDir() {
 			return DeleteResult{}, refuse(op, KindInvalid, "cannot unpost folders")
 		}
-		return DeleteResult{}, opErr(op, unbuilt("unpost"))
+		if err := s.checkUnpostObject(who, v, fi.(objectFileInfo).oi); err != nil { // objunpost.go
+			return DeleteResult{}, err
+		}
 	}
 	if fi.IsDir() {
 		return s.deleteObjectTree(ctx, who, v, r)

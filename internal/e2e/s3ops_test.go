@@ -213,3 +213,53 @@ func gunzip(t *testing.T, b []byte) []byte {
 	}
 	return out
 }
+
+// Unpost on an S3 volume decides by the object's own metadata (uploader,
+// address, time), as TestManageUnpost does on disk by the index: the
+// uploader may, nobody else, never a folder, nor a file another S3
+// client wrote.
+func TestS3Unpost(t *testing.T) {
+	m := startMinio(t, "vol")
+	s := start(t, "-a", "ann:pw1", "-a", "bob:pw2", "-v", t.TempDir()+":s3:rw,ann,bob:c,s3=vol")
+	ann, bob := basicAuth("ann:pw1"), basicAuth("bob:pw2")
+	for _, n := range []string{"mine.txt", "mine2.txt"} {
+		resp, body := s.do(t, "PUT", "/s3/up/"+n, []byte("mine"), ann)
+		wantStatus(t, resp, body, http.StatusCreated)
+	}
+	m.Put(t, "vol", "up/foreign.txt", []byte("not uploaded through hoard"))
+	resp, body := s.do(t, "POST", "/s3/up/mine.txt?delete", nil, ann)
+	wantStatus(t, resp, body, http.StatusForbidden) // w is not d
+	resp, body = s.do(t, "POST", "/?delete&unpost&lim=1", mgJSON(t, []string{"/s3/up/mine.txt"}), "Content-Type: text/plain;charset=UTF-8", bob)
+	wantStatus(t, resp, body, http.StatusForbidden)
+	if !strings.Contains(string(body), "not uploaded by (You)") {
+		t.Errorf("bob's unpost: %s", body)
+	}
+	resp, body = s.do(t, "POST", "/?delete&unpost", mgJSON(t, []string{"/s3/up/foreign.txt"}), "Content-Type: text/plain;charset=UTF-8", ann)
+	wantStatus(t, resp, body, http.StatusForbidden)
+	resp, body = s.do(t, "POST", "/s3/up?delete&unpost", nil, ann)
+	wantStatus(t, resp, body, http.StatusBadRequest)
+	resp, body = s.do(t, "POST", "/?delete&unpost", mgJSON(t, []string{"/s3/up/mine.txt"}), "Content-Type: text/plain;charset=UTF-8")
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("anonymous unpost: %d %s", resp.StatusCode, body)
+	}
+	if got := m.Keys(t, "vol"); !slices.Equal(got, []string{"up/foreign.txt", "up/mine.txt", "up/mine2.txt"}) {
+		t.Fatalf("refused unposts changed the bucket: %q", got)
+	}
+	resp, body = s.do(t, "POST", "/?delete&unpost&lim=1", mgJSON(t, []string{"/s3/up/mine.txt"}), "Content-Type: text/plain;charset=UTF-8", ann)
+	wantStatus(t, resp, body, http.StatusOK)
+	resp, body = s.do(t, "POST", "/s3/up/mine2.txt?delete&unpost", nil, ann)
+	wantStatus(t, resp, body, http.StatusOK)
+	if got := m.Keys(t, "vol"); !slices.Equal(got, []string{"up/foreign.txt"}) {
+		t.Errorf("after the uploader's unposts the bucket holds %q", got)
+	}
+
+	// With unpost off, nobody may.
+	s2 := start(t, "-a", "ann:pw1", "--unpost", "0", "-v", t.TempDir()+":s3:rw,ann:c,s3=vol")
+	resp, body = s2.do(t, "PUT", "/s3/late.txt", []byte("x"), ann)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s2.do(t, "POST", "/s3/late.txt?delete&unpost", nil, ann)
+	wantStatus(t, resp, body, http.StatusForbidden)
+	if !strings.Contains(string(body), "disabled") {
+		t.Errorf("unpost with --unpost 0: %s", body)
+	}
+}
