@@ -374,7 +374,8 @@ const maxCopyPart = 5 << 30
 
 // copyParts appends to parts the parts of upload id of dst that copy the
 // object src of bucket from server-side: one part up to 5 GiB, else
-// ranges of 5 GiB (all but the last well above S3's 5 MiB minimum). The
+// equal ranges of at most 5 GiB (each above 2.5 GiB, so well above S3's
+// 5 MiB minimum also when more parts follow). The
 // source must still be the version src describes (its ETag): else
 // ErrNotFound.
 func (b *Bucket) copyParts(ctx context.Context, from *Bucket, src store.ObjectInfo, dst, id string, parts []minio.CompletePart) ([]minio.CompletePart, error) {
@@ -382,10 +383,9 @@ func (b *Bucket) copyParts(ctx context.Context, from *Bucket, src store.ObjectIn
 	if src.ETag != "" {
 		hdr["x-amz-copy-source-if-match"] = `"` + src.ETag + `"`
 	}
-	for off := int64(0); off < src.Size || off == 0 && src.Size == 0; {
-		n := min(src.Size-off, maxCopyPart)
-		length := n
-		if off == 0 && n == src.Size {
+	for _, rg := range copyRanges(src.Size) {
+		off, length := rg[0], rg[1]
+		if off == 0 && length == src.Size {
 			length = -1 // the whole object: no range (a range of an empty one is no range S3 takes)
 		}
 		p, err := b.core.CopyObjectPart(ctx, from.bucket, src.Key, b.bucket, dst, id, len(parts)+1, off, length, hdr)
@@ -396,12 +396,28 @@ func (b *Bucket) copyParts(ctx context.Context, from *Bucket, src store.ObjectIn
 			return nil, mapErr(err)
 		}
 		parts = append(parts, p)
-		if n == 0 {
-			break
-		}
-		off += n
 	}
 	return parts, nil
+}
+
+// copyRanges cuts an object of size bytes into the (offset, length)
+// ranges of its part copies: one range up to maxCopyPart, else ranges of
+// one size (the last a little shorter), so that none but the last falls
+// below S3's minimum part however the size divides. An empty object is
+// one empty range.
+func copyRanges(size int64) [][2]int64 {
+	step := size
+	if k := (size + maxCopyPart - 1) / maxCopyPart; k > 1 {
+		step = (size + k - 1) / k
+	}
+	if size == 0 {
+		return [][2]int64{{0, 0}}
+	}
+	var out [][2]int64
+	for off := int64(0); off < size; off += step {
+		out = append(out, [2]int64{off, min(step, size-off)})
+	}
+	return out
 }
 
 // Copy writes dst as a server-side copy of src, an object of the bucket

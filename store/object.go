@@ -354,9 +354,6 @@ func (v *Volume) objParents(ctx context.Context, d string) error {
 // with If-None-Match so a name another node took meanwhile is never
 // overwritten.
 func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h hash.Hash, opt IngestOptions) (IngestResult, error) {
-	if opt.Append {
-		return IngestResult{}, unbuilt("appending (apnd)")
-	}
 	if opt.Life > 0 {
 		return IngestResult{}, unbuilt("a lifetime (life=)")
 	}
@@ -365,6 +362,11 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 	}
 	if err := v.objParents(ctx, d); err != nil {
 		return IngestResult{}, err
+	}
+	if opt.Append {
+		if res, ok, err := v.appendObject(ctx, d, body, h, opt); ok { // objappend.go
+			return res, err
+		}
 	}
 	name := opt.Name
 	for attempt := 0; ; attempt++ {

@@ -263,3 +263,100 @@ func TestS3Unpost(t *testing.T) {
 		t.Errorf("unpost with --unpost 0: %s", body)
 	}
 }
+
+// Append (?apnd) on an S3 volume: the same statuses and bytes as on disk;
+// a large object is extended server-side (its staged body gone after);
+// appends at once never lose one that was acknowledged.
+func TestS3Append(t *testing.T) {
+	m := startMinio(t, "vol")
+	u := basicAuth("u:pw")
+	s := start(t, "-a", "u:pw", "-a", "w:wpw",
+		"-v", t.TempDir()+":s3:r:rwmd,u:w,w:c,s3=vol",
+		"-v", t.TempDir()+":loc:r:rwmd,u:w,w")
+	parity(t, s, http.StatusCreated, "PUT", "VOL/log.txt", []byte("one,"), u)
+	parity(t, s, 0, "PUT", "VOL/log.txt?apnd", []byte("two,"), u)
+	parity(t, s, 0, "PUT", "VOL/new.txt?apnd", []byte("made"), u) // a missing file is made
+	parity(t, s, 0, "PUT", "VOL/log.txt?apnd&gz", []byte("three"), u)
+	parity(t, s, http.StatusBadRequest, "PUT", "VOL/log.txt?apnd&replace", []byte("x"), u)
+	parity(t, s, http.StatusForbidden, "PUT", "VOL/log.txt?apnd", []byte("x"), basicAuth("w:wpw")) // needs d
+	parity(t, s, http.StatusUnauthorized, "PUT", "VOL/log.txt?apnd", []byte("x"))
+	parity(t, s, http.StatusCreated, "POST", "VOL/", []byte("act=mkdir&name=dir"), "Content-Type: application/x-www-form-urlencoded", u)
+	parity(t, s, 0, "PUT", "VOL/dir?apnd", []byte("x"), u) // a folder
+	for _, f := range []string{"/log.txt", "/new.txt"} {
+		_, a := s.do(t, "GET", "/s3"+f, nil)
+		_, b := s.do(t, "GET", "/loc"+f, nil)
+		if !bytes.Equal(a, b) || !bytes.HasPrefix(a, []byte("one,two,")) && f == "/log.txt" {
+			t.Errorf("%s: S3 volume %q, local %q", f, a, b)
+		}
+	}
+
+	// Large: composed server-side; many at once, none lost.
+	big := seededBytes(11, 6<<20)
+	resp, body := s.do(t, "PUT", "/s3/big.bin", big, u)
+	wantStatus(t, resp, body, http.StatusCreated)
+	const n = 6
+	done := make(chan int, n)
+	for i := range n {
+		go func() {
+			r, b := s.do(t, "PUT", "/s3/big.bin?apnd", bytes.Repeat([]byte{byte('a' + i)}, 1000), u)
+			if r.StatusCode != http.StatusCreated && r.StatusCode != http.StatusOK {
+				t.Errorf("append %d: %d %s", i, r.StatusCode, b)
+			}
+			done <- i
+		}()
+	}
+	for range n {
+		<-done
+	}
+	got, _ := m.Object(t, "vol", "big.bin")
+	if len(got) != len(big)+n*1000 || !bytes.Equal(got[:len(big)], big) {
+		t.Fatalf("after %d appends: %d bytes, want %d", n, len(got), len(big)+n*1000)
+	}
+	for i := range n {
+		if !bytes.Contains(got[len(big):], bytes.Repeat([]byte{byte('a' + i)}, 1000)) {
+			t.Errorf("append %d is missing", i)
+		}
+	}
+	for _, k := range m.Keys(t, "vol") {
+		if strings.Contains(k, ".hist") {
+			t.Errorf("staged append body left: %s", k)
+		}
+	}
+	// Small ones at once: each is there in full or refused (409), never lost.
+	resp, body = s.do(t, "PUT", "/s3/small.txt", []byte{}, u)
+	wantStatus(t, resp, body, http.StatusCreated)
+	ok := 0
+	var oks []int
+	for i := range n {
+		go func() {
+			r, _ := s.do(t, "PUT", "/s3/small.txt?apnd", bytes.Repeat([]byte{byte('a' + i)}, 10), u)
+			switch r.StatusCode {
+			case http.StatusCreated, http.StatusOK:
+				done <- i
+			case http.StatusConflict:
+				done <- -1
+			default:
+				t.Errorf("small append %d: %d", i, r.StatusCode)
+				done <- -1
+			}
+		}()
+	}
+	for range n {
+		if i := <-done; i >= 0 {
+			ok++
+			oks = append(oks, i)
+		}
+	}
+	got, _ = m.Object(t, "vol", "small.txt")
+	if len(got) != ok*10 || ok == 0 {
+		t.Errorf("%d small appends acknowledged, object has %d bytes", ok, len(got))
+	}
+	for _, i := range oks {
+		if !bytes.Contains(got, bytes.Repeat([]byte{byte('a' + i)}, 10)) {
+			t.Errorf("acknowledged small append %d is missing", i)
+		}
+	}
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
+		t.Errorf("unfinished uploads left: %q", inc)
+	}
+}

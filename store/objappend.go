@@ -1,0 +1,141 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+	"path"
+	"time"
+)
+
+// Append (?apnd) on an object-store volume. S3 has no append: the file
+// is rewritten as the old object followed by the new bytes, and the
+// rewrite completes only while the object is still the one it began
+// from (If-Match on its ETag), so two appends at once never lose one —
+// the loser tries again on top of the winner's result, or is refused
+// with nothing changed.
+//
+//   - An object under 5 MiB (S3's smallest part but the last): one
+//     streamed upload of its bytes (read back through hoard) followed by
+//     the body, completed with If-Match. Cost: the old bytes travel
+//     twice. A lost race is 409 (the body is gone, so it cannot be tried
+//     again).
+//   - Larger: the body is first stored as an object of its own in the
+//     state area (PREFIX/.hist/apnd/, which no request reaches), then the
+//     file is composed server-side of the old object and that one
+//     (UploadPartCopy: the old bytes never pass through hoard), completed
+//     with If-Match; a lost race composes again on the new object, up to
+//     apndTries times. Cost: the body is written twice inside the store,
+//     plus about seven requests. The staged object is deleted after; a
+//     crash in between leaves it in the state area (never listed).
+//
+// The appended object carries the appender's metadata (uploader, address,
+// time), as on disk the index then takes the appender for its uploader.
+
+// apndTries bounds the compositions of one append that lose a race.
+const apndTries = 5
+
+// apndArea is where the bodies of appends are staged, below the prefix.
+const apndArea = HistName + "/apnd/"
+
+// appendObject appends body to the object opt.Name in folder d (checked
+// by the caller). ok is false when there is no such object: the caller
+// uploads it as a new file.
+func (v *Volume) appendObject(ctx context.Context, d string, body io.Reader, h hash.Hash, opt IngestOptions) (res IngestResult, ok bool, err error) {
+	rel := path.Join(d, opt.Name)
+	fi, err := v.objStat(ctx, rel)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return res, false, nil
+	case err != nil:
+		return res, true, err
+	case fi.IsDir():
+		return res, true, ErrIsDir
+	}
+	cur := fi.(objectFileInfo).oi
+	now := v.store.now()
+	meta := map[string]string{"hoard-uploader": opt.Uploader, "hoard-ip": opt.ClientIP, "hoard-at": now.UTC().Format(time.RFC3339Nano)}
+	sr := &sizedReader{r: body, h: h, min: v.Flags().SzMin, max: v.Flags().SzMax, want: opt.Size}
+	src, stop := encoded(sr, opt.Encode)
+	defer stop()
+	raced := func(err error) error {
+		return &Error{Kind: KindConflict, Msg: "the file changed while it was being appended to (another append?); nothing was appended, try again", Err: err}
+	}
+	var oi ObjectInfo
+	if cur.Size < 5<<20 {
+		old, err := v.obj.Open(ctx, cur)
+		if err != nil {
+			return res, true, err
+		}
+		defer old.Close()
+		oi, err = v.obj.Put(ctx, cur.Key, io.MultiReader(old, src), ObjectPut{IfMatch: cur.ETag, Meta: meta})
+		switch {
+		case sr.err != nil:
+			return res, true, sr.err
+		case errors.Is(err, ErrExists), errors.Is(err, ErrNotFound):
+			return res, true, raced(err)
+		case err != nil:
+			return res, true, err
+		}
+	} else {
+		var b [12]byte
+		rand.Read(b[:])
+		stage := v.objPre + apndArea + hex.EncodeToString(b[:])
+		staged, err := v.obj.Put(ctx, stage, src, ObjectPut{NoClobber: true})
+		if sr.err != nil {
+			return res, true, sr.err
+		}
+		if err != nil {
+			return res, true, err
+		}
+		defer v.obj.Delete(context.WithoutCancel(ctx), stage)
+		for try := 1; ; try++ {
+			oi, err = v.obj.Compose(ctx, cur.Key, []ObjectInfo{cur, staged}, ObjectPut{IfMatch: cur.ETag, Meta: meta})
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrExists) && !errors.Is(err, ErrNotFound) || try == apndTries {
+				if errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) {
+					return res, true, raced(err)
+				}
+				return res, true, err
+			}
+			// Another append (or a replace) won: append to what it left.
+			if cur, err = v.obj.Stat(ctx, cur.Key); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					return res, true, raced(err)
+				}
+				return res, true, err
+			}
+		}
+	}
+	v.store.log.Info("appended", "volume", "/"+v.VPath, "key", oi.Key, "bytes", sr.n)
+	res = IngestResult{Rel: rel, Size: sr.n, Time: now, Info: objectFileInfo{oi}}
+	if h != nil {
+		res.Sum = h.Sum(nil)
+	}
+	return res, true, nil
+}
+
+// encoded is r through the compressor enc when there is one (a pipe fed
+// by a goroutine); stop ends that goroutine.
+func encoded(r io.Reader, enc func(io.Writer) (io.WriteCloser, error)) (io.Reader, func()) {
+	if enc == nil {
+		return r, func() {}
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		e, err := enc(pw)
+		if err == nil {
+			_, err = io.Copy(e, r)
+			if cerr := e.Close(); err == nil {
+				err = cerr
+			}
+		}
+		pw.CloseWithError(err)
+	}()
+	return pr, func() { pr.Close() }
+}
