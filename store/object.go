@@ -226,11 +226,14 @@ func (v *Volume) objStat(ctx context.Context, r string) (fs.FileInfo, error) {
 	if r == "." {
 		return objectFileInfo{ObjectInfo{Key: v.objPre, Dir: true}}, nil
 	}
+	if !v.objInView(r) { // objshare.go
+		return nil, ErrNotFound
+	}
 	oi, err := v.obj.Stat(ctx, v.key(r))
 	if err == nil {
 		return objectFileInfo{oi}, nil
 	}
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, ErrNotFound) || v.only != nil {
 		return nil, err
 	}
 	dir, err := v.objFolder(ctx, r)
@@ -292,6 +295,9 @@ func (v *Volume) OpenObject(ctx context.Context, rel string) (io.ReadSeekCloser,
 // out left out here too (state folder, work files, names not addressable
 // by URL, dot files unless opt.Dots).
 func (v *Volume) eachObject(ctx context.Context, r string, opt ListOptions, fn func(Entry) error) error {
+	if v.only != nil && r != "." {
+		return ErrNotFound // a view of files has no folders
+	}
 	prefix := v.key(r)
 	if r != "." {
 		prefix += "/"
@@ -306,6 +312,8 @@ func (v *Volume) eachObject(ctx context.Context, r string, opt ListOptions, fn f
 		case checkName(name) != nil, strings.EqualFold(name, HistName), strings.HasSuffix(name, PartialSuffix):
 			return nil
 		case !opt.Dots && strings.HasPrefix(name, "."):
+			return nil
+		case v.only != nil && (oi.Dir || !v.objInView(name)): // a view of files (objshare.go)
 			return nil
 		}
 		e := Entry{Name: name, Dir: oi.Dir, Size: oi.Size, Mtime: oi.ModTime, Mode: 0o644}

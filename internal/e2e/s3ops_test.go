@@ -9,6 +9,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha512"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -358,5 +359,103 @@ func TestS3Append(t *testing.T) {
 	}
 	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
 		t.Errorf("unfinished uploads left: %q", inc)
+	}
+}
+
+// Shares of folders and files on an S3 volume reach exactly what they
+// share (TestShareFolderEndToEnd, TestShareWriteFileAndPassword and
+// TestShareSeveralFiles on disk): reads, listings, archives, uploads into
+// a write share, and nothing beside.
+func TestS3Shares(t *testing.T) {
+	m := startMinio(t, "vol")
+	s := start(t, "-a", "alice:apw", "-v", t.TempDir()+"::rwmd,alice:c,s3=vol/pre")
+	for k, v := range map[string]string{"proj/a.txt": "file a", "proj/sub/deep.txt": "deep", "proj-secret/x.txt": "SECRET", "projx.txt": "SECRET2", "top.txt": "top file"} {
+		m.Put(t, "vol", "pre/"+k, []byte(v))
+	}
+	makeShare(t, s, "apw", map[string]any{"k": "projkey", "vp": []string{"/proj/"}, "pw": "", "exp": "60", "perms": []string{"read"}}, 201)
+	for p, want := range map[string]string{"/shr/projkey/a.txt": "file a", "/shr/projkey/sub/deep.txt": "deep"} {
+		resp, body := s.do(t, "GET", p, nil)
+		wantStatus(t, resp, body, 200)
+		if string(body) != want {
+			t.Errorf("%s: %q", p, body)
+		}
+	}
+	resp, body := s.do(t, "GET", "/shr/projkey/?ls", nil)
+	wantStatus(t, resp, body, 200)
+	if !strings.Contains(string(body), `"sub/"`) || !strings.Contains(string(body), "a.txt") || strings.Contains(string(body), "secret") {
+		t.Errorf("?ls: %s", body)
+	}
+	for _, target := range []string{
+		"/shr/projkey/../proj-secret/x.txt", "/shr/projkey/%2e%2e/proj-secret/x.txt", "/shr/projkey/..%2fproj-secret/x.txt",
+		"/shr/projkey/sub/../../projx.txt", "/shr/projkey/..%5cprojx.txt", "/shr/projkey-secret/x.txt", "/shr/projkeyx/",
+		"/shr/projkey/.hist/x", "/shr/%2e%2e/top.txt", "/shr/projkey/?tree",
+	} {
+		resp, body := rawRequest(t, s, "GET", target, nil)
+		if resp.StatusCode < 400 || strings.Contains(string(body), "SECRET") || strings.Contains(string(body), "top file") {
+			t.Errorf("%s: %d %.200s", target, resp.StatusCode, body)
+		}
+	}
+	for _, c := range []struct{ target, format string }{{"/shr/projkey/?tar", "tar"}, {"/shr/projkey/?zip", "zip"}, {"/shr/projkey/sub/?tar", "tar"}} {
+		resp, body := s.do(t, "GET", c.target, nil)
+		wantStatus(t, resp, body, 200)
+		files := map[string]string{}
+		for name, data := range readArchive(t, c.format, body) {
+			if !strings.HasSuffix(name, "/") {
+				_, rel, _ := strings.Cut(name, "/")
+				files[rel] = string(data)
+			}
+		}
+		want := map[string]string{"a.txt": "file a", "sub/deep.txt": "deep"}
+		if strings.Contains(c.target, "/sub/") {
+			want = map[string]string{"deep.txt": "deep"}
+		}
+		if !maps.Equal(files, want) {
+			t.Errorf("%s: %v, want %v", c.target, files, want)
+		}
+	}
+
+	// A write share takes uploads into the shared folder only.
+	makeShare(t, s, "apw", map[string]any{"k": "drop", "vp": []string{"/proj/sub/"}, "exp": 0, "perms": []string{"read", "write"}}, 201)
+	resp, body = s.do(t, "PUT", "/shr/drop/up.txt", []byte("uploaded"))
+	wantStatus(t, resp, body, 201)
+	if got, ok := m.Object(t, "vol", "pre/proj/sub/up.txt"); !ok || string(got) != "uploaded" {
+		t.Errorf("upload through the share: %q %v", got, ok)
+	}
+	resp, body = s.do(t, "POST", "/shr/drop/up.txt?move=/top2.txt", nil)
+	if resp.StatusCode < 400 {
+		t.Errorf("a move inside a share: %d %s", resp.StatusCode, body)
+	}
+
+	// Shares of files reach those files only.
+	makeShare(t, s, "apw", map[string]any{"k": "onefile", "vp": []string{"/top.txt"}, "perms": []string{"read"}}, 201)
+	for _, p := range []string{"/shr/onefile/top.txt", "/shr/onefile"} {
+		resp, body := s.do(t, "GET", p, nil)
+		wantStatus(t, resp, body, 200)
+		if string(body) != "top file" {
+			t.Errorf("%s: %q", p, body)
+		}
+	}
+	makeShare(t, s, "apw", map[string]any{"k": "multi", "vp": []string{"/top.txt", "/projx.txt"}, "exp": "5", "perms": []string{"read", "write"}}, 201)
+	resp, body = s.do(t, "GET", "/shr/multi/?ls", nil)
+	wantStatus(t, resp, body, 200)
+	var ls struct {
+		Dirs  []any `json:"dirs"`
+		Files []any `json:"files"`
+	}
+	if err := json.Unmarshal(body, &ls); err != nil || len(ls.Files) != 2 || len(ls.Dirs) != 0 {
+		t.Errorf("?ls of a share of files: %v %s", err, body)
+	}
+	for p, code := range map[string]int{"/shr/multi/top.txt": 200, "/shr/multi/projx.txt": 200, "/shr/multi/proj/a.txt": 404, "/shr/onefile/projx.txt": 404, "/shr/onefile/top.txt/x": 404, "/shr/multi/other.txt": 404} {
+		resp, body := s.do(t, "GET", p, nil)
+		if resp.StatusCode != code {
+			t.Errorf("%s: %d %s", p, resp.StatusCode, body)
+		}
+	}
+	resp, body = s.do(t, "PUT", "/shr/multi/new.txt", []byte("x"))
+	if resp.StatusCode < 400 {
+		t.Errorf("PUT into a share of files: %d %s", resp.StatusCode, body)
+	}
+	if _, ok := m.Object(t, "vol", "pre/new.txt"); ok {
+		t.Error("a refused PUT into a share of files stored an object")
 	}
 }
