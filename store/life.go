@@ -137,6 +137,8 @@ func (j *janitor) run() {
 	defer j.wg.Done()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	sweep := time.NewTicker(objSweepEvery) // volumes on object storage (objlife.go)
+	defer sweep.Stop()
 	for {
 		next := j.expireDue()
 		t.Reset(next)
@@ -145,6 +147,8 @@ func (j *janitor) run() {
 			return
 		case <-j.kick:
 		case <-t.C:
+		case <-sweep.C:
+			j.s.sweepAllObjects()
 		}
 	}
 }

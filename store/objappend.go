@@ -58,6 +58,9 @@ func (v *Volume) appendObject(ctx context.Context, d string, body io.Reader, h h
 	cur := fi.(objectFileInfo).oi
 	now := v.store.now()
 	meta := map[string]string{"hoard-uploader": opt.Uploader, "hoard-ip": opt.ClientIP, "hoard-at": now.UTC().Format(time.RFC3339Nano)}
+	if at, ok := cur.Meta["hoard-expires"]; ok {
+		meta["hoard-expires"] = at // the same file: its lifetime holds (objlife.go)
+	}
 	sr := &sizedReader{r: body, h: h, min: v.Flags().SzMin, max: v.Flags().SzMax, want: opt.Size}
 	src, stop := encoded(sr, opt.Encode)
 	defer stop()

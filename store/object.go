@@ -171,8 +171,6 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 // system or an index of the bucket (at mount and at a reload).
 func checkObjectFlags(f Flags) error {
 	switch {
-	case f.Lifetime > 0:
-		return errors.New("flag lifetime is not built yet for volumes on object storage (s3=)")
 	case f.FK > 0:
 		return errors.New("flag fk is not built yet for volumes on object storage (s3=)")
 	case f.NoDupe || f.Dedup:
@@ -362,9 +360,6 @@ func (v *Volume) objParents(ctx context.Context, d string) error {
 // with If-None-Match so a name another node took meanwhile is never
 // overwritten.
 func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h hash.Hash, opt IngestOptions) (IngestResult, error) {
-	if opt.Life > 0 {
-		return IngestResult{}, unbuilt("a lifetime (life=)")
-	}
 	if v.Flags().NoSub && d != "." {
 		return IngestResult{}, ErrNoSub
 	}
@@ -411,6 +406,9 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 		src = pr
 	}
 	meta := map[string]string{"hoard-uploader": opt.Uploader, "hoard-ip": opt.ClientIP, "hoard-at": now.UTC().Format(time.RFC3339Nano)}
+	if err := v.objLife(ctx, rel, opt.Life, meta); err != nil { // objlife.go
+		return IngestResult{}, err
+	}
 	oi, err := v.obj.Put(ctx, v.key(rel), src, ObjectPut{NoClobber: !opt.Replace, Meta: meta})
 	if sr.err != nil { // the body's own fault wins: the put was aborted for it
 		return IngestResult{}, sr.err

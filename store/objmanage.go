@@ -155,7 +155,7 @@ func (v *Volume) objDestFolder(ctx context.Context, op, dir string, parents bool
 
 // transferObjectFile copies (and for a move then deletes) one object.
 func (s *Store) transferObjectFile(ctx context.Context, op string, sv *Volume, sr string, oi ObjectInfo, dv *Volume, drel string, replace bool, res DestResult) (DestResult, error) {
-	_, err := dv.obj.Copy(ctx, dv.key(drel), sv.obj, oi, ObjectPut{NoClobber: !replace})
+	_, err := dv.obj.Copy(ctx, dv.key(drel), sv.obj, oi, ObjectPut{NoClobber: !replace, Meta: copyMeta(op, oi)})
 	switch {
 	case errors.Is(err, ErrExists):
 		return DestResult{}, &OpError{Op: op, Kind: KindExists, Msg: "the destination was taken meanwhile; nothing was changed", Err: err}
@@ -167,6 +167,9 @@ func (s *Store) transferObjectFile(ctx context.Context, op string, sv *Volume, s
 	res.Files, res.Bytes = 1, oi.Size
 	if op != "move" {
 		return res, nil
+	}
+	if err := dv.objLifeMoved(ctx, drel, oi); err != nil { // objlife.go
+		return res, &OpError{Op: op, Kind: KindConflict, Msg: "the file was copied, not moved: its lifetime could not be recorded at the destination", Err: err}
 	}
 	return res, s.dropMoved(ctx, op, sv, sr, []movedKey{{oi.Key, oi.ETag}})
 }
@@ -261,11 +264,16 @@ func (s *Store) transferObjectTree(ctx context.Context, op string, sv *Volume, s
 		if err != nil {
 			return err
 		}
-		if _, err := dv.obj.Copy(ctx, dp+rel, sv.obj, oi, ObjectPut{NoClobber: true}); err != nil {
+		if _, err := dv.obj.Copy(ctx, dp+rel, sv.obj, oi, ObjectPut{NoClobber: true, Meta: copyMeta(op, oi)}); err != nil {
 			if errors.Is(err, ErrExists) {
 				return &OpError{Op: op, Kind: KindConflict, Msg: fmt.Sprintf("%s was taken at the destination meanwhile", rel), Err: err}
 			}
 			return err
+		}
+		if move {
+			if err := dv.objLifeMoved(ctx, joinRel(drel, rel), oi); err != nil { // objlife.go
+				return err
+			}
 		}
 		res.Files++
 		res.Bytes += oi.Size
@@ -303,4 +311,14 @@ func (s *Store) transferObjectTree(ctx context.Context, op string, sv *Volume, s
 // store and the disk.
 func (s *Store) transferMixed(_ context.Context, op string, _ Actor, _ *Volume, _ string, _ *Volume, _, _ string, _ DestOptions) (DestResult, error) {
 	return DestResult{}, opErr(op, unbuilt("moving and copying between a volume on object storage and one on disk"))
+}
+
+// copyMeta is the metadata a copy of oi gets: all of it for a move (the
+// same file), less its lifetime for a copy (a new file, as on disk);
+// nil keeps the source's.
+func copyMeta(op string, oi ObjectInfo) map[string]string {
+	if _, ok := oi.Meta["hoard-expires"]; op == "move" || !ok {
+		return nil
+	}
+	return withoutLife(oi.Meta)
 }

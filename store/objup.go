@@ -160,6 +160,9 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	for k, val := range opt.Meta {
 		meta[k] = val
 	}
+	if err := v.objLife(ctx, r, 0, meta); err != nil { // the volume's lifetime (objlife.go)
+		return ObjectInfo{}, err
+	}
 	put := ObjectPut{NoClobber: !opt.Replace, Meta: meta, Check: opt.Check}
 	var oi ObjectInfo
 	if len(srcs) == 0 {

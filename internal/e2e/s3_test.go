@@ -388,7 +388,6 @@ func TestS3BadConfig(t *testing.T) {
 		{"c,s3=Bad_Bucket", "bucket name"},
 		{"c,s3=vol/../x", "prefix"},
 		{"c,s3=nosuch", "does not exist"},
-		{"c,s3=vol:c,lifetime=60", "lifetime"},
 		{"c,s3=vol:c,fk", "fk"},
 	} {
 		code, _, stderr := runHoard(t, "-v", t.TempDir()+":s3:r:"+c.flags)

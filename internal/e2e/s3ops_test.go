@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -457,5 +458,71 @@ func TestS3Shares(t *testing.T) {
 	}
 	if _, ok := m.Object(t, "vol", "pre/new.txt"); ok {
 		t.Error("a refused PUT into a share of files stored an object")
+	}
+}
+
+// Lifetimes on an S3 volume: the volume's lifetime= and an upload's
+// shorter ?life= end in the file's deletion by the bucket sweep; a
+// moved file keeps its deadline, a copy has none, a file replaced
+// meanwhile is not deleted for its predecessor's; refusals as on disk.
+func TestS3Lifetimes(t *testing.T) {
+	m := startMinio(t, "vol")
+	u := basicAuth("u:pw")
+	s := start(t, "-a", "u:pw",
+		"-v", t.TempDir()+":s3:r:rwmd,u:c,s3=vol:c,lifetime=4",
+		"-v", t.TempDir()+":s3n:r:rwmd,u:c,s3=vol/forever",
+		"-v", t.TempDir()+":loc:r:rwmd,u:c,lifetime=4",
+		"-v", t.TempDir()+":locn:r:rwmd,u")
+	for _, v := range []string{"/s3", "/loc"} {
+		for _, f := range []string{"/short.txt?life=1", "/vol.txt", "/moved.txt", "/copied.txt", "/replaced.txt?life=1"} {
+			resp, body := s.do(t, "PUT", v+f, []byte("x"), u)
+			wantStatus(t, resp, body, http.StatusCreated)
+		}
+	}
+	parity(t, s, 0, "PUT", "VOLn/f.txt?life=5", []byte("x"), u)   // no lifetime here
+	parity(t, s, 0, "PUT", "VOL/neg.txt?life=-5", []byte("x"), u) // bad input
+	parity(t, s, http.StatusCreated, "POST", "VOL/moved.txt?move=VOL/sub/moved.txt", nil, u)
+	parity(t, s, http.StatusCreated, "POST", "VOL/copied.txt?copy=VOLn/copy.txt", nil, u)
+	parity(t, s, http.StatusCreated, "PUT", "VOLn/new.txt", []byte("new"), u)
+	parity(t, s, http.StatusCreated, "POST", "VOLn/new.txt?move=VOL/replaced.txt&replace", nil, u) // no lifetime of its own
+	oi, err := m.Client.StatObject(context.Background(), "vol", "sub/moved.txt", minio.StatObjectOptions{})
+	if err != nil || oi.UserMetadata["Hoard-Expires"] == "" {
+		t.Errorf("moved object's metadata %v (%v): want its deadline", oi.UserMetadata, err)
+	}
+	gone := func(p string) bool {
+		resp, _ := s.do(t, "GET", p, nil)
+		return resp.StatusCode == http.StatusNotFound
+	}
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		all := true
+		for _, p := range []string{"/s3/short.txt", "/s3/vol.txt", "/s3/sub/moved.txt", "/loc/short.txt", "/loc/vol.txt", "/loc/sub/moved.txt"} {
+			all = all && gone(p)
+		}
+		if all {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("files past their lifetime are still served")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, p := range []string{"VOLn/copy.txt", "VOL/replaced.txt"} {
+		parity(t, s, http.StatusOK, "GET", p, nil)
+	}
+	var keys []string
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		keys = m.Keys(t, "vol")
+		left := slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, ".hist/life/") })
+		if !left {
+			break
+		}
+		if time.Now().After(end) {
+			t.Errorf("expiry records outlived their deadlines: %q", keys)
+			break
+		}
+	}
+	if slices.Contains(keys, "short.txt") || slices.Contains(keys, "vol.txt") || slices.Contains(keys, "sub/moved.txt") {
+		t.Errorf("expired objects left: %q", keys)
 	}
 }
