@@ -56,7 +56,7 @@ func (v *Volume) objExpire(ctx context.Context, rel string, deadline time.Time, 
 	rec, _ := json.Marshal(expiryRec{Rel: v.outerRel(rel), At: at})
 	var b [8]byte
 	rand.Read(b[:])
-	key := fmt.Sprintf("%s%s%020d-%s", o.objPre, lifeArea, deadline.UnixNano(), hex.EncodeToString(b[:]))
+	key := o.objPre + lifeArea + lifeName(deadline, hex.EncodeToString(b[:]))
 	if _, err := o.obj.Put(ctx, key, strings.NewReader(string(rec)), ObjectPut{NoClobber: true, Size: int64(len(rec))}); err != nil {
 		return fmt.Errorf("recording the file's lifetime: %w", err)
 	}
@@ -106,9 +106,7 @@ func (v *Volume) sweepObjects(ctx context.Context, now time.Time) error {
 	prefix := v.objPre + lifeArea
 	var due []ObjectInfo
 	err := v.obj.List(ctx, prefix, func(oi ObjectInfo) error {
-		ns, _, _ := strings.Cut(strings.TrimPrefix(oi.Key, prefix), "-")
-		n, err := strconv.ParseInt(ns, 10, 64)
-		if err == nil && n > now.UnixNano() {
+		if n, ok := lifeDeadline(strings.TrimPrefix(oi.Key, prefix)); ok && n > now.UnixNano() {
 			return errStop // sorted by deadline: none after is due
 		}
 		if len(due) >= 1000 {
@@ -164,22 +162,19 @@ func (v *Volume) expireObject(ctx context.Context, r ObjectInfo, now time.Time) 
 	if err != nil {
 		return err
 	}
-	var rec expiryRec
-	if json.Unmarshal(b, &rec) == nil && rec.Rel != "" {
-		if rel, err := cleanRel(rec.Rel); err == nil && rel != "." {
-			oi, err := v.obj.Stat(ctx, v.key(rel))
-			switch {
-			case err == nil && oi.Meta["hoard-expires"] == rec.At:
-				if t, perr := time.Parse(time.RFC3339Nano, rec.At); perr == nil && t.After(now) {
-					return nil // not due after all (a clock ahead of the name)
-				}
-				if err := v.obj.Delete(ctx, oi.Key); err != nil {
-					return err
-				}
-				v.store.log.Info("lifetime ended; deleted", "volume", "/"+v.VPath, "path", rel)
-			case err != nil && !errors.Is(err, ErrNotFound):
+	if rec, rel, ok := parseExpiryRec(b); ok {
+		oi, err := v.obj.Stat(ctx, v.key(rel))
+		switch {
+		case err == nil && oi.Meta["hoard-expires"] == rec.At:
+			if t, perr := time.Parse(time.RFC3339Nano, rec.At); perr == nil && t.After(now) {
+				return nil // not due after all (a clock ahead of the name)
+			}
+			if err := v.obj.Delete(ctx, oi.Key); err != nil {
 				return err
 			}
+			v.store.log.Info("lifetime ended; deleted", "volume", "/"+v.VPath, "path", rel)
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return err
 		}
 	} else {
 		v.store.log.Warn("dropping an unreadable expiry record", "volume", "/"+v.VPath, "key", r.Key)
@@ -199,4 +194,35 @@ func (s *Store) sweepAllObjects() {
 		}
 		cancel()
 	}
+}
+
+// lifeName is the name of an expiry record due at deadline: the deadline
+// in Unix nanoseconds, 20 digits (so names sort as deadlines), a dash,
+// and tag (random, so records never collide).
+func lifeName(deadline time.Time, tag string) string {
+	return fmt.Sprintf("%020d-%s", deadline.UnixNano(), tag)
+}
+
+// lifeDeadline reads the deadline (Unix ns) from a record's name; ok is
+// false for a name lifeName did not make (such a record is due now).
+func lifeDeadline(name string) (int64, bool) {
+	ns, _, found := strings.Cut(name, "-")
+	if !found || len(ns) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(ns, 10, 63)
+	return int64(n), err == nil
+}
+
+// parseExpiryRec reads an expiry record: ok only with a path a request
+// could name (cleaned, not the top, not in a state folder) and a deadline.
+func parseExpiryRec(b []byte) (rec expiryRec, rel string, ok bool) {
+	if json.Unmarshal(b, &rec) != nil || rec.Rel == "" || rec.At == "" {
+		return rec, "", false
+	}
+	rel, err := cleanRel(rec.Rel)
+	if err != nil || rel == "." || rel != rec.Rel {
+		return rec, "", false
+	}
+	return rec, rel, true
 }
