@@ -116,6 +116,7 @@ func (v *Volume) appendObject(ctx context.Context, d string, body io.Reader, h h
 		}
 	}
 	v.store.log.Info("appended", "volume", "/"+v.VPath, "key", oi.Key, "bytes", sr.n)
+	v.store.emit(Event{Kind: Created, Vol: v, Rel: rel, Size: oi.Size, Mtime: oi.ModTime, At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP})
 	res = IngestResult{Rel: rel, Size: sr.n, Time: now, Info: objectFileInfo{oi}}
 	if h != nil {
 		res.Sum = h.Sum(nil)

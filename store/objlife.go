@@ -173,6 +173,7 @@ func (v *Volume) expireObject(ctx context.Context, r ObjectInfo, now time.Time) 
 				return err
 			}
 			v.store.log.Info("lifetime ended; deleted", "volume", "/"+v.VPath, "path", rel)
+			v.store.emit(Event{Kind: Removed, Vol: v, Rel: rel, At: v.store.now()})
 		case err != nil && !errors.Is(err, ErrNotFound):
 			return err
 		}

@@ -129,7 +129,27 @@ func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, d
 		res, err = s.transferObjectFile(ctx, op, sv, sr, sfi.(objectFileInfo).oi, dv, drel, replaceFile, res)
 	}
 	s.log.Info(verb, "from", Loc{sv, sr}.URLPath(), "to", Loc{dv, drel}.URLPath(), "files", res.Files, "bytes", res.Bytes, "took", time.Since(start).Round(time.Millisecond), "user", who.User, "ip", who.IP, "err", err)
+	s.objTransferred(who, sv, sr, dv, drel, isDir, move, replaceFile, res, err)
 	return res, err
+}
+
+// objTransferred tells subscribers (the index) what a move or copy on
+// object-store volumes did: a move whose source is gone entirely is a
+// move; one that stopped with the destination whole or in part is a
+// copy of what arrived (the source's leftovers are found by a rescan).
+func (s *Store) objTransferred(who Actor, sv *Volume, sr string, dv *Volume, drel string, isDir, move, replaced bool, res DestResult, err error) {
+	if res.Files == 0 && !isDir || err != nil && res.Files == 0 {
+		return
+	}
+	now := s.now()
+	if replaced {
+		s.emit(Event{Kind: Removed, Vol: dv, Rel: drel, At: now, Uploader: who.User, ClientIP: who.IP})
+	}
+	kind := Copied
+	if move && err == nil {
+		kind = Moved
+	}
+	s.emit(Event{Kind: kind, Tree: isDir, FromVol: sv, From: sr, Vol: dv, Rel: drel, Size: res.Bytes, At: now, Uploader: who.User, ClientIP: who.IP})
 }
 
 // objDestFolder checks the folder dir (cleaned) of an object-store
