@@ -4,6 +4,7 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -259,7 +260,12 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 		// A folder marker: S3 stores those only by a plain PUT of nothing.
 		r, size = strings.NewReader(""), 0
 	}
-	ui, err := b.c.PutObject(ctx, b.bucket, key, r, size, po)
+	var ui minio.UploadInfo
+	if size < 0 && (opt.NoClobber || opt.IfMatch != "") {
+		ui, err = b.putStream(ctx, key, r, po, opt)
+	} else {
+		ui, err = b.c.PutObject(ctx, b.bucket, key, r, size, po)
+	}
 	if err != nil {
 		return store.ObjectInfo{}, mapErr(err)
 	}
@@ -268,6 +274,61 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 		return store.ObjectInfo{Key: key, Size: ui.Size, ETag: strings.Trim(ui.ETag, `"`), ModTime: time.Now()}, nil
 	}
 	return oi, nil
+}
+
+// putStream is Put of a body of unknown length with a precondition
+// (NoClobber, IfMatch). minio-go's own streamed upload sends the
+// precondition with the start of its multipart upload only, where the
+// store checks it before a byte arrives; two uploads of one name at
+// once then both pass and the later completion replaces the earlier,
+// acknowledged one. Here the precondition goes with the completion,
+// which the store checks and applies under the object's lock. A body
+// that fits in one part is one PUT (checked under that lock too). One
+// part buffer (partSize) is held, as minio-go holds one.
+func (b *Bucket) putStream(ctx context.Context, key string, r io.Reader, po minio.PutObjectOptions, opt store.ObjectPut) (minio.UploadInfo, error) {
+	buf := make([]byte, partSize)
+	n, err := io.ReadFull(r, buf)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		po.DisableMultipart = true
+		return b.c.PutObject(ctx, b.bucket, key, bytes.NewReader(buf[:n]), int64(n), po)
+	}
+	if err != nil {
+		return minio.UploadInfo{}, err
+	}
+	start := minio.PutObjectOptions{UserMetadata: po.UserMetadata, ContentType: po.ContentType}
+	id, err := b.core.NewMultipartUpload(ctx, b.bucket, key, start)
+	if err != nil {
+		return minio.UploadInfo{}, err
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			b.core.AbortMultipartUpload(context.WithoutCancel(ctx), b.bucket, key, id)
+		}
+	}()
+	var parts []minio.CompletePart
+	var total int64
+	for n > 0 {
+		p, err := b.core.PutObjectPart(ctx, b.bucket, key, id, len(parts)+1, bytes.NewReader(buf[:n]), int64(n), minio.PutObjectPartOptions{})
+		if err != nil {
+			return minio.UploadInfo{}, err
+		}
+		parts = append(parts, minio.CompletePart{PartNumber: p.PartNumber, ETag: p.ETag})
+		total += int64(n)
+		n, err = io.ReadFull(r, buf)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return minio.UploadInfo{}, err
+		}
+	}
+	done := minio.PutObjectOptions{}
+	setConds(&done, opt)
+	ui, err := b.core.CompleteMultipartUpload(ctx, b.bucket, key, id, parts, done)
+	if err != nil {
+		return minio.UploadInfo{}, err
+	}
+	completed = true
+	ui.Size = total
+	return ui, nil
 }
 
 // slot takes one of the upload slots, or fails with ErrBusy after

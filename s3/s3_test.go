@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -369,6 +370,92 @@ func TestBucketCopyAndIfMatch(t *testing.T) {
 	}
 	if got, _ := m.Object(t, "bk1", "taken"); string(got) != "mine+more" {
 		t.Errorf("compose with If-Match gave %q", got)
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("unfinished uploads left: %q", inc)
+	}
+}
+
+// gatedReader gives its bytes, but holds back everything past the first
+// gate bytes until the barrier opens.
+type gatedReader struct {
+	r       io.Reader
+	gate    int64
+	n       int64
+	reached func()
+	wait    <-chan struct{}
+	once    bool
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	if g.n >= g.gate && !g.once {
+		g.once = true
+		g.reached()
+		<-g.wait
+	}
+	if g.n < g.gate && int64(len(p)) > g.gate-g.n {
+		p = p[:g.gate-g.n]
+	}
+	n, err := g.r.Read(p)
+	g.n += int64(n)
+	return n, err
+}
+
+// Two streamed no-clobber uploads of one key at once (several parts
+// each, both begun before either ends): exactly one is stored, the
+// other is ErrExists, and the object is the winner's whole. (minio-go's
+// own streamed upload checks If-None-Match only when it begins, so both
+// were acknowledged and one was lost.) The same for If-Match.
+func TestBucketStreamedPutPreconditionRace(t *testing.T) {
+	b, m := open(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		opt  func() store.ObjectPut
+	}{
+		{"NoClobber", func() store.ObjectPut { return store.ObjectPut{NoClobber: true} }},
+		{"IfMatch", func() store.ObjectPut {
+			oi, err := b.Put(ctx, "race-IfMatch", strings.NewReader("old"), store.ObjectPut{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return store.ObjectPut{IfMatch: oi.ETag}
+		}},
+	} {
+		key := "race-" + c.name
+		opt := c.opt()
+		bodies := [2][]byte{bytes.Repeat([]byte{'a'}, 20<<20), bytes.Repeat([]byte{'b'}, 20<<20)}
+		var wg, reached sync.WaitGroup
+		open := make(chan struct{})
+		reached.Add(2)
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := &gatedReader{r: bytes.NewReader(bodies[i]), gate: 17 << 20, reached: reached.Done, wait: open}
+				_, errs[i] = b.Put(ctx, key, r, opt)
+			}()
+		}
+		reached.Wait()
+		time.Sleep(300 * time.Millisecond) // both first parts on their way
+		close(open)
+		wg.Wait()
+		ok := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+				if got, _ := m.Object(t, "bk1", key); !bytes.Equal(got, bodies[i]) {
+					t.Errorf("%s: the stored object is not upload %d's whole", c.name, i)
+				}
+			case !errors.Is(err, store.ErrExists):
+				t.Errorf("%s: upload %d: %v", c.name, i, err)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("%s: %d of two racing uploads stored (errors %v), want exactly one", c.name, ok, errs)
+		}
 	}
 	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
 		t.Errorf("unfinished uploads left: %q", inc)

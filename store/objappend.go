@@ -18,25 +18,38 @@ import (
 // the loser tries again on top of the winner's result, or is refused
 // with nothing changed.
 //
-//   - An object under 5 MiB (S3's smallest part but the last): one
-//     streamed upload of its bytes (read back through hoard) followed by
-//     the body, completed with If-Match. Cost: the old bytes travel
-//     twice. A lost race is 409 (the body is gone, so it cannot be tried
-//     again).
-//   - Larger: the body is first stored as an object of its own in the
-//     state area (PREFIX/.hist/apnd/, which no request reaches), then the
-//     file is composed server-side of the old object and that one
-//     (UploadPartCopy: the old bytes never pass through hoard), completed
-//     with If-Match; a lost race composes again on the new object, up to
-//     apndTries times. Cost: the body is written twice inside the store,
-//     plus about seven requests. The staged object is deleted after; a
-//     crash in between leaves it in the state area (never listed).
+// The body is first stored as an object of its own in the state area
+// (PREFIX/.hist/apnd/, which no request reaches); then the file is
+// composed of the old object and that one by one multipart upload
+// completed with If-Match, and a lost race composes again on top of what
+// the winner left, up to apndTries times. (A single PUT with If-Match is
+// no such guarantee: MinIO checks it before the body arrives, and two
+// appends at once were both acknowledged with one lost.)
+//
+//   - An old object of 5 MiB or more (S3's smallest part but the last)
+//     is copied server-side (UploadPartCopy): its bytes never pass
+//     through hoard.
+//   - A smaller one and the body are streamed through hoard into one
+//     part (so at most 4 GiB can be appended at once to such a file).
+//
+// Cost: the body is written twice inside the store, plus about seven
+// requests. The staged object is deleted after; a crash in between
+// leaves it in the state area (never listed; the sweep deletes it after
+// a day, objlife.go).
 //
 // The appended object carries the appender's metadata (uploader, address,
 // time), as on disk the index then takes the appender for its uploader.
 
 // apndTries bounds the compositions of one append that lose a race.
 const apndTries = 5
+
+// minComposePart is S3's smallest part but the last; maxStreamedAppend
+// is the most a compose streamed through hoard takes with such an old
+// object (its one part stays below S3's 5 GiB).
+const (
+	minComposePart    = 5 << 20
+	maxStreamedAppend = 4 << 30
+)
 
 // apndArea is where the bodies of appends are staged, below the prefix.
 const apndArea = HistName + "/apnd/"
@@ -67,52 +80,40 @@ func (v *Volume) appendObject(ctx context.Context, d string, body io.Reader, h h
 	raced := func(err error) error {
 		return &Error{Kind: KindConflict, Msg: "the file changed while it was being appended to (another append?); nothing was appended, try again", Err: err}
 	}
+	var b [12]byte
+	rand.Read(b[:])
+	o, _ := v.Outer()
+	stage := o.objPre + apndArea + hex.EncodeToString(b[:])
+	staged, err := v.obj.Put(ctx, stage, src, ObjectPut{NoClobber: true})
+	if sr.err != nil {
+		return res, true, sr.err
+	}
+	if err != nil {
+		return res, true, err
+	}
+	defer v.obj.Delete(context.WithoutCancel(ctx), stage)
 	var oi ObjectInfo
-	if cur.Size < 5<<20 {
-		old, err := v.obj.Open(ctx, cur)
-		if err != nil {
+	for try := 1; ; try++ {
+		if cur.Size < minComposePart && staged.Size > maxStreamedAppend {
+			return res, true, unbuilt("appending more than 4 GiB at once to a file under 5 MiB")
+		}
+		oi, err = v.obj.Compose(ctx, cur.Key, []ObjectInfo{cur, staged}, ObjectPut{IfMatch: cur.ETag, Meta: meta})
+		if err == nil {
+			break
+		}
+		lost := errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound)
+		if !lost {
 			return res, true, err
 		}
-		defer old.Close()
-		oi, err = v.obj.Put(ctx, cur.Key, io.MultiReader(old, src), ObjectPut{IfMatch: cur.ETag, Meta: meta})
-		switch {
-		case sr.err != nil:
-			return res, true, sr.err
-		case errors.Is(err, ErrExists), errors.Is(err, ErrNotFound):
+		if try == apndTries {
 			return res, true, raced(err)
-		case err != nil:
+		}
+		// Another append (or a replace) won: append to what it left.
+		if cur, err = v.obj.Stat(ctx, cur.Key); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return res, true, raced(err)
+			}
 			return res, true, err
-		}
-	} else {
-		var b [12]byte
-		rand.Read(b[:])
-		stage := v.objPre + apndArea + hex.EncodeToString(b[:])
-		staged, err := v.obj.Put(ctx, stage, src, ObjectPut{NoClobber: true})
-		if sr.err != nil {
-			return res, true, sr.err
-		}
-		if err != nil {
-			return res, true, err
-		}
-		defer v.obj.Delete(context.WithoutCancel(ctx), stage)
-		for try := 1; ; try++ {
-			oi, err = v.obj.Compose(ctx, cur.Key, []ObjectInfo{cur, staged}, ObjectPut{IfMatch: cur.ETag, Meta: meta})
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, ErrExists) && !errors.Is(err, ErrNotFound) || try == apndTries {
-				if errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) {
-					return res, true, raced(err)
-				}
-				return res, true, err
-			}
-			// Another append (or a replace) won: append to what it left.
-			if cur, err = v.obj.Stat(ctx, cur.Key); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					return res, true, raced(err)
-				}
-				return res, true, err
-			}
 		}
 	}
 	v.store.log.Info("appended", "volume", "/"+v.VPath, "key", oi.Key, "bytes", sr.n)
