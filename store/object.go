@@ -20,11 +20,13 @@ import (
 // behind os.Root, and their downloads on the sendfile path.
 //
 // What is built on such a volume: Stat, OpenObject (GET, HEAD, ranges),
-// List and Each (listings), Ingest (PUT, multipart), Delete (files and
-// folders), Mkdir (a marker object), and the session objects up2k keeps
-// in the bucket (objup.go). Every other
-// operation that would touch the volume's bytes answers ErrObjectsUnbuilt
-// (501) before it touches anything.
+// List and Each (listings), Ingest (PUT, multipart, append: objappend.go),
+// Delete (files and folders, unpost: objunpost.go), Mkdir (a marker
+// object), Move and Copy (objmanage.go, objmixed.go), shares
+// (objshare.go), lifetimes (objlife.go), and the session objects up2k
+// keeps in the bucket (objup.go). Every other operation that would touch
+// the volume's bytes answers ErrObjectsUnbuilt (501) before it touches
+// anything.
 
 // ObjectInfo describes one object, or in a listing one common prefix (Dir).
 type ObjectInfo struct {

@@ -325,14 +325,6 @@ func (s *Store) transferObjectTree(ctx context.Context, op string, sv *Volume, s
 	return res, s.dropMoved(ctx, op, sv, sr, moved)
 }
 
-// transferMixed is Move and Copy between an object-store volume and a
-// volume on disk: not built yet (501, nothing touched). On disk such a
-// move streams across file systems; here it would stream between the
-// store and the disk.
-func (s *Store) transferMixed(_ context.Context, op string, _ Actor, _ *Volume, _ string, _ *Volume, _, _ string, _ DestOptions) (DestResult, error) {
-	return DestResult{}, opErr(op, unbuilt("moving and copying between a volume on object storage and one on disk"))
-}
-
 // copyMeta is the metadata a copy of oi gets: all of it for a move (the
 // same file), less its lifetime for a copy (a new file, as on disk);
 // nil keeps the source's.

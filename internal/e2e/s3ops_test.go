@@ -14,6 +14,8 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -524,5 +526,106 @@ func TestS3Lifetimes(t *testing.T) {
 	}
 	if slices.Contains(keys, "short.txt") || slices.Contains(keys, "vol.txt") || slices.Contains(keys, "sub/moved.txt") {
 		t.Errorf("expired objects left: %q", keys)
+	}
+}
+
+// Move and copy between an S3 volume and a volume on disk stream the
+// bytes both ways, whole files and trees (empty folders too), with the
+// statuses of a move between two volumes on disk; a move leaves its
+// source only once the destination is whole, and keeps what has no
+// object form (a link).
+func TestS3MoveCopyMixed(t *testing.T) {
+	m := startMinio(t, "vol")
+	u := basicAuth("u:pw")
+	loc := t.TempDir()
+	s := start(t, "-a", "u:pw",
+		"-v", t.TempDir()+":s3:r:rwmd,u:c,s3=vol",
+		"-v", loc+":loc:r:rwmd,u")
+	put := func(p, data string) {
+		t.Helper()
+		resp, body := s.do(t, "PUT", p, []byte(data), u)
+		wantStatus(t, resp, body, http.StatusCreated)
+	}
+	mkdir := func(p, name string) {
+		t.Helper()
+		resp, body := s.do(t, "POST", p, []byte("act=mkdir&name="+name), "Content-Type: application/x-www-form-urlencoded", u)
+		wantStatus(t, resp, body, http.StatusCreated)
+	}
+	get := func(p string) (int, string) {
+		t.Helper()
+		resp, body := s.do(t, "GET", p, nil)
+		return resp.StatusCode, string(body)
+	}
+	do := func(want int, p string) {
+		t.Helper()
+		resp, body := s.do(t, "POST", p, nil, u)
+		wantStatus(t, resp, body, want)
+	}
+	big := string(seededBytes(12, 20<<20+3)) // more than a part
+	put("/s3/t/a.txt", "a")
+	put("/s3/t/sub/b.bin", big)
+	mkdir("/s3/t/", "empty")
+	put("/loc/l/c.txt", "c")
+	put("/loc/l/sub/d.bin", big)
+	mkdir("/loc/l/", "empty")
+	put("/loc/target.txt", "target")
+	if err := os.Symlink("../target.txt", filepath.Join(loc, "l", "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Object store → disk.
+	do(http.StatusCreated, "/s3/t?copy=/loc/tc")
+	if c, b := get("/loc/tc/sub/b.bin"); c != 200 || b != big {
+		t.Errorf("copied tree: %d, %d bytes", c, len(b))
+	}
+	if c, _ := get("/loc/tc/empty/?ls"); c != 200 {
+		t.Errorf("copied tree lacks its empty folder: %d", c)
+	}
+	do(http.StatusConflict, "/s3/t?copy=/loc/tc") // taken
+	do(http.StatusCreated, "/s3/t?move=/loc/tm")
+	if c, b := get("/loc/tm/a.txt"); c != 200 || b != "a" {
+		t.Errorf("moved tree: %d %q", c, b)
+	}
+	if c, _ := get("/s3/t/?ls"); c != 404 {
+		t.Errorf("the moved folder is still in the bucket: %d", c)
+	}
+	put("/s3/f.txt", "f")
+	put("/loc/f.txt", "old")
+	do(http.StatusConflict, "/s3/f.txt?move=/loc/f.txt")
+	do(http.StatusCreated, "/s3/f.txt?move=/loc/f.txt&replace")
+	if c, b := get("/loc/f.txt"); c != 200 || b != "f" {
+		t.Errorf("moved file over an old one: %d %q", c, b)
+	}
+	do(http.StatusNotFound, "/s3/nope.txt?move=/loc/nope.txt")
+
+	// Disk → object store.
+	do(http.StatusCreated, "/loc/l?copy=/s3/lc")
+	for k, v := range map[string]string{"lc/c.txt": "c", "lc/sub/d.bin": big, "lc/link.txt": "target", "lc/empty/": ""} {
+		if got, ok := m.Object(t, "vol", k); !ok || string(got) != v {
+			t.Errorf("object %s: %v, %d bytes", k, ok, len(got))
+		}
+	}
+	do(http.StatusConflict, "/loc/l?move=/s3/lm") // the link stays
+	if !pathExists(loc, "l/link.txt") || pathExists(loc, "l/c.txt") || pathExists(loc, "l/sub/d.bin") {
+		t.Error("a move to object storage took the link, or left files it copied")
+	}
+	if got, ok := m.Object(t, "vol", "lm/sub/d.bin"); !ok || string(got) != big {
+		t.Errorf("moved big file: %v, %d bytes", ok, len(got))
+	}
+	put("/loc/g.txt", "g")
+	do(http.StatusCreated, "/loc/g.txt?move=/s3/g.txt")
+	if pathExists(loc, "g.txt") {
+		t.Error("the moved file is still on disk")
+	}
+	do(http.StatusBadRequest, "/loc/l/link.txt?move=/s3/link.txt")
+	do(http.StatusConflict, "/loc/target.txt?copy=/s3/g.txt")
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
+		t.Errorf("unfinished uploads left: %q", inc)
+	}
+	ents, _ := os.ReadDir(loc)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".hoardop-") {
+			t.Errorf("work file left: %s", e.Name())
+		}
 	}
 }
