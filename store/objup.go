@@ -132,6 +132,7 @@ type UpPublish struct {
 	Meta    map[string]string // x-amz-meta-*; the uploader's are added
 	User    string
 	IP      string
+	Life    time.Duration // the upload's own lifetime; 0: the volume's (objlife.go)
 	// Check wraps the reader of part i where its bytes pass through
 	// hoard (see ObjectPut.Check).
 	Check func(i int, r io.Reader) io.Reader
@@ -160,7 +161,7 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	for k, val := range opt.Meta {
 		meta[k] = val
 	}
-	if err := v.objLife(ctx, r, 0, meta); err != nil { // the volume's lifetime (objlife.go)
+	if err := v.objLife(ctx, r, opt.Life, meta); err != nil { // objlife.go
 		return ObjectInfo{}, err
 	}
 	put := ObjectPut{NoClobber: !opt.Replace, Meta: meta, Check: opt.Check}

@@ -481,6 +481,29 @@ func TestS3Lifetimes(t *testing.T) {
 			wantStatus(t, resp, body, http.StatusCreated)
 		}
 	}
+	// up2k: the upload's own life, and the volume's.
+	for i, life := range []any{1, nil} {
+		f := newUp2kFile(seededBytes(20+uint64(i), 3000))
+		extra := map[string]any{}
+		if life != nil {
+			extra["life"] = life
+		}
+		rep := up2kHandshake(t, s, "/s3/", fmt.Sprintf("u%d.bin", i), f, 1, extra, u)
+		for j := range f.hashes {
+			postChunk(t, s, rep, f, j, u)
+		}
+	}
+	for name, want := range map[string]time.Duration{"u0.bin": time.Second, "u1.bin": 4 * time.Second} {
+		oi, err := m.Client.StatObject(context.Background(), "vol", name, minio.StatObjectOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		at, _ := time.Parse(time.RFC3339Nano, oi.UserMetadata["Hoard-At"])
+		exp, _ := time.Parse(time.RFC3339Nano, oi.UserMetadata["Hoard-Expires"])
+		if d := exp.Sub(at); d < want-time.Second || d > want+time.Second {
+			t.Errorf("%s: expires %v after its upload, want %v", name, d, want)
+		}
+	}
 	parity(t, s, 0, "PUT", "VOLn/f.txt?life=5", []byte("x"), u)   // no lifetime here
 	parity(t, s, 0, "PUT", "VOL/neg.txt?life=-5", []byte("x"), u) // bad input
 	parity(t, s, http.StatusCreated, "POST", "VOL/moved.txt?move=VOL/sub/moved.txt", nil, u)
@@ -498,7 +521,7 @@ func TestS3Lifetimes(t *testing.T) {
 	deadline := time.Now().Add(40 * time.Second)
 	for {
 		all := true
-		for _, p := range []string{"/s3/short.txt", "/s3/vol.txt", "/s3/sub/moved.txt", "/loc/short.txt", "/loc/vol.txt", "/loc/sub/moved.txt"} {
+		for _, p := range []string{"/s3/short.txt", "/s3/vol.txt", "/s3/sub/moved.txt", "/s3/u0.bin", "/s3/u1.bin", "/loc/short.txt", "/loc/vol.txt", "/loc/sub/moved.txt"} {
 			all = all && gone(p)
 		}
 		if all {
