@@ -15,13 +15,16 @@
 # Environment: COPYPARTY_SRC (required for copyparty; skipped when unset),
 # PY (python with jinja2, default /usr/bin/python3), BENCH_TMP (parent of
 # the data folder; a real disk, default ${TMPDIR:-/tmp}), PEERS (default
-# "nginx copyparty"). Sizes: pass -big, -small-n, -search-n ... both to the
+# "nginx copyparty"; add "gobare" for the bare net/http ceiling,
+# bench/barehttp). Sizes: pass -big, -small-n, -search-n ... both to the
 # prepare step and the run: this script passes all its arguments to both.
 #
 # Variants (environment, any together):
 #   ACCESSLOG=1  adds hoard-quiet, a hoard with --log-level warn (no access
 #                log), beside the spawned hoard (info: one access line per
 #                request):      ACCESSLOG=1 PEERS= bash bench/compare.sh -scenario get-small
+#   CKNO=1       adds hoard-ckno, a hoard whose volume has put_ck=no (a PUT
+#                is not hashed): CKNO=1 bash bench/compare.sh -scenario put-large
 #   TLS=1        makes a certificate (openssl) and adds hoard-tls (hoard
 #                --https-only with it) and, with COPYPARTY_SRC, copyparty-tls
 #                (copyparty --https-only --cert): the harness speaks HTTP/1.1
@@ -131,12 +134,25 @@ if [[ " $PEERS " == *" copyparty "* ]]; then
         log "copyparty $(cd "$COPYPARTY_SRC" && "$PY" -c 'from copyparty.__version__ import S_VERSION as v; print(v)') on $PORT, pid ${PID[copyparty]}"
     fi
 fi
+if [[ " $PEERS " == *" gobare "* ]]; then
+    # The ceiling of Go's net/http here (bench/barehttp): small files from
+    # memory, ranges by http.ServeContent. It answers only GET/HEAD; the
+    # other scenarios report it as "unsupported".
+    go build -o "$TMP/barehttp" ./bench/barehttp
+    PORT=$(free_port)
+    "$TMP/barehttp" -p "$PORT" -dir "$DATA" > "$TMP/log/gobare.log" 2>&1 &
+    PID[gobare]=$!
+    wait_up gobare "$PORT"
+    TARGETS+=",gobare=http://127.0.0.1:$PORT"; PIDS+="gobare=${PID[gobare]},"
+    log "gobare (bare net/http) on $PORT, pid ${PID[gobare]}"
+fi
 # start_hoard NAME SCHEME FLAGS...: another hoard on the data, as the
-# harness spawns it (-e2dsa, its own --hist), with FLAGS.
+# harness spawns it (-e2dsa, its own --hist), with FLAGS (and the volume
+# flags VF, comma-separated, when set).
 start_hoard() {
     local name=$1 scheme=$2 port; shift 2
     port=$(free_port); mkdir -p "$TMP/$name"
-    "$TMP/hoard" -p "$port" -i 127.0.0.1 -v "$DATA::rwd" -e2dsa -hist "$TMP/$name" "$@" > "$TMP/log/$name.log" 2>&1 &
+    "$TMP/hoard" -p "$port" -i 127.0.0.1 -v "$DATA::rwd${VF:+:c,$VF}" -e2dsa -hist "$TMP/$name" "$@" > "$TMP/log/$name.log" 2>&1 &
     PID[$name]=$!
     wait_up "$name" "$port" "$scheme"
     TARGETS+=",$name=$scheme://127.0.0.1:$port"; PIDS+="$name=${PID[$name]},"
@@ -144,6 +160,9 @@ start_hoard() {
 }
 if [[ ${ACCESSLOG:-} == 1 ]]; then
     start_hoard hoard-quiet http --log-level warn
+fi
+if [[ ${CKNO:-} == 1 ]]; then
+    VF=put_ck=no start_hoard hoard-ckno http   # log line shows no flags: VF is on the -v line
 fi
 if [[ ${TLS:-} == 1 ]]; then
     mkdir -p "$TMP/tls"

@@ -103,7 +103,7 @@ func (v *Volume) Open(rel string) (*os.File, fs.FileInfo, error) {
 	// O_NONBLOCK does nothing to a regular file's reads, but it spares
 	// os's fcntl pair (set and clear non-blocking mode) on every open, and
 	// a fifo put in a file's place cannot hang the open.
-	f, _, err := v.openIn(r, os.O_RDONLY|syscall.O_NONBLOCK) // guard.go
+	f, _, err := v.openFileIn(r, os.O_RDONLY|syscall.O_NONBLOCK) // guard.go
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}

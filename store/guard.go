@@ -123,12 +123,24 @@ func (v *Volume) openIn(r string, flag int) (*os.File, string, error) {
 	return f, r, nil
 }
 
+// openFileIn is openIn for a caller that only reads, stats or syncs
+// the file it opens, never reads it as a folder: such a caller may take
+// the fast open (fastopen_linux.go), whose files are not "in a root" for
+// package os, so a folder's entries read through one would be looked
+// up by path, not by descriptor.
+func (v *Volume) openFileIn(r string, flag int) (*os.File, string, error) {
+	if f, ok := v.fastOpen(r, flag); ok {
+		return f, r, nil
+	}
+	return v.openIn(r, flag)
+}
+
 // statIn is os.Root.Stat (links followed inside the volume), refusing a
 // state folder: the target is opened and checked, then described by its
 // descriptor. A target that may not be opened (no read permission) is
 // described by path and checked by resolving it.
 func (v *Volume) statIn(r string) (fs.FileInfo, error) {
-	f, _, err := v.openIn(r, os.O_RDONLY|syscall.O_NONBLOCK)
+	f, _, err := v.openFileIn(r, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err == nil {
 		defer f.Close()
 		return f.Stat()

@@ -249,7 +249,7 @@ func (p *PendingReload) Abort() {
 	p.done = true
 	s := p.s
 	for _, v := range p.added {
-		v.root.Close()
+		v.closeRoot()
 	}
 	s.alogMu.Lock()
 	for _, name := range p.alogs {

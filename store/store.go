@@ -82,8 +82,9 @@ type Volume struct {
 
 	perms  atomic.Pointer[map[string]Perm] // user ("*": everyone) → what they may do
 	root   *os.Root
-	hist   string // absolute state folder; "" when it could not be made
-	secret []byte // per-volume key for file keys and collision suffixes
+	dir    *os.File // the folder root is opened on, for the fast open (fastopen_linux.go); nil: none
+	hist   string   // absolute state folder; "" when it could not be made
+	secret []byte   // per-volume key for file keys and collision suffixes
 	store  *Store
 
 	dirs   dirSyncs  // group-committed folder fsyncs
@@ -237,13 +238,14 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 		Src:   src,
 		VPath: spec.VPath,
 		root:  root,
+		dir:   volDir(src, root),
 		store: s,
 	}
 	flags := volumeFlags(cfg.Global, spec.Flags)
 	v.setPerms(spec.Perms)
 	if flags.S3 != "" {
 		if err := v.mountObjects(cfg, &flags); err != nil {
-			root.Close()
+			v.closeRoot()
 			return nil, fmt.Errorf("volume %q: %w", spec.Src, err)
 		}
 	}
@@ -265,12 +267,12 @@ func (s *Store) mount(spec VolumeSpec, cfg Config) (*Volume, error) {
 	} else {
 		v.hist = hist
 		if err := s.lockHist(hist, v.Writable()); err != nil {
-			root.Close()
+			v.closeRoot()
 			return nil, err
 		}
 	}
 	if v.secret, err = v.loadSecret(); err != nil {
-		root.Close()
+		v.closeRoot()
 		return nil, err
 	}
 	return v, nil
@@ -403,7 +405,7 @@ func (s *Store) Close() error {
 	s.alogMu.Unlock()
 	var first error
 	for _, v := range s.mounted() {
-		if err := v.root.Close(); err != nil && first == nil {
+		if err := v.closeRoot(); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -537,4 +539,12 @@ func (v *Volume) clientTag(ip string) string {
 // NowString formats t as copyparty's seconds with six decimals.
 func NowString(t time.Time) string {
 	return strconv.FormatFloat(float64(t.UnixMicro())/1e6, 'f', 6, 64)
+}
+
+// closeRoot closes the volume's root and the fast open's descriptor.
+func (v *Volume) closeRoot() error {
+	if v.dir != nil {
+		v.dir.Close()
+	}
+	return v.root.Close()
 }
