@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +43,8 @@ type janitor struct {
 	kick chan struct{}
 	quit chan struct{}
 	wg   sync.WaitGroup
+
+	sweeping atomic.Bool // a sweep of object-store volumes is running (objlife.go)
 
 	mu struct {
 		sync.Mutex
@@ -148,7 +151,16 @@ func (j *janitor) run() {
 		case <-j.kick:
 		case <-t.C:
 		case <-sweep.C:
-			j.s.sweepAllObjects()
+			// On its own goroutine: a slow or unreachable object store
+			// never holds up the expiries on disk.
+			if j.sweeping.CompareAndSwap(false, true) {
+				j.wg.Add(1)
+				go func() {
+					defer j.wg.Done()
+					defer j.sweeping.Store(false)
+					j.s.sweepAllObjects(j.quit)
+				}()
+			}
 		}
 	}
 }

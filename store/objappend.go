@@ -22,7 +22,7 @@ import (
 // (PREFIX/.hist/apnd/, which no request reaches); then the file is
 // composed of the old object and that one by one multipart upload
 // completed with If-Match, and a lost race composes again on top of what
-// the winner left, up to apndTries times. (A single PUT with If-Match is
+// the winner left, up to apndTries times (then 409, nothing changed). (A single PUT with If-Match is
 // no such guarantee: MinIO checks it before the body arrives, and two
 // appends at once were both acknowledged with one lost.)
 //
@@ -40,8 +40,10 @@ import (
 // The appended object carries the appender's metadata (uploader, address,
 // time), as on disk the index then takes the appender for its uploader.
 
-// apndTries bounds the compositions of one append that lose a race.
-const apndTries = 5
+// apndTries bounds the compositions of one append that lose a race;
+// between them it waits a random while, longer each time, so that many
+// appends at once spread out rather than collide again.
+const apndTries = 12
 
 // minComposePart is S3's smallest part but the last; maxStreamedAppend
 // is the most a compose streamed through hoard takes with such an old
@@ -109,6 +111,13 @@ func (v *Volume) appendObject(ctx context.Context, d string, body io.Reader, h h
 			return res, true, raced(err)
 		}
 		// Another append (or a replace) won: append to what it left.
+		var jitter [1]byte
+		rand.Read(jitter[:])
+		select {
+		case <-time.After(time.Duration(try) * time.Duration(jitter[0]) * 200 * time.Microsecond):
+		case <-ctx.Done():
+			return res, true, ctx.Err()
+		}
 		if cur, err = v.obj.Stat(ctx, cur.Key); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return res, true, raced(err)

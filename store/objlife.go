@@ -183,13 +183,23 @@ func (v *Volume) expireObject(ctx context.Context, r ObjectInfo, now time.Time) 
 	return v.obj.Delete(ctx, r.Key)
 }
 
-// sweepAllObjects sweeps every mounted object-store volume.
-func (s *Store) sweepAllObjects() {
+// sweepAllObjects sweeps every mounted object-store volume; it stops
+// when quit closes.
+func (s *Store) sweepAllObjects(quit <-chan struct{}) {
+	base, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case <-quit:
+			stop()
+		case <-base.Done():
+		}
+	}()
 	for _, v := range s.mounted() {
 		if v.obj == nil {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(base, 5*time.Minute)
 		if err := v.sweepObjects(ctx, s.now()); err != nil {
 			s.log.Warn("sweeping expired files of a volume on object storage failed; again at the next sweep", "volume", "/"+v.VPath, "err", err)
 		}
