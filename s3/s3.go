@@ -481,6 +481,22 @@ func copyRanges(size int64) [][2]int64 {
 	return out
 }
 
+// bucketOf finds the Bucket behind a store, through wrappers (a fault
+// injector, a metrics layer) that offer Unwrap() store.ObjectStore.
+func bucketOf(o store.ObjectStore) (*Bucket, bool) {
+	for range 8 {
+		switch x := o.(type) {
+		case *Bucket:
+			return x, true
+		case interface{ Unwrap() store.ObjectStore }:
+			o = x.Unwrap()
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
 // Copy writes dst as a server-side copy of src, an object of the bucket
 // from (this one or another on the same store): a multipart upload whose
 // parts are copied by the store (UploadPartCopy, up to 5 GiB each, so
@@ -489,7 +505,7 @@ func copyRanges(size int64) [][2]int64 {
 // does). The source's user metadata travels unless opt.Meta is set.
 // Cost: four requests (start, copy, complete, stat) plus one per 5 GiB.
 func (b *Bucket) Copy(ctx context.Context, dst string, from store.ObjectStore, src store.ObjectInfo, opt store.ObjectPut) (store.ObjectInfo, error) {
-	fb, ok := from.(*Bucket)
+	fb, ok := bucketOf(from)
 	if !ok {
 		return store.ObjectInfo{}, errors.New("s3: copy from a store that is not a bucket")
 	}
