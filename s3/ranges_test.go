@@ -1,6 +1,10 @@
 package s3
 
-import "testing"
+import (
+	"testing"
+
+	"hoard/store"
+)
 
 // copyRanges covers an object exactly, in order, each range at most
 // 5 GiB and every one but the last at least S3's 5 MiB minimum part.
@@ -30,4 +34,22 @@ func FuzzCopyRanges(f *testing.F) {
 			t.Fatalf("size %d: ranges %v cover %d", size, rs, next)
 		}
 	})
+}
+
+type wrapped struct{ store.ObjectStore }
+
+func (w wrapped) Unwrap() store.ObjectStore { return w.ObjectStore }
+
+// Copy's source bucket is found through wrappers, and only a bucket is.
+func TestBucketOf(t *testing.T) {
+	b := &Bucket{bucket: "x"}
+	if got, ok := bucketOf(wrapped{wrapped{b}}); !ok || got != b {
+		t.Errorf("through two wrappers: %v %v", got, ok)
+	}
+	if _, ok := bucketOf(wrapped{nil}); ok {
+		t.Error("a wrapper of nothing taken for a bucket")
+	}
+	if _, ok := bucketOf(nil); ok {
+		t.Error("nil taken for a bucket")
+	}
 }
