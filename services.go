@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -188,9 +189,10 @@ func startIndex(st *store.Store, dbs map[*store.Volume]*idx.DB, o *options, log 
 		SlowQuery: max(time.Nanosecond, time.Duration(o.srchSlowMS)*time.Millisecond),
 		Logger:    log,
 		ScanDelay: testScanDelay(log),
-		Hasher: func(ctx context.Context, f *os.File, size, lmod int64, folder, name string) (string, []string, error) {
+		Hasher: func(ctx context.Context, f io.ReaderAt, size, lmod int64, folder, name string) (string, []string, error) {
 			return up2k.HashFile(ctx, f, size, o.warksalt, lmod, folder, name)
 		},
+		WarkOf: func(size int64, chunks []string) string { return up2k.Wark(o.warksalt, size, chunks) },
 	}
 	if cfg.ScanDelay > 0 {
 		cfg.Progress = time.Second // a slowed scan is watched by a test

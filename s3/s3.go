@@ -149,7 +149,9 @@ func info(oi minio.ObjectInfo) store.ObjectInfo {
 	for k, v := range oi.UserMetadata {
 		meta[strings.ToLower(k)] = v
 	}
-	return store.ObjectInfo{Key: oi.Key, Size: oi.Size, ETag: strings.Trim(oi.ETag, `"`), ModTime: oi.LastModified, Dir: strings.HasSuffix(oi.Key, "/"), Meta: meta}
+	// Whole seconds: a HEAD's Last-Modified has no more, a listing's has
+	// milliseconds; the index compares the two.
+	return store.ObjectInfo{Key: oi.Key, Size: oi.Size, ETag: strings.Trim(oi.ETag, `"`), ModTime: oi.LastModified.Truncate(time.Second), Dir: strings.HasSuffix(oi.Key, "/"), Meta: meta}
 }
 
 // Stat describes the object key.
@@ -648,4 +650,29 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(store.ObjectIn
 // Delete removes the object key.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
 	return mapErr(b.c.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{}))
+}
+
+// WalkMeta is Walk with each object's user metadata, where the store
+// lists it (MinIO's ListObjectsV2 extension metadata=true; others ignore
+// the parameter): an object listed without it has Meta nil.
+func (b *Bucket) WalkMeta(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}) {
+		if oi.Err != nil {
+			return mapErr(oi.Err)
+		}
+		si := info(oi)
+		si.Meta = nil
+		if oi.UserMetadata != nil {
+			si.Meta = map[string]string{}
+			for k, v := range oi.UserMetadataStripped {
+				si.Meta[strings.ToLower(k)] = v
+			}
+		}
+		if err := fn(si); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }

@@ -161,9 +161,8 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 		prefix += "/"
 	}
 	v.objPre = prefix
-	if flags.E2D {
-		v.store.log.Warn("search indexing is not built yet for volumes on object storage; off for this one", "volume", "/"+v.VPath)
-		flags.E2D, flags.E2DS, flags.E2DSA = false, false, false
+	if flags.E2T {
+		v.store.log.Warn("tag indexing (e2t*) is not built yet for volumes on object storage; off for this one (search by name, size, date, uploader and hash works)", "volume", "/"+v.VPath)
 		flags.E2T, flags.E2TS, flags.E2TSR = false, false, false
 	}
 	return nil
@@ -421,6 +420,7 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 	if err != nil {
 		return IngestResult{}, err
 	}
+	v.objCreated(rel, oi, now, opt.Uploader, opt.ClientIP, "", nil) // objidx.go
 	res := IngestResult{Rel: rel, Size: sr.n, Time: now, Info: objectFileInfo{oi}}
 	if h != nil {
 		res.Sum = h.Sum(nil)
@@ -493,6 +493,7 @@ func (s *Store) deleteObject(ctx context.Context, who Actor, v *Volume, r string
 	if err := v.obj.Delete(ctx, v.key(r)); err != nil {
 		return DeleteResult{}, opErr(op, err)
 	}
+	v.objRemoved(who, r, false) // objidx.go
 	s.log.Info("deleted", "volume", "/"+v.VPath, "path", r, "user", who.User, "ip", who.IP)
 	return DeleteResult{Files: 1}, nil
 }
@@ -576,6 +577,7 @@ func (s *Store) deleteObjectTree(ctx context.Context, who Actor, v *Volume, r st
 		return v.obj.Delete(ctx, oi.Key)
 	})
 	res.Dirs = int64(len(dirs))
+	v.objRemoved(who, r, true) // objidx.go: also after a stop half-way
 	s.log.Info("deleted a folder", "volume", "/"+v.VPath, "path", r, "files", res.Files, "folders", res.Dirs, "user", who.User, "ip", who.IP, "err", err)
 	return res, opErr(op, err)
 }

@@ -118,6 +118,8 @@ func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, d
 			}
 		} else if err := dv.obj.Delete(ctx, dk); err != nil {
 			return DestResult{}, opErr(op, err)
+		} else {
+			dv.objRemoved(who, drel, false) // objidx.go
 		}
 	case !errors.Is(err, ErrNotFound):
 		return DestResult{}, opErr(op, err)

@@ -360,6 +360,8 @@ func (s *Store) diskToObject(ctx context.Context, op string, who Actor, sv *Volu
 			}
 		} else if err := dv.obj.Delete(ctx, dv.key(drel)); err != nil {
 			return DestResult{}, opErr(op, err)
+		} else {
+			dv.objRemoved(who, drel, false) // objidx.go
 		}
 	case !errors.Is(err, ErrNotFound):
 		return DestResult{}, opErr(op, err)

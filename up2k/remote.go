@@ -685,7 +685,7 @@ func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark strin
 	var rel string
 	for attempt := 0; ; attempt++ {
 		rel = path.Join(rec.Dir, name)
-		_, err := v.UpCompose(ctx, rel, parts, store.UpPublish{Replace: rec.Replace, User: rec.User, IP: rec.IP, Life: time.Duration(rec.Life) * time.Second, Meta: publishMeta(wark, rec.Lmod), Check: check})
+		_, err := v.UpCompose(ctx, rel, parts, store.UpPublish{Replace: rec.Replace, User: rec.User, IP: rec.IP, Life: time.Duration(rec.Life) * time.Second, Meta: publishMeta(wark, rec.Lmod), Check: check, Chunks: rec.Hashes})
 		if err == nil || published(rel) {
 			break // published, by this node or by another at once
 		}

@@ -321,7 +321,7 @@ func TestS3RefusedChangesNothing(t *testing.T) {
 	resp, body = s.do(t, "GET", "/s3/nope/?tar", nil)
 	check("tar of nothing", http.StatusNotFound, resp, body)
 	resp, body = s.do(t, "GET", "/s3/keep.txt?th", nil)
-	check("thumbnail", http.StatusNotImplemented, resp, body)
+	check("thumbnail of a text file (the icon)", http.StatusOK, resp, body)
 	resp, body = s.do(t, "POST", "/s3/keep.txt?move=/s3/afile", nil, auth)
 	check("move onto a taken name", http.StatusConflict, resp, body)
 	resp, body = s.do(t, "POST", "/s3/keep.txt?copy=/s3/afile/x", nil, auth)
