@@ -189,6 +189,16 @@ func (j *janitor) expireDue() time.Duration {
 // inode), then drops the record.
 func (j *janitor) expire(e *expiry) {
 	v := e.vol
+	after, err := j.s.settle(v) // no replay may bring it back (gcommit.go)
+	if err != nil {
+		j.s.log.Warn("lifetime ended but the file cannot be deleted yet", "volume", "/"+v.VPath, "path", e.Rel, "err", err)
+		return
+	}
+	defer func() {
+		if err := after(); err != nil {
+			j.s.log.Warn("an expired file's deletion may not survive a crash", "volume", "/"+v.VPath, "path", e.Rel, "err", err)
+		}
+	}()
 	fi, err := v.root.Lstat(e.Rel)
 	if err == nil {
 		_, ino, ok := FileID(fi)
