@@ -151,7 +151,7 @@ func newFlags() (*flagSet, *options) {
 	f.num(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")
 	f.num(&o.upsRing, "ups-ring", 4096, "recent uploads kept in memory for ?ups and ?ru")
 	f.bool(&o.singleHash, "single-hash", "hash every up2k chunk with crypto/sha512 on its own goroutine, never in the AVX-512 SHA-512 lanes")
-	f.bool(&o.noGroupSync, "no-group-sync", "fsync every finished upload on its own, instead of one shared syncfs for the small uploads (≤ 256 KiB) finishing at once")
+	f.bool(&o.noGroupSync, "no-group-sync", "fsync every finished upload and its folder on its own, instead of group-committing the small ones (≤ 256 KiB: one synced write of their bytes into the state database, checkpointed about once a second)")
 
 	f.group("WebDAV")
 	f.bool(&o.noDav, "no-dav", "turn WebDAV off (PROPFIND, MKCOL, COPY, MOVE, DELETE, LOCK ... answer 405)")

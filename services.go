@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -59,6 +60,7 @@ type services struct {
 	store *store.Store
 	dbs   map[*store.Volume]*idx.DB // each volume's database; volumes sharing a state folder share it
 	index *idx.Indexer
+	small *idx.SmallLog // group commit's journal (store.SmallLog)
 	up2k  *up2k.Manager
 	media *media.Service
 	extra srvhttp.ExtraConfig
@@ -95,10 +97,19 @@ func openServices(o *options, cfg store.Config, cl *closers, log *slog.Logger) (
 	if s.dbs, err = s.openDBs(cl); err != nil {
 		return nil, err
 	}
+	// Small uploads are group-committed into the databases (store/
+	// gcommit.go): what a crash lost of them is written again before
+	// anything reads the volumes, the index's replay included. The last
+	// checkpoint runs before the databases close.
+	s.small = idx.NewSmallLog(s.dbs, nil)
+	s.store.SetSmallLog(s.small)
+	s.store.ReplaySmall(context.Background(), nil)
+	cl.push("the group commit", s.store.StopSmall)
 	// The index starts first: its journal replays what a crash left, and
 	// it hears of uploads that up2k finds published at start. It closes
 	// before the databases.
 	s.index = startIndex(s.store, s.dbs, o, log)
+	s.small.SetIndexer(s.index) // index notes ride in the same batches
 	cl.push("the indexer", func() error { s.index.Close(); return nil })
 	sessions := map[*store.Volume]up2k.SessionStore{}
 	for v, db := range s.dbs {
@@ -188,9 +199,10 @@ func startIndex(st *store.Store, dbs map[*store.Volume]*idx.DB, o *options, log 
 		SlowQuery: max(time.Nanosecond, time.Duration(o.srchSlowMS)*time.Millisecond),
 		Logger:    log,
 		ScanDelay: testScanDelay(log),
-		Hasher: func(ctx context.Context, f *os.File, size, lmod int64, folder, name string) (string, []string, error) {
+		Hasher: func(ctx context.Context, f io.ReaderAt, size, lmod int64, folder, name string) (string, []string, error) {
 			return up2k.HashFile(ctx, f, size, o.warksalt, lmod, folder, name)
 		},
+		WarkOf: func(size int64, chunks []string) string { return up2k.Wark(o.warksalt, size, chunks) },
 	}
 	if cfg.ScanDelay > 0 {
 		cfg.Progress = time.Second // a slowed scan is watched by a test
@@ -275,6 +287,9 @@ func (s *services) reload(ctx context.Context, cfg store.Config) (store.ReloadRe
 	added := p.Added()
 	var fresh []*idx.DB
 	fail := func(err error) (store.ReloadResult, error) {
+		for _, v := range added {
+			s.small.Remove(v)
+		}
 		s.dbMu.Lock()
 		for dir, db := range s.byDir {
 			if slices.Contains(fresh, db) {
@@ -307,6 +322,12 @@ func (s *services) reload(ctx context.Context, cfg store.Config) (store.ReloadRe
 			dbs[v] = db
 		}
 	}
+	// What a crash lost of their group-committed uploads is written again
+	// before up2k or the index looks at them (store/gcommit.go).
+	for v, db := range dbs {
+		s.small.Add(v, db)
+	}
+	s.store.ReplaySmall(ctx, added)
 	var commits []func()
 	var later []*store.Volume // volumes sharing a database read for another
 	read := map[*idx.DB]bool{}

@@ -26,6 +26,18 @@ var md = goldmark.New(goldmark.WithExtensions(extension.GFM))
 // view answers ?v: Markdown rendered to HTML, a player page for audio and
 // video, a viewer page for images; other files are served as usual.
 func (s *Server) view(q *req, f *os.File, fi fs.FileInfo) error {
+	if done, err := viewPage(q, f, fi); done {
+		return err
+	}
+	// Nothing to render: the file itself.
+	delete(q.query, "v")
+	return s.serveFile(q, f, fi)
+}
+
+// viewPage answers ?v with a page when the file has one (Markdown
+// rendered, a player, a viewer), reading the file from f (a file on
+// disk or an object); done is false when the file itself is the answer.
+func viewPage(q *req, f io.Reader, fi fs.FileInfo) (done bool, err error) {
 	name := path.Base("/" + q.rel)
 	ext := strings.ToLower(path.Ext(name))
 	ct := contentType(name)
@@ -44,24 +56,22 @@ func (s *Server) view(q *req, f *os.File, fi fs.FileInfo) error {
 		}
 		src, err := io.ReadAll(io.LimitReader(f, mdMax))
 		if err != nil {
-			return err
+			return true, err
 		}
 		var out bytes.Buffer
 		if err := md.Convert(src, &out); err != nil {
-			return err
+			return true, err
 		}
 		page.Body = template.HTML(out.String()) // goldmark's safe mode output
-		return writePage(q, mdPage, page)
+		return true, writePage(q, mdPage, page)
 	case strings.HasPrefix(ct, "audio/"):
-		return writePage(q, audioPage, page)
+		return true, writePage(q, audioPage, page)
 	case strings.HasPrefix(ct, "video/"):
-		return writePage(q, videoPage, page)
+		return true, writePage(q, videoPage, page)
 	case strings.HasPrefix(ct, "image/") && policyOf(ct, false) == bodyPolicy{}:
-		return writePage(q, imagePage, page)
+		return true, writePage(q, imagePage, page)
 	}
-	// Nothing to render: the file itself.
-	delete(q.query, "v")
-	return s.serveFile(q, f, fi)
+	return false, nil
 }
 
 const pageHead = `<!DOCTYPE html>

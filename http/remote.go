@@ -2,7 +2,6 @@ package http
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"net/http"
 	"path"
@@ -14,15 +13,17 @@ import (
 // getObject serves GET and HEAD on a volume whose files are objects in an
 // object store (store's flag s3=, docs/s3.md): files by ranged reads of
 // the object, with its ETag and LastModified as validators, and folder
-// listings. What is not built for such volumes yet (archives,
-// thumbnails, file views) is store.ErrObjectsUnbuilt (501), answered
-// before anything is read.
+// listings, folder archives (streamed from the objects: arch/objects.go),
+// thumbnails and transcodes (?th, media/object.go), ?txt and the file
+// views (?tail, ?zls, ?zget, ?v: remote_view.go).
 func (s *Server) getObject(q *req) error {
-	notYet := wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil
-	body, fi, err := q.vol.OpenObject(q.r.Context(), q.rel)
+	body, fi, err := q.vol.OpenObjectAt(q.r.Context(), q.rel)
 	if errors.Is(err, store.ErrIsDir) {
-		if notYet {
-			return store.ErrObjectsUnbuilt
+		if has(q.query, "th") {
+			return s.folderThumb(q)
+		}
+		if wantsArchive(q) {
+			return s.archive(q, nil) // streamed from the objects (arch/objects.go)
 		}
 		return s.folder(q)
 	}
@@ -39,6 +40,9 @@ func (s *Server) getObject(q *req) error {
 		return err
 	}
 	defer body.Close()
+	if has(q.query, "th") {
+		return s.thumb(q, fi) // media reads the object itself (media/object.go)
+	}
 	return s.serveObject(q, body, fi)
 }
 
@@ -48,10 +52,10 @@ func (s *Server) getObject(q *req) error {
 // volumes refuse fk, so there are no file keys to check.)
 func (s *Server) getObjectByURL(q *req) (done bool, err error) {
 	ctx := q.r.Context()
-	body, fi, err := q.vol.OpenObject(ctx, q.rel)
+	body, fi, err := q.vol.OpenObjectAt(ctx, q.rel)
 	if errors.Is(err, store.ErrIsDir) && q.perm.Has(store.PermHTML) && !has(q.query, "th") && !has(q.query, "ls") && !has(q.query, "tree") {
 		rel := path.Join(q.rel, "index.html")
-		body, fi, err = q.vol.OpenObject(ctx, rel)
+		body, fi, err = q.vol.OpenObjectAt(ctx, rel)
 		if err == nil && !q.slash {
 			body.Close()
 			http.Redirect(q.w, q.r, q.loc+"/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
@@ -68,22 +72,35 @@ func (s *Server) getObjectByURL(q *req) (done bool, err error) {
 		return false, nil
 	}
 	defer body.Close()
+	if has(q.query, "th") {
+		return true, s.thumb(q, fi)
+	}
 	return true, s.serveObject(q, body, fi)
 }
 
 // serveObject sends one object, as serveFile sends a file.
-func (s *Server) serveObject(q *req, body io.ReadSeeker, fi fs.FileInfo) error {
+func (s *Server) serveObject(q *req, body *store.ObjectReader, fi fs.FileInfo) error {
 	if !q.perm.Any(store.PermRead | store.PermGet) {
 		return q.denyRead()
 	}
-	if wantsArchive(q) || has(q.query, "th") || has(q.query, "txt") || fileView(q.query) != nil {
-		return store.ErrObjectsUnbuilt
+	if fileView(q.query) != nil {
+		return s.objectView(q, body, fi) // remote_view.go
 	}
 	oi, _ := store.ObjectOf(fi)
 	name := path.Base("/" + q.rel)
 	ct, pol, err := q.fileType(name)
 	if err != nil {
 		return err
+	}
+	if t, ok := q.query["txt"]; ok {
+		tct, enc, err := txtType(t[0], body, fi.Size())
+		if err != nil {
+			return err
+		}
+		if enc != nil {
+			return s.txtTranscode(q, body, tct, enc)
+		}
+		ct, pol = tct, policyOf(tct, false)
 	}
 	disp := "inline"
 	if dl, ok := q.query["dl"]; ok {

@@ -28,54 +28,11 @@ const (
 // client leaves, the file is deleted, replaced (another inode at the path)
 // or truncated, after Config.TailTime, or when the server shuts down.
 func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
-	start, err := tailStart(q.query.Get("tail"), fi.Size())
-	if err != nil {
+	start, ctx, w, end, err := s.tailBegin(q, fi.Size())
+	if err != nil || w == nil {
 		return err
 	}
-	if n := s.tails.Add(1); n > int64(s.tailMax) {
-		s.tails.Add(-1)
-		q.w.Header().Set("Retry-After", "5")
-		return errorf(http.StatusServiceUnavailable, "too many ?tail streams (%d); retry later", s.tailMax)
-	}
-	defer s.tails.Add(-1)
-	name := path.Base("/" + q.rel)
-	ct, pol, err := q.fileType(name)
-	if err != nil {
-		return err
-	}
-	if t, ok := q.query["txt"]; ok {
-		_, cs, err := txtEncoding(t[0])
-		if err != nil {
-			return err
-		}
-		ct = "text/plain; charset=" + cs
-		pol = policyOf(ct, false)
-	}
-	h := q.w.Header()
-	if disp := pol.apply(h, ct, "inline"); disp != "inline" {
-		h.Set("Content-Disposition", contentDisposition(disp, name))
-	}
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	if q.r.Method == http.MethodHead {
-		q.w.WriteHeader(http.StatusOK)
-		return nil
-	}
-	ctx, cancel := context.WithCancel(q.r.Context())
-	defer cancel()
-	if s.tailTime > 0 {
-		ctx, cancel = context.WithTimeout(ctx, s.tailTime)
-		defer cancel()
-	}
-	stop := context.AfterFunc(s.closing, cancel)
-	defer stop()
-
-	dl := s.dls.start(q, 0, "")
-	defer s.dls.done(dl)
-	defer s.download()()
-	w := &tailWriter{rw: q.w, rc: http.NewResponseController(q.w), dl: dl}
-	w.rw.WriteHeader(http.StatusOK)
-	w.rc.Flush()
+	defer end()
 
 	wait := store.WatchFile(f, tailPoll)
 	defer wait.Close()
@@ -120,6 +77,70 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 			return nil
 		}
 	}
+}
+
+// tailBegin starts a ?tail answer of a file of size bytes: the start
+// offset, a stream slot (503 when all are taken), the headers sent. w is
+// nil when nothing more is to be sent (HEAD); else end releases what it
+// took, and ctx ends with the client, --tail-time or shutdown.
+func (s *Server) tailBegin(q *req, size int64) (start int64, ctx context.Context, w *tailWriter, end func(), err error) {
+	start, err = tailStart(q.query.Get("tail"), size)
+	if err != nil {
+		return 0, nil, nil, nil, err
+	}
+	if n := s.tails.Add(1); n > int64(s.tailMax) {
+		s.tails.Add(-1)
+		q.w.Header().Set("Retry-After", "5")
+		return 0, nil, nil, nil, errorf(http.StatusServiceUnavailable, "too many ?tail streams (%d); retry later", s.tailMax)
+	}
+	ends := []func(){func() { s.tails.Add(-1) }}
+	release := func() {
+		for i := len(ends) - 1; i >= 0; i-- {
+			ends[i]()
+		}
+	}
+	name := path.Base("/" + q.rel)
+	ct, pol, err := q.fileType(name)
+	if err != nil {
+		release()
+		return 0, nil, nil, nil, err
+	}
+	if t, ok := q.query["txt"]; ok {
+		_, cs, err := txtEncoding(t[0])
+		if err != nil {
+			release()
+			return 0, nil, nil, nil, err
+		}
+		ct = "text/plain; charset=" + cs
+		pol = policyOf(ct, false)
+	}
+	h := q.w.Header()
+	if disp := pol.apply(h, ct, "inline"); disp != "inline" {
+		h.Set("Content-Disposition", contentDisposition(disp, name))
+	}
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	if q.r.Method == http.MethodHead {
+		release()
+		q.w.WriteHeader(http.StatusOK)
+		return 0, nil, nil, nil, nil
+	}
+	ctx, cancel := context.WithCancel(q.r.Context())
+	ends = append(ends, cancel)
+	if s.tailTime > 0 {
+		var cancel2 context.CancelFunc
+		ctx, cancel2 = context.WithTimeout(ctx, s.tailTime)
+		ends = append(ends, cancel2)
+	}
+	stop := context.AfterFunc(s.closing, cancel)
+	ends = append(ends, func() { stop() })
+
+	dl := s.dls.start(q, 0, "")
+	ends = append(ends, func() { s.dls.done(dl) }, s.download())
+	w = &tailWriter{rw: q.w, rc: http.NewResponseController(q.w), dl: dl}
+	w.rw.WriteHeader(http.StatusOK)
+	w.rc.Flush()
+	return start, ctx, w, release, nil
 }
 
 // tailStart turns the value of ?tail into a byte offset: empty is the

@@ -85,7 +85,7 @@ func ianaCharset(label string) (encoding.Encoding, string, bool) {
 // for UTF-8 text and encoded into the requested encoding; any other file
 // is taken to be in that encoding already and goes out unchanged, only
 // labelled (copyparty's behaviour).
-func txtType(label string, f *os.File, size int64) (ct string, enc encoding.Encoding, err error) {
+func txtType(label string, f io.ReaderAt, size int64) (ct string, enc encoding.Encoding, err error) {
 	enc, name, err := txtEncoding(label)
 	if err != nil {
 		return "", nil, err
@@ -123,7 +123,7 @@ func validUTF8Prefix(b []byte, more bool) bool {
 // txtTranscode streams f, read as UTF-8, in enc. Characters the encoding
 // cannot represent become its replacement character. The length is not
 // known in advance, so ranges do not apply.
-func (s *Server) txtTranscode(q *req, f *os.File, ct string, enc encoding.Encoding) error {
+func (s *Server) txtTranscode(q *req, f io.Reader, ct string, enc encoding.Encoding) error {
 	h := q.w.Header()
 	h.Set("Content-Type", ct)
 	h.Set("X-Content-Type-Options", "nosniff")

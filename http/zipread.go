@@ -2,6 +2,7 @@ package http
 
 import (
 	"encoding/json"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -22,8 +23,11 @@ type zlsEntry struct {
 }
 
 // zls lists the members of a zip as JSON, in central-directory order.
-func (s *Server) zls(q *req, f *os.File, fi fs.FileInfo) error {
-	list, more, err := arch.ZipList(f, fi.Size())
+func (s *Server) zls(q *req, f *os.File, fi fs.FileInfo) error { return zlsOf(q, f, fi.Size()) }
+
+// zlsOf is zls of any zip that can be read at offsets (an object too).
+func zlsOf(q *req, f io.ReaderAt, size int64) error {
+	list, more, err := arch.ZipList(f, size)
 	if err != nil {
 		return err
 	}
@@ -56,8 +60,11 @@ func sendJSON(q *req, v any) error {
 }
 
 // zget streams one member of a zip, decompressed.
-func (s *Server) zget(q *req, f *os.File, fi fs.FileInfo) error {
-	m, err := arch.OpenZipMember(f, fi.Size(), q.query.Get("zget"))
+func (s *Server) zget(q *req, f *os.File, fi fs.FileInfo) error { return zgetOf(q, f, fi.Size()) }
+
+// zgetOf is zget of any zip that can be read at offsets (an object too).
+func zgetOf(q *req, f io.ReaderAt, size int64) error {
+	m, err := arch.OpenZipMember(f, size, q.query.Get("zget"))
 	if err != nil {
 		return err
 	}

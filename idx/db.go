@@ -74,9 +74,10 @@ type DB struct {
 	closed bool
 	full   store.RateLog // the "state folder is full" warning
 
-	wmu      sync.Mutex    // serializes file-index writes (read old record, replace)
-	nextID   atomic.Uint64 // last file id handed out
-	nextNote atomic.Uint64 // last journal note id handed out (journal.go)
+	wmu       sync.Mutex    // serializes file-index writes (read old record, replace)
+	nextID    atomic.Uint64 // last file id handed out
+	nextNote  atomic.Uint64 // last journal note id handed out (journal.go)
+	nextSmall atomic.Uint64 // last small-upload entry id handed out (small.go)
 
 	// files is how many file records the index holds, for the metrics:
 	// counted once at start (countFiles), then kept by every write.
@@ -165,6 +166,10 @@ func (d *DB) open(o *pebble.Options) error {
 		return err
 	}
 	if err := d.initNotes(); err != nil {
+		db.Close()
+		return err
+	}
+	if err := d.initSmall(); err != nil {
 		db.Close()
 		return err
 	}

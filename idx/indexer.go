@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -22,7 +23,7 @@ import (
 // Hasher computes a file's up2k identity: its wark and chunk hashes (an
 // empty file gets the metadata wark of lmod, folder and name). main wires
 // up2k's hashing in; idx does not import up2k.
-type Hasher func(ctx context.Context, f *os.File, size, lmod int64, folder, name string) (wark string, chunks []string, err error)
+type Hasher func(ctx context.Context, f io.ReaderAt, size, lmod int64, folder, name string) (wark string, chunks []string, err error)
 
 // Prober reads an audio or video file's tags (ffprobe; see media.Probe).
 type Prober func(ctx context.Context, f *os.File) (map[string]string, error)
@@ -32,7 +33,12 @@ type Config struct {
 	Store  *store.Store
 	DBs    map[*store.Volume]*DB // each indexed volume's database
 	Hasher Hasher
-	Prober Prober        // nil: no tag indexing possible (no ffprobe)
+	Prober Prober // nil: no tag indexing possible (no ffprobe)
+	// WarkOf is the up2k wark of a file of size bytes with these chunk
+	// hashes (main wires up2k's): a chunk-hash list read from a bucket
+	// is used only when it gives the wark the object names. nil: lists
+	// are not trusted, objects are hashed.
+	WarkOf func(size int64, chunks []string) string
 	Rescan time.Duration // --re-maxage: rescan volumes this often; 0 never
 	// Workers hash files during scans; 0 means every core.
 	Workers int
@@ -380,6 +386,9 @@ func (x *Indexer) indexFile(ctx context.Context, vi *volIdx, rel string, old *Re
 // note of vi's database in the batch that writes the record; dropped
 // reports whether it did.
 func (x *Indexer) indexFileNote(ctx context.Context, vi *volIdx, rel string, old *Record, e *store.Event, note uint64) (dropped bool, err error) {
+	if vi.v.Remote() {
+		return x.indexObject(ctx, vi, rel, nil, old, e, note) // objscan.go
+	}
 	f, fi, err := vi.v.Open(rel)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return false, vi.db.DeleteRecord(rel)
@@ -479,6 +488,10 @@ func (x *Indexer) scans() {
 func (x *Indexer) scanVol(vi *volIdx, first bool) {
 	vi.scanMu.Lock()
 	defer vi.scanMu.Unlock()
+	if vi.v.Remote() {
+		x.scanObjects(vi, first) // objscan.go
+		return
+	}
 	ctx := x.ctx
 	start := time.Now()
 	log := x.log.With("volume", "/"+vi.v.VPath)

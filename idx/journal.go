@@ -175,26 +175,34 @@ func (d *DB) notes() ([]*note, error) {
 // Note implements store.Journal: it notes a change to an indexed volume,
 // synced, and returns the note's id (0 when the change is not indexed).
 func (x *Indexer) Note(e store.Event) (uint64, error) {
-	switch e.Kind {
-	case store.Created, store.Removed, store.Touched:
-		if !indexed(e.Rel) {
-			return 0, nil
-		}
-	case store.Moved, store.Copied:
-		if isDotPath(e.Rel) && isDotPath(e.From) {
-			return 0, nil
-		}
-	default:
-		return 0, nil
-	}
-	db := x.noteDB(e)
+	x.jmu.RLock()
+	defer x.jmu.RUnlock()
+	db, n := x.prepNote(e)
 	if db == nil {
 		return 0, nil
 	}
-	x.jmu.RLock()
-	defer x.jmu.RUnlock()
-	if x.jclosed {
-		return 0, nil // stopping: the databases are about to close
+	return db.putNote(n)
+}
+
+// prepNote is the note of e and the database that keeps it; nil when e
+// is not noted (not indexed, or the indexer is stopping). The caller
+// holds jmu (read).
+func (x *Indexer) prepNote(e store.Event) (*DB, *note) {
+	switch e.Kind {
+	case store.Created, store.Removed, store.Touched:
+		if !indexed(e.Rel) {
+			return nil, nil
+		}
+	case store.Moved, store.Copied:
+		if isDotPath(e.Rel) && isDotPath(e.From) {
+			return nil, nil
+		}
+	default:
+		return nil, nil
+	}
+	db := x.noteDB(e)
+	if db == nil || x.jclosed { // stopping: the databases are about to close
+		return nil, nil
 	}
 	n := &note{kind: e.Kind, tree: e.Tree, vol: e.Vol.VPath, rec: Record{Rel: e.Rel, Size: e.Size, Mtime: e.Mtime.UnixNano(), At: e.At.Unix(), Uploader: e.Uploader, IP: e.ClientIP, Wark: e.Wark, Chunks: e.Chunks}}
 	if e.Kind == store.Moved || e.Kind == store.Copied {
@@ -209,7 +217,7 @@ func (x *Indexer) Note(e store.Event) (uint64, error) {
 	if e.At.IsZero() {
 		n.rec.At = 0
 	}
-	return db.putNote(n)
+	return db, n
 }
 
 // noteDB is the database that holds the note of a change: the one of its

@@ -19,6 +19,7 @@ const (
 	famChunk   = 'c'  // 'c' wark chunk-key → ""
 	famFile    = 'f'  // 'f' wark rel → file meta
 	famNote    = 'j'  // 'j' id(8) → journal note (journal.go)
+	famSmall   = 'g'  // 'g' id(8) → a group-committed small upload (small.go)
 )
 
 // schemaVersion is the layout this code writes. A database with another
@@ -166,7 +167,8 @@ func idOf(k []byte) uint64 { return binary.BigEndian.Uint64(k[len(k)-8:]) }
 func recKey(id uint64) []byte { return idKey(famRec, id) }
 
 // noteKey is the key of the journal note with id.
-func noteKey(id uint64) []byte { return idKey(famNote, id) }
+func noteKey(id uint64) []byte  { return idKey(famNote, id) }
+func smallKey(id uint64) []byte { return idKey(famSmall, id) }
 
 // relKey is the key of the path rel, whose value is its record's id.
 func relKey(rel string) []byte { return key(famRel, rel) }

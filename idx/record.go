@@ -19,6 +19,7 @@ type Record struct {
 	Chunks   []string          // up2k chunk hashes, in file order; none for empty files
 	Tags     map[string]string // artist, album, title, track, year, genre, rate (kbps), dur (s)
 	IP       string            // uploader's address; "" when scanned
+	ETag     string            // the object's ETag on a volume on object storage ("" on disk)
 }
 
 // Name is the file name (the last path element).
@@ -62,7 +63,10 @@ func (r *Record) encode() []byte {
 		str(k)
 		str(r.Tags[k])
 	}
-	str(r.IP) // last, so records written before it existed still decode
+	str(r.IP) // after the tags, so records written before it existed still decode
+	if r.ETag != "" {
+		str(r.ETag) // likewise
+	}
 	return b
 }
 
@@ -125,6 +129,9 @@ func decodeRecord(b []byte) (*Record, error) {
 	}
 	if len(b) > 0 && !bad {
 		r.IP = str()
+	}
+	if len(b) > 0 && !bad {
+		r.ETag = str()
 	}
 	if bad {
 		return nil, errCorrupt

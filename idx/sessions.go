@@ -175,6 +175,28 @@ func (d *DB) Finish(ctx context.Context, wark, rel string, meta []byte) error {
 	return b.Commit(pebble.Sync)
 }
 
+// FinishNoSync is Finish, not synced: it is durable with the next synced
+// write to the database (up2k uses it after a group-committed publish,
+// whose entry was that write's predecessor; a crash that loses it leaves
+// the session, which the restart closes).
+func (d *DB) FinishNoSync(ctx context.Context, wark, rel string, meta []byte) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	if err := d.writable(); err != nil {
+		return err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	if err := d.deleteSession(b, wark); err != nil {
+		return err
+	}
+	if err := b.Set(fileKey(wark, rel), meta, nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.NoSync)
+}
+
 // PutFile records a file with content wark, synced.
 func (d *DB) PutFile(ctx context.Context, wark, rel string, meta []byte) error {
 	if err := checkWark(wark); err != nil {

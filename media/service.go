@@ -33,7 +33,10 @@ type Config struct {
 	FFmpeg    string        // default "ffmpeg" (looked up in PATH)
 	FFprobe   string        // default "ffprobe"
 	Nice      int           // niceness of ffmpeg; default 10
-	Logger    *slog.Logger
+	// MaxObjectCopy bounds the copy of an object FFmpeg converts on a
+	// volume on object storage (object.go); default 2 GiB.
+	MaxObjectCopy int64
+	Logger        *slog.Logger
 }
 
 // ErrBusy: the job waited in the queue longer than QueueWait.
@@ -217,6 +220,8 @@ func classify(ctx context.Context, err error, rq Request) error {
 	switch {
 	case errors.Is(err, ErrNoFFmpeg), errors.Is(err, ErrBusy):
 		return err
+	case rq.File == nil && rq.Vol != nil && rq.Vol.Remote() && (store.KindOf(err) == store.KindUnavailable || errors.Is(err, store.ErrNotFound) || errors.Is(err, errObjectTooLarge)):
+		return err // object.go: the store is down, the object went or changed, or it is too large to copy
 	case errors.Is(err, ErrNoAudio) && rq.Params.Kind == KindWaveform:
 		return &store.Error{Kind: store.KindNotFound, Msg: "no waveform: " + name + " has no audio", Err: err}
 	case errors.Is(err, ErrNoAudio):
@@ -447,12 +452,23 @@ func (s *Service) run(j *job) {
 
 func (s *Service) convert(ctx context.Context, j *job) (err error) {
 	rq, p := j.rq, j.rq.Params
+	ext := extOf(rq.Rel)
 	var src *os.File
+	var rs io.ReadSeeker // what an image is decoded from
 	var fi fs.FileInfo
-	if rq.File != nil {
+	switch {
+	case rq.File != nil:
 		src = rq.File
 		fi, err = src.Stat()
-	} else {
+	case rq.Vol.Remote():
+		// object.go: ranged reads for an image, a bounded copy in the
+		// state folder for FFmpeg.
+		var done func()
+		src, rs, fi, done, err = s.openObject(ctx, j, p.Kind == KindThumb && imageExt[ext])
+		if err == nil {
+			defer done()
+		}
+	default:
 		src, fi, err = rq.Vol.Open(rq.Rel)
 		if err == nil {
 			defer src.Close()
@@ -461,7 +477,10 @@ func (s *Service) convert(ctx context.Context, j *job) (err error) {
 	if err != nil {
 		return err
 	}
-	if fi.Size() != rq.Info.Size() || !fi.ModTime().Equal(rq.Info.ModTime()) {
+	if rs == nil {
+		rs = src
+	}
+	if fi.Size() != rq.Info.Size() || !fi.ModTime().Equal(rq.Info.ModTime()) || etagOf(fi) != etagOf(rq.Info) {
 		return errChangedWhile
 	}
 	work, wname, err := j.c.create()
@@ -490,7 +509,6 @@ func (s *Service) convert(ctx context.Context, j *job) (err error) {
 			j.unref()
 		}
 	}()
-	ext := extOf(rq.Rel)
 	switch p.Kind {
 	case KindWaveform:
 		return s.ffWaveform(ctx, src, work)
@@ -500,7 +518,7 @@ func (s *Service) convert(ctx context.Context, j *job) (err error) {
 	var img image.Image
 	orient := 1
 	if imageExt[ext] {
-		img, orient, err = decodeImage(src, s.cfg.MaxPixels)
+		img, orient, err = decodeImage(rs, s.cfg.MaxPixels)
 	} else {
 		img, err = s.ffFrame(ctx, src, p, audioExt[ext])
 		if errors.Is(err, errNoAudio) {
@@ -531,6 +549,10 @@ func cacheName(rq Request, dir string) string {
 		fmt.Fprintf(h, "%s\x00%s\x00%s", dir, rq.Vol.VPath, rq.Rel)
 	}
 	fmt.Fprintf(h, "\x00%d\x00%d\x00%s", rq.Info.Size(), rq.Info.ModTime().UnixNano(), rq.Params.String())
+	if e := etagOf(rq.Info); e != "" {
+		// An object: a replaced one has another ETag, whatever its time.
+		fmt.Fprintf(h, "\x00etag\x00%s", e)
+	}
 	sum := hex.EncodeToString(h.Sum(nil)[:16])
 	return sum[:2] + "/" + sum + "." + rq.Params.Format.Ext()
 }

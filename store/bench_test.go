@@ -38,6 +38,42 @@ func BenchmarkIngestSmall(b *testing.B) {
 	}
 }
 
+// BenchmarkIngestSmallGroupCommit is BenchmarkIngestSmall with group
+// commit on (gcommit.go), its journal in memory: store's share of a small
+// PUT that is durable by one synced journal write (the database's flush
+// is not counted here: idx's BenchmarkSmallLogCommit is). Checkpoints run
+// every 256 uploads, as a second's worth would.
+func BenchmarkIngestSmallGroupCommit(b *testing.B) {
+	dir := b.TempDir()
+	spec, err := ParseVolume(dir + "::rw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := Open(Config{Volumes: []VolumeSpec{spec}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	st.SetSmallLog(newMemSmallLog())
+	v := st.Volumes()[0]
+	data := bytes.Repeat([]byte("x"), 4<<10)
+	ctx := context.Background()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := v.Ingest(ctx, "", bytes.NewReader(data), IngestOptions{Name: fmt.Sprintf("f%d.bin", i), Size: int64(len(data))}); err != nil {
+			b.Fatal(err)
+		}
+		if i%256 == 0 {
+			if err := st.checkpoint(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestIngestSmallWork: a small upload holds its folder open from the work
 // file's creation to the folder's fsync instead of opening (and checking
 // through /proc) the folder three times; its allocations are the

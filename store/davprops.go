@@ -81,6 +81,9 @@ func (s *Store) SetMtime(ctx context.Context, who Actor, at Loc, t time.Time) er
 		return err
 	}
 	defer f.Close()
+	if _, err := s.settle(v); err != nil { // a replay would set the old time (gcommit.go)
+		return opErr(op, err)
+	}
 	return s.setMtimeOpen(v, who, at.Rel, f, t)
 }
 
@@ -437,6 +440,11 @@ func (s *Store) PatchProps(ctx context.Context, who Actor, at Loc, ops []PropOp,
 		return err
 	}
 	defer f.Close()
+	// A replay that wrote the file again would lose its properties and
+	// time (gcommit.go).
+	if _, err := s.settle(v); err != nil {
+		return opErr(op, err)
+	}
 	// One change of a file's properties at a time (they are read,
 	// changed and written back whole).
 	if fi, err := f.Stat(); err == nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +43,8 @@ type janitor struct {
 	kick chan struct{}
 	quit chan struct{}
 	wg   sync.WaitGroup
+
+	sweeping atomic.Bool // a sweep of object-store volumes is running (objlife.go)
 
 	mu struct {
 		sync.Mutex
@@ -137,6 +140,8 @@ func (j *janitor) run() {
 	defer j.wg.Done()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	sweep := time.NewTicker(objSweepEvery) // volumes on object storage (objlife.go)
+	defer sweep.Stop()
 	for {
 		next := j.expireDue()
 		t.Reset(next)
@@ -145,6 +150,17 @@ func (j *janitor) run() {
 			return
 		case <-j.kick:
 		case <-t.C:
+		case <-sweep.C:
+			// On its own goroutine: a slow or unreachable object store
+			// never holds up the expiries on disk.
+			if j.sweeping.CompareAndSwap(false, true) {
+				j.wg.Add(1)
+				go func() {
+					defer j.wg.Done()
+					defer j.sweeping.Store(false)
+					j.s.sweepAllObjects(j.quit)
+				}()
+			}
 		}
 	}
 }
@@ -173,6 +189,16 @@ func (j *janitor) expireDue() time.Duration {
 // inode), then drops the record.
 func (j *janitor) expire(e *expiry) {
 	v := e.vol
+	after, err := j.s.settle(v) // no replay may bring it back (gcommit.go)
+	if err != nil {
+		j.s.log.Warn("lifetime ended but the file cannot be deleted yet", "volume", "/"+v.VPath, "path", e.Rel, "err", err)
+		return
+	}
+	defer func() {
+		if err := after(); err != nil {
+			j.s.log.Warn("an expired file's deletion may not survive a crash", "volume", "/"+v.VPath, "path", e.Rel, "err", err)
+		}
+	}()
 	fi, err := v.root.Lstat(e.Rel)
 	if err == nil {
 		_, ino, ok := FileID(fi)

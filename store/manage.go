@@ -403,12 +403,39 @@ func (v *Volume) splitDest(rel string) (dir, name string, top bool, err error) {
 // way, what was deleted stays deleted and subscribers are told (a Removed
 // tree event) so they look again.
 func (s *Store) Delete(ctx context.Context, who Actor, at Loc, opt DeleteOptions) (DeleteResult, error) {
-	return s.del(ctx, who, at, opt)
+	after, err := s.settle(at.Vol) // no replay may bring it back (gcommit.go)
+	if err != nil {
+		return DeleteResult{}, opErr("delete", err)
+	}
+	res, err := s.del(ctx, who, at, opt)
+	return res, settled(err, after)
+}
+
+// settled is err, or when the change succeeded the error of settling
+// again after it (gcommit.go): then the change is made but not yet safe
+// from a replay, and the client is told.
+func settled(err error, after func() error) error {
+	if err != nil {
+		return err
+	}
+	if err := after(); err != nil {
+		return fmt.Errorf("the change was made, but making it durable failed: %w", err)
+	}
+	return nil
 }
 
 // DeleteMany deletes each location in turn as Delete does, stopping at
 // the first error; it returns what was deleted until then.
-func (s *Store) DeleteMany(ctx context.Context, who Actor, ats []Loc, opt DeleteOptions) (DeleteResult, error) {
+func (s *Store) DeleteMany(ctx context.Context, who Actor, ats []Loc, opt DeleteOptions) (res DeleteResult, err error) {
+	var vols []*Volume
+	for _, at := range ats {
+		vols = append(vols, at.Vol)
+	}
+	after, err := s.settle(vols...) // gcommit.go
+	if err != nil {
+		return DeleteResult{}, opErr("delete", err)
+	}
+	defer func() { err = settled(err, after) }()
 	var total DeleteResult
 	for _, at := range ats {
 		r, err := s.del(ctx, who, at, opt)
@@ -558,7 +585,12 @@ func (s *Store) Mkdir(ctx context.Context, who Actor, at Loc, opt MkdirOptions) 
 // into itself, a folder holding other volumes, source and destination the
 // same.
 func (s *Store) Move(ctx context.Context, who Actor, src, dst Loc, opt DestOptions) (DestResult, error) {
-	return s.transfer(ctx, "move", who, src, dst, opt)
+	after, err := s.settle(src.Vol, dst.Vol) // gcommit.go
+	if err != nil {
+		return DestResult{}, opErr("move", err)
+	}
+	res, err := s.transfer(ctx, "move", who, src, dst, opt)
+	return res, settled(err, after)
 }
 
 // Copy copies the file or folder src to dst (a whole tree, in constant
@@ -568,7 +600,12 @@ func (s *Store) Move(ctx context.Context, who Actor, src, dst Loc, opt DestOptio
 // under a hidden name and published whole by one rename, so it appears
 // complete or not at all; a crash leaves no half tree behind after the
 // next start. Work files of uploads in progress are not copied.
-func (s *Store) Copy(ctx context.Context, who Actor, src, dst Loc, opt DestOptions) (DestResult, error) {
+func (s *Store) Copy(ctx context.Context, who Actor, src, dst Loc, opt DestOptions) (res DestResult, err error) {
+	after, err := s.settle(dst.Vol) // it may replace files (gcommit.go)
+	if err != nil {
+		return DestResult{}, opErr("copy", err)
+	}
+	defer func() { err = settled(err, after) }()
 	if opt.Shallow {
 		if res, done, err := s.shallowCopy(ctx, who, src, dst, opt); done {
 			return res, err
@@ -631,7 +668,7 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 		return DestResult{}, forbid(op, who, dv, PermWrite, "write files")
 	}
 	if sv.obj != nil || dv.obj != nil { // after the permissions, as on disk
-		return DestResult{}, opErr(op, unbuilt("moving and copying"))
+		return s.transferObject(ctx, op, who, src, dst, opt) // objmanage.go
 	}
 	sr, err := cleanRel(strings.Trim(src.Rel, "/"))
 	if err != nil {

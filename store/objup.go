@@ -132,9 +132,13 @@ type UpPublish struct {
 	Meta    map[string]string // x-amz-meta-*; the uploader's are added
 	User    string
 	IP      string
+	Life    time.Duration // the upload's own lifetime; 0: the volume's (objlife.go)
 	// Check wraps the reader of part i where its bytes pass through
 	// hoard (see ObjectPut.Check).
 	Check func(i int, r io.Reader) io.Reader
+	// Chunks are the upload's chunk hashes: stored beside the file
+	// (objidx.go) before it is published, for other nodes' indexes.
+	Chunks []string
 }
 
 // UpCompose publishes the file rel (cleaned by the caller, as UpFreeName
@@ -160,6 +164,15 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	for k, val := range opt.Meta {
 		meta[k] = val
 	}
+	if err := v.objLife(ctx, r, opt.Life, meta); err != nil { // objlife.go
+		return ObjectInfo{}, err
+	}
+	wark := meta["hoard-wark"]
+	if len(opt.Chunks) > 0 {
+		if err := v.PutChunkHashes(ctx, wark, opt.Chunks); err != nil { // objidx.go
+			return ObjectInfo{}, err
+		}
+	}
 	put := ObjectPut{NoClobber: !opt.Replace, Meta: meta, Check: opt.Check}
 	var oi ObjectInfo
 	if len(srcs) == 0 {
@@ -171,6 +184,8 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 		return ObjectInfo{}, err
 	}
 	v.store.log.Info("stored", "volume", "/"+v.VPath, "key", oi.Key, "bytes", oi.Size, "via", "up2k")
+	at, _ := time.Parse(time.RFC3339Nano, meta["hoard-at"])
+	v.objCreated(r, oi, at, opt.User, opt.IP, wark, opt.Chunks) // objidx.go
 	return oi, nil
 }
 

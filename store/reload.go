@@ -85,8 +85,8 @@ var liveFlags = []struct {
 // ones, but for those that need a restart (named in restart), which keep
 // their old values; changed names the flags that do change.
 func reloadFlags(old, new Flags) (out Flags, changed, restart []string) {
-	if old.S3 != "" { // mount turned the index off on object storage (object.go)
-		new.E2D, new.E2DS, new.E2DSA, new.E2T, new.E2TS, new.E2TSR = false, false, false, false, false, false
+	if old.S3 != "" { // mount turned tag indexing off on object storage (object.go)
+		new.E2T, new.E2TS, new.E2TSR = false, false, false
 	}
 	out = new
 	for _, f := range restartFlags {

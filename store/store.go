@@ -67,6 +67,7 @@ type Store struct {
 	noGroupSync bool                                            // Config.NoGroupSync
 	identify    func(sum []byte, size int64) (string, []string) // Config.Identify
 	fsFlush     fsFlushes                                       // shared flushes of small files (groupsync.go)
+	gc          gcState                                         // group commit of small uploads (gcommit.go)
 }
 
 // Volume is one folder mounted at a URL path. Its fields are immutable;
@@ -396,6 +397,7 @@ func (s *Store) Close() error {
 	if s.janitor != nil {
 		s.janitor.stop()
 	}
+	s.stopLoop() // group commit's checkpoints (StopSmall ran the last one)
 	s.sweepStop()
 	s.sweeps.Wait()
 	s.alogMu.Lock()

@@ -34,6 +34,9 @@ type Temp struct {
 	// by a short-lived upload (Ingest) so that publishing neither opens
 	// nor checks it again; nil for work files that may live long (up2k).
 	dirf *os.File
+	// journaled: published by group commit (gcommit.go): durable by its
+	// journal entry, the file not flushed yet.
+	journaled bool
 }
 
 // CreateTemp makes the folder dir (and its parents) if needed and creates a
@@ -175,6 +178,13 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 	ev := Event{Kind: Created, Vol: t.v, Rel: relOf(path.Join(t.dir, name)), Size: tfi.Size(), Mtime: tfi.ModTime(), At: now, Uploader: opt.Uploader, ClientIP: opt.ClientIP, Wark: opt.Wark, Chunks: opt.Chunks}
 	if !opt.Mtime.IsZero() {
 		ev.Mtime = opt.Mtime
+	}
+	if !opt.Replace && tfi.Size() <= SmallFile {
+		// A small new file: one synced write of its bytes, record and
+		// index note, shared with the others finishing now (gcommit.go).
+		if rel, fi, err, ok := t.publishSmall(name, opt, ev, tfi, life, now, mtimeSet, keep); ok {
+			return rel, fi, err
+		}
 	}
 	// The journal's note is flushed while the file is. A small file
 	// shares its flush with the others finishing now (groupsync.go).
@@ -332,6 +342,11 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool, hel
 	fname := name
 	final := path.Join(dir, name)
 	if opt.Replace {
+		// No replay of a group-committed upload may undo the replace
+		// (gcommit.go).
+		if _, err := v.store.settle(v); err != nil {
+			return "", err
+		}
 		if st, err := lstatAt(dirf, name); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 			return "", ErrIsDir
 		}
@@ -561,6 +576,9 @@ func (v *Volume) appendTo(ctx context.Context, dir string, body io.Reader, h has
 	defer f.Close()
 	id, _ := idOf(fi)
 	defer v.store.lockFile(id)()
+	if _, err := v.store.settle(v); err != nil { // gcommit.go
+		return res, err, true
+	}
 	if fi, err = f.Stat(); err != nil { // its length once it is our turn
 		return res, mapErr(err), true
 	}

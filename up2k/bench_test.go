@@ -96,6 +96,56 @@ func BenchmarkWriteChunks(b *testing.B) {
 	}
 }
 
+// BenchmarkSmallFile is one small up2k upload per iteration, as u2c sends
+// many: handshake (synced session), one 4 KiB chunk, publish and finish.
+// With gc=on the file is group-committed (store/gcommit.go: its bytes in
+// the state database's journal, recorded finished without a flush of its
+// own); gc=off is the per-file way (syncfs, folder fsync, synced finish).
+// Watch allocs/op; the time is the disk's.
+func BenchmarkSmallFile(b *testing.B) {
+	for _, gc := range []bool{false, true} {
+		b.Run(fmt.Sprintf("gc=%v", map[bool]string{false: "off", true: "on"}[gc]), func(b *testing.B) {
+			dir := b.TempDir()
+			quiet := slog.New(slog.DiscardHandler)
+			st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{{Src: dir, Perms: map[string]store.Perm{"*": store.PermRead | store.PermWrite}}}, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			v := st.Volumes()[0]
+			db, err := idx.Open(filepath.Join(v.HistPath(), "idx"), idx.Options{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if gc {
+				st.SetSmallLog(idx.NewSmallLog(map[*store.Volume]*idx.DB{v: db}, nil))
+			}
+			m, err := up2k.New(up2k.Config{Store: st, DBs: map[*store.Volume]up2k.SessionStore{v: db}, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { m.Close(); st.StopSmall(); db.Close(); st.Close() })
+			data := make([]byte, 4<<10)
+			rand.Read(data)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				data[0], data[1] = byte(i), byte(i>>8) // new content: not found as a finished file
+				data[2] = byte(i >> 16)
+				h := up2k.ChunkHash(data)
+				rep, err := m.Handshake(context.Background(), up2k.Handshake{Vol: v, Dir: "s", Name: fmt.Sprintf("f%d", i), Size: int64(len(data)), Hashes: []string{h}, Lmod: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := m.WriteChunks(context.Background(), up2k.ChunkPost{Vol: v, Wark: rep.Wark, Hashes: h, Subc: -1, Body: bytes.NewReader(data), Length: int64(len(data))}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkLimitSHA512 is the hashing limit: SHA-512 over n cores at once.
 func BenchmarkLimitSHA512(b *testing.B) {
 	buf := make([]byte, 1<<20)

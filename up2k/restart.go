@@ -178,6 +178,17 @@ func (m *Manager) reverify(s *session, keys []string) {
 		m.closePublished(ctx, s, rel)
 		return
 	}
+	// Published and group-committed, and the crash lost the file's
+	// bytes: the start-up replay (store/gcommit.go) wrote it again under
+	// its name, as a new file, so the work file is no second name of it.
+	// It has the session's size and every chunk hash.
+	if fi, err := s.vol.Stat(path.Join(s.rec.Dir, s.rec.Name)); err == nil && fi.Mode().IsRegular() && fi.Size() == s.rec.Size && s.rec.Size <= store.SmallFile {
+		if rel, ok := m.publishedByContent(ctx, s); ok {
+			t.Close()
+			m.closePublished(ctx, s, rel)
+			return
+		}
+	}
 	fi, err := t.File.Stat()
 	if err != nil || fi.Size() != s.rec.Size {
 		fail("its work file has the wrong size", err)

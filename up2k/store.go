@@ -41,6 +41,13 @@ type SessionStore interface {
 	Files(ctx context.Context, wark string) (map[string][]byte, error)
 }
 
+// lazyFinisher is implemented by session stores that can record a
+// finished upload without a flush of its own (idx): it becomes durable
+// with the store's next synced write.
+type lazyFinisher interface {
+	FinishNoSync(ctx context.Context, wark, rel string, meta []byte) error
+}
+
 // Availability is implemented by session stores that can be out of use
 // for a while (idx: while its state folder is full).
 type Availability interface {

@@ -14,11 +14,19 @@ package e2e
 //     upload in progress;
 //   - search finds every acknowledged upload (plain -e2d has no scan).
 //
+// Small uploads (PUTs and up2k files of at most 256 KiB) are
+// group-committed (store/gcommit.go): many of them run at once, and some
+// acknowledged ones are deleted during the load; a deleted file must not
+// come back after a restart (the start-up replay of the group-commit
+// journal must never undo a delete). A SIGKILL loses only the process,
+// not the page cache: the replay's rewriting of lost bytes is tested in
+// store (TestGroupCommitReplayRestoresLost).
+//
 // Some kills are aimed at an upload's last chunk (0-5 ms after its post
 // starts), some at start-up re-verification (a kill 0-40 ms after the
 // restart, while big paused uploads are re-hashed). It runs
-// HOARD_CRASH_ROUNDS rounds (10 by default; skipped with -short);
-// HOARD_CRASH_SEED repeats a run.
+// HOARD_CRASH_ROUNDS rounds (10 by default, 3 with -short; the long tier
+// runs 200 or more); HOARD_CRASH_SEED repeats a run.
 
 import (
 	"bytes"
@@ -45,6 +53,8 @@ type crashPut struct {
 	size     int
 	acked    bool // 201 received; otherwise it was in flight at a kill
 	verified bool // read back after a restart
+	deleting bool // a DELETE was sent; not yet answered
+	deleted  bool // a DELETE of it was answered: it must never come back
 }
 
 type crashLog struct {
@@ -75,16 +85,18 @@ type crashModel struct {
 	// counters for the report
 	kills, lastChunkKills, startupKills, reverifyKills int
 	putsAcked, appendsAcked, chunksAcked, upsDone      int
+	deletesAcked                                       int
+	replays                                            int // starts that found group-commit entries
 }
 
 var crashClient = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 
 func TestCrashLoop(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("the crash loop is long; run without -short")
-	}
 	rounds := 10
+	if testing.Short() {
+		rounds = 3
+	}
 	if v := os.Getenv("HOARD_CRASH_ROUNDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -116,13 +128,16 @@ func TestCrashLoop(t *testing.T) {
 			}
 			s = start(t, args...)
 		}
+		if strings.Contains(s.logs.String(), "replayed the group-commit journal") {
+			m.replays++
+		}
 		m.verify(s, r)
 		m.load(s, r)
 	}
 	s := start(t, args...)
 	m.verify(s, rounds)
-	t.Logf("%d rounds in %v: %d kills (%d aimed at a last chunk, %d at start-up, %d of those during re-verification); acknowledged: %d PUTs, %d appends, %d up2k chunks, %d up2k uploads completed; all verified after every restart",
-		rounds, time.Since(t0).Round(time.Second), m.kills, m.lastChunkKills, m.startupKills, m.reverifyKills, m.putsAcked, m.appendsAcked, m.chunksAcked, m.upsDone)
+	t.Logf("%d rounds in %v: %d kills (%d aimed at a last chunk, %d at start-up, %d of those during re-verification); acknowledged: %d PUTs, %d appends, %d up2k chunks, %d up2k uploads completed, %d deletes; %d starts replayed group-commit entries; all verified after every restart",
+		rounds, time.Since(t0).Round(time.Second), m.kills, m.lastChunkKills, m.startupKills, m.reverifyKills, m.putsAcked, m.appendsAcked, m.chunksAcked, m.upsDone, m.deletesAcked, m.replays)
 }
 
 // load runs PUT, append and up2k workers and kills the server under them.
@@ -132,9 +147,13 @@ func (m *crashModel) load(s *server, round int) {
 	lastChunk := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	seeds := func() *mrand.Rand { return mrand.New(mrand.NewPCG(m.rng.Uint64(), m.rng.Uint64())) }
-	for w := range 2 {
+	for w := range 6 { // 2 of any size, 4 small (group-committed)
 		rng := seeds()
 		wg.Go(func() { m.putWorker(s, round, w, rng, stop) })
+	}
+	{
+		rng := seeds()
+		wg.Go(func() { m.deleteWorker(s, rng, stop) })
 	}
 	for i := range m.logs {
 		rng := seeds()
@@ -155,6 +174,14 @@ func (m *crashModel) load(s *server, round int) {
 			pause = int(size>>20) / 2
 		}
 		u := &crashUp{name: fmt.Sprintf("crashf-r%03d-u%d.bin", round, i), f: newUp2kFile(randomBytes(size)), acked: map[int]bool{}, pause: pause}
+		u.sum = sha256.Sum256(u.f.data)
+		m.mu.Lock()
+		m.ups = append(m.ups, u)
+		m.mu.Unlock()
+		ups = append(ups, u)
+	}
+	for i := range 2 + m.rng.IntN(4) { // small files: group-committed
+		u := &crashUp{name: fmt.Sprintf("crashf-r%03d-s%d.bin", round, i), f: newUp2kFile(randomBytes(1 + m.rng.IntN(256<<10))), acked: map[int]bool{}}
 		u.sum = sha256.Sum256(u.f.data)
 		m.mu.Lock()
 		m.ups = append(m.ups, u)
@@ -195,7 +222,11 @@ func stopped(stop chan struct{}) bool {
 func (m *crashModel) putWorker(s *server, round, w int, rng *mrand.Rand, stop chan struct{}) {
 	for i := 0; !stopped(stop); i++ {
 		href := fmt.Sprintf("/p/crashf-r%03d-w%d-%d.bin", round, w, i)
-		data := randomBytes(1 + rng.IntN(1536<<10))
+		n := 1 + rng.IntN(1536<<10)
+		if w >= 2 {
+			n = 1 + rng.IntN(256<<10) // small: group-committed
+		}
+		data := randomBytes(n)
 		p := &crashPut{sum: sha256.Sum256(data), size: len(data)}
 		m.mu.Lock()
 		m.puts[href] = p
@@ -214,6 +245,47 @@ func (m *crashModel) putWorker(s *server, round, w int, rng *mrand.Rand, stop ch
 		m.mu.Lock()
 		p.acked = true
 		m.putsAcked++
+		m.mu.Unlock()
+	}
+}
+
+// deleteWorker deletes acknowledged PUTs (small ones, mostly of this
+// round: still in the group-commit journal) while the load goes on.
+func (m *crashModel) deleteWorker(s *server, rng *mrand.Rand, stop chan struct{}) {
+	for !stopped(stop) {
+		time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+		var href string
+		m.mu.Lock()
+		var cands []string
+		for h, p := range m.puts {
+			if p.acked && !p.deleted && !p.deleting && p.size <= 256<<10 {
+				cands = append(cands, h)
+			}
+		}
+		if len(cands) > 0 {
+			slices.Sort(cands)
+			href = cands[rng.IntN(len(cands))]
+			m.puts[href].deleting = true
+		}
+		m.mu.Unlock()
+		if href == "" {
+			continue
+		}
+		req, _ := http.NewRequest("DELETE", s.URL+href, nil)
+		resp, err := crashClient.Do(req)
+		if err != nil {
+			return // the server is gone: the delete may or may not have happened
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			m.t.Errorf("DELETE %s: %d %s", href, resp.StatusCode, b)
+			return
+		}
+		m.mu.Lock()
+		p := m.puts[href]
+		p.deleting, p.deleted = false, true
+		m.deletesAcked++
 		m.mu.Unlock()
 	}
 }
@@ -356,10 +428,24 @@ func (m *crashModel) verify(s *server, round int) {
 	// PUTs: acknowledged ones are there in full; one in flight is there
 	// in full or not at all.
 	for href, p := range m.puts {
-		if p.verified && m.rng.IntN(50) != 0 {
+		if p.verified && !p.deleted && !p.deleting && m.rng.IntN(50) != 0 {
 			continue // read back after an earlier restart; a sample is read again
 		}
 		b, err := os.ReadFile(filepath.Join(m.dir, filepath.FromSlash(strings.TrimPrefix(href, "/"))))
+		if p.deleted {
+			if err == nil {
+				t.Fatalf("%s: %s was deleted (acknowledged), but it came back", where, href)
+			}
+			continue // gone, as it should be; checked again at every restart
+		}
+		if p.deleting {
+			p.deleting = false
+			if err != nil {
+				p.deleted = true // the delete happened; its reply was lost
+				continue
+			}
+			// The delete never happened: the file is checked as any.
+		}
 		switch {
 		case err != nil && p.acked:
 			t.Fatalf("%s: acknowledged PUT %s is gone: %v", where, href, err)
@@ -461,7 +547,7 @@ func (m *crashModel) verify(s *server, round int) {
 	// Search: every acknowledged upload, with plain -e2d.
 	want := map[string]bool{}
 	for href, p := range m.puts {
-		if p.acked {
+		if p.acked && !p.deleted {
 			want[href] = true
 		}
 	}

@@ -41,6 +41,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,6 +101,9 @@ type powerCut struct {
 	ups   []*pcUp
 	// counters for the report
 	puts, replaces, deletes, chunks, upsDone, inflightSeen int
+	// the start-up replay of the group-commit journal (store/gcommit.go):
+	// entries found, and files a cut had lost that it wrote again
+	replayed, rewritten int
 }
 
 func TestPowerCut(t *testing.T) {
@@ -166,6 +170,7 @@ func TestPowerCut(t *testing.T) {
 			mount()
 		}
 		s := start(t, args...)
+		m.countReplay(s)
 		m.verify(s, r)
 		m.load(s, r)
 		umount()
@@ -173,8 +178,21 @@ func TestPowerCut(t *testing.T) {
 	mount()
 	s := start(t, args...)
 	m.verify(s, rounds)
-	t.Logf("%d power cuts in %v; acknowledged: %d small PUTs, %d replaces, %d deletes, %d up2k chunks, %d up2k uploads; %d operations were in flight at a cut; all verified after every restart",
-		rounds, time.Since(t0).Round(time.Second), m.puts, m.replaces, m.deletes, m.chunks, m.upsDone, m.inflightSeen)
+	m.countReplay(s)
+	t.Logf("%d power cuts in %v; acknowledged: %d small PUTs, %d replaces, %d deletes, %d up2k chunks, %d up2k uploads; %d operations were in flight at a cut; the group-commit replay found %d entries and wrote %d lost files again; all verified after every restart",
+		rounds, time.Since(t0).Round(time.Second), m.puts, m.replaces, m.deletes, m.chunks, m.upsDone, m.inflightSeen, m.replayed, m.rewritten)
+}
+
+var replayLine = regexp.MustCompile(`replayed the group-commit journal.* entries=(\d+) written_again=(\d+)`)
+
+// countReplay adds up what the start-up replay of s did.
+func (m *powerCut) countReplay(s *server) {
+	for _, sm := range replayLine.FindAllStringSubmatch(s.logs.String(), -1) {
+		a, _ := strconv.Atoi(sm[1])
+		b, _ := strconv.Atoi(sm[2])
+		m.replayed += a
+		m.rewritten += b
+	}
 }
 
 var pcClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}

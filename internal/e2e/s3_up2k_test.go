@@ -27,12 +27,13 @@ import (
 )
 
 // s3Sessions lists the keys of the up2k session area of the volume at
-// prefix pre.
+// prefix pre (not the chunk-hash lists in .hist/hashes/, which stay with
+// the files for the index).
 func s3Sessions(t *testing.T, m *miniotest.Server, bucket, pre string) []string {
 	t.Helper()
 	var out []string
 	for _, k := range m.Keys(t, bucket) {
-		if strings.HasPrefix(k, pre+".hist/") {
+		if strings.HasPrefix(k, pre+".hist/up2k/") {
 			out = append(out, strings.TrimPrefix(k, pre))
 		}
 	}
@@ -454,7 +455,8 @@ func TestS3Up2kNginxTwoNodes(t *testing.T) {
 	}
 	m := startMinio(t, "vol")
 	args := func() []string {
-		return []string{"-a", "u:pw", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre"}
+		// Indexed, with a short rescan: B finds what went through A.
+		return []string{"-a", "u:pw", "--re-maxage", "2", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre:c,e2dsa"}
 	}
 	a, b := start(t, args()...), start(t, args()...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -582,6 +584,12 @@ http {
 	wantStatus(t, resp, body, 200)
 	if string(body) != "through the proxy\n" {
 		t.Fatalf("B serves %q", body)
+	}
+	// And B's search finds every file, by name and by chunk hash.
+	waitHits(t, b, "tree", []string{"/s3/tree/small.txt", "/s3/tree/sub/big.bin", "/s3/tree/sub/mid.bin"})
+	mid, _ := os.ReadFile(filepath.Join(tree, "sub", "mid.bin"))
+	if code, r := postSearch(t, b, map[string]any{"srch": true, "hash": newUp2kFile(mid).hashes[2:3]}); code != 200 || !slices.Equal(r.hrefs(), []string{"/s3/tree/sub/mid.bin"}) {
+		t.Errorf("B's hash search for mid.bin: %d %q %q", code, r.Error, r.hrefs())
 	}
 }
 
