@@ -45,7 +45,7 @@ const live = h('div', { className: 'sr', 'aria-live': 'polite', role: 'status' }
 document.body.append(live);
 // a keyboard's way past the header and the folder tree
 app.tabIndex = -1;
-document.body.prepend(h('a', { className: 'skip', href: '#app' }, 'skip to the files'));
+document.body.prepend(h('a', { className: 'skip', href: '#app', onclick: (e) => { e.preventDefault(); app.focus(); } }, 'skip to the files'));
 const say = (msg) => { live.textContent = msg; };
 
 // ---- requests ----
@@ -768,7 +768,10 @@ document.addEventListener('click', (e) => {
   }
 });
 
-window.addEventListener('popstate', () => { closeView(); load(location.pathname); });
+window.addEventListener('popstate', () => {
+  closeView();
+  if (location.pathname !== S.path) load(location.pathname); // not for a #fragment
+});
 
 function moveCursor(d) {
   if (!S.rows.length) return;
