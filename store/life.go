@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +43,8 @@ type janitor struct {
 	kick chan struct{}
 	quit chan struct{}
 	wg   sync.WaitGroup
+
+	sweeping atomic.Bool // a sweep of object-store volumes is running (objlife.go)
 
 	mu struct {
 		sync.Mutex
@@ -137,6 +140,8 @@ func (j *janitor) run() {
 	defer j.wg.Done()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	sweep := time.NewTicker(objSweepEvery) // volumes on object storage (objlife.go)
+	defer sweep.Stop()
 	for {
 		next := j.expireDue()
 		t.Reset(next)
@@ -145,6 +150,17 @@ func (j *janitor) run() {
 			return
 		case <-j.kick:
 		case <-t.C:
+		case <-sweep.C:
+			// On its own goroutine: a slow or unreachable object store
+			// never holds up the expiries on disk.
+			if j.sweeping.CompareAndSwap(false, true) {
+				j.wg.Add(1)
+				go func() {
+					defer j.wg.Done()
+					defer j.sweeping.Store(false)
+					j.s.sweepAllObjects(j.quit)
+				}()
+			}
 		}
 	}
 }

@@ -132,6 +132,7 @@ type UpPublish struct {
 	Meta    map[string]string // x-amz-meta-*; the uploader's are added
 	User    string
 	IP      string
+	Life    time.Duration // the upload's own lifetime; 0: the volume's (objlife.go)
 	// Check wraps the reader of part i where its bytes pass through
 	// hoard (see ObjectPut.Check).
 	Check func(i int, r io.Reader) io.Reader
@@ -162,6 +163,9 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	meta := map[string]string{"hoard-uploader": opt.User, "hoard-ip": opt.IP, "hoard-at": v.store.now().UTC().Format(time.RFC3339Nano)}
 	for k, val := range opt.Meta {
 		meta[k] = val
+	}
+	if err := v.objLife(ctx, r, opt.Life, meta); err != nil { // objlife.go
+		return ObjectInfo{}, err
 	}
 	wark := meta["hoard-wark"]
 	if len(opt.Chunks) > 0 {

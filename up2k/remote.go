@@ -335,7 +335,7 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	}
 	if h.Size == 0 {
 		rel := path.Join(h.Dir, name)
-		_, err := v.UpCompose(ctx, rel, nil, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Meta: publishMeta(wark, h.Lmod)})
+		_, err := v.UpCompose(ctx, rel, nil, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Life: time.Duration(h.Life) * time.Second, Meta: publishMeta(wark, h.Lmod)})
 		if errors.Is(err, store.ErrExists) {
 			return Reply{}, true, nil // taken meanwhile: choose again
 		}
@@ -347,7 +347,7 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	}
 	rec := remoteRec{record: record{
 		Wark: wark, Dir: h.Dir, Name: name, Asked: asked, Size: h.Size, Lmod: h.Lmod, CS: cs,
-		Hashes: h.Hashes, Created: m.now().UnixNano(), Replace: replace, User: h.User, IP: h.IP,
+		Hashes: h.Hashes, Created: m.now().UnixNano(), Life: h.Life, Replace: replace, User: h.User, IP: h.IP,
 	}}
 	t, err := newTable(h.Size, cs, h.Hashes)
 	if err != nil {
@@ -763,7 +763,7 @@ func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark strin
 	var rel string
 	for attempt := 0; ; attempt++ {
 		rel = path.Join(rec.Dir, name)
-		_, err := v.UpCompose(ctx, rel, parts, store.UpPublish{Replace: rec.Replace, User: rec.User, IP: rec.IP, Meta: publishMeta(wark, rec.Lmod), Check: check, Chunks: rec.Hashes})
+		_, err := v.UpCompose(ctx, rel, parts, store.UpPublish{Replace: rec.Replace, User: rec.User, IP: rec.IP, Life: time.Duration(rec.Life) * time.Second, Meta: publishMeta(wark, rec.Lmod), Check: check, Chunks: rec.Hashes})
 		if err == nil || published(rel) {
 			break // published, by this node or by another at once
 		}
