@@ -250,6 +250,8 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 		return store.ObjectInfo{}, err
 	}
 	defer done()
+	cb := &cutBody{r: r}
+	r = cb
 	po := minio.PutObjectOptions{UserMetadata: opt.Meta, PartSize: partSize, ContentType: "application/octet-stream"}
 	setConds(&po, opt)
 	size := int64(-1)
@@ -277,6 +279,9 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 	} else {
 		ui, err = b.c.PutObject(ctx, b.bucket, key, r, size, po)
 	}
+	if cb.cut != nil {
+		return store.ObjectInfo{}, cb.cut
+	}
 	if err != nil {
 		return store.ObjectInfo{}, mapErr(err)
 	}
@@ -298,13 +303,13 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 // part buffer (partSize) is held, as minio-go holds one.
 func (b *Bucket) putStream(ctx context.Context, key string, r io.Reader, po minio.PutObjectOptions, opt store.ObjectPut) (minio.UploadInfo, error) {
 	buf := make([]byte, partSize)
-	n, err := io.ReadFull(r, buf)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		po.DisableMultipart = true
-		return b.c.PutObject(ctx, b.bucket, key, bytes.NewReader(buf[:n]), int64(n), po)
-	}
+	n, end, err := fill(r, buf)
 	if err != nil {
 		return minio.UploadInfo{}, err
+	}
+	if end {
+		po.DisableMultipart = true
+		return b.c.PutObject(ctx, b.bucket, key, bytes.NewReader(buf[:n]), int64(n), po)
 	}
 	start := minio.PutObjectOptions{UserMetadata: po.UserMetadata, ContentType: po.ContentType}
 	id, err := b.core.NewMultipartUpload(ctx, b.bucket, key, start)
@@ -326,8 +331,10 @@ func (b *Bucket) putStream(ctx context.Context, key string, r io.Reader, po mini
 		}
 		parts = append(parts, minio.CompletePart{PartNumber: p.PartNumber, ETag: p.ETag})
 		total += int64(n)
-		n, err = io.ReadFull(r, buf)
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		if end {
+			break
+		}
+		if n, end, err = fill(r, buf); err != nil {
 			return minio.UploadInfo{}, err
 		}
 	}
@@ -340,6 +347,45 @@ func (b *Bucket) putStream(ctx context.Context, key string, r io.Reader, po mini
 	completed = true
 	ui.Size = total
 	return ui, nil
+}
+
+// cutBody turns a body's own io.ErrUnexpectedEOF (net/http's word for a
+// body cut short of its Content-Length) into ErrShortBody. minio-go reads
+// parts with its own ReadFull and takes a bare io.ErrUnexpectedEOF for
+// "the last part is short": it would complete the upload with the cut
+// body as the whole file.
+// Put answers with that error, whatever minio-go made of it.
+type cutBody struct {
+	r   io.Reader
+	cut error
+}
+
+func (c *cutBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == io.ErrUnexpectedEOF {
+		err = fmt.Errorf("%w: the body ended before its announced length (%v)", store.ErrShortBody, err)
+		c.cut = err
+	}
+	return n, err
+}
+
+// fill reads r into buf until buf is full or r ends; end says r ended
+// (io.EOF). Any other error is r's and is returned, io.ErrUnexpectedEOF
+// included: that is how net/http reports a body cut short of its
+// Content-Length, which io.ReadFull would take for "the body ended
+// before buf was full" — and the cut body would be stored as the file.
+func fill(r io.Reader, buf []byte) (n int, end bool, err error) {
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
 }
 
 // slot takes one of the upload slots, or fails with ErrBusy after

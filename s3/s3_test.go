@@ -510,3 +510,44 @@ func TestBucketStreamedPutPreconditionRace(t *testing.T) {
 		t.Errorf("unfinished uploads left: %q", inc)
 	}
 }
+
+// cutReader gives n bytes and then the error net/http gives for a body
+// cut short of its Content-Length.
+type cutReader struct{ n int }
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.n == 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	k := min(c.n, len(p))
+	c.n -= k
+	return k, nil
+}
+
+// A body cut short is an error and stores nothing, whichever way the
+// upload goes: one part or several, no-clobber (hoard's streamed
+// upload) or a plain replace (minio-go's, which reads a bare
+// io.ErrUnexpectedEOF as "the last part is short").
+func TestBucketPutCutBody(t *testing.T) {
+	b, _ := open(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		n    int
+		opt  store.ObjectPut
+	}{
+		{"small-noclobber", 10, store.ObjectPut{NoClobber: true}},
+		{"small-replace", 10, store.ObjectPut{}},
+		{"parts-noclobber", partSize + 10, store.ObjectPut{NoClobber: true}},
+		{"parts-replace", partSize + 10, store.ObjectPut{}},
+	} {
+		key := "cut/" + c.name
+		_, err := b.Put(ctx, key, &cutReader{n: c.n}, c.opt)
+		if !errors.Is(err, store.ErrShortBody) {
+			t.Errorf("%s: Put = %v, want ErrShortBody", c.name, err)
+		}
+		if _, err := b.Stat(ctx, key); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the cut body was stored (Stat: %v)", c.name, err)
+		}
+	}
+}

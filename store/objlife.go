@@ -61,6 +61,9 @@ func (v *Volume) objExpire(ctx context.Context, rel string, deadline time.Time, 
 		return fmt.Errorf("recording the file's lifetime: %w", err)
 	}
 	meta["hoard-expires"] = at
+	if j := v.store.janitor; j != nil {
+		j.objDeadline(deadline)
+	}
 	return nil
 }
 
@@ -102,12 +105,17 @@ func withoutLife(meta map[string]string) map[string]string {
 
 // sweepObjects deletes the files of the object-store volume v whose
 // deadline passed, and append bodies a crash left staged.
-func (v *Volume) sweepObjects(ctx context.Context, now time.Time) error {
+func (v *Volume) sweepObjects(ctx context.Context, now time.Time, j *janitor) error {
 	prefix := v.objPre + lifeArea
 	var due []ObjectInfo
 	err := v.obj.List(ctx, prefix, func(oi ObjectInfo) error {
 		if n, ok := lifeDeadline(strings.TrimPrefix(oi.Key, prefix)); ok && n > now.UnixNano() {
-			return errStop // sorted by deadline: none after is due
+			// Sorted by deadline: none after is due. This one is the
+			// next (written through any node): sweep then.
+			if j != nil {
+				j.objDeadline(time.Unix(0, n))
+			}
+			return errStop
 		}
 		if len(due) >= 1000 {
 			return errStop // the rest at the next sweep
@@ -185,7 +193,7 @@ func (v *Volume) expireObject(ctx context.Context, r ObjectInfo, now time.Time) 
 
 // sweepAllObjects sweeps every mounted object-store volume; it stops
 // when quit closes.
-func (s *Store) sweepAllObjects(quit <-chan struct{}) {
+func (s *Store) sweepAllObjects(j *janitor, quit <-chan struct{}) {
 	base, stop := context.WithCancel(context.Background())
 	defer stop()
 	go func() {
@@ -200,7 +208,7 @@ func (s *Store) sweepAllObjects(quit <-chan struct{}) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(base, 5*time.Minute)
-		if err := v.sweepObjects(ctx, s.now()); err != nil {
+		if err := v.sweepObjects(ctx, s.now(), j); err != nil {
 			s.log.Warn("sweeping expired files of a volume on object storage failed; again at the next sweep", "volume", "/"+v.VPath, "err", err)
 		}
 		cancel()

@@ -336,6 +336,17 @@ func writeFile(t *testing.T, dir, rel string, data []byte) string {
 	return p
 }
 
+// removeFile deletes the file rel of the volume folder dir behind
+// hoard's back (in the bucket too, in the S3 leg).
+func removeFile(t *testing.T, dir, rel string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	os.Remove(p)
+	if m, key, ok := s3Path(p); ok {
+		m.Remove(t, s3MatrixBucket, key)
+	}
+}
+
 // tree lists every path below dir (slash-separated, sorted), to prove that
 // a refused request changed nothing.
 func tree(t *testing.T, dir string) []string {

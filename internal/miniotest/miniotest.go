@@ -356,3 +356,11 @@ func (m *Server) Put(t testing.TB, bucket, key string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// Remove deletes the object key of bucket, as another S3 client would.
+func (m *Server) Remove(t testing.TB, bucket, key string) {
+	t.Helper()
+	if err := m.Client.RemoveObject(context.Background(), bucket, key, minio.RemoveObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
