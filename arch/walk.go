@@ -112,6 +112,17 @@ func (w *Walker) AddFile(rel, name string) error {
 }
 
 func (w *Walker) addFile(v *store.Volume, rel, name string) error {
+	if v.Remote() { // an object: its facts from its stat, no open (objects.go)
+		fi, err := v.Stat(rel)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			return store.ErrIsDir
+		}
+		w.Files = append(w.Files, fileOf(v, rel, name, fi))
+		return nil
+	}
 	f, fi, err := v.Open(rel)
 	if err != nil {
 		return err

@@ -164,6 +164,9 @@ func (a *archiveWriter) add(fl *File) error {
 		e.data = fl.data
 		return a.addEntry(fl, &e)
 	}
+	if fl.Vol.Remote() {
+		return a.addObject(fl, &e) // objects.go
+	}
 	if a.ahead != nil {
 		r, ok := a.ahead.next()
 		if !ok {
@@ -440,8 +443,8 @@ func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
 	n, bytes := 0, int64(0)
 	for i := range files {
 		fl := &files[i]
-		if fl.Vol == nil || fl.data != nil {
-			continue
+		if fl.Vol == nil || fl.data != nil || fl.Vol.Remote() {
+			continue // generated, or an object (read in turn: objects.go)
 		}
 		disk = append(disk, i)
 		n++

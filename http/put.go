@@ -440,6 +440,16 @@ const maxPasswordField = 4096
 // cppwd field; uhash and anything else are skipped) and answers it as the
 // urlencoded form is answered.
 func (s *Server) loginMultipart(q *req, mr *multipart.Reader, act string) error {
+	f, err := loginFields(mr, act)
+	if err != nil {
+		return err
+	}
+	return s.login(q, f)
+}
+
+// loginFields reads the rest of a multipart login form (its act already
+// read): the first cppwd field, at most maxPasswordField bytes.
+func loginFields(mr *multipart.Reader, act string) (url.Values, error) {
 	f := url.Values{"act": {act}}
 	for {
 		p, err := mr.NextPart()
@@ -447,18 +457,18 @@ func (s *Server) loginMultipart(q *req, mr *multipart.Reader, act string) error 
 			break
 		}
 		if err != nil {
-			return errorf(http.StatusBadRequest, "bad multipart body: %v", err)
+			return nil, errorf(http.StatusBadRequest, "bad multipart body: %v", err)
 		}
 		if p.FormName() != "cppwd" || f.Has("cppwd") {
 			continue
 		}
 		v, err := io.ReadAll(io.LimitReader(p, maxPasswordField+1))
 		if err != nil || len(v) > maxPasswordField {
-			return errorf(http.StatusBadRequest, "the password field is longer than %d bytes", maxPasswordField)
+			return nil, errorf(http.StatusBadRequest, "the password field is longer than %d bytes", maxPasswordField)
 		}
 		f.Set("cppwd", string(v))
 	}
-	return s.login(q, f)
+	return f, nil
 }
 
 func (s *Server) mpFile(q *req, o upOpts, p *multipart.Part) (mpFile, error) {

@@ -13,19 +13,17 @@ import (
 // getObject serves GET and HEAD on a volume whose files are objects in an
 // object store (store's flag s3=, docs/s3.md): files by ranged reads of
 // the object, with its ETag and LastModified as validators, and folder
-// listings, thumbnails and transcodes (?th, media/object.go), ?txt and
-// the file views (?tail, ?zls, ?zget, ?v: remote_view.go). What is not
-// built for such volumes yet (archives) is store.ErrObjectsUnbuilt (501),
-// answered before anything is read.
+// listings, folder archives (streamed from the objects: arch/objects.go),
+// thumbnails and transcodes (?th, media/object.go), ?txt and the file
+// views (?tail, ?zls, ?zget, ?v: remote_view.go).
 func (s *Server) getObject(q *req) error {
-	notYet := wantsArchive(q)
 	body, fi, err := q.vol.OpenObjectAt(q.r.Context(), q.rel)
 	if errors.Is(err, store.ErrIsDir) {
 		if has(q.query, "th") {
 			return s.folderThumb(q)
 		}
-		if notYet {
-			return store.ErrObjectsUnbuilt
+		if wantsArchive(q) {
+			return s.archive(q, nil) // streamed from the objects (arch/objects.go)
 		}
 		return s.folder(q)
 	}
@@ -84,9 +82,6 @@ func (s *Server) getObjectByURL(q *req) (done bool, err error) {
 func (s *Server) serveObject(q *req, body *store.ObjectReader, fi fs.FileInfo) error {
 	if !q.perm.Any(store.PermRead | store.PermGet) {
 		return q.denyRead()
-	}
-	if wantsArchive(q) {
-		return store.ErrObjectsUnbuilt
 	}
 	if fileView(q.query) != nil {
 		return s.objectView(q, body, fi) // remote_view.go

@@ -163,8 +163,15 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	// Every endpoint returns an error instead of writing one; fail maps it
 	// through statusOf.
 	err := s.route(q)
-	if err != nil {
-		s.fail(q, err)
+	if err != nil && s.fail(q, err) {
+		// The client went away (or half-closed and its request was cut
+		// short by that) before an answer: close the connection without
+		// one, never net/http's default 200 for a request that did not
+		// succeed. Logged as 499 first.
+		defer func() { panic(http.ErrAbortHandler) }()
+		if w.status == 0 {
+			w.status = statusCanceled
+		}
 	}
 	st := w.status
 	if st == 0 {
@@ -289,12 +296,14 @@ func (q *req) needUpload() error {
 }
 
 // fail writes err as the response if nothing was sent yet, and logs it.
-func (s *Server) fail(q *req, err error) {
+// It reports true when the client went away: nothing is sent, and the
+// caller closes the connection.
+func (s *Server) fail(q *req, err error) bool {
 	code, msg := statusOf(err)
 	switch {
 	case code == statusCanceled:
 		s.log.Debug("client went away", "id", q.id, "path", q.r.URL.Path, "err", err)
-		return
+		return true
 	case code == http.StatusServiceUnavailable, code == http.StatusInsufficientStorage:
 		// Load shedding and a full state folder are logged where they are
 		// decided, once per interval, not once per request.
@@ -320,7 +329,7 @@ func (s *Server) fail(q *req, err error) {
 		// A person in a browser gets the login form, not the
 		// browser's own password prompt (copyparty's way).
 		writeLoginPage(q, code, msg)
-		return
+		return false
 	}
 	if code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Basic realm="hoard", charset="UTF-8"`)
@@ -337,6 +346,7 @@ func (s *Server) fail(q *req, err error) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	q.w.WriteHeader(code)
 	io.WriteString(q.w, msg+"\n")
+	return false
 }
 
 // peerIP is the client's address for a request refused before decoding.

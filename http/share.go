@@ -316,6 +316,13 @@ func (s *Server) shareRoute(q *req) error {
 	if !ok {
 		return errorf(http.StatusNotFound, "no such share (or it expired)")
 	}
+	if q.r.Method == http.MethodPost {
+		if f, ok, err := shareLoginForm(q); err != nil {
+			return err
+		} else if ok {
+			return s.shareLogin(q, key, sh, f) // sharelogin.go
+		}
+	}
 	if sh.HasPassword() {
 		pws, _ := credentials(q.r, q.query)
 		ok := false

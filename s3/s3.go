@@ -4,6 +4,7 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -248,10 +250,10 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 		return store.ObjectInfo{}, err
 	}
 	defer done()
+	cb := &cutBody{r: r}
+	r = cb
 	po := minio.PutObjectOptions{UserMetadata: opt.Meta, PartSize: partSize, ContentType: "application/octet-stream"}
-	if opt.NoClobber {
-		po.SetMatchETagExcept("*")
-	}
+	setConds(&po, opt)
 	size := int64(-1)
 	if opt.Size > 0 {
 		// A known length (an up2k chunk, at most 256 MiB): one streamed
@@ -263,7 +265,23 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 		// A folder marker: S3 stores those only by a plain PUT of nothing.
 		r, size = strings.NewReader(""), 0
 	}
-	ui, err := b.c.PutObject(ctx, b.bucket, key, r, size, po)
+	// Not cancelled with the request: a client that half-closes its
+	// connection once it has sent the whole body cancels the request's
+	// context (net/http sees its EOF) while the last part is still on its
+	// way, and the upload it was owed would be lost. A client gone before
+	// the end of its body stops the upload all the same: r fails, and
+	// minio-go aborts the multipart upload (which it could not do with a
+	// cancelled context either).
+	ctx = context.WithoutCancel(ctx)
+	var ui minio.UploadInfo
+	if size < 0 && (opt.NoClobber || opt.IfMatch != "") {
+		ui, err = b.putStream(ctx, key, r, po, opt)
+	} else {
+		ui, err = b.c.PutObject(ctx, b.bucket, key, r, size, po)
+	}
+	if cb.cut != nil {
+		return store.ObjectInfo{}, cb.cut
+	}
 	if err != nil {
 		return store.ObjectInfo{}, mapErr(err)
 	}
@@ -272,6 +290,102 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 		return store.ObjectInfo{Key: key, Size: ui.Size, ETag: strings.Trim(ui.ETag, `"`), ModTime: time.Now()}, nil
 	}
 	return oi, nil
+}
+
+// putStream is Put of a body of unknown length with a precondition
+// (NoClobber, IfMatch). minio-go's own streamed upload sends the
+// precondition with the start of its multipart upload only, where the
+// store checks it before a byte arrives; two uploads of one name at
+// once then both pass and the later completion replaces the earlier,
+// acknowledged one. Here the precondition goes with the completion,
+// which the store checks and applies under the object's lock. A body
+// that fits in one part is one PUT (checked under that lock too). One
+// part buffer (partSize) is held, as minio-go holds one.
+func (b *Bucket) putStream(ctx context.Context, key string, r io.Reader, po minio.PutObjectOptions, opt store.ObjectPut) (minio.UploadInfo, error) {
+	buf := make([]byte, partSize)
+	n, end, err := fill(r, buf)
+	if err != nil {
+		return minio.UploadInfo{}, err
+	}
+	if end {
+		po.DisableMultipart = true
+		return b.c.PutObject(ctx, b.bucket, key, bytes.NewReader(buf[:n]), int64(n), po)
+	}
+	start := minio.PutObjectOptions{UserMetadata: po.UserMetadata, ContentType: po.ContentType}
+	id, err := b.core.NewMultipartUpload(ctx, b.bucket, key, start)
+	if err != nil {
+		return minio.UploadInfo{}, err
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			b.core.AbortMultipartUpload(context.WithoutCancel(ctx), b.bucket, key, id)
+		}
+	}()
+	var parts []minio.CompletePart
+	var total int64
+	for n > 0 {
+		p, err := b.core.PutObjectPart(ctx, b.bucket, key, id, len(parts)+1, bytes.NewReader(buf[:n]), int64(n), minio.PutObjectPartOptions{})
+		if err != nil {
+			return minio.UploadInfo{}, err
+		}
+		parts = append(parts, minio.CompletePart{PartNumber: p.PartNumber, ETag: p.ETag})
+		total += int64(n)
+		if end {
+			break
+		}
+		if n, end, err = fill(r, buf); err != nil {
+			return minio.UploadInfo{}, err
+		}
+	}
+	done := minio.PutObjectOptions{}
+	setConds(&done, opt)
+	ui, err := b.core.CompleteMultipartUpload(ctx, b.bucket, key, id, parts, done)
+	if err != nil {
+		return minio.UploadInfo{}, err
+	}
+	completed = true
+	ui.Size = total
+	return ui, nil
+}
+
+// cutBody turns a body's own io.ErrUnexpectedEOF (net/http's word for a
+// body cut short of its Content-Length) into ErrShortBody. minio-go reads
+// parts with its own ReadFull and takes a bare io.ErrUnexpectedEOF for
+// "the last part is short": it would complete the upload with the cut
+// body as the whole file.
+// Put answers with that error, whatever minio-go made of it.
+type cutBody struct {
+	r   io.Reader
+	cut error
+}
+
+func (c *cutBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == io.ErrUnexpectedEOF {
+		err = fmt.Errorf("%w: the body ended before its announced length (%v)", store.ErrShortBody, err)
+		c.cut = err
+	}
+	return n, err
+}
+
+// fill reads r into buf until buf is full or r ends; end says r ended
+// (io.EOF). Any other error is r's and is returned, io.ErrUnexpectedEOF
+// included: that is how net/http reports a body cut short of its
+// Content-Length, which io.ReadFull would take for "the body ended
+// before buf was full" — and the cut body would be stored as the file.
+func fill(r io.Reader, buf []byte) (n int, end bool, err error) {
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, nil
 }
 
 // slot takes one of the upload slots, or fails with ErrBusy after
@@ -325,12 +439,10 @@ func (b *Bucket) Compose(ctx context.Context, dst string, srcs []store.ObjectInf
 	}
 	var parts []minio.CompletePart
 	if server {
-		for i, s := range srcs {
-			p, err := b.core.CopyObjectPart(ctx, b.bucket, s.Key, b.bucket, dst, id, i+1, 0, s.Size, nil)
-			if err != nil {
-				return store.ObjectInfo{}, mapErr(err)
+		for _, s := range srcs {
+			if parts, err = b.copyParts(ctx, b, s, dst, id, parts); err != nil {
+				return store.ObjectInfo{}, err
 			}
-			parts = append(parts, p)
 		}
 	} else {
 		for i := 0; i < len(srcs); {
@@ -345,8 +457,8 @@ func (b *Bucket) Compose(ctx context.Context, dst string, srcs []store.ObjectInf
 			r := &joinReader{b: b, ctx: ctx, srcs: srcs[i:j], base: i, check: opt.Check}
 			op, err := b.core.PutObjectPart(ctx, b.bucket, dst, id, len(parts)+1, r, size, minio.PutObjectPartOptions{})
 			r.Close()
-			if r.err != nil {
-				return store.ObjectInfo{}, r.err
+			if err := r.failure(); err != nil {
+				return store.ObjectInfo{}, err
 			}
 			if err != nil {
 				return store.ObjectInfo{}, mapErr(err)
@@ -355,9 +467,130 @@ func (b *Bucket) Compose(ctx context.Context, dst string, srcs []store.ObjectInf
 			i = j
 		}
 	}
+	setConds(&po, opt)
+	if _, err := b.core.CompleteMultipartUpload(ctx, b.bucket, dst, id, parts, po); err != nil {
+		return store.ObjectInfo{}, mapErr(err)
+	}
+	completed = true
+	return b.Stat(ctx, dst)
+}
+
+// setConds sets the preconditions of opt on a write: If-None-Match: *
+// for NoClobber, If-Match for IfMatch.
+func setConds(po *minio.PutObjectOptions, opt store.ObjectPut) {
 	if opt.NoClobber {
 		po.SetMatchETagExcept("*")
 	}
+	if opt.IfMatch != "" {
+		po.SetMatchETag(opt.IfMatch)
+	}
+}
+
+// maxCopyPart is S3's largest UploadPartCopy (5 GiB): a larger source is
+// copied as several ranges.
+const maxCopyPart = 5 << 30
+
+// copyParts appends to parts the parts of upload id of dst that copy the
+// object src of bucket from server-side: one part up to 5 GiB, else
+// equal ranges of at most 5 GiB (each above 2.5 GiB, so well above S3's
+// 5 MiB minimum also when more parts follow). The
+// source must still be the version src describes (its ETag): else
+// ErrNotFound.
+func (b *Bucket) copyParts(ctx context.Context, from *Bucket, src store.ObjectInfo, dst, id string, parts []minio.CompletePart) ([]minio.CompletePart, error) {
+	hdr := map[string]string{}
+	if src.ETag != "" {
+		hdr["x-amz-copy-source-if-match"] = `"` + src.ETag + `"`
+	}
+	for _, rg := range copyRanges(src.Size) {
+		off, length := rg[0], rg[1]
+		if off == 0 && length == src.Size {
+			length = -1 // the whole object: no range (a range of an empty one is no range S3 takes)
+		}
+		p, err := b.core.CopyObjectPart(ctx, from.bucket, src.Key, b.bucket, dst, id, len(parts)+1, off, length, hdr)
+		if r := minio.ToErrorResponse(err); r.StatusCode == 412 || r.Code == "PreconditionFailed" {
+			return nil, fmt.Errorf("%w: %s changed while it was copied", store.ErrNotFound, src.Key)
+		}
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
+}
+
+// copyRanges cuts an object of size bytes into the (offset, length)
+// ranges of its part copies: one range up to maxCopyPart, else ranges of
+// one size (the last a little shorter), so that none but the last falls
+// below S3's minimum part however the size divides. An empty object is
+// one empty range.
+func copyRanges(size int64) [][2]int64 {
+	step := size
+	if k := (size + maxCopyPart - 1) / maxCopyPart; k > 1 {
+		step = (size + k - 1) / k
+	}
+	if size == 0 {
+		return [][2]int64{{0, 0}}
+	}
+	var out [][2]int64
+	for off := int64(0); off < size; off += step {
+		out = append(out, [2]int64{off, min(step, size-off)})
+	}
+	return out
+}
+
+// bucketOf finds the Bucket behind a store, through wrappers (a fault
+// injector, a metrics layer) that offer Unwrap() store.ObjectStore.
+func bucketOf(o store.ObjectStore) (*Bucket, bool) {
+	for range 8 {
+		switch x := o.(type) {
+		case *Bucket:
+			return x, true
+		case interface{ Unwrap() store.ObjectStore }:
+			o = x.Unwrap()
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// Copy writes dst as a server-side copy of src, an object of the bucket
+// from (this one or another on the same store): a multipart upload whose
+// parts are copied by the store (UploadPartCopy, up to 5 GiB each, so
+// objects of any size), completed with the preconditions of opt (S3's
+// CopyObject takes no If-None-Match on its destination; a completion
+// does). The source's user metadata travels unless opt.Meta is set.
+// Cost: four requests (start, copy, complete, stat) plus one per 5 GiB.
+func (b *Bucket) Copy(ctx context.Context, dst string, from store.ObjectStore, src store.ObjectInfo, opt store.ObjectPut) (store.ObjectInfo, error) {
+	fb, ok := bucketOf(from)
+	if !ok {
+		return store.ObjectInfo{}, errors.New("s3: copy from a store that is not a bucket")
+	}
+	meta := opt.Meta
+	if meta == nil {
+		meta = src.Meta
+	}
+	done, err := b.slot(ctx)
+	if err != nil {
+		return store.ObjectInfo{}, err
+	}
+	defer done()
+	po := minio.PutObjectOptions{UserMetadata: meta, ContentType: "application/octet-stream"}
+	id, err := b.core.NewMultipartUpload(ctx, b.bucket, dst, po)
+	if err != nil {
+		return store.ObjectInfo{}, mapErr(err)
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			b.core.AbortMultipartUpload(context.WithoutCancel(ctx), b.bucket, dst, id)
+		}
+	}()
+	parts, err := b.copyParts(ctx, fb, src, dst, id, nil)
+	if err != nil {
+		return store.ObjectInfo{}, err
+	}
+	setConds(&po, opt)
 	if _, err := b.core.CompleteMultipartUpload(ctx, b.bucket, dst, id, parts, po); err != nil {
 		return store.ObjectInfo{}, mapErr(err)
 	}
@@ -375,9 +608,22 @@ type joinReader struct {
 	cur   io.ReadCloser
 	r     io.Reader
 	err   error // a source's or check's failure, kept for the caller
+	mu    sync.Mutex
+}
+
+// failure is a source's or check's failure. Read runs on the
+// transport's goroutine, which may still be in it after the part's PUT
+// returned with an error (net/http closes a request body in its own
+// time): mu keeps Read, Close and failure apart.
+func (j *joinReader) failure() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
 }
 
 func (j *joinReader) Read(p []byte) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	for {
 		if j.err != nil {
 			return 0, j.err
@@ -413,6 +659,8 @@ func (j *joinReader) Read(p []byte) (int, error) {
 }
 
 func (j *joinReader) Close() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.cur != nil {
 		j.cur.Close()
 		j.cur, j.r = nil, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -345,6 +346,208 @@ func TestBucketWalkMeta(t *testing.T) {
 		}
 		if i > 20 {
 			break // enough HEADs
+		}
+	}
+}
+
+// Copy is server-side, keeps the source's metadata, refuses a taken
+// destination under NoClobber and a source that changed since its Stat;
+// Compose and Copy complete only while If-Match holds. Nothing refused
+// leaves an object or an unfinished upload behind.
+func TestBucketCopyAndIfMatch(t *testing.T) {
+	b, m := open(t)
+	ctx := context.Background()
+	if err := m.Client.MakeBucket(ctx, "bk2", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := Open(ctx, Config{Endpoint: m.Endpoint(), AccessKey: miniotest.User, SecretKey: miniotest.Pass, Region: "us-east-1"}, "bk2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("copy me "), 100_000)
+	if _, err := b.Put(ctx, "src", bytes.NewReader(data), store.ObjectPut{Meta: map[string]string{"hoard-uploader": "ed", "hoard-at": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := b.Stat(ctx, "src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oi, err := b.Copy(ctx, "dst", b, src, store.ObjectPut{NoClobber: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Object(t, "bk1", "dst"); !bytes.Equal(got, data) || oi.Meta["hoard-uploader"] != "ed" || oi.Meta["hoard-at"] != "x" {
+		t.Errorf("copy: %d bytes, meta %v", len(got), oi.Meta)
+	}
+	// Into another bucket of the same store.
+	if _, err := b2.Copy(ctx, "there", b, src, store.ObjectPut{NoClobber: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Object(t, "bk2", "there"); !bytes.Equal(got, data) {
+		t.Error("copy into another bucket differs")
+	}
+	// A taken destination is ErrExists and stays as it was.
+	b.Put(ctx, "taken", strings.NewReader("mine"), store.ObjectPut{})
+	if _, err := b.Copy(ctx, "taken", b, src, store.ObjectPut{NoClobber: true}); !errors.Is(err, store.ErrExists) {
+		t.Errorf("copy onto a taken key: %v, want ErrExists", err)
+	}
+	if got, _ := m.Object(t, "bk1", "taken"); string(got) != "mine" {
+		t.Errorf("a refused copy changed the destination: %q", got)
+	}
+	// A source that changed since its Stat is not copied.
+	b.Put(ctx, "src", strings.NewReader("changed"), store.ObjectPut{})
+	if _, err := b.Copy(ctx, "late", b, src, store.ObjectPut{NoClobber: true}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("copy of a changed source: %v, want ErrNotFound", err)
+	}
+	if _, ok := m.Object(t, "bk1", "late"); ok {
+		t.Error("a refused copy left an object")
+	}
+	// An empty object copies.
+	b.Put(ctx, "empty", strings.NewReader(""), store.ObjectPut{})
+	e, _ := b.Stat(ctx, "empty")
+	if oi, err := b.Copy(ctx, "empty2", b, e, store.ObjectPut{NoClobber: true}); err != nil || oi.Size != 0 {
+		t.Errorf("copy of an empty object: %+v %v", oi, err)
+	}
+	// If-Match: a compose onto a key whose ETag moved on is refused.
+	cur, _ := b.Stat(ctx, "taken")
+	tail, _ := b.Put(ctx, "tail", strings.NewReader("+more"), store.ObjectPut{})
+	if _, err := b.Compose(ctx, "taken", []store.ObjectInfo{cur, tail}, store.ObjectPut{IfMatch: "nope"}); !errors.Is(err, store.ErrExists) {
+		t.Errorf("compose with a stale If-Match: %v, want ErrExists", err)
+	}
+	if _, err := b.Compose(ctx, "taken", []store.ObjectInfo{cur, tail}, store.ObjectPut{IfMatch: cur.ETag}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Object(t, "bk1", "taken"); string(got) != "mine+more" {
+		t.Errorf("compose with If-Match gave %q", got)
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("unfinished uploads left: %q", inc)
+	}
+}
+
+// gatedReader gives its bytes, but holds back everything past the first
+// gate bytes until the barrier opens.
+type gatedReader struct {
+	r       io.Reader
+	gate    int64
+	n       int64
+	reached func()
+	wait    <-chan struct{}
+	once    bool
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	if g.n >= g.gate && !g.once {
+		g.once = true
+		g.reached()
+		<-g.wait
+	}
+	if g.n < g.gate && int64(len(p)) > g.gate-g.n {
+		p = p[:g.gate-g.n]
+	}
+	n, err := g.r.Read(p)
+	g.n += int64(n)
+	return n, err
+}
+
+// Two streamed no-clobber uploads of one key at once (several parts
+// each, both begun before either ends): exactly one is stored, the
+// other is ErrExists, and the object is the winner's whole. (minio-go's
+// own streamed upload checks If-None-Match only when it begins, so both
+// were acknowledged and one was lost.) The same for If-Match.
+func TestBucketStreamedPutPreconditionRace(t *testing.T) {
+	b, m := open(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		opt  func() store.ObjectPut
+	}{
+		{"NoClobber", func() store.ObjectPut { return store.ObjectPut{NoClobber: true} }},
+		{"IfMatch", func() store.ObjectPut {
+			oi, err := b.Put(ctx, "race-IfMatch", strings.NewReader("old"), store.ObjectPut{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return store.ObjectPut{IfMatch: oi.ETag}
+		}},
+	} {
+		key := "race-" + c.name
+		opt := c.opt()
+		bodies := [2][]byte{bytes.Repeat([]byte{'a'}, 20<<20), bytes.Repeat([]byte{'b'}, 20<<20)}
+		var wg, reached sync.WaitGroup
+		open := make(chan struct{})
+		reached.Add(2)
+		errs := make([]error, 2)
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := &gatedReader{r: bytes.NewReader(bodies[i]), gate: 17 << 20, reached: reached.Done, wait: open}
+				_, errs[i] = b.Put(ctx, key, r, opt)
+			}()
+		}
+		reached.Wait()
+		time.Sleep(300 * time.Millisecond) // both first parts on their way
+		close(open)
+		wg.Wait()
+		ok := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+				if got, _ := m.Object(t, "bk1", key); !bytes.Equal(got, bodies[i]) {
+					t.Errorf("%s: the stored object is not upload %d's whole", c.name, i)
+				}
+			case !errors.Is(err, store.ErrExists):
+				t.Errorf("%s: upload %d: %v", c.name, i, err)
+			}
+		}
+		if ok != 1 {
+			t.Errorf("%s: %d of two racing uploads stored (errors %v), want exactly one", c.name, ok, errs)
+		}
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("unfinished uploads left: %q", inc)
+	}
+}
+
+// cutReader gives n bytes and then the error net/http gives for a body
+// cut short of its Content-Length.
+type cutReader struct{ n int }
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.n == 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	k := min(c.n, len(p))
+	c.n -= k
+	return k, nil
+}
+
+// A body cut short is an error and stores nothing, whichever way the
+// upload goes: one part or several, no-clobber (hoard's streamed
+// upload) or a plain replace (minio-go's, which reads a bare
+// io.ErrUnexpectedEOF as "the last part is short").
+func TestBucketPutCutBody(t *testing.T) {
+	b, _ := open(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		n    int
+		opt  store.ObjectPut
+	}{
+		{"small-noclobber", 10, store.ObjectPut{NoClobber: true}},
+		{"small-replace", 10, store.ObjectPut{}},
+		{"parts-noclobber", partSize + 10, store.ObjectPut{NoClobber: true}},
+		{"parts-replace", partSize + 10, store.ObjectPut{}},
+	} {
+		key := "cut/" + c.name
+		_, err := b.Put(ctx, key, &cutReader{n: c.n}, c.opt)
+		if !errors.Is(err, store.ErrShortBody) {
+			t.Errorf("%s: Put = %v, want ErrShortBody", c.name, err)
+		}
+		if _, err := b.Stat(ctx, key); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the cut body was stored (Stat: %v)", c.name, err)
 		}
 	}
 }

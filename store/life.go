@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,9 +44,15 @@ type janitor struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
 
+	sweeping atomic.Bool // a sweep of object-store volumes is running (objlife.go)
+
 	mu struct {
 		sync.Mutex
 		h expiryHeap
+		// objNext is the soonest deadline this node gave a file on
+		// object storage since its last sweep (zero: none): the sweep
+		// runs then too, not only every objSweepEvery.
+		objNext time.Time
 	}
 }
 
@@ -53,6 +60,9 @@ func startJanitor(s *Store) *janitor {
 	j := &janitor{s: s, kick: make(chan struct{}, 1), quit: make(chan struct{})}
 	for _, v := range s.mounted() {
 		j.load(v)
+		if v.obj != nil {
+			j.mu.objNext = s.now() // a first sweep at start: it learns the next deadline
+		}
 	}
 	j.wg.Add(1)
 	go j.run()
@@ -137,15 +147,59 @@ func (j *janitor) run() {
 	defer j.wg.Done()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	sweep := time.NewTicker(objSweepEvery) // volumes on object storage (objlife.go)
+	defer sweep.Stop()
+	// On its own goroutine: a slow or unreachable object store never
+	// holds up the expiries on disk.
+	sweepObjects := func() {
+		if j.sweeping.CompareAndSwap(false, true) {
+			j.wg.Add(1)
+			go func() {
+				defer j.wg.Done()
+				defer j.sweeping.Store(false)
+				j.s.sweepAllObjects(j, j.quit)
+			}()
+		}
+	}
 	for {
 		next := j.expireDue()
+		j.mu.Lock()
+		if o := j.mu.objNext; !o.IsZero() {
+			if w := o.Sub(j.s.now()); w > 0 {
+				next = min(next, w)
+			} else if !j.sweeping.Load() {
+				j.mu.objNext = time.Time{}
+				j.mu.Unlock()
+				sweepObjects()
+				continue
+			} else {
+				next = min(next, time.Second) // after the sweep under way
+			}
+		}
+		j.mu.Unlock()
 		t.Reset(next)
 		select {
 		case <-j.quit:
 			return
 		case <-j.kick:
 		case <-t.C:
+		case <-sweep.C:
+			sweepObjects()
 		}
+	}
+}
+
+// objDeadline tells the janitor that a file on object storage expires at
+// deadline, so the sweep runs then rather than up to objSweepEvery later.
+func (j *janitor) objDeadline(deadline time.Time) {
+	j.mu.Lock()
+	if o := j.mu.objNext; o.IsZero() || deadline.Before(o) {
+		j.mu.objNext = deadline
+	}
+	j.mu.Unlock()
+	select {
+	case j.kick <- struct{}{}:
+	default:
 	}
 }
 

@@ -668,7 +668,7 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 		return DestResult{}, forbid(op, who, dv, PermWrite, "write files")
 	}
 	if sv.obj != nil || dv.obj != nil { // after the permissions, as on disk
-		return DestResult{}, opErr(op, unbuilt("moving and copying"))
+		return s.transferObject(ctx, op, who, src, dst, opt) // objmanage.go
 	}
 	sr, err := cleanRel(strings.Trim(src.Rel, "/"))
 	if err != nil {

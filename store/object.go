@@ -20,11 +20,13 @@ import (
 // behind os.Root, and their downloads on the sendfile path.
 //
 // What is built on such a volume: Stat, OpenObject (GET, HEAD, ranges),
-// List and Each (listings), Ingest (PUT, multipart), Delete (files and
-// folders), Mkdir (a marker object), and the session objects up2k keeps
-// in the bucket (objup.go). Every other
-// operation that would touch the volume's bytes answers ErrObjectsUnbuilt
-// (501) before it touches anything.
+// List and Each (listings), Ingest (PUT, multipart, append: objappend.go),
+// Delete (files and folders, unpost: objunpost.go), Mkdir (a marker
+// object), Move and Copy (objmanage.go, objmixed.go), shares
+// (objshare.go), lifetimes (objlife.go), and the session objects up2k
+// keeps in the bucket (objup.go). Every other operation that would touch
+// the volume's bytes answers ErrObjectsUnbuilt (501) before it touches
+// anything.
 
 // ObjectInfo describes one object, or in a listing one common prefix (Dir).
 type ObjectInfo struct {
@@ -48,6 +50,10 @@ type ObjectPut struct {
 	// Check, for Compose, wraps the reader of source i where its bytes
 	// pass through hoard; an error from the wrapper fails the compose.
 	Check func(i int, r io.Reader) io.Reader
+	// IfMatch, for Compose and Copy, completes the write only while key
+	// is still the object of this ETag (If-Match; ErrExists when not):
+	// an append that raced another never loses it.
+	IfMatch string
 }
 
 // ObjectStore is the object store of one volume: a bucket, keys as given.
@@ -83,6 +89,13 @@ type ObjectStore interface {
 	// AbortUploads aborts the unfinished multipart uploads of key begun
 	// before before.
 	AbortUploads(ctx context.Context, key string, before time.Time) error
+	// Copy writes dst as a server-side copy of src (from Stat, with its
+	// Meta) of the store from (this one, or another bucket of the same
+	// object store): no byte passes through hoard. The copy carries
+	// src.Meta unless opt.Meta is set; NoClobber and IfMatch as for
+	// Compose. A source no longer the version src describes is
+	// ErrNotFound (nothing written).
+	Copy(ctx context.Context, dst string, from ObjectStore, src ObjectInfo, opt ObjectPut) (ObjectInfo, error)
 }
 
 // ErrObjectStoreDown is an object store that cannot be reached or that
@@ -159,8 +172,6 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 // system or an index of the bucket (at mount and at a reload).
 func checkObjectFlags(f Flags) error {
 	switch {
-	case f.Lifetime > 0:
-		return errors.New("flag lifetime is not built yet for volumes on object storage (s3=)")
 	case f.FK > 0:
 		return errors.New("flag fk is not built yet for volumes on object storage (s3=)")
 	case f.NoDupe || f.Dedup:
@@ -214,11 +225,14 @@ func (v *Volume) objStat(ctx context.Context, r string) (fs.FileInfo, error) {
 	if r == "." {
 		return objectFileInfo{ObjectInfo{Key: v.objPre, Dir: true}}, nil
 	}
+	if !v.objInView(r) { // objshare.go
+		return nil, ErrNotFound
+	}
 	oi, err := v.obj.Stat(ctx, v.key(r))
 	if err == nil {
 		return objectFileInfo{oi}, nil
 	}
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, ErrNotFound) || v.only != nil {
 		return nil, err
 	}
 	dir, err := v.objFolder(ctx, r)
@@ -280,6 +294,9 @@ func (v *Volume) OpenObject(ctx context.Context, rel string) (io.ReadSeekCloser,
 // out left out here too (state folder, work files, names not addressable
 // by URL, dot files unless opt.Dots).
 func (v *Volume) eachObject(ctx context.Context, r string, opt ListOptions, fn func(Entry) error) error {
+	if v.only != nil && r != "." {
+		return ErrNotFound // a view of files has no folders
+	}
 	prefix := v.key(r)
 	if r != "." {
 		prefix += "/"
@@ -294,6 +311,8 @@ func (v *Volume) eachObject(ctx context.Context, r string, opt ListOptions, fn f
 		case checkName(name) != nil, strings.EqualFold(name, HistName), strings.HasSuffix(name, PartialSuffix):
 			return nil
 		case !opt.Dots && strings.HasPrefix(name, "."):
+			return nil
+		case v.only != nil && (oi.Dir || !v.objInView(name)): // a view of files (objshare.go)
 			return nil
 		}
 		e := Entry{Name: name, Dir: oi.Dir, Size: oi.Size, Mtime: oi.ModTime, Mode: 0o644}
@@ -342,17 +361,16 @@ func (v *Volume) objParents(ctx context.Context, d string) error {
 // with If-None-Match so a name another node took meanwhile is never
 // overwritten.
 func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h hash.Hash, opt IngestOptions) (IngestResult, error) {
-	if opt.Append {
-		return IngestResult{}, unbuilt("appending (apnd)")
-	}
-	if opt.Life > 0 {
-		return IngestResult{}, unbuilt("a lifetime (life=)")
-	}
 	if v.Flags().NoSub && d != "." {
 		return IngestResult{}, ErrNoSub
 	}
 	if err := v.objParents(ctx, d); err != nil {
 		return IngestResult{}, err
+	}
+	if opt.Append {
+		if res, ok, err := v.appendObject(ctx, d, body, h, opt); ok { // objappend.go
+			return res, err
+		}
 	}
 	name := opt.Name
 	for attempt := 0; ; attempt++ {
@@ -389,6 +407,9 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 		src = pr
 	}
 	meta := map[string]string{"hoard-uploader": opt.Uploader, "hoard-ip": opt.ClientIP, "hoard-at": now.UTC().Format(time.RFC3339Nano)}
+	if err := v.objLife(ctx, rel, opt.Life, meta); err != nil { // objlife.go
+		return IngestResult{}, err
+	}
 	oi, err := v.obj.Put(ctx, v.key(rel), src, ObjectPut{NoClobber: !opt.Replace, Meta: meta})
 	if sr.err != nil { // the body's own fault wins: the put was aborted for it
 		return IngestResult{}, sr.err
@@ -462,7 +483,9 @@ func (s *Store) deleteObject(ctx context.Context, who Actor, v *Volume, r string
 		if fi.IsDir() {
 			return DeleteResult{}, refuse(op, KindInvalid, "cannot unpost folders")
 		}
-		return DeleteResult{}, opErr(op, unbuilt("unpost"))
+		if err := s.checkUnpostObject(who, v, fi.(objectFileInfo).oi); err != nil { // objunpost.go
+			return DeleteResult{}, err
+		}
 	}
 	if fi.IsDir() {
 		return s.deleteObjectTree(ctx, who, v, r)

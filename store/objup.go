@@ -132,6 +132,7 @@ type UpPublish struct {
 	Meta    map[string]string // x-amz-meta-*; the uploader's are added
 	User    string
 	IP      string
+	Life    time.Duration // the upload's own lifetime; 0: the volume's (objlife.go)
 	// Check wraps the reader of part i where its bytes pass through
 	// hoard (see ObjectPut.Check).
 	Check func(i int, r io.Reader) io.Reader
@@ -163,6 +164,9 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	for k, val := range opt.Meta {
 		meta[k] = val
 	}
+	if err := v.objLife(ctx, r, opt.Life, meta); err != nil { // objlife.go
+		return ObjectInfo{}, err
+	}
 	wark := meta["hoard-wark"]
 	if len(opt.Chunks) > 0 {
 		if err := v.PutChunkHashes(ctx, wark, opt.Chunks); err != nil { // objidx.go
@@ -182,6 +186,53 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	v.store.log.Info("stored", "volume", "/"+v.VPath, "key", oi.Key, "bytes", oi.Size, "via", "up2k")
 	at, _ := time.Parse(time.RFC3339Nano, meta["hoard-at"])
 	v.objCreated(r, oi, at, opt.User, opt.IP, wark, opt.Chunks) // objidx.go
+	return oi, nil
+}
+
+// maxCopy is the largest object S3 copies as one part (UploadPartCopy).
+const maxCopy = 5 << 30
+
+// ErrNoCopy: UpCopy cannot copy that source (empty, or over 5 GiB).
+var ErrNoCopy = errors.New("store: no server-side copy of that object")
+
+// UpCopy publishes the file rel as a server-side copy of the file src of
+// the same volume (an upload's content found published elsewhere), with
+// the uploader's metadata and opt.Meta in place of src's: no byte passes
+// through hoard. Without Replace a taken name is ErrExists (wrapped).
+// ErrNotFound when src is gone, or changed while it was copied (the copy
+// is removed again); ErrNoCopy when empty or above 5 GiB (one part's
+// most: upload it instead).
+func (v *Volume) UpCopy(ctx context.Context, rel, src string, opt UpPublish) (ObjectInfo, error) {
+	r, err := cleanRel(rel)
+	if err != nil || r == "." {
+		return ObjectInfo{}, fmt.Errorf("store: publish at %q: %w", rel, ErrBadName)
+	}
+	s, err := cleanRel(src)
+	if err != nil || s == "." || v.obj == nil {
+		return ObjectInfo{}, fmt.Errorf("store: copy of %q: %w", src, ErrBadName)
+	}
+	soi, err := v.obj.Stat(ctx, v.key(s))
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if soi.Size > maxCopy || soi.Size == 0 {
+		return ObjectInfo{}, fmt.Errorf("store: copy of %q (%d bytes): %w", src, soi.Size, ErrNoCopy)
+	}
+	meta := map[string]string{"hoard-uploader": opt.User, "hoard-ip": opt.IP, "hoard-at": v.store.now().UTC().Format(time.RFC3339Nano)}
+	for k, val := range opt.Meta {
+		meta[k] = val
+	}
+	oi, err := v.obj.Compose(ctx, v.key(r), []ObjectInfo{soi}, ObjectPut{NoClobber: !opt.Replace, Meta: meta})
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	if now, err := v.obj.Stat(ctx, v.key(s)); err != nil || now.ETag != soi.ETag {
+		// The source changed while it was copied: the copy may hold
+		// other bytes than its metadata says.
+		v.obj.Delete(context.WithoutCancel(ctx), oi.Key)
+		return ObjectInfo{}, fmt.Errorf("store: copy of %q: the source changed: %w", src, ErrNotFound)
+	}
+	v.store.log.Info("stored", "volume", "/"+v.VPath, "key", oi.Key, "bytes", oi.Size, "via", "up2k copy")
 	return oi, nil
 }
 

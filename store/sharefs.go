@@ -47,15 +47,15 @@ func (v *Volume) ConfineFiles(rel string, names []string) (c *Volume, release fu
 }
 
 func (v *Volume) confine(rel string, only []string) (*Volume, func() error, error) {
-	if v.obj != nil {
-		return nil, nil, unbuilt("sharing")
-	}
 	r, err := cleanRel(rel)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := v.inScope(r, true); err != nil || v.only != nil && r != "." {
 		return nil, nil, ErrNotFound // a view of files has no folders
+	}
+	if v.obj != nil {
+		return v.confineObjects(r, only) // objshare.go
 	}
 	root, err := v.openDirNoLinks(r)
 	if err != nil {

@@ -204,6 +204,8 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 				if rep, ok := m.remoteDone(ctx, h.Vol, rs); ok {
 					return rep, nil
 				}
+			} else if rep, ok, err := m.remoteCopy(ctx, h, rs); ok || err != nil {
+				return rep, err
 			}
 			// Published elsewhere, or since gone: that record is only a
 			// hint for its own client; this is a new upload.
@@ -250,6 +252,53 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 	return Reply{}, &Error{Kind: Unavailable, Msg: "the upload changed under this handshake several times; try again", RetryAfter: time.Second}
 }
 
+// remoteCopy answers a handshake whose content was published at another
+// path of the volume (the session record's Final) by a server-side copy
+// to the asked name, as on disk (existing, clone): nothing is asked for.
+// Clients rely on it: u2c sends a file's duplicates in one run only as
+// a last handshake, and drops what that asks for. Only for an uploader
+// who may read, or whose own upload (same account and address) the
+// source was — else the answer would tell someone that the content is
+// here — and only while the file there still has this content. ok is
+// false when the content must be uploaded.
+func (m *Manager) remoteCopy(ctx context.Context, h Handshake, rs *remoteSess) (Reply, bool, error) {
+	v, rec := h.Vol, rs.rec
+	if !h.MayRead && (rec.User != h.User || rec.IP != h.IP) {
+		return Reply{}, false, nil
+	}
+	oi, err := v.UpStat(ctx, rec.Final)
+	if err != nil || oi.Meta["hoard-wark"] != rec.Wark {
+		return Reply{}, false, nil
+	}
+	if h.Rand || v.Flags().Rand {
+		h.Name = randomName(v.Flags().NRand, h.Name)
+	}
+	replace, err := m.remoteReplace(ctx, h)
+	if err != nil {
+		return Reply{}, false, err
+	}
+	for range 4 {
+		name, err := v.UpFreeName(ctx, h.Dir, h.Name, h.IP, replace)
+		if err != nil {
+			return Reply{}, false, err
+		}
+		rel := path.Join(h.Dir, name)
+		_, err = v.UpCopy(ctx, rel, rec.Final, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Meta: publishMeta(rec.Wark, h.Lmod)})
+		switch {
+		case err == nil:
+			m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", rec.Size, "user", h.User, "ip", h.IP, "store", "object", "copy_of", rec.Final)
+			return Reply{Name: name, Dir: h.Dir, Size: rec.Size, Lmod: h.Lmod, Need: []string{}, Wark: rec.Wark, Sparse: true}, true, nil
+		case errors.Is(err, store.ErrExists):
+			continue // taken meanwhile: choose again
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrNoCopy):
+			return Reply{}, false, nil
+		default:
+			return Reply{}, false, err
+		}
+	}
+	return Reply{}, false, nil
+}
+
 // remoteDone answers a handshake for a published upload, when its file
 // is still there with this content.
 func (m *Manager) remoteDone(ctx context.Context, v *store.Volume, rs *remoteSess) (Reply, bool) {
@@ -286,7 +335,7 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	}
 	if h.Size == 0 {
 		rel := path.Join(h.Dir, name)
-		_, err := v.UpCompose(ctx, rel, nil, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Meta: publishMeta(wark, h.Lmod)})
+		_, err := v.UpCompose(ctx, rel, nil, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Life: time.Duration(h.Life) * time.Second, Meta: publishMeta(wark, h.Lmod)})
 		if errors.Is(err, store.ErrExists) {
 			return Reply{}, true, nil // taken meanwhile: choose again
 		}
@@ -298,7 +347,7 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	}
 	rec := remoteRec{record: record{
 		Wark: wark, Dir: h.Dir, Name: name, Asked: asked, Size: h.Size, Lmod: h.Lmod, CS: cs,
-		Hashes: h.Hashes, Created: m.now().UnixNano(), Replace: replace, User: h.User, IP: h.IP,
+		Hashes: h.Hashes, Created: m.now().UnixNano(), Life: h.Life, Replace: replace, User: h.User, IP: h.IP,
 	}}
 	t, err := newTable(h.Size, cs, h.Hashes)
 	if err != nil {
@@ -411,18 +460,23 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 		n := t.length(u)
 		cr := newCheckReader(p.Body, n, t.sentOf(u), t.cmp(u))
 		_, err := v.UpPut(ctx, chunkObject(p.Wark, t.key(u)), cr, n, false)
-		w.Bytes += cr.got
-		if cr.err != nil { // the body's own fault wins: the put was aborted for it
-			if cr.bad {
+		got, bad, crErr := cr.result()
+		w.Bytes += got
+		if crErr != nil { // the body's own fault wins: the put was aborted for it
+			if bad {
 				m.badChunks.Add(1)
 			}
-			return w, cr.err
+			return w, crErr
 		}
 		if err != nil {
 			return w, err
 		}
 		w.Chunks++
 	}
+	// The body is in and stored: what follows must not depend on the
+	// client, which may have half-closed its connection once it sent the
+	// body (net/http then cancels the request's context).
+	ctx = context.WithoutCancel(ctx)
 	return m.remoteMaybeFinish(ctx, v, rs, w)
 }
 
@@ -540,14 +594,16 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 	if !last {
 		hr := &hashReader{r: io.LimitReader(p.Body, p.Length), h: h, want: p.Length}
 		_, err := v.UpPut(ctx, name, hr, p.Length, false)
-		w.Bytes = hr.n
-		if hr.err != nil { // the body's own fault wins: the put was aborted for it
-			return w, hr.err
+		n, hrErr := hr.result()
+		w.Bytes = n
+		if hrErr != nil { // the body's own fault wins: the put was aborted for it
+			return w, hrErr
 		}
 		if err != nil {
 			return w, err
 		}
-		st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+		ctx = context.WithoutCancel(ctx) // the piece is in: its hash state follows, whatever the client does
+		st, err := hr.state()
 		if err == nil {
 			_, err = v.UpPut(ctx, name+".h", bytes.NewReader(st), int64(len(st)), false)
 		}
@@ -556,18 +612,20 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 	cr := newCheckReader(p.Body, p.Length, t.sentOf(u), t.cmp(u))
 	cr.h = h
 	_, err = v.UpPut(ctx, name, cr, p.Length, false)
-	w.Bytes = cr.got
-	if cr.err != nil {
-		if cr.bad {
+	got, bad, crErr := cr.result()
+	w.Bytes = got
+	if crErr != nil {
+		if bad {
 			m.badChunks.Add(1)
 			reset()
 			v.UpDelete(ctx, name)
 		}
-		return w, cr.err
+		return w, crErr
 	}
 	if err != nil {
 		return w, err
 	}
+	ctx = context.WithoutCancel(ctx) // the chunk is in: joining it does not depend on the client
 	parts := make([]string, 0, len(run)+1)
 	for _, pc := range run {
 		parts = append(parts, pc.name)
@@ -587,17 +645,37 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 // hashReader hashes the want bytes read through it; a body that ends
 // or fails before them is its err (a short body, the client's fault).
 type hashReader struct {
+	mu      sync.Mutex // see checkReader
 	r       io.Reader
 	h       hash.Hash
 	n, want int64
 	err     error
 }
 
+// result is what the reader saw so far (see checkReader.result).
+func (r *hashReader) result() (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n, r.err
+}
+
+// state is the hash's state after what was read.
+func (r *hashReader) state() ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.h.(encoding.BinaryMarshaler).MarshalBinary()
+}
+
 func (r *hashReader) Read(p []byte) (int, error) {
-	if r.err != nil {
-		return 0, r.err
+	r.mu.Lock()
+	failed := r.err
+	r.mu.Unlock()
+	if failed != nil {
+		return 0, failed
 	}
-	k, err := r.r.Read(p)
+	k, err := r.r.Read(p) // unlocked: it may wait for the client
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.h.Write(p[:k])
 	r.n += int64(k)
 	if errors.Is(err, io.EOF) && r.n < r.want || err != nil && !errors.Is(err, io.EOF) {
@@ -685,7 +763,7 @@ func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark strin
 	var rel string
 	for attempt := 0; ; attempt++ {
 		rel = path.Join(rec.Dir, name)
-		_, err := v.UpCompose(ctx, rel, parts, store.UpPublish{Replace: rec.Replace, User: rec.User, IP: rec.IP, Meta: publishMeta(wark, rec.Lmod), Check: check, Chunks: rec.Hashes})
+		_, err := v.UpCompose(ctx, rel, parts, store.UpPublish{Replace: rec.Replace, User: rec.User, IP: rec.IP, Life: time.Duration(rec.Life) * time.Second, Meta: publishMeta(wark, rec.Lmod), Check: check, Chunks: rec.Hashes})
 		if err == nil || published(rel) {
 			break // published, by this node or by another at once
 		}
@@ -800,7 +878,13 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 // last of them back until the digest matched cmp: a reader of it (an
 // object store's PUT) never sees the whole chunk unless it is intact, so
 // a chunk that fails leaves no object. err is the reader's own failure.
+//
+// Read runs on the object store client's goroutine, which may go on
+// reading after the Put returned (net/http's transport closes a request
+// body in its own time): the caller reads the outcome with result, and
+// the fields are guarded by mu, never held across the body's own Read.
 type checkReader struct {
+	mu        sync.Mutex
 	r         io.Reader
 	n, got    int64
 	sent, cmp string
@@ -813,16 +897,28 @@ func newCheckReader(r io.Reader, n int64, sent, cmp string) *checkReader {
 	return &checkReader{r: r, n: n, sent: sent, cmp: cmp, h: sha512.New()}
 }
 
+// result is the bytes read, whether they failed the digest, and the
+// reader's own failure, so far.
+func (c *checkReader) result() (got int64, bad bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.got, c.bad, c.err
+}
+
 func (c *checkReader) Read(p []byte) (int, error) {
-	if c.err != nil {
-		return 0, c.err
+	c.mu.Lock()
+	failed, rem := c.err, c.n-c.got
+	c.mu.Unlock()
+	if failed != nil {
+		return 0, failed
 	}
-	rem := c.n - c.got
 	if rem == 0 {
 		return 0, io.EOF
 	}
 	if int64(len(p)) < rem {
-		k, err := c.r.Read(p)
+		k, err := c.r.Read(p) // unlocked: it may wait for the client
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		c.got += int64(k)
 		c.h.Write(p[:k])
 		if errors.Is(err, io.EOF) {
@@ -839,6 +935,8 @@ func (c *checkReader) Read(p []byte) (int, error) {
 	}
 	// This read ends the chunk: read the rest, then judge it.
 	k, err := io.ReadFull(c.r, p[:rem])
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.got += int64(k)
 	c.h.Write(p[:k])
 	if err != nil {

@@ -43,6 +43,9 @@ const app = document.getElementById('app');
 const top = document.getElementById('top');
 const live = h('div', { className: 'sr', 'aria-live': 'polite', role: 'status' });
 document.body.append(live);
+// a keyboard's way past the header and the folder tree
+app.tabIndex = -1;
+document.body.prepend(h('a', { className: 'skip', href: '#app', onclick: (e) => { e.preventDefault(); app.focus(); } }, 'skip to the files'));
 const say = (msg) => { live.textContent = msg; };
 
 // ---- requests ----
@@ -120,7 +123,7 @@ function crumbs() {
 const searchInput = h('input', { type: 'search', id: 'q', name: 'q', placeholder: 'search', autocomplete: 'off', 'aria-label': 'search' });
 const searchForm = h('form', { className: 'search', role: 'search', onsubmit: (e) => { e.preventDefault(); doSearch(searchInput.value, 100); } },
   searchInput, ' ', h('button', {}, 'search'),
-  h('details', { className: 'help' }, h('summary', {}, '?'), h('div', {},
+  h('details', { className: 'help' }, h('summary', { 'aria-label': 'search help', title: 'search help' }, '?'), h('div', {},
     h('p', {}, 'All terms must match. Examples:'),
     h('ul', {},
       h('li', {}, h('code', {}, 'holiday 2024'), ' — words in the path'),
@@ -201,6 +204,8 @@ async function load(path, push) {
 
 const can = (p) => !!(S.ls && S.ls.perms && S.ls.perms.includes(p));
 
+const coll = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+
 function sorted() {
   if (!S.ls) return [];
   const { key, dir } = S.sort;
@@ -208,7 +213,7 @@ function sorted() {
     let c = 0;
     if (key === 'size') c = a.sz - b.sz;
     else if (key === 'date') c = a.ts - b.ts;
-    if (c === 0) c = a.name.localeCompare(b.name, undefined, { numeric: true, sensitivity: 'base' });
+    if (c === 0) c = coll.compare(a.name, b.name);
     return c * dir;
   };
   const d = S.ls.dirs.map((e) => ({ ...e, dir: true })).sort(cmp);
@@ -224,7 +229,7 @@ function setSort(key) {
 
 function toolbar() {
   const n = S.sel.size;
-  const b = (label, fn, on, title) => h('button', { type: 'button', onclick: fn, disabled: !on, title: title || '' }, label);
+  const b = (label, fn, on, title) => h('button', { type: 'button', onclick: fn, disabled: !on, title: title || '', 'data-k': 'tool\n' + label }, label);
   const bar = h('div', { className: 'tools', role: 'toolbar', 'aria-label': 'folder tools' },
     can('write') ? b('new folder', mkdir, true) : null,
     can('move') ? b('rename', rename, n === 1, 'F2') : null,
@@ -240,7 +245,29 @@ function toolbar() {
     n ? `${n} selected · ` : '',
     'you may: ', (S.ls.perms || []).join(', ') || 'nothing here',
     S.ls.srvinf ? ' · disk: ' + S.ls.srvinf : '');
-  return [bar, info];
+  return h('div', { id: 'bar' }, bar, info);
+}
+
+// selChanged shows a change of the selection without rebuilding the
+// listing: the toolbar, and the rows in the page.
+function selChanged() {
+  const bar = document.getElementById('bar');
+  if (bar) {
+    const k = bar.contains(document.activeElement) ? document.activeElement.dataset.k : undefined;
+    const n = toolbar();
+    bar.replaceWith(n);
+    if (k !== undefined) refocus(n, k);
+  }
+  for (const el of app.querySelectorAll('#rows > [data-i]')) {
+    const e = S.rows[Number(el.dataset.i)];
+    const on = S.sel.has(e.href);
+    el.classList.toggle('sel', on);
+    const box = el.querySelector('input[type=checkbox]');
+    if (box) box.checked = on;
+  }
+  const all = document.getElementById('selall');
+  if (all) all.checked = S.rows.length > 0 && S.sel.size === S.rows.length;
+  say(S.sel.size + ' selected');
 }
 
 function toggleView() {
@@ -252,43 +279,76 @@ function toggleView() {
 function selBox(e) {
   return h('input', {
     type: 'checkbox', checked: S.sel.has(e.href), 'aria-label': 'select ' + e.name,
-    onchange: (ev) => { ev.target.checked ? S.sel.add(e.href) : S.sel.delete(e.href); render(); },
+    onchange: (ev) => { ev.target.checked ? S.sel.add(e.href) : S.sel.delete(e.href); selChanged(); },
   });
 }
+
+// A big folder is put in the page in slices: the first FIRST rows at
+// once, then STEP more whenever the end of the list comes near the screen
+// (or the keyboard moves past it). Sorting, selection and the keyboard
+// work on all of S.rows; only the rows' elements wait.
+const FIRST = 200, STEP = 500;
+let shown = 0; // S.rows[0, shown) are in the page
+let moreObs = null;
 
 function listTable(rows) {
   const arrow = (k) => (S.sort.key === k ? (S.sort.dir > 0 ? ' ▲' : ' ▼') : '');
   const th = (k, label) => h('th', { 'aria-sort': S.sort.key === k ? (S.sort.dir > 0 ? 'ascending' : 'descending') : 'none' },
-    h('button', { type: 'button', className: 'sort', onclick: () => setSort(k) }, label + arrow(k)));
-  const all = h('input', { type: 'checkbox', 'aria-label': 'select all', checked: rows.length > 0 && S.sel.size === rows.length,
-    onchange: (ev) => { S.sel = new Set(ev.target.checked ? rows.map((e) => e.href) : []); render(); } });
-  const tb = h('tbody');
-  if (S.path !== loc + '/') tb.append(h('tr', {}, h('td'), h('td', {}, h('a', { href: '../', className: 'up' }, '../')), h('td'), h('td')));
-  rows.forEach((e, i) => {
-    tb.append(h('tr', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : ''), 'data-i': i },
-      h('td', {}, selBox(e)),
-      h('td', { className: 'n' }, h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, e.name + (e.dir ? '/' : ''))),
-      h('td', { className: 's' }, e.dir ? '' : fmtSize(e.sz)),
-      h('td', { className: 't' }, fmtDate(e.ts))));
-  });
+    h('button', { type: 'button', className: 'sort', onclick: () => setSort(k), 'aria-label': 'sort by ' + label }, label + arrow(k)));
+  const all = h('input', { type: 'checkbox', id: 'selall', 'aria-label': 'select all', checked: rows.length > 0 && S.sel.size === rows.length,
+    onchange: (ev) => { S.sel = new Set(ev.target.checked ? rows.map((e) => e.href) : []); selChanged(); } });
+  const tb = h('tbody', { id: 'rows' });
+  if (S.path !== loc + '/') tb.append(h('tr', {}, h('td'), h('td', {}, h('a', { href: '../', className: 'up', 'aria-label': 'parent folder' }, '../')), h('td'), h('td')));
   return h('table', { className: 'ls' }, h('thead', {}, h('tr', {}, h('th', {}, all), th('name', 'name'), th('size', 'size'), th('date', 'date'))), tb);
 }
 
-function gridView(rows) {
-  const g = h('ul', { className: 'grid' });
-  rows.forEach((e, i) => {
-    const thumb = !e.dir && (IMG.test(e.name) || VID.test(e.name) || AUD.test(e.name));
-    const pic = thumb ? h('img', { src: S.path + e.href + (e.href.includes('?') ? '&' : '?') + 'th', loading: 'lazy', alt: '', decoding: 'async' }) : h('span', { className: 'icon', 'aria-hidden': 'true' }, e.dir ? 'dir' : (e.ext || '').slice(0, 4));
-    if (thumb) pic.onerror = () => pic.replaceWith(h('span', { className: 'icon', 'aria-hidden': 'true' }, (e.ext || '').slice(0, 4)));
-    g.append(h('li', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : '') },
-      h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, pic, h('span', { className: 'nm' }, e.name)),
-      selBox(e)));
-  });
-  return g;
+function listRow(e, i) {
+  return h('tr', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : ''), 'data-i': i },
+    h('td', {}, selBox(e)),
+    h('td', { className: 'n' }, h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, e.name + (e.dir ? '/' : ''))),
+    h('td', { className: 's' }, e.dir ? '' : fmtSize(e.sz)),
+    h('td', { className: 't' }, fmtDate(e.ts)));
+}
+
+function gridView() {
+  return h('ul', { className: 'grid', id: 'rows' });
+}
+
+function gridRow(e, i) {
+  const thumb = !e.dir && (IMG.test(e.name) || VID.test(e.name) || AUD.test(e.name));
+  const pic = thumb ? h('img', { src: S.path + e.href + (e.href.includes('?') ? '&' : '?') + 'th', loading: 'lazy', alt: '', decoding: 'async' }) : h('span', { className: 'icon', 'aria-hidden': 'true' }, e.dir ? 'dir' : (e.ext || '').slice(0, 4));
+  if (thumb) pic.onerror = () => pic.replaceWith(h('span', { className: 'icon', 'aria-hidden': 'true' }, (e.ext || '').slice(0, 4)));
+  return h('li', { className: (S.sel.has(e.href) ? 'sel' : '') + (i === S.cursor ? ' cur' : ''), 'data-i': i },
+    h('a', { href: S.path + e.href, className: e.dir ? 'd' : 'f', 'data-i': i }, pic, h('span', { className: 'nm' }, e.name)),
+    selBox(e));
+}
+
+// fill puts rows up to S.rows[upto) in the page, and says how many wait.
+function fill(upto) {
+  const box = document.getElementById('rows');
+  if (!box) return;
+  const row = S.view === 'grid' ? gridRow : listRow;
+  const end = Math.min(upto, S.rows.length);
+  if (end > shown) {
+    const frag = document.createDocumentFragment();
+    for (let i = shown; i < end; i++) frag.append(row(S.rows[i], i));
+    box.append(frag);
+    shown = end;
+  }
+  const more = document.getElementById('more');
+  if (!more) return;
+  if (shown >= S.rows.length) {
+    more.replaceChildren();
+    if (moreObs) moreObs.disconnect();
+    return;
+  }
+  more.replaceChildren(`showing ${shown} of ${S.rows.length} · `,
+    h('button', { type: 'button', onclick: () => fill(S.rows.length) }, `show all ${S.rows.length}`));
 }
 
 function render() {
   const focusI = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.i : undefined;
+  const focusK = document.activeElement && app.contains(document.activeElement) && document.activeElement.dataset ? document.activeElement.dataset.k : undefined;
   const parts = [];
   if (S.search) parts.push(renderSearch());
   if (S.lsErr) {
@@ -297,21 +357,36 @@ function render() {
       h('p', {}, S.lsErr.msg),
       S.lsErr.status === 401 || S.lsErr.status === 403 ? h('p', {}, 'use the password box at the top right.') : null));
   } else if (S.ls) {
-    parts.push(...toolbar());
+    parts.push(toolbar());
     if (can('write')) parts.push(upPanel());
     if (can('read')) {
       S.rows = sorted();
-      parts.push(S.view === 'grid' ? gridView(S.rows) : listTable(S.rows));
+      parts.push(S.view === 'grid' ? gridView() : listTable(S.rows));
       if (!S.rows.length) parts.push(h('p', { className: 'dim' }, 'this folder is empty'));
+      parts.push(h('p', { id: 'more', className: 'dim', role: 'status' }));
     } else if (can('write')) {
       parts.push(h('p', {}, 'you may upload here, but not see what is here.'), upsList());
     }
   } else parts.push(h('p', {}, 'loading…'));
+  // the same rows as before in the page again (a re-render of the same
+  // folder keeps what was scrolled to), at least a screenful
+  const keep = S.rowsFor === S.path ? shown : 0;
+  shown = 0;
   app.replaceChildren(...parts);
+  S.rowsFor = S.path;
+  if (S.ls && can('read')) {
+    fill(Math.max(FIRST, keep, S.cursor + 1));
+    const more = document.getElementById('more');
+    if (moreObs) moreObs.disconnect();
+    if (more && shown < S.rows.length) {
+      moreObs = new IntersectionObserver((es) => { if (es.some((x) => x.isIntersecting)) fill(shown + STEP); }, { rootMargin: '800px' });
+      moreObs.observe(more);
+    }
+  }
   if (focusI !== undefined) {
     const el = app.querySelector(`a[data-i="${focusI}"]`);
     if (el) el.focus();
-  }
+  } else if (focusK !== undefined) refocus(app, focusK);
 }
 
 // ---- folder tree (wide screens): the chain from the top to here ----
@@ -361,8 +436,9 @@ function upsList() {
   const rows = (ups && ups.f) || [];
   if (!rows.length) box.append(h('p', { className: 'dim' }, 'none yet'));
   const ul = h('ul');
-  for (const u of rows) ul.append(h('li', {}, decPath(u.vp), ' · ', fmtSize(u.sz), u.pd !== undefined ? ` · ${u.pd}% done` : ''));
+  for (const u of rows.slice(0, 500)) ul.append(h('li', {}, decPath(u.vp), ' · ', fmtSize(u.sz), u.pd !== undefined ? ` · ${u.pd}% done` : ''));
   box.append(ul);
+  if (rows.length > 500) box.append(h('p', { className: 'dim' }, `… and ${rows.length - 500} more`));
   return box;
 }
 
@@ -460,9 +536,54 @@ const up = new Uploader({
 let reloadT = 0;
 window.hoardUp = up; // for tests and the curious
 let panelT = 0;
+// schedule refreshes the upload's state (not the drop zone, so an open
+// menu there stays open) once per frame, keeping the keyboard focus on the
+// same control (data-k) when it was in there, and tells a screen reader
+// what changed (announce).
 function schedule() {
   if (panelT) return;
-  panelT = requestAnimationFrame(() => { panelT = 0; const p = document.getElementById('up'); if (p) p.replaceWith(upPanel()); });
+  panelT = requestAnimationFrame(() => {
+    panelT = 0;
+    const p = document.getElementById('upstate');
+    if (p) {
+      const k = p.contains(document.activeElement) ? document.activeElement.dataset.k : undefined;
+      const n = upState();
+      p.replaceWith(n);
+      if (k !== undefined) refocus(n, k);
+    }
+    announce();
+  });
+}
+
+// refocus moves the focus to the control of box whose data-k is k.
+function refocus(box, k) {
+  const el = [...box.querySelectorAll('[data-k]')].find((x) => x.dataset.k === k);
+  if (el) el.focus();
+}
+
+// announce says in the live region how an upload goes: its start, each
+// further tenth (at most every 5 s), each failed file, and its end.
+const told = { jobs: 0, tenth: 0, t: 0, failed: new Set(), started: false };
+function announce() {
+  const t = up.totals();
+  const busy = up.busy();
+  for (const j of up.jobs) {
+    if (j.state === 'error' && !told.failed.has(j)) { told.failed.add(j); say(`upload of ${j.rel} failed: ${j.err}`); return; }
+  }
+  if (busy && !told.started) { told.started = true; told.tenth = 0; told.t = Date.now(); say(`uploading ${t.n} files, ${fmtSize(t.size)}`); return; }
+  if (!busy && up.jobs.length !== told.jobs) {
+    // everything queued so far has ended (however quickly)
+    told.started = false;
+    told.jobs = up.jobs.length;
+    say(!t.n ? 'upload cancelled' : t.failed ? `upload finished: ${t.done} of ${t.n} files done, ${t.failed} failed` : `upload finished: all ${t.n} files done`);
+    return;
+  }
+  const tenth = t.size ? Math.floor((10 * t.moved) / t.size) : 0;
+  if (busy && tenth > told.tenth && Date.now() - told.t > 5000) {
+    told.tenth = tenth;
+    told.t = Date.now();
+    say(`upload ${tenth * 10}%, ${t.done} of ${t.n} files done, about ${fmtTime(t.eta)} left`);
+  }
 }
 
 const pickFiles = h('input', { type: 'file', multiple: true, hidden: true, id: 'pickf', onchange: (e) => { picked(e.target); } });
@@ -476,7 +597,6 @@ function picked(input) {
 }
 
 function upPanel() {
-  const t = up.totals();
   const panel = h('section', { id: 'up', className: 'up', 'aria-label': 'upload' });
   panel.append(h('div', { className: 'drop' },
     h('p', {}, 'drop files or folders anywhere on the page, or '),
@@ -486,12 +606,21 @@ function upPanel() {
     h('select', { id: 'coll', onchange: (e) => { up.replace = e.target.value; } },
       h('option', { value: '', selected: up.replace === '' }, 'keep both'),
       can('delete') ? h('option', { value: 'replace', selected: up.replace === 'replace' }, 'overwrite') : null,
-      h('option', { value: 'skip', selected: up.replace === 'skip' }, 'skip'))));
+      h('option', { value: 'skip', selected: up.replace === 'skip' }, 'skip'))),
+    upState());
+  return panel;
+}
+
+// upState is the changing part of the upload panel: leftovers of an
+// earlier page, the total, and the files in progress.
+function upState() {
+  const t = up.totals();
+  const panel = h('div', { id: 'upstate' });
   const left = up.leftovers();
   if (left.length && !up.jobs.length) {
     panel.append(h('p', { className: 'warn' }, `${left.length} upload(s) were not finished before the page was closed (`,
       left.slice(0, 3).map((l) => l.rel).join(', '), left.length > 3 ? ', …' : '', '). Drop or pick the same files again to resume: only the missing parts are sent. ',
-      h('button', { type: 'button', onclick: () => up.forgetLeftovers() }, 'forget them')));
+      h('button', { type: 'button', 'data-k': 'forget', onclick: () => up.forgetLeftovers() }, 'forget them')));
   }
   if (!up.jobs.length) return panel;
   const pct = t.size ? Math.floor((100 * t.moved) / t.size) : 100;
@@ -500,9 +629,10 @@ function upPanel() {
     h('progress', { max: 100, value: pct, 'aria-label': 'total progress' }),
     h('span', { className: 'stat', id: 'upstat' }, `${t.done}/${t.n} files · ${fmtSize(t.moved)} of ${fmtSize(t.size)} · ${pct}%` +
       (up.busy() ? ` · ${fmtSize(up.rate)}/s · ETA ${fmtTime(t.eta)}` : '') + (hashing ? ` · hashing ${hashing}` : '') + (t.failed ? ` · ${t.failed} failed` : '')),
-    ' ', up.busy() ? h('button', { type: 'button', onclick: () => up.setPaused(!up.paused) }, up.paused ? 'resume' : 'pause') : null,
-    ' ', up.busy() ? h('button', { type: 'button', onclick: () => up.jobs.forEach((j) => up.cancel(j)) }, 'cancel all') : null));
-  const show = up.jobs.filter((j) => j.state === 'error')
+    ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'pause', onclick: () => up.setPaused(!up.paused) }, up.paused ? 'resume' : 'pause') : null,
+    ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'cancelall', onclick: () => up.jobs.forEach((j) => up.cancel(j)) }, 'cancel all') : null));
+  const failed = up.jobs.filter((j) => j.state === 'error');
+  const show = failed.slice(0, 50)
     .concat(up.jobs.filter((j) => !['error', 'done', 'cancelled', 'queued'].includes(j.state)).slice(0, 30))
     .concat(up.jobs.filter((j) => j.state === 'done').slice(-10));
   const ul = h('ul', { className: 'jobs' });
@@ -514,10 +644,11 @@ function upPanel() {
       h('progress', { max: 100, value: j.state === 'done' ? 100 : p, 'aria-label': 'progress of ' + j.rel }), ' ',
       h('span', { className: 'st' }, j.state === 'done' ? 'done' : j.state === 'hashing' ? `hashing ${p}%` : j.state === 'uploading' ? `${p}%` : j.state),
       j.err ? h('span', { className: 'err' }, ' ', j.err) : null,
-      j.state === 'error' ? h('button', { type: 'button', onclick: () => up.retryJob(j) }, 'retry') : null,
-      !['done', 'error', 'cancelled'].includes(j.state) ? h('button', { type: 'button', onclick: () => up.cancel(j), 'aria-label': 'cancel ' + j.rel }, '✕') : null));
+      j.state === 'error' ? h('button', { type: 'button', 'data-k': 'retry\n' + j.key, onclick: () => up.retryJob(j), 'aria-label': 'retry ' + j.rel }, 'retry') : null,
+      !['done', 'error', 'cancelled'].includes(j.state) ? h('button', { type: 'button', 'data-k': 'cancel\n' + j.key, onclick: () => up.cancel(j), 'aria-label': 'cancel ' + j.rel }, '✕') : null));
   }
   panel.append(ul);
+  if (failed.length > 50) panel.append(h('p', { className: 'err' }, `… and ${failed.length - 50} more failed `, h('button', { type: 'button', 'data-k': 'retryall', onclick: () => failed.forEach((j) => up.retryJob(j)) }, 'retry all')));
   return panel;
 }
 
@@ -596,9 +727,17 @@ function openView(i) {
       h('a', { href: url, download: e.name, className: 'btn' }, 'download'),
       h('button', { type: 'button', onclick: closeView, 'aria-label': 'close' }, '✕')),
     h('div', { className: 'vbody' }, body));
-  let x0 = null;
-  box.addEventListener('touchstart', (ev) => { x0 = ev.touches[0].clientX; }, { passive: true });
-  box.addEventListener('touchend', (ev) => { if (x0 !== null) { const dx = ev.changedTouches[0].clientX - x0; if (Math.abs(dx) > 50) step(dx < 0 ? 1 : -1); } x0 = null; });
+  // swipe: one finger, mostly sideways (not a scroll, not a pinch)
+  let x0 = null, y0 = 0;
+  box.addEventListener('touchstart', (ev) => { x0 = ev.touches.length === 1 ? ev.touches[0].clientX : null; y0 = ev.touches[0].clientY; }, { passive: true });
+  box.addEventListener('touchmove', (ev) => { if (ev.touches.length > 1) x0 = null; }, { passive: true });
+  box.addEventListener('touchend', (ev) => {
+    if (x0 !== null && ev.touches.length === 0) {
+      const dx = ev.changedTouches[0].clientX - x0, dy = ev.changedTouches[0].clientY - y0;
+      if (Math.abs(dx) > 50 && Math.abs(dx) > 2 * Math.abs(dy)) step(dx < 0 ? 1 : -1);
+    }
+    x0 = null;
+  });
   viewer = { box, step };
   document.body.append(box);
   box.focus();
@@ -608,6 +747,7 @@ function closeView() {
   if (!viewer) return;
   viewer.box.remove();
   viewer = null;
+  if (S.cursor >= shown) fill(S.cursor + 1);
   const el = app.querySelector(`a[data-i="${S.cursor}"]`);
   if (el) el.focus();
 }
@@ -628,11 +768,15 @@ document.addEventListener('click', (e) => {
   }
 });
 
-window.addEventListener('popstate', () => { closeView(); load(location.pathname); });
+window.addEventListener('popstate', () => {
+  closeView();
+  if (location.pathname !== S.path) load(location.pathname); // not for a #fragment
+});
 
 function moveCursor(d) {
   if (!S.rows.length) return;
   S.cursor = Math.max(0, Math.min(S.rows.length - 1, S.cursor + d));
+  if (S.cursor >= shown) fill(S.cursor + STEP);
   const el = app.querySelector(`a[data-i="${S.cursor}"]`);
   app.querySelectorAll('.cur').forEach((x) => x.classList.remove('cur'));
   if (el) { el.focus(); el.closest('tr, li').classList.add('cur'); }
@@ -650,20 +794,24 @@ document.addEventListener('keydown', (e) => {
   const t = e.target;
   if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || document.querySelector('dialog[open]'))) return;
   if (e.ctrlKey || e.metaKey || e.altKey) {
-    if ((e.ctrlKey || e.metaKey) && e.key === 'a' && S.rows.length) { e.preventDefault(); S.sel = new Set(S.rows.map((x) => x.href)); render(); }
+    if ((e.ctrlKey || e.metaKey) && e.key === 'a' && S.rows.length) { e.preventDefault(); S.sel = new Set(S.rows.map((x) => x.href)); selChanged(); }
     return;
   }
   const cols = S.view === 'grid' ? Math.max(1, Math.floor(app.clientWidth / 170)) : 1;
   switch (e.key) {
     case 'ArrowDown': case 'j': moveCursor(cols); break;
     case 'ArrowUp': case 'k': moveCursor(-cols); break;
+    case 'Home': moveCursor(-S.rows.length); break;
+    case 'End': moveCursor(S.rows.length); break;
+    case 'PageDown': moveCursor(cols * 20); break;
+    case 'PageUp': moveCursor(-cols * 20); break;
     case 'ArrowRight': if (S.view === 'grid') moveCursor(1); else return; break;
     case 'ArrowLeft': if (S.view === 'grid') moveCursor(-1); else return; break;
     case ' ': {
       const r = S.rows[S.cursor];
       if (!r) return;
       S.sel.has(r.href) ? S.sel.delete(r.href) : S.sel.add(r.href);
-      render();
+      selChanged();
       break;
     }
     case 'Backspace': if (S.path !== loc + '/') load(S.path.replace(/[^/]*\/$/, ''), true); break;

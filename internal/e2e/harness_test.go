@@ -185,8 +185,14 @@ func startErr(t testing.TB, args ...string) (*server, error) {
 func launch(t testing.TB, dir string, args ...string) (*server, error) {
 	t.Helper()
 	trackSources()
+	env := testEnv(t) // nil: hoard inherits the test's environment
+	if onS3(t) {      // the S3 leg (s3matrix_test.go): volumes in a bucket
+		s3Gate(t)
+		args, env = s3Rewrite(t, args)
+	}
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = env
 	s := &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
 	// Standard output and error share one pipe, read in order: whatever
 	// hoard logged before its address line is in s.logs when start
@@ -289,6 +295,7 @@ func (s *server) do(t *testing.T, method, path string, body []byte, hdr ...strin
 // response with its body read.
 func roundTrip(t *testing.T, req *http.Request, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
+	s3Gate(t)
 	for _, h := range hdr {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
@@ -323,13 +330,30 @@ func writeFile(t *testing.T, dir, rel string, data []byte) string {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if m, key, ok := s3Path(p); ok {
+		m.Put(t, s3MatrixBucket, key, data)
+	}
 	return p
+}
+
+// removeFile deletes the file rel of the volume folder dir behind
+// hoard's back (in the bucket too, in the S3 leg).
+func removeFile(t *testing.T, dir, rel string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	os.Remove(p)
+	if m, key, ok := s3Path(p); ok {
+		m.Remove(t, s3MatrixBucket, key)
+	}
 }
 
 // tree lists every path below dir (slash-separated, sorted), to prove that
 // a refused request changed nothing.
 func tree(t *testing.T, dir string) []string {
 	t.Helper()
+	if m, key, ok := s3Path(dir); ok {
+		return s3Tree(t, m, key)
+	}
 	var out []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || p == dir {
@@ -403,6 +427,7 @@ func (s *server) getCtx(ctx context.Context, path string) (int, http.Header, []b
 // normalise some of them). It returns the response with its body read.
 func rawRequest(t *testing.T, s *server, method, target string, body []byte, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
+	s3Gate(t)
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -441,6 +466,7 @@ func rawRequest(t *testing.T, s *server, method, target string, body []byte, hdr
 // the one response. The request may be incomplete on purpose.
 func sendRaw(t *testing.T, s *server, raw []byte) (*http.Response, []byte) {
 	t.Helper()
+	s3Gate(t)
 	c, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "http://"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -582,7 +608,7 @@ func decodeJSONKeys(t *testing.T, body []byte, v any) map[string]json.RawMessage
 // cannot be read.
 func readFile(t *testing.T, p string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(p)
+	b, err := volReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,6 +637,10 @@ func snapshot(t *testing.T, dir string) map[string]string {
 			continue // the server's state (its logs of writes in progress) is not the volume's content
 		}
 		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if ms, key, ok := s3Path(p); ok {
+			m[rel] = s3Snapshot(ms, key)
+			continue
+		}
 		fi, err := os.Lstat(p)
 		if err != nil {
 			continue // vanished meanwhile
@@ -620,7 +650,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 			continue
 		}
 		b, _ := os.ReadFile(p)
-		m[rel] = fmt.Sprintf("%d bytes, sha256 %x", len(b), sha256.Sum256(b))
+		m[rel] = snapshotEntry(b)
 	}
 	return m
 }
@@ -645,7 +675,7 @@ func wantSameSnapshot(t *testing.T, before, after map[string]string) {
 // readVolumeFile returns the bytes of rel in dir, failing when it is missing.
 func readVolumeFile(t *testing.T, dir, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	b, err := volReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
 		t.Fatalf("stored file %s: %v", rel, err)
 	}
@@ -662,13 +692,67 @@ func wantFile(t *testing.T, dir, rel string, want []byte) {
 }
 
 func pathExists(dir, rel string) bool {
-	_, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel)))
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if m, key, ok := s3Path(p); ok {
+		return s3Exists(m, key)
+	}
+	_, err := os.Lstat(p)
 	return err == nil
+}
+
+// mkdirVol makes the folder p (and its parents), as a marker object for
+// a path in a volume of the S3 leg.
+func mkdirVol(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if m, key, ok := s3Path(p); ok {
+		m.Put(t, s3MatrixBucket, key+"/", nil)
+	}
+}
+
+// volMtime is the file's mtime; for a path in a volume of the S3 leg the
+// object's hoard-lmod (the up2k client's mtime), else its LastModified.
+func volMtime(p string) (time.Time, error) {
+	if m, key, ok := s3Path(p); ok {
+		s, err := s3Lmod(m, key)
+		return time.Unix(s, 0), err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return fi.ModTime(), nil
+}
+
+// volIsFile says whether p is a file (an object, in the S3 leg).
+func volIsFile(p string) bool {
+	if m, key, ok := s3Path(p); ok {
+		_, found, err := s3Read(m, key)
+		return err == nil && found
+	}
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// volReadFile is os.ReadFile, from the bucket for a path in a volume of
+// the S3 leg (s3matrix_test.go).
+func volReadFile(p string) ([]byte, error) {
+	m, key, ok := s3Path(p)
+	if !ok {
+		return os.ReadFile(p)
+	}
+	b, found, err := s3Read(m, key)
+	if err == nil && !found {
+		err = fmt.Errorf("%s (object %s): %w", p, key, os.ErrNotExist)
+	}
+	return b, err
 }
 
 // fileHolds reports whether the file below dir holds exactly want.
 func fileHolds(dir, rel, want string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	b, err := volReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	return err == nil && string(b) == want
 }
 
@@ -976,12 +1060,21 @@ func postChunksNoFail(s *server, purl, wark, hdrHash string, body []byte, hdr ..
 // no work file is left next to it.
 func wantUploaded(t *testing.T, p string, data []byte, lmod int64) {
 	t.Helper()
-	got, err := os.ReadFile(p)
+	got, err := volReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, data) {
 		t.Fatalf("%s: %d bytes differ from the %d sent", p, len(got), len(data))
+	}
+	if m, key, ok := s3Path(p); ok {
+		if got, err := s3Lmod(m, key); err != nil || (lmod != 0 && got != lmod) {
+			t.Fatalf("%s: mtime %d (%v), want lmod %d", p, got, err, lmod)
+		}
+		if s3Exists(m, key+".PARTIAL") {
+			t.Fatalf("%s.PARTIAL in the bucket", p)
+		}
+		return
 	}
 	fi, _ := os.Stat(p)
 	if lmod != 0 && fi.ModTime().Unix() != lmod {
@@ -1756,15 +1849,15 @@ func u2cSameTree(t *testing.T, src, dst string) int {
 		}
 		rel, _ := filepath.Rel(src, p)
 		a, _ := os.ReadFile(p)
-		b, err := os.ReadFile(filepath.Join(dst, rel))
+		b, err := volReadFile(filepath.Join(dst, rel))
 		if err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s: not uploaded intact (%v)", rel, err)
 			return nil
 		}
 		fa, _ := os.Stat(p)
-		fb, _ := os.Stat(filepath.Join(dst, rel))
-		if fa.ModTime().Unix() != fb.ModTime().Unix() {
-			t.Errorf("%s: mtime %v, want %v", rel, fb.ModTime(), fa.ModTime())
+		mb, err := volMtime(filepath.Join(dst, rel))
+		if err != nil || fa.ModTime().Unix() != mb.Unix() {
+			t.Errorf("%s: mtime %v (%v), want %v", rel, mb, err, fa.ModTime())
 		}
 		n++
 		return nil

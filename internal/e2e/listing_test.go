@@ -84,7 +84,7 @@ func TestListingJSON(t *testing.T) {
 		if l.Taglist == nil {
 			t.Errorf("taglist = null, want an array")
 		}
-		if !strings.Contains(l.Srvinf, "free") {
+		if !strings.Contains(l.Srvinf, "free") && !onS3(t) { // a bucket tells no free space
 			t.Errorf("srvinf = %q, want free space", l.Srvinf)
 		}
 		ed := getListing(t, s, "/?ls", "PW: pw1")
@@ -107,7 +107,7 @@ func TestListingJSON(t *testing.T) {
 		}
 		for i, w := range want {
 			g := l.Dirs[i]
-			if g.Href != w.Href || g.Name != w.Name || g.Ext != w.Ext || g.Ts != w.Ts || g.Tags == nil {
+			if g.Href != w.Href || g.Name != w.Name || g.Ext != w.Ext || (g.Ts != w.Ts && !onS3(t)) || g.Tags == nil { // an object's time is its LastModified; a folder has none
 				t.Errorf("dirs[%d] = %+v, want %+v with tags {}", i, g, w)
 			}
 		}
@@ -127,7 +127,7 @@ func TestListingJSON(t *testing.T) {
 		}
 		for i, w := range want {
 			g := l.Files[i]
-			if g.Href != w.Href || g.Name != w.Name || g.Sz != w.Sz || g.Ts != w.Ts || g.Ext != w.Ext || g.Tags == nil {
+			if g.Href != w.Href || g.Name != w.Name || g.Sz != w.Sz || (g.Ts != w.Ts && !onS3(t)) || g.Ext != w.Ext || g.Tags == nil {
 				t.Errorf("files[%d] = %+v, want %+v with tags {}", i, g, w)
 			}
 		}

@@ -199,8 +199,11 @@ func TestS3PutGetListDelete(t *testing.T) {
 	if _, ok := m.Object(t, "vol", "pre/dav/w.txt"); ok {
 		t.Error("DAV DELETE left the file")
 	}
-	resp, body = s.do(t, "MOVE", "/s3/docs/form.txt", nil, auth, "Destination: "+s.URL+"/s3/moved.txt")
-	wantStatus(t, resp, body, http.StatusNotImplemented)
+	resp, body = s.do(t, "COPY", "/s3/docs/form.txt", nil, auth, "Destination: "+s.URL+"/s3/docs/copied.txt")
+	wantStatus(t, resp, body, http.StatusCreated)
+	if got, ok := m.Object(t, "vol", "pre/docs/copied.txt"); !ok || string(got) != "from a form" {
+		t.Errorf("DAV COPY stored %q, %v", got, ok)
+	}
 	// Objects keep no dead properties and no settable time: PROPFIND
 	// asking for them answers without, PROPPATCH is not built (501).
 	resp, body = s.do(t, "PROPFIND", "/s3/docs/", []byte(`<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>`), "Depth: 1", auth)
@@ -309,14 +312,20 @@ func TestS3RefusedChangesNothing(t *testing.T) {
 	check("a control character", http.StatusBadRequest, resp, body)
 	resp, body = s.do(t, "PUT", "/s3/afile/inside.txt", []byte("0123456789ab"), auth)
 	check("below a file", http.StatusBadRequest, resp, body) // as on disk
-	resp, body = s.do(t, "PUT", "/s3/app.txt?apnd", []byte("0123456789ab"), auth)
-	check("append", http.StatusNotImplemented, resp, body)
-	resp, body = s.do(t, "GET", "/s3/?tar", nil)
-	check("tar", http.StatusNotImplemented, resp, body)
+	resp, body = s.do(t, "PUT", "/s3/keep.txt?apnd", []byte("tiny"), auth)
+	check("append below sz", http.StatusBadRequest, resp, body)
+	resp, body = doChunked(t, s, "PUT", "/s3/keep.txt?apnd", seededBytes(3, 200_000), auth)
+	check("append above sz, streamed", http.StatusRequestEntityTooLarge, resp, body)
+	resp, body = s.do(t, "PUT", "/s3/keep.txt?apnd", []byte("0123456789ab"))
+	check("anonymous append", http.StatusUnauthorized, resp, body)
+	resp, body = s.do(t, "GET", "/s3/nope/?tar", nil)
+	check("tar of nothing", http.StatusNotFound, resp, body)
 	resp, body = s.do(t, "GET", "/s3/keep.txt?th", nil)
 	check("thumbnail of a text file (the icon)", http.StatusOK, resp, body)
-	resp, body = s.do(t, "POST", "/s3/keep.txt?move=/s3/moved.txt", nil, auth)
-	check("move", http.StatusNotImplemented, resp, body)
+	resp, body = s.do(t, "POST", "/s3/keep.txt?move=/s3/afile", nil, auth)
+	check("move onto a taken name", http.StatusConflict, resp, body)
+	resp, body = s.do(t, "POST", "/s3/keep.txt?copy=/s3/afile/x", nil, auth)
+	check("copy below a file", http.StatusConflict, resp, body)
 	resp, body = s.do(t, "POST", "/s3/", []byte("act=mkdir&name=keep.txt"), "Content-Type: application/x-www-form-urlencoded", auth)
 	check("mkdir over a file", http.StatusConflict, resp, body)
 	resp, body = s.do(t, "POST", "/s3/afile/", []byte("act=mkdir&name=sub"), "Content-Type: application/x-www-form-urlencoded", auth)
@@ -379,7 +388,6 @@ func TestS3BadConfig(t *testing.T) {
 		{"c,s3=Bad_Bucket", "bucket name"},
 		{"c,s3=vol/../x", "prefix"},
 		{"c,s3=nosuch", "does not exist"},
-		{"c,s3=vol:c,lifetime=60", "lifetime"},
 		{"c,s3=vol:c,fk", "fk"},
 	} {
 		code, _, stderr := runHoard(t, "-v", t.TempDir()+":s3:r:"+c.flags)

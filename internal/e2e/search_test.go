@@ -8,7 +8,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -433,7 +432,7 @@ func TestSearchFollows(t *testing.T) {
 	}
 	// -e2dsa picks up the outside change, and forgets a file deleted
 	// outside.
-	os.Remove(filepath.Join(dir, "keep", "first.txt"))
+	removeFile(t, dir, "keep/first.txt")
 	s = start(t, append(args, "-e2dsa")...)
 	waitReady(t, s)
 	waitHits(t, s, "txt", []string{"/offline.txt"})

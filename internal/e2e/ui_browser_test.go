@@ -318,6 +318,7 @@ type chunkProxy struct {
 	holdFrom int                // hold chunk POSTs once this many succeeded (0: never)
 	acks     int
 	seen     map[string]bool // chunk hashes posted so far
+	release  chan struct{}   // closed when the test ends: held posts give up
 }
 
 type chunkPost struct {
@@ -333,7 +334,7 @@ func newChunkProxy(t *testing.T, target string) *chunkProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &chunkProxy{needs: map[int][][]string{}, phase: 1, seen: map[string]bool{}}
+	p := &chunkProxy{needs: map[int][][]string{}, phase: 1, seen: map[string]bool{}, release: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = func(resp *http.Response) error {
 		r := resp.Request
@@ -377,7 +378,12 @@ func newChunkProxy(t *testing.T, target string) *chunkProxy {
 			p.corrupt = false
 			p.mu.Unlock()
 			if hold {
-				<-r.Context().Done() // the page went away
+				// until the page goes away (a reload), or the test ends: a
+				// request whose body is unread may never see its client go
+				select {
+				case <-r.Context().Done():
+				case <-p.release:
+				}
 				return
 			}
 			if bad {
@@ -386,7 +392,7 @@ func newChunkProxy(t *testing.T, target string) *chunkProxy {
 		}
 		rp.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(p.release); srv.Close() })
 	p.URL = srv.URL
 	return p
 }

@@ -252,8 +252,7 @@ func sameTree(t *testing.T, src, dst string) {
 		t.Errorf("%d files compared, want %d", n, len(want))
 	}
 	for _, p := range userTree(t, dst) {
-		fi, err := os.Stat(filepath.Join(dst, p))
-		if err == nil && !fi.IsDir() && !want[p] {
+		if volIsFile(filepath.Join(dst, p)) && !want[p] {
 			t.Errorf("remote has %s, which the local tree has not", p)
 		}
 	}
@@ -299,12 +298,15 @@ func TestUpTree(t *testing.T) {
 	}
 
 	// -s finds every file by its content; --dry-run sends nothing.
-	px.reset()
-	code, out, _ = hoardUp(t, "-a", "pw", "-s", "--json", px.URL+"/up/", tree)
-	if sum = lastSummary(t, out); code != 0 || sum.Found != int64(n)-1 || sum.NotFound != 1 || px.posts.Load() != 0 {
-		// the empty file has no content to find
-		t.Fatalf("-s: exit %d, %+v, %d posts\n%s", code, sum, px.posts.Load(), out)
-	}
+	t.Run("search", func(t *testing.T) {
+		s3Gate(t) // search on S3 volumes: not built yet
+		px.reset()
+		code, out, _ := hoardUp(t, "-a", "pw", "-s", "--json", px.URL+"/up/", tree)
+		if sum := lastSummary(t, out); code != 0 || sum.Found != int64(n)-1 || sum.NotFound != 1 || px.posts.Load() != 0 {
+			// the empty file has no content to find
+			t.Fatalf("-s: exit %d, %+v, %d posts\n%s", code, sum, px.posts.Load(), out)
+		}
+	})
 	px.reset()
 	writeFile(t, tree, "new.txt", []byte("new"))
 	code, out, _ = hoardUp(t, "-a", "pw", "--dry-run", px.URL+"/up/", tree)
@@ -827,8 +829,8 @@ func TestUpTouchOverwrite(t *testing.T) {
 	if code, out, errOut := hoardUp(t, "--touch", s.URL+"/", filepath.Join(src, "d")); code != 0 {
 		t.Fatalf("--touch: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if fi, err := os.Stat(filepath.Join(vol, "d", "a.txt")); err != nil || fi.ModTime().Unix() != later.Unix() {
-		t.Fatalf("--touch: remote mtime %v, want %v (%v)", fi.ModTime(), later, err)
+	if mt, err := volMtime(filepath.Join(vol, "d", "a.txt")); err != nil || mt.Unix() != later.Unix() {
+		t.Fatalf("--touch: remote mtime %v, want %v (%v)", mt, later, err)
 	}
 
 	// A different file under the name on the server (put there through

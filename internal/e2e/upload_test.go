@@ -20,7 +20,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -771,9 +770,7 @@ var putNameRE = regexp.MustCompile(`^put-` + collisionTagRE + `\.bin$`)
 func TestUploadPutPaths(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, "-v", dir+"::rw")
-	if err := os.MkdirAll(filepath.Join(dir, "exist"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mkdirVol(t, filepath.Join(dir, "exist"))
 	cases := []struct {
 		name, path string
 		want       string // stored path; "" with folder set: generated name
