@@ -55,7 +55,15 @@ func (m *Manager) existing(ctx context.Context, h Handshake, cs int64, wark stri
 		return Reply{}, false, &Error{Kind: Conflict, Msg: "upload rejected, file already exists:\n" + where + " "}
 	}
 	if !h.MayRead {
-		return Reply{}, false, nil // upload it: a copy would tell that the content is here
+		// A copy would tell one who may not read that the content is
+		// here, unless they uploaded it themselves (same account, same
+		// address). u2c needs that: it sends a tree's duplicates only as
+		// a last handshake and drops what that asks for, so a write-only
+		// account's duplicate was never stored while u2c reported it done.
+		others = slices.DeleteFunc(others, func(rel string) bool { return !uploadedBy(files[rel], h.User, h.IP) })
+		if len(others) == 0 {
+			return Reply{}, false, nil // upload it
+		}
 	}
 	// Prefer a source in the same folder, then the rest in path order.
 	slices.SortStableFunc(others, func(a, b string) int {
@@ -87,7 +95,7 @@ func (m *Manager) here(ctx context.Context, h Handshake, wark, rel string, fi fs
 		}
 		if nfi, err := h.Vol.Stat(rel); err == nil {
 			fi = nfi
-			if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, 0, h.User)); err != nil {
+			if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, 0, h.User, h.IP)); err != nil {
 				return Reply{}, false, err
 			}
 		}
@@ -126,7 +134,7 @@ func (m *Manager) unrecorded(ctx context.Context, h Handshake, cs int64, wark, t
 			return Reply{}, false, nil
 		}
 	}
-	if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, target, metaOf(fi, 0, "")); err != nil {
+	if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, target, metaOf(fi, 0, "", "")); err != nil {
 		return Reply{}, false, err
 	}
 	return m.here(ctx, h, wark, target, fi)
@@ -180,7 +188,7 @@ func (m *Manager) clone(ctx context.Context, h Handshake, cs int64, wark, src st
 	if err != nil {
 		return Reply{}, false, err
 	}
-	if err := db.PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, m.now().Unix(), h.User)); err != nil {
+	if err := db.PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, m.now().Unix(), h.User, h.IP)); err != nil {
 		return Reply{}, false, err
 	}
 	m.log.Info("upload deduplicated", "volume", "/"+h.Vol.VPath, "path", rel, "from", src, "how", how, "size", h.Size, "user", h.User, "ip", h.IP)

@@ -530,7 +530,7 @@ func (m *Manager) empty(ctx context.Context, h Handshake, wark string, replace b
 	if err != nil {
 		return Reply{}, nil, err
 	}
-	if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, m.now().Unix(), h.User)); err != nil {
+	if err := m.db(h.Vol).PutFile(context.WithoutCancel(ctx), wark, rel, metaOf(fi, m.now().Unix(), h.User, h.IP)); err != nil {
 		return Reply{}, nil, err
 	}
 	m.log.Info("upload finished", "volume", "/"+h.Vol.VPath, "path", rel, "size", 0, "user", h.User, "ip", h.IP)

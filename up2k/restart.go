@@ -270,7 +270,7 @@ func (m *Manager) reverify(s *session, keys []string) {
 func (m *Manager) closePublished(ctx context.Context, s *session, rel string) {
 	fi, err := s.vol.Announce(rel, s.publishOptions())
 	if err == nil {
-		err = s.db.Finish(ctx, s.rec.Wark, rel, metaOf(fi, m.now().Unix(), s.rec.User))
+		err = s.db.Finish(ctx, s.rec.Wark, rel, metaOf(fi, m.now().Unix(), s.rec.User, s.rec.IP))
 	}
 	if err != nil {
 		// Shutting down, or the state folder failing: the session stays

@@ -109,11 +109,23 @@ type fileMeta struct {
 	Mtime int64  `json:"mt"` // unix nanoseconds
 	At    int64  `json:"at,omitempty"`
 	User  string `json:"u,omitempty"`
+	IP    string `json:"ip,omitempty"` // the uploader's address (newer records)
 }
 
-func metaOf(fi fs.FileInfo, at int64, user string) []byte {
-	b, _ := json.Marshal(fileMeta{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), At: at, User: user})
+func metaOf(fi fs.FileInfo, at int64, user, ip string) []byte {
+	b, _ := json.Marshal(fileMeta{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), At: at, User: user, IP: ip})
 	return b
+}
+
+// uploadedBy reports whether the record meta says the account user from
+// the address ip uploaded the file (records older than the address field
+// never do).
+func uploadedBy(meta []byte, user, ip string) bool {
+	var fm fileMeta
+	if ip == "" || json.Unmarshal(meta, &fm) != nil {
+		return false
+	}
+	return fm.User == user && fm.IP == ip
 }
 
 // fresh reports whether fi still looks like the file the record described.

@@ -742,9 +742,9 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 		// a crash that loses this record leaves the session with its
 		// file published, which the restart closes (restart.go). One
 		// flush fewer per small file.
-		ferr = lf.FinishNoSync(ctx, s.rec.Wark, rel, metaOf(fi, now, s.rec.User))
+		ferr = lf.FinishNoSync(ctx, s.rec.Wark, rel, metaOf(fi, now, s.rec.User, s.rec.IP))
 	} else {
-		ferr = s.db.Finish(ctx, s.rec.Wark, rel, metaOf(fi, now, s.rec.User))
+		ferr = s.db.Finish(ctx, s.rec.Wark, rel, metaOf(fi, now, s.rec.User, s.rec.IP))
 	}
 	if ferr == nil {
 		if err := t.DropWork(); err != nil {
