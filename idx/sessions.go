@@ -158,21 +158,7 @@ func chunksOf(ctx context.Context, r pebble.Reader, wark string) ([]string, erro
 
 // Finish replaces a session by a file record in one synced batch.
 func (d *DB) Finish(ctx context.Context, wark, rel string, meta []byte) error {
-	if err := checkWark(wark); err != nil {
-		return err
-	}
-	if err := d.writable(); err != nil {
-		return err
-	}
-	b := d.db.NewBatch()
-	defer b.Close()
-	if err := d.deleteSession(b, wark); err != nil {
-		return err
-	}
-	if err := b.Set(fileKey(wark, rel), meta, nil); err != nil {
-		return err
-	}
-	return b.Commit(pebble.Sync)
+	return d.finish(wark, rel, meta, pebble.Sync)
 }
 
 // FinishNoSync is Finish, not synced: it is durable with the next synced
@@ -180,6 +166,12 @@ func (d *DB) Finish(ctx context.Context, wark, rel string, meta []byte) error {
 // whose entry was that write's predecessor; a crash that loses it leaves
 // the session, which the restart closes).
 func (d *DB) FinishNoSync(ctx context.Context, wark, rel string, meta []byte) error {
+	return d.finish(wark, rel, meta, pebble.NoSync)
+}
+
+// finish replaces the session wark by the file record rel in one batch,
+// committed with how.
+func (d *DB) finish(wark, rel string, meta []byte, how *pebble.WriteOptions) error {
 	if err := checkWark(wark); err != nil {
 		return err
 	}
@@ -194,7 +186,7 @@ func (d *DB) FinishNoSync(ctx context.Context, wark, rel string, meta []byte) er
 	if err := b.Set(fileKey(wark, rel), meta, nil); err != nil {
 		return err
 	}
-	return b.Commit(pebble.NoSync)
+	return b.Commit(how)
 }
 
 // PutFile records a file with content wark, synced.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"time"
@@ -69,17 +70,11 @@ func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, d
 		return s.transferMixed(ctx, op, who, sv, sr, dv, ddir, dname, opt) // objmixed.go
 	}
 	drel := joinRel(ddir, dname)
-	sfi, err := sv.objStat(ctx, sr)
+	sfi, err := s.objSource(ctx, op, sv, sr, dv)
 	if err != nil {
-		return DestResult{}, opErr(op, err)
+		return DestResult{}, err
 	}
 	isDir := sfi.IsDir()
-	if isDir && dv.Flags().NoSub {
-		return DestResult{}, opErr(op, ErrNoSub)
-	}
-	if isDir && move && s.mountsInside(sv, sr) {
-		return DestResult{}, refuse(op, KindConflict, "other volumes are mounted inside this folder")
-	}
 	if err := dv.objDestFolder(ctx, op, ddir, opt.Parents); err != nil {
 		return DestResult{}, err
 	}
@@ -335,4 +330,20 @@ func copyMeta(op string, oi ObjectInfo) map[string]string {
 		return nil
 	}
 	return withoutLife(oi.Meta)
+}
+
+// objSource looks at the source sr of the object-store volume sv of a
+// move or copy (op) to dv, with the checks every destination shares.
+func (s *Store) objSource(ctx context.Context, op string, sv *Volume, sr string, dv *Volume) (fs.FileInfo, error) {
+	sfi, err := sv.objStat(ctx, sr)
+	if err != nil {
+		return nil, opErr(op, err)
+	}
+	if sfi.IsDir() && dv.Flags().NoSub {
+		return nil, opErr(op, ErrNoSub)
+	}
+	if sfi.IsDir() && op == "move" && s.mountsInside(sv, sr) {
+		return nil, refuse(op, KindConflict, "other volumes are mounted inside this folder")
+	}
+	return sfi, nil
 }

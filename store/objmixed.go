@@ -51,17 +51,11 @@ func (s *Store) transferMixed(ctx context.Context, op string, who Actor, sv *Vol
 // volume sv to dname in ddir of the volume on disk dv.
 func (s *Store) objectToDisk(ctx context.Context, op string, who Actor, sv *Volume, sr string, dv *Volume, ddir, dname string, opt DestOptions) (res DestResult, err error) {
 	move := op == "move"
-	sfi, err := sv.objStat(ctx, sr)
+	sfi, err := s.objSource(ctx, op, sv, sr, dv)
 	if err != nil {
-		return DestResult{}, opErr(op, err)
+		return DestResult{}, err
 	}
 	isDir := sfi.IsDir()
-	if isDir && dv.Flags().NoSub {
-		return DestResult{}, opErr(op, ErrNoSub)
-	}
-	if isDir && move && s.mountsInside(sv, sr) {
-		return DestResult{}, refuse(op, KindConflict, "other volumes are mounted inside this folder")
-	}
 	de, err := dv.openDest(op, ddir, dname, opt.Parents, "")
 	if err != nil {
 		return DestResult{}, err
