@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -279,8 +280,8 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 	} else {
 		ui, err = b.c.PutObject(ctx, b.bucket, key, r, size, po)
 	}
-	if cb.cut != nil {
-		return store.ObjectInfo{}, cb.cut
+	if cut := cb.cut.Load(); cut != nil {
+		return store.ObjectInfo{}, *cut
 	}
 	if err != nil {
 		return store.ObjectInfo{}, mapErr(err)
@@ -355,16 +356,18 @@ func (b *Bucket) putStream(ctx context.Context, key string, r io.Reader, po mini
 // "the last part is short": it would complete the upload with the cut
 // body as the whole file.
 // Put answers with that error, whatever minio-go made of it.
+// The transport may still be reading it (on its own goroutine) when Put
+// looks, so the error is kept atomically.
 type cutBody struct {
 	r   io.Reader
-	cut error
+	cut atomic.Pointer[error]
 }
 
 func (c *cutBody) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	if err == io.ErrUnexpectedEOF {
 		err = fmt.Errorf("%w: the body ended before its announced length (%v)", store.ErrShortBody, err)
-		c.cut = err
+		c.cut.Store(&err)
 	}
 	return n, err
 }
