@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -63,6 +62,7 @@ type framingConn struct {
 	net.Conn
 	mu sync.Mutex
 	fr framer
+	ck cork // cork.go
 }
 
 func (c *framingConn) Read(p []byte) (int, error) {
@@ -73,13 +73,6 @@ func (c *framingConn) Read(p []byte) (int, error) {
 		c.mu.Unlock()
 	}
 	return n, err
-}
-
-func (c *framingConn) ReadFrom(r io.Reader) (int64, error) {
-	if rf, ok := c.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(writerOnly{c.Conn}, r)
 }
 
 func (c *framingConn) CloseWrite() error {
@@ -100,11 +93,11 @@ func (c *framingConn) next() (head, bool) {
 	return c.fr.pop()
 }
 
-// framingError is why the request r must be refused for its framing, or
-// "" when it is fine (or was not read from a FramingListener).
-func framingError(r *http.Request) string {
-	fc, ok := r.Context().Value(framingKey{}).(*framingConn)
-	if !ok {
+// framingError is why the request r, read from fc, must be refused for
+// its framing, or "" when it is fine (or fc is nil: r was not read from a
+// FramingListener).
+func framingError(r *http.Request, fc *framingConn) string {
+	if fc == nil {
 		return ""
 	}
 	h, ok := fc.next()

@@ -258,3 +258,48 @@ func TestFramingConnSendfile(t *testing.T) {
 		t.Fatal("framingConn has no CloseWrite")
 	}
 }
+
+// writeRecorder is a net.Conn that records its writes, one by one.
+type writeRecorder struct {
+	net.Conn
+	writes [][]byte
+}
+
+func (c *writeRecorder) Write(p []byte) (int, error) {
+	c.writes = append(c.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+// TestCorkOrder: a corked connection holds writes up to corkMax and
+// sends them, in order and whole, when it must: before a write that would
+// pass the bound, before a body by ReadFrom, and when uncorked.
+func TestCorkOrder(t *testing.T) {
+	inner := &writeRecorder{}
+	c := &framingConn{Conn: inner}
+	c.cork()
+	c.Write([]byte("a"))
+	c.Write([]byte("b"))
+	if len(inner.writes) != 0 {
+		t.Fatalf("corked writes went out: %q", inner.writes)
+	}
+	big := bytes.Repeat([]byte("x"), corkMax)
+	c.Write(big) // a+b+big > corkMax: a+b first, then big
+	if len(inner.writes) != 2 || string(inner.writes[0]) != "ab" || !bytes.Equal(inner.writes[1], big) {
+		t.Fatalf("writes %d, first %q", len(inner.writes), inner.writes[0])
+	}
+	c.Write([]byte("head"))
+	if n, err := c.ReadFrom(strings.NewReader("body")); n != 4 || err != nil {
+		t.Fatalf("ReadFrom = %d, %v", n, err)
+	}
+	if got := inner.writes[2:]; len(got) != 2 || string(got[0]) != "head" || string(got[1]) != "body" {
+		t.Fatalf("writes after the head: %q", got)
+	}
+	c.Write([]byte("tail"))
+	if err := c.uncork(); err != nil || len(inner.writes) != 5 || string(inner.writes[4]) != "tail" {
+		t.Fatalf("uncork: %v, writes %q", err, inner.writes)
+	}
+	c.Write([]byte("free"))
+	if len(inner.writes) != 6 {
+		t.Fatal("an uncorked write was held")
+	}
+}

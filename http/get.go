@@ -174,15 +174,24 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 		q.r.Header.Del("Range")
 	}
 	var w http.ResponseWriter = q.w
+	fc := q.fconn
 	if q.r.Method == http.MethodGet {
 		defer s.download()()
-		w = headerFlusher{q.w}
+		w = headerFlusher{q.w, fc}
 		if fi.Size() >= dlsMin {
 			q.w.dl = s.dls.start(q, fi.Size(), "")
 			defer s.dls.done(q.w.dl)
 		}
+		if fc != nil {
+			defer fc.uncork() // also when ServeContent panics
+		}
 	}
 	http.ServeContent(w, q.r, "", fi.ModTime(), &sizedFile{File: f, size: fi.Size()})
+	if fc != nil {
+		// An error closed the connection; net/http finds out on its own,
+		// as it does when a body's write fails.
+		fc.uncork()
+	}
 	return nil
 }
 
@@ -228,11 +237,27 @@ func (f *sizedFile) Seek(off int64, whence int) (int64, error) {
 // net/http's ReadFrom skips its 512-byte sniffing copy (a read and a write
 // of its own) and sendfile(2) sends the whole body from the page-aligned
 // start of the file, which is measurably faster on large files.
-type headerFlusher struct{ *respWriter }
+// A small body's head is also corked (cork.go): it leaves with the body.
+type headerFlusher struct {
+	*respWriter
+	fc *framingConn // nil: no corking
+}
+
+// corkBody is the largest body whose head is corked. With a bigger one
+// the head and body do not fit one 64 KiB segment anyway, and a short
+// tail segment after a full one leaves later than a head before it.
+const corkBody = 32 << 10
 
 func (h headerFlusher) WriteHeader(code int) {
 	h.respWriter.WriteHeader(code)
 	if code == http.StatusOK || code == http.StatusPartialContent {
+		if h.fc != nil {
+			if cl := h.Header()["Content-Length"]; len(cl) == 1 {
+				if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n <= corkBody {
+					h.fc.cork()
+				}
+			}
+		}
 		http.NewResponseController(h.respWriter).Flush()
 	}
 }

@@ -133,12 +133,14 @@ type req struct {
 	loc    string     // --rp-loc prefix of every URL emitted
 	// viaProxy: ip came from a trusted proxy\'s header, not the TCP peer.
 	viaProxy bool
-	share    bool   // inside a share: q.vol is confined to the shared folder, no mounts
-	route    string // the metrics' route label, when a handler knows better than routeOf
+	share    bool         // inside a share: q.vol is confined to the shared folder, no mounts
+	route    string       // the metrics' route label, when a handler knows better than routeOf
+	fconn    *framingConn // the HTTP/1 connection, for corking (cork.go); nil: none
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	if msg := framingError(r); msg != "" {
+	fc, _ := r.Context().Value(framingKey{}).(*framingConn)
+	if msg := framingError(r, fc); msg != "" {
 		// Framing a proxy could read otherwise (framing.go): refuse it
 		// and close the connection, so nothing after it is taken for a
 		// request.
@@ -153,7 +155,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	w := &respWriter{ResponseWriter: rw}
-	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), loc: s.proxy.Loc}
+	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), loc: s.proxy.Loc, fconn: fc}
 	s.decodeProxy(q)
 	var body *countedBody
 	if s.obs != nil && r.Body != nil && r.Body != http.NoBody {
