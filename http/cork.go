@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,12 +24,18 @@ import (
 // Corking is for an HTTP/1 connection's own goroutine (the handler's), the
 // only one that writes to it; h2 connections are never framingConns.
 
-// corkMax bounds what a corked connection holds: more is written at once.
-const corkMax = 16 << 10
+// corkMax bounds what a corked connection holds (a head and a body of
+// up to corkBody): more is written at once.
+const corkMax = 48 << 10
+
+// corkBufs are the buffers of corked connections, taken while corked: an
+// idle connection holds none.
+var corkBufs = sync.Pool{New: func() any { b := make([]byte, 0, corkMax); return &b }}
 
 // cork is a framingConn's corking state.
 type cork struct {
 	on   bool
+	bufp *[]byte         // buf's, from corkBufs while corked
 	buf  []byte          // held writes
 	rc   syscall.RawConn // the TCP socket's, for MSG_MORE; nil under TLS
 	rcOK bool            // rc was looked up
@@ -43,6 +50,10 @@ type cork struct {
 // cork starts holding c's writes (see above).
 func (c *framingConn) cork() {
 	c.ck.on = true
+	if c.ck.bufp == nil {
+		c.ck.bufp = corkBufs.Get().(*[]byte)
+		c.ck.buf = (*c.ck.bufp)[:0]
+	}
 }
 
 // uncork writes what c holds and stops holding. An error means the
@@ -50,10 +61,17 @@ func (c *framingConn) cork() {
 // after a partial response.
 func (c *framingConn) uncork() error {
 	c.ck.on = false
-	if len(c.ck.buf) == 0 {
-		return nil
+	var err error
+	if len(c.ck.buf) > 0 {
+		_, err = c.flushHeld(false)
 	}
-	_, err := c.flushHeld(false)
+	if c.ck.bufp != nil {
+		if cap(c.ck.buf) == corkMax {
+			*c.ck.bufp = c.ck.buf[:0]
+			corkBufs.Put(c.ck.bufp)
+		}
+		c.ck.bufp, c.ck.buf = nil, nil
+	}
 	return err
 }
 
@@ -74,8 +92,23 @@ func (c *framingConn) Write(p []byte) (int, error) {
 
 // ReadFrom sends r through the connection's ReadFrom (sendfile for a
 // file), after what is held, which goes out with MSG_MORE: with the
-// first of the body's bytes.
+// first of the body's bytes. A body small enough to be held too (net/http
+// hands a file's body as an io.LimitedReader) is read after the head and
+// both go in one write: for a few KiB a read and a write cost less than
+// a send and a sendfile (which splices through a pipe of its own).
 func (c *framingConn) ReadFrom(r io.Reader) (int64, error) {
+	if lr, ok := r.(*io.LimitedReader); ok && c.ck.on && len(c.ck.buf) > 0 && lr.N > 0 && lr.N <= int64(corkMax-len(c.ck.buf)) {
+		h := len(c.ck.buf)
+		k, rerr := io.ReadFull(lr, c.ck.buf[h:h+int(lr.N)])
+		c.ck.buf = c.ck.buf[:h+k]
+		if _, err := c.flushHeld(false); err != nil {
+			return 0, err
+		}
+		if errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			rerr = nil // the file shrank: a short body, as sendfile sends it
+		}
+		return int64(k), rerr
+	}
 	more := false
 	if len(c.ck.buf) > 0 {
 		var err error
@@ -105,9 +138,6 @@ func (c *framingConn) ReadFrom(r io.Reader) (int64, error) {
 func (c *framingConn) flushHeld(more bool) (bool, error) {
 	buf := c.ck.buf
 	c.ck.buf = c.ck.buf[:0]
-	if cap(c.ck.buf) > corkMax {
-		c.ck.buf = nil
-	}
 	var err error
 	usedMore := false
 	if more && c.rawConn() != nil {
