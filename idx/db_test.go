@@ -162,3 +162,18 @@ func TestCacheAfterBulkLoad(t *testing.T) {
 	}
 	t.Logf("block cache: %d bytes, %d hits, %d misses", m.Size, m.Hits, m.Misses)
 }
+
+// TestMemTableSize: with the default 64 MiB block cache a memtable is
+// 4 MiB (issue 19: two full 8 MiB memtables under a stream of small PUTs
+// were 8 MiB of the peak RSS); the bounds hold.
+func TestMemTableSize(t *testing.T) {
+	for _, c := range []struct{ cache, want int64 }{
+		{64 << 20, 4 << 20},
+		{1 << 20, 256 << 10},
+		{1 << 30, 32 << 20},
+	} {
+		if got := memTableSize(c.cache); got != uint64(c.want) {
+			t.Errorf("memTableSize(%d MiB) = %d KiB, want %d KiB", c.cache>>20, got>>10, c.want>>10)
+		}
+	}
+}
