@@ -303,3 +303,36 @@ func TestCorkOrder(t *testing.T) {
 		t.Fatal("an uncorked write was held")
 	}
 }
+
+// TestCorkShortBody: a small body whose file shrank after its size was
+// taken (the head already promises the old length) goes out short, after
+// its head, in one write; net/http then closes the connection, as it does
+// when sendfile comes up short.
+func TestCorkShortBody(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, bytes.Repeat([]byte("z"), 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Truncate(p, 100); err != nil {
+		t.Fatal(err)
+	}
+	inner := &writeRecorder{}
+	c := &framingConn{Conn: inner}
+	c.cork()
+	c.Write([]byte("head\r\n\r\n"))
+	n, err := c.ReadFrom(&io.LimitedReader{R: f, N: 4096})
+	if n != 100 || err != nil {
+		t.Fatalf("ReadFrom = %d, %v; want 100, nil", n, err)
+	}
+	if len(inner.writes) != 1 || string(inner.writes[0]) != "head\r\n\r\n"+strings.Repeat("z", 100) {
+		t.Fatalf("writes: %d", len(inner.writes))
+	}
+	if err := c.uncork(); err != nil || len(inner.writes) != 1 {
+		t.Fatalf("uncork: %v, %d writes", err, len(inner.writes))
+	}
+}
