@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -173,5 +174,53 @@ func TestSmallGetAllocs(t *testing.T) {
 	t.Logf("%v allocations per GET (recorder included)", n)
 	if n > 64 {
 		t.Fatalf("a 4 KiB GET allocates %v times, want at most 64", n)
+	}
+}
+
+// BenchmarkGetPath is a keep-alive client's small GET and 64 KiB range
+// through the handler behind the production listener stack (the framing
+// listener and its ConnContext, so small bodies are corked: cork.go).
+// allocs/op counts the client's allocations too (one process).
+func BenchmarkGetPath(b *testing.B) {
+	s, dir := newTestServer(b, "r")
+	randomFile(b, filepath.Join(dir, "s.bin"), 4<<10)
+	randomFile(b, filepath.Join(dir, "big.bin"), 4<<20)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: s, ConnContext: FramingContext}
+	go srv.Serve(FramingListener(ln))
+	b.Cleanup(func() { srv.Close() })
+	base := "http://" + ln.Addr().String()
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	b.Cleanup(c.CloseIdleConnections)
+	for _, bc := range []struct {
+		name, path, rng string
+		n               int64
+	}{
+		{"small", "/s.bin", "", 4 << 10},
+		{"range64k", "/big.bin", "bytes=65536-131071", 64 << 10},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			req, _ := http.NewRequest("GET", base+bc.path, nil)
+			if bc.rng != "" {
+				req.Header.Set("Range", bc.rng)
+			}
+			buf := make([]byte, 128<<10)
+			b.SetBytes(bc.n)
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.ReadFull(resp.Body, buf[:bc.n])
+				resp.Body.Close()
+				if int64(n) != bc.n {
+					b.Fatalf("got %d bytes", n)
+				}
+			}
+		})
 	}
 }
