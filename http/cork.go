@@ -26,7 +26,7 @@ import (
 
 // corkMax bounds what a corked connection holds (a head and a body of
 // up to corkBody): more is written at once.
-const corkMax = 48 << 10
+const corkMax = corkBody + 16<<10
 
 // corkBufs are the buffers of corked connections, taken while corked: an
 // idle connection holds none.
