@@ -2,7 +2,6 @@ package http
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -201,7 +200,7 @@ func (q *req) fileType(name string) (string, bodyPolicy, error) {
 	m, ok := q.query["mime"]
 	if !ok {
 		ct := contentType(name)
-		return ct, policyOf(ct, false), nil
+		return ct, typePolicy(ct), nil
 	}
 	ct, ok := parseMime(m[0])
 	if !ok {
@@ -281,23 +280,30 @@ func etagOf(ino uint64, size int64, mtime time.Time) string {
 	return string(append(b, '"')) // the one allocation
 }
 
-// contentDisposition builds `<disp>; filename="<ascii>"; filename*=UTF-8”<pct>`.
+// contentDisposition builds `<disp>; filename="<ascii>"; filename*=UTF-8”<pct>`
+// in one allocation.
 func contentDisposition(disp, name string) string {
-	var ascii strings.Builder
+	var b strings.Builder
+	b.Grow(len(disp) + len(`; filename=""; filename*=UTF-8''`) + 4*len(name))
+	b.WriteString(disp)
+	b.WriteString(`; filename="`)
 	for _, r := range name {
 		if r >= 0x20 && r < 0x7f && r != '"' && r != '\\' && r != '%' {
-			ascii.WriteRune(r)
+			b.WriteByte(byte(r))
 		} else {
-			ascii.WriteByte('_')
+			b.WriteByte('_')
 		}
 	}
-	var pct strings.Builder // RFC 8187: attr-char as is, every other byte %XX
-	for i := 0; i < len(name); i++ {
+	b.WriteString(`"; filename*=UTF-8''`)
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(name); i++ { // RFC 8187: attr-char as is, every other byte %XX
 		if c := name[i]; 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
-			pct.WriteByte(c)
+			b.WriteByte(c)
 		} else {
-			fmt.Fprintf(&pct, "%%%02X", c)
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
 		}
 	}
-	return disp + `; filename="` + ascii.String() + `"; filename*=UTF-8''` + pct.String()
+	return b.String()
 }

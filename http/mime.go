@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/text/encoding/htmlindex"
 )
@@ -84,6 +86,33 @@ type bodyPolicy struct {
 // the client chose the type (?mime=): then only an inert type is shown
 // inline.
 func policyOf(ct string, fromClient bool) bodyPolicy {
+	return parsePolicy(ct, fromClient)
+}
+
+// typePolicy is policyOf(ct, false) for a type contentType gave, which
+// comes from a finite set: each is parsed once, not on every download. A
+// type from anywhere else (a client's word) must go through policyOf.
+func typePolicy(ct string) bodyPolicy {
+	if p, ok := typePolicies.Load(ct); ok {
+		return p.(bodyPolicy)
+	}
+	p := parsePolicy(ct, false)
+	if typePoliciesN.Add(1) <= typePoliciesMax {
+		typePolicies.Store(ct, p)
+	}
+	return p
+}
+
+// typePolicies memoizes typePolicy, for at most typePoliciesMax types
+// (a bound that the finite set never reaches, kept should that change).
+var (
+	typePolicies  sync.Map // string → bodyPolicy
+	typePoliciesN atomic.Int64
+)
+
+const typePoliciesMax = 4096
+
+func parsePolicy(ct string, fromClient bool) bodyPolicy {
 	mt, _, err := mime.ParseMediaType(ct)
 	mt = strings.ToLower(mt)
 	switch {
