@@ -50,6 +50,13 @@ type ChunkPost struct {
 }
 
 // Written reports a chunk post that succeeded.
+// DoneHeader is the reply header of a chunk post that completed and
+// published its file: the file's URL path, each element escaped. hoard's
+// own client then finishes the file without the final handshake (the
+// reply comes only once the file is durable, so that handshake could only
+// say the same); other clients ignore it and handshake as before.
+const DoneHeader = "X-Up2k-Done"
+
 type Written struct {
 	Bytes  int64
 	Chunks int  // chunks confirmed (0 for a sub-chunk that is not the last)
