@@ -7,22 +7,33 @@ import (
 )
 
 // A folder held open from an upload's start to its publish (a PUT's, an
-// up2k chunk post's) may be moved meanwhile: out of the volume, or into
-// the state folder. The publish is then refused, and nothing appears
-// outside the volume or in the state folder.
+// up2k handshake's or chunk post's) may be moved meanwhile: out of the
+// volume, into the state folder, or elsewhere inside the volume (where
+// the file would appear under a path nothing records). The publish is
+// then refused, and nothing appears in the moved folder.
 func TestHeldFolderMovedAway(t *testing.T) {
 	outside := t.TempDir()
-	for _, how := range []string{"put", "up2k"} {
-		for _, to := range []string{"outside", "state"} {
+	for _, how := range []string{"put", "up2k", "up2k-handshake"} {
+		for _, to := range []string{"outside", "state", "inside"} {
 			t.Run(how+"-"+to, func(t *testing.T) {
 				st, dirs := openStore(t, "::A")
 				v, vol := st.Volumes()[0], dirs[0]
 				sub := how + "-" + to
 				var tmp *Temp
 				var err error
-				if how == "put" {
+				switch how {
+				case "put":
 					tmp, err = v.createTemp(sub, true) // as Ingest holds it
-				} else {
+				case "up2k-handshake":
+					// The handshake's own work file, written and
+					// published through the folder it holds.
+					os.MkdirAll(filepath.Join(vol, sub), 0o755)
+					n := fastOpens.Load()
+					tmp, _, err = v.CreatePartial(sub, "f.bin", 5, PartialOptions{})
+					if err == nil && v.dir != nil && !noOpenat2.Load() && fastOpens.Load() == n {
+						t.Error("CreatePartial into a plain folder did not take the fast open")
+					}
+				default:
 					var c *Temp
 					c, _, err = v.CreatePartial(sub, "f.bin", 5, PartialOptions{})
 					if err == nil {
@@ -40,8 +51,14 @@ func TestHeldFolderMovedAway(t *testing.T) {
 					t.Fatal(err)
 				}
 				dst := filepath.Join(outside, sub)
-				if to == "state" {
+				switch to {
+				case "state":
 					dst = filepath.Join(vol, HistName, sub)
+				case "inside":
+					// Elsewhere in the volume: the file would
+					// appear under a path nothing records.
+					dst = filepath.Join(vol, "elsewhere", sub)
+					os.MkdirAll(filepath.Dir(dst), 0o755)
 				}
 				if err := os.Rename(filepath.Join(vol, sub), dst); err != nil {
 					t.Fatal(err)
