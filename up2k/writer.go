@@ -128,7 +128,10 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 		return Written{}, err
 	}
 	defer s.release(us)
-	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+	t := s.takeWork()
+	if t == nil {
+		t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotRegular) || errors.Is(err, store.ErrIsDir) {
 			m.drop(context.WithoutCancel(ctx), s, "its work file is gone")
@@ -798,6 +801,9 @@ func (m *Manager) remove(s *session) {
 		s.space.Release()
 	}
 	m.mu.Unlock()
+	if s.mgr != nil {
+		s.closeWork()
+	}
 	m.forget(s)
 }
 
