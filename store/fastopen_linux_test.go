@@ -1,11 +1,13 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -207,5 +209,39 @@ func TestCreateInFolderFast(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(vol, HistName, "s.bin"+PartialSuffix)); err == nil {
 		t.Errorf("found %v in the state folder", fi.Name())
+	}
+}
+
+// A write into a plain folder that is there walks no path to reach it:
+// a PUT (Ingest), an up2k handshake's work file and a chunk post's open
+// of it are each one openat2 of the folder.
+func TestWriteNoReachWalk(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v, vol := st.Volumes()[0], dirs[0]
+	if v.dir == nil {
+		t.Skip("no descriptor for the fast open")
+	}
+	mkfiles(t, vol, map[string]string{"up/sub/x.txt": "x"})
+	n := reachWalks.Load()
+	if _, err := v.Ingest(context.Background(), "up/sub", strings.NewReader("hello"), IngestOptions{Name: "put.txt", Size: -1}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := v.CreatePartial("up/sub", "f.bin", 4, PartialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if p, err = v.OpenPartial("up/sub", "f.bin"); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if noOpenat2.Load() {
+		t.Skip("this kernel has no openat2")
+	}
+	if got := reachWalks.Load() - n; got != 0 {
+		t.Errorf("%d walks to reach a plain folder, want 0", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "up/sub/put.txt")); err != nil || string(b) != "hello" {
+		t.Fatalf("put.txt: %q %v", b, err)
 	}
 }

@@ -506,7 +506,9 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 	if v.only != nil {
 		return IngestResult{}, ErrReadOnly
 	}
-	d = v.reach(d) // links.go
+	if v.obj != nil || opt.Append {
+		d = v.reach(d) // links.go; createTemp reaches the folder itself when it must
+	}
 	if err := v.checkTarget(d, opt.Name); err != nil {
 		return IngestResult{}, err
 	}
