@@ -79,3 +79,41 @@ func TestHeldFolderMovedAway(t *testing.T) {
 		}
 	}
 }
+
+// TestRecheck: a work file kept open since its handshake is still usable
+// only while its name in its folder is that same regular file and the
+// folder is where it was.
+func TestRecheck(t *testing.T) {
+	for _, what := range []string{"kept", "removed", "symlink", "other file", "folder moved"} {
+		t.Run(what, func(t *testing.T) {
+			st, dirs := openStore(t, "::A")
+			v, vol := st.Volumes()[0], dirs[0]
+			mkfiles(t, vol, map[string]string{"up/other.bin": "other"})
+			tmp, _, err := v.CreatePartial("up", "f.bin", 5, PartialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tmp.Close()
+			work := filepath.Join(vol, "up", "f.bin"+PartialSuffix)
+			switch what {
+			case "removed":
+				os.Remove(work)
+			case "symlink":
+				os.Remove(work)
+				os.Symlink("other.bin", work)
+			case "other file":
+				os.Remove(work)
+				os.WriteFile(work, []byte("12345"), 0o644)
+			case "folder moved":
+				os.Rename(filepath.Join(vol, "up"), filepath.Join(vol, "moved"))
+			}
+			err = tmp.Recheck()
+			if what == "kept" && err != nil {
+				t.Fatalf("a kept work file failed its recheck: %v", err)
+			}
+			if what != "kept" && err == nil {
+				t.Fatalf("%s: the recheck passed", what)
+			}
+		})
+	}
+}

@@ -172,6 +172,34 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 	return &Temp{File: f, v: v, dir: d, name: work, dirf: dirf}, nil
 }
 
+// Recheck tells whether a work file kept open since CreatePartial (or
+// OpenPartial) is still what opening it again would give: its folder
+// still where dir names it (checkHeld), and the work file's name there
+// still this regular file — not removed, and not a link, fifo or other
+// file put in its place. A caller that gets an error opens it again with
+// OpenPartial, whose answer then decides.
+func (t *Temp) Recheck() error {
+	if t.dirf == nil || t.done || t.linked {
+		return ErrNotFound
+	}
+	if err := t.v.checkHeld(t.dirf, t.dir); err != nil {
+		return err
+	}
+	st, err := lstatAt(t.dirf, t.name)
+	if err != nil {
+		return mapErr(err)
+	}
+	fi, err := t.File.Stat()
+	if err != nil {
+		return mapErr(err)
+	}
+	own, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Mode&syscall.S_IFMT != syscall.S_IFREG || uint64(st.Ino) != uint64(own.Ino) || uint64(st.Dev) != uint64(own.Dev) {
+		return ErrNotRegular
+	}
+	return nil
+}
+
 // Close closes the work file and keeps it on disk (to be opened again with
 // OpenPartial). The Temp cannot be published afterwards.
 func (t *Temp) Close() error {

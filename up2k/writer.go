@@ -129,6 +129,12 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 	}
 	defer s.release(us)
 	t := s.takeWork()
+	if t != nil && t.Recheck() != nil {
+		// Its folder moved, or its name is something else now: open it
+		// again, as any other post does, and let that answer.
+		t.Close()
+		t = nil
+	}
 	if t == nil {
 		t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
 	}
