@@ -3,7 +3,8 @@
 // hashes chunks on all cores (through the SHA-512 lanes when the CPU has
 // them), handshakes many files at once, sends the needed chunks over a
 // fixed number of connections (stitching consecutive chunks of a file
-// into one POST), confirms each file with a final handshake, and resumes
+// into one POST), confirms each file with a final handshake (unless the
+// post that completed it said so: up2k.DoneHeader, hoard's), and resumes
 // by running again: the handshake says what the server still needs.
 //
 // Memory is bounded whatever the tree: the walk holds one folder's names
@@ -401,8 +402,9 @@ func (r *run) handshake(ctx context.Context, it *item, srch bool) ([]byte, error
 // file is given up.
 const maxStale = 6
 
-// drive uploads one file: handshake, needed chunks, final handshake,
-// again while chunks are missing; a file that changes is hashed again.
+// drive uploads one file: handshake, needed chunks, final handshake (none
+// when the completing post said the file is published), again while
+// chunks are missing; a file that changes is hashed again.
 func (r *run) drive(ctx context.Context, it *item) {
 	stale, rehashes, prev, rounds := 0, 0, -1, 0
 	for {
