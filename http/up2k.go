@@ -214,7 +214,7 @@ func (s *Server) postChunk(q *req) error {
 		// This post published the file (durable before this reply): a
 		// client that reads it needs no final handshake to learn so.
 		// The path is the one that handshake would name.
-		q.w.Header().Set(up2k.DoneHeader, hrefOf(q.vol, w.Rel))
+		q.w.Header().Set(up2k.DoneHeader, q.loc+hrefOf(q.vol, w.Rel)) // through the proxy's prefix, as purl
 	}
 	q.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	q.w.WriteHeader(http.StatusOK)
