@@ -49,7 +49,6 @@ type ChunkPost struct {
 	Length int64 // bytes in Body (Content-Length); -1 when unknown
 }
 
-// Written reports a chunk post that succeeded.
 // DoneHeader is the reply header of a chunk post that completed and
 // published its file: the file's URL path, each element escaped. hoard's
 // own client then finishes the file without the final handshake (the
@@ -57,6 +56,7 @@ type ChunkPost struct {
 // say the same); other clients ignore it and handshake as before.
 const DoneHeader = "X-Up2k-Done"
 
+// Written reports a chunk post that succeeded.
 type Written struct {
 	Bytes  int64
 	Chunks int  // chunks confirmed (0 for a sub-chunk that is not the last)
