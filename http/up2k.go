@@ -211,6 +211,10 @@ func (s *Server) postChunk(q *req) error {
 	}
 	if w.Done {
 		s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, w.Rel), "via", "up2k", "user", q.acct(), "ip", q.ip)
+		// This post published the file (durable before this reply): a
+		// client that reads it needs no final handshake to learn so.
+		// The path is the one that handshake would name.
+		q.w.Header().Set(up2k.DoneHeader, q.loc+hrefOf(q.vol, w.Rel)) // through the proxy's prefix, as purl
 	}
 	q.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	q.w.WriteHeader(http.StatusOK)

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -152,5 +154,94 @@ func TestFastOpenMissing(t *testing.T) {
 	}
 	if _, err := v.statIn("ln/nope.txt"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("statIn of a missing file behind a link: %v, want not exist", err)
+	}
+}
+
+// A PUT's work file and an up2k handshake's are made in a folder that is
+// there and plain by one openat2 of the folder (no reach, no walk, no
+// /proc check); through a link inside the volume the full way still
+// makes them, and a link to the state folder is still refused.
+func TestCreateInFolderFast(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v, vol := st.Volumes()[0], dirs[0]
+	if v.dir == nil {
+		t.Skip("no descriptor for the fast open")
+	}
+	mkfiles(t, vol, map[string]string{"up/sub/x.txt": "x"})
+	os.Symlink("up", filepath.Join(vol, "ln"))
+	os.Symlink(HistName, filepath.Join(vol, "toState"))
+	n := fastOpens.Load()
+	tmp, err := v.CreateTemp("up/sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Abort()
+	p, _, err := v.CreatePartial("up/sub", "f.bin", 4, PartialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if noOpenat2.Load() {
+		t.Skip("this kernel has no openat2")
+	}
+	if got := fastOpens.Load() - n; got != 2 {
+		t.Errorf("%d of CreateTemp and CreatePartial into a plain folder took the fast open, want 2", got)
+	}
+	for _, dir := range []string{"ln/sub", "ln/new"} {
+		tmp, err := v.CreateTemp(dir)
+		if err != nil {
+			t.Fatalf("CreateTemp(%s) through a link inside the volume: %v", dir, err)
+		}
+		tmp.Abort()
+		p, _, err := v.CreatePartial(dir, "g.bin", 4, PartialOptions{})
+		if err != nil {
+			t.Fatalf("CreatePartial(%s) through a link inside the volume: %v", dir, err)
+		}
+		p.Abort()
+	}
+	if tmp, err := v.CreateTemp("toState/x"); err == nil {
+		tmp.Abort()
+		t.Error("a work file was made in the state folder through a link")
+	}
+	if p, _, err := v.CreatePartial("toState", "s.bin", 4, PartialOptions{}); err == nil {
+		p.Abort()
+		t.Error("an up2k work file was made in the state folder through a link")
+	}
+	if fi, err := os.Lstat(filepath.Join(vol, HistName, "s.bin"+PartialSuffix)); err == nil {
+		t.Errorf("found %v in the state folder", fi.Name())
+	}
+}
+
+// A write into a plain folder that is there walks no path to reach it:
+// a PUT (Ingest), an up2k handshake's work file and a chunk post's open
+// of it are each one openat2 of the folder.
+func TestWriteNoReachWalk(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v, vol := st.Volumes()[0], dirs[0]
+	if v.dir == nil {
+		t.Skip("no descriptor for the fast open")
+	}
+	mkfiles(t, vol, map[string]string{"up/sub/x.txt": "x"})
+	n := reachWalks.Load()
+	if _, err := v.Ingest(context.Background(), "up/sub", strings.NewReader("hello"), IngestOptions{Name: "put.txt", Size: -1}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := v.CreatePartial("up/sub", "f.bin", 4, PartialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if p, err = v.OpenPartial("up/sub", "f.bin"); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if noOpenat2.Load() {
+		t.Skip("this kernel has no openat2")
+	}
+	if got := reachWalks.Load() - n; got != 0 {
+		t.Errorf("%d walks to reach a plain folder, want 0", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "up/sub/put.txt")); err != nil || string(b) != "hello" {
+		t.Fatalf("put.txt: %q %v", b, err)
 	}
 }

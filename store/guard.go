@@ -225,15 +225,23 @@ func linkAt(odir *os.File, oname string, ndir *os.File, nname string) error {
 }
 
 // checkHeld checks a folder held open since an upload began, before a
-// file is placed in it: it must still lie below the volume's folder and
-// outside every state folder (a folder can be moved while it is held).
-// Without /proc it must still be the folder the root reaches as dir.
+// file is placed in it: it must still lie below the volume's folder,
+// outside every state folder, and be the folder dir names (a folder can
+// be moved while it is held: out of the volume, into a state folder, or
+// elsewhere inside the volume, where the file would appear under another
+// path than the one recorded, reported and indexed). Its real path
+// (/proc) is dir's own for a folder reached without links; otherwise
+// (links on the way, or no /proc) it must be the folder the root reaches
+// as dir now.
 func (v *Volume) checkHeld(d *os.File, dir string) error {
-	real, err := realPath(d)
-	if err != nil {
+	same := func() bool {
 		a, err1 := d.Stat()
 		b, err2 := v.root.Stat(dir)
-		if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+		return err1 == nil && err2 == nil && os.SameFile(a, b)
+	}
+	real, err := realPath(d)
+	if err != nil {
+		if !same() {
 			return ErrNotFound
 		}
 		return v.checkResolved(dir)
@@ -244,6 +252,12 @@ func (v *Volume) checkHeld(d *os.File, dir string) error {
 	}
 	if inState(top, real) {
 		return ErrNotFound
+	}
+	if dir == "." && real == top || dir != "." && real == top+"/"+dir {
+		return nil
+	}
+	if !same() {
+		return ErrNotFound // moved inside the volume
 	}
 	return nil
 }

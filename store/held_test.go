@@ -7,22 +7,33 @@ import (
 )
 
 // A folder held open from an upload's start to its publish (a PUT's, an
-// up2k chunk post's) may be moved meanwhile: out of the volume, or into
-// the state folder. The publish is then refused, and nothing appears
-// outside the volume or in the state folder.
+// up2k handshake's or chunk post's) may be moved meanwhile: out of the
+// volume, into the state folder, or elsewhere inside the volume (where
+// the file would appear under a path nothing records). The publish is
+// then refused, and nothing appears in the moved folder.
 func TestHeldFolderMovedAway(t *testing.T) {
 	outside := t.TempDir()
-	for _, how := range []string{"put", "up2k"} {
-		for _, to := range []string{"outside", "state"} {
+	for _, how := range []string{"put", "up2k", "up2k-handshake"} {
+		for _, to := range []string{"outside", "state", "inside"} {
 			t.Run(how+"-"+to, func(t *testing.T) {
 				st, dirs := openStore(t, "::A")
 				v, vol := st.Volumes()[0], dirs[0]
 				sub := how + "-" + to
 				var tmp *Temp
 				var err error
-				if how == "put" {
+				switch how {
+				case "put":
 					tmp, err = v.createTemp(sub, true) // as Ingest holds it
-				} else {
+				case "up2k-handshake":
+					// The handshake's own work file, written and
+					// published through the folder it holds.
+					os.MkdirAll(filepath.Join(vol, sub), 0o755)
+					n := fastOpens.Load()
+					tmp, _, err = v.CreatePartial(sub, "f.bin", 5, PartialOptions{})
+					if err == nil && v.dir != nil && !noOpenat2.Load() && fastOpens.Load() == n {
+						t.Error("CreatePartial into a plain folder did not take the fast open")
+					}
+				default:
 					var c *Temp
 					c, _, err = v.CreatePartial(sub, "f.bin", 5, PartialOptions{})
 					if err == nil {
@@ -40,8 +51,14 @@ func TestHeldFolderMovedAway(t *testing.T) {
 					t.Fatal(err)
 				}
 				dst := filepath.Join(outside, sub)
-				if to == "state" {
+				switch to {
+				case "state":
 					dst = filepath.Join(vol, HistName, sub)
+				case "inside":
+					// Elsewhere in the volume: the file would
+					// appear under a path nothing records.
+					dst = filepath.Join(vol, "elsewhere", sub)
+					os.MkdirAll(filepath.Dir(dst), 0o755)
 				}
 				if err := os.Rename(filepath.Join(vol, sub), dst); err != nil {
 					t.Fatal(err)
@@ -60,5 +77,43 @@ func TestHeldFolderMovedAway(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRecheck: a work file kept open since its handshake is still usable
+// only while its name in its folder is that same regular file and the
+// folder is where it was.
+func TestRecheck(t *testing.T) {
+	for _, what := range []string{"kept", "removed", "symlink", "other file", "folder moved"} {
+		t.Run(what, func(t *testing.T) {
+			st, dirs := openStore(t, "::A")
+			v, vol := st.Volumes()[0], dirs[0]
+			mkfiles(t, vol, map[string]string{"up/other.bin": "other"})
+			tmp, _, err := v.CreatePartial("up", "f.bin", 5, PartialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tmp.Close()
+			work := filepath.Join(vol, "up", "f.bin"+PartialSuffix)
+			switch what {
+			case "removed":
+				os.Remove(work)
+			case "symlink":
+				os.Remove(work)
+				os.Symlink("other.bin", work)
+			case "other file":
+				os.Remove(work)
+				os.WriteFile(work, []byte("12345"), 0o644)
+			case "folder moved":
+				os.Rename(filepath.Join(vol, "up"), filepath.Join(vol, "moved"))
+			}
+			err = tmp.Recheck()
+			if what == "kept" && err != nil {
+				t.Fatalf("a kept work file failed its recheck: %v", err)
+			}
+			if what != "kept" && err == nil {
+				t.Fatalf("%s: the recheck passed", what)
+			}
+		})
 	}
 }

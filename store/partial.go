@@ -53,18 +53,33 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 	if err := v.checkTarget(d, name); err != nil {
 		return nil, "", err
 	}
-	d = v.reach(d) // links.go
 	// The work file is made under a PUT work file's name, marked as an
 	// up2k work file and sized there, and only then moved to its own name
 	// without clobbering: a crash leaves either a .hoard-*.PARTIAL (swept
 	// by its name) or a marked work file (swept when no session owns it),
 	// never an unmarked one that could be a user's. Where the file system
 	// has no user attributes, such a leftover stays.
-	dirf, _, err := v.mkdirs(d) // never in a state folder (guard.go)
-	if err != nil {
-		return nil, "", v.writeErr(err, 0)
+	// A folder that is there, reached without a link, is opened in one
+	// openat2 (fastopen_linux.go: below the volume's folder by exactly
+	// its components, none a state folder, so neither reach nor the
+	// guard could change the answer); anything else the full way.
+	dirf, fast := v.fastOpen(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
+	if !fast {
+		d = v.reach(d)             // links.go
+		dirf, _, err = v.mkdirs(d) // never in a state folder (guard.go)
+		if err != nil {
+			return nil, "", v.writeErr(err, 0)
+		}
 	}
-	defer dirf.Close()
+	// The folder stays held with the work file (Temp.dirf): the caller
+	// may write and publish through it with no walk (a publish re-checks
+	// where it is then: checkHeld), or Close it.
+	held := false
+	defer func() {
+		if !held {
+			dirf.Close()
+		}
+	}()
 	tmp := newTempName()
 	v.store.tempLive(v, path.Join(d, tmp), true)
 	defer v.store.tempLive(v, path.Join(d, tmp), false)
@@ -88,10 +103,12 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 		if i > 0 {
 			cand = v.collisionName(name, opt.ClientIP, i-1)
 		}
-		fi, err := v.root.Lstat(path.Join(d, cand))
+		// Looked up in the folder held (the one the work file is in),
+		// not by a walk from the volume's top again.
+		st, err := lstatAt(dirf, cand)
 		switch {
 		case err == nil && opt.Replace && i == 0:
-			if fi.IsDir() {
+			if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 				return nil, "", ErrIsDir
 			}
 		case err == nil:
@@ -113,8 +130,8 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 		if err != nil {
 			return nil, "", mapErr(err)
 		}
-		placed = true
-		return &Temp{File: f, v: v, dir: d, name: work}, cand, nil
+		placed, held = true, true
+		return &Temp{File: f, v: v, dir: d, name: work, dirf: dirf}, cand, nil
 	}
 	return nil, "", ErrExists
 }
@@ -132,17 +149,20 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	d = v.reach(d)
 	work := name + PartialSuffix
 	// A work file is hoard's own: never a link (which could lead the
 	// chunks into another file), a fifo or a device.
 	// The folder is held from here to the publish (or Close): a chunk
 	// post that completes the upload publishes and drops the work file
 	// by descriptor, with no walk to the folder again; place re-checks
-	// where the held folder is now (guard.go).
-	dirf, err := v.openDirChecked(d)
-	if err != nil {
-		return nil, err
+	// where the held folder is now (guard.go). A folder reached without
+	// a link needs no reach (links.go): one openat2 opens it.
+	dirf, fast := v.fastOpen(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
+	if !fast {
+		d = v.reach(d)
+		if dirf, err = v.openDirChecked(d); err != nil {
+			return nil, err
+		}
 	}
 	f, _, err := v.leafAt(dirf, d, work, os.O_RDWR)
 	if err != nil {
@@ -150,6 +170,34 @@ func (v *Volume) OpenPartial(dir, name string) (*Temp, error) {
 		return nil, err
 	}
 	return &Temp{File: f, v: v, dir: d, name: work, dirf: dirf}, nil
+}
+
+// Recheck tells whether a work file kept open since CreatePartial (or
+// OpenPartial) is still what opening it again would give: its folder
+// still where dir names it (checkHeld), and the work file's name there
+// still this regular file — not removed, and not a link, fifo or other
+// file put in its place. A caller that gets an error opens it again with
+// OpenPartial, whose answer then decides.
+func (t *Temp) Recheck() error {
+	if t.dirf == nil || t.done || t.linked {
+		return ErrNotFound
+	}
+	if err := t.v.checkHeld(t.dirf, t.dir); err != nil {
+		return err
+	}
+	st, err := lstatAt(t.dirf, t.name)
+	if err != nil {
+		return mapErr(err)
+	}
+	fi, err := t.File.Stat()
+	if err != nil {
+		return mapErr(err)
+	}
+	own, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Mode&syscall.S_IFMT != syscall.S_IFREG || uint64(st.Ino) != uint64(own.Ino) || uint64(st.Dev) != uint64(own.Dev) {
+		return ErrNotRegular
+	}
+	return nil
 }
 
 // Close closes the work file and keeps it on disk (to be opened again with

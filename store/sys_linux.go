@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,9 +24,25 @@ func Datasync(f *os.File) error {
 
 // setMtime sets f's access and modification times to mt through its open
 // descriptor (no path lookup inside the volume).
+// utimensat(2) with a NULL path sets the times of the descriptor itself
+// (futimens): no walk through /proc as a path.
 func setMtime(f *os.File, mt time.Time) error {
 	ts := unix.NsecToTimespec(mt.UnixNano())
-	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), []unix.Timespec{ts, ts}, 0)
+	tss := [2]unix.Timespec{ts, ts}
+	fd := f.Fd()
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, fd, 0, uintptr(unsafe.Pointer(&tss[0])), 0, 0, 0)
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EINVAL, unix.ENOSYS, unix.EFAULT:
+			// A kernel without the NULL path: by the descriptor's /proc name.
+			return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(fd)), tss[:], 0)
+		}
+		return &os.PathError{Op: "utimensat", Path: f.Name(), Err: e}
+	}
 }
 
 // fileWritebackErr writes back what is left of f's bytes and waits for

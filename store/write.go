@@ -61,12 +61,17 @@ func (v *Volume) createTemp(dir string, hold bool) (*Temp, error) {
 	if v.Flags().NoSub && v.outerRel(d) != "" {
 		return nil, ErrNoSub
 	}
-	d = v.reach(d) // links.go
 	// The folder is made and held open, checked not to be (in) a state
 	// folder, and the work file is made in it by descriptor (guard.go).
-	dirf, made, err := v.mkdirs(d)
-	if err != nil {
-		return nil, v.writeErr(err, 0)
+	// One that is there, reached without a link, is opened in one openat2
+	// (fastopen_linux.go), which needs neither reach nor the check.
+	dirf, fast := v.fastOpen(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
+	var made string
+	if !fast {
+		d = v.reach(d) // links.go
+		if dirf, made, err = v.mkdirs(d); err != nil {
+			return nil, v.writeErr(err, 0)
+		}
 	}
 	defer func() {
 		if dirf != nil {
@@ -501,7 +506,9 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 	if v.only != nil {
 		return IngestResult{}, ErrReadOnly
 	}
-	d = v.reach(d) // links.go
+	if v.obj != nil || opt.Append {
+		d = v.reach(d) // links.go; createTemp reaches the folder itself when it must
+	}
 	if err := v.checkTarget(d, opt.Name); err != nil {
 		return IngestResult{}, err
 	}

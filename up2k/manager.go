@@ -77,6 +77,7 @@ type Manager struct {
 	lanes     *sha512x8.Hasher
 	laneBufs  chan struct{}
 	posts     atomic.Int64 // chunk posts in flight
+	heldWork  atomic.Int64 // sessions keeping their handshake's work file open (session.work)
 	checked   atomic.Int64 // bytes hashed to check files (restarts, existing content)
 	finished  atomic.Int64 // uploads published since start (stats.go)
 	badChunks atomic.Int64 // chunks whose bytes did not match their hash
@@ -190,10 +191,23 @@ func (m *Manager) Close() error {
 		m.lanes.Close()
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	var held []*session
+	for _, s := range m.sessions {
+		if s.mgr != nil {
+			held = append(held, s)
+		}
+	}
 	clear(m.sessions)
+	m.mu.Unlock()
+	for _, s := range held {
+		s.closeWork() // s.mu is never taken under m.mu
+	}
 	return nil
 }
+
+// maxHeldWork bounds the work files that handshakes keep open for their
+// first chunk post (two descriptors each: the file and its folder).
+const maxHeldWork = 256
 
 // Handshake is one up2k handshake, decoded and checked by the caller for
 // its shape (types); the Manager checks the values.
@@ -481,7 +495,15 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 		temp.Abort()
 		return fail(err)
 	}
-	temp.Close() // kept on disk; every chunk post opens its own handle
+	// Kept on disk; the first chunk post writes and publishes through this
+	// handle and its folder (a small file's only post opens nothing), the
+	// others open their own. A publish re-checks where the folder is then.
+	if m.heldWork.Add(1) <= maxHeldWork {
+		s.work = temp
+	} else {
+		m.heldWork.Add(-1)
+		temp.Close()
+	}
 	s.mgr, s.poke = m, m.now()
 	s.counted, s.ipKey, s.space = true, ipKey, space
 	m.keep(s, t)

@@ -64,6 +64,11 @@ type session struct {
 	subc      map[int]*subState
 	dirSynced bool // the work file's folder was fsynced
 	fin       chan struct{}
+	// work is the handshake's work file, open with its folder held, kept
+	// for the first chunk post (which then neither opens nor walks):
+	// taken by it, or closed when the session goes (Manager.heldWork
+	// bounds how many are kept).
+	work      *store.Temp
 	finishing bool // a request is publishing the file; fin closes when it is done
 	done      bool // published (final is set) or dropped (gone is set)
 	gone      bool
@@ -158,4 +163,23 @@ func (s *session) keys() []string {
 		return nil
 	}
 	return t.keys()
+}
+
+// takeWork hands over the work file the handshake kept, if any.
+func (s *session) takeWork() *store.Temp {
+	s.mu.Lock()
+	t := s.work
+	s.work = nil
+	s.mu.Unlock()
+	if t != nil {
+		s.mgr.heldWork.Add(-1)
+	}
+	return t
+}
+
+// closeWork closes the work file the handshake kept, if nobody took it.
+func (s *session) closeWork() {
+	if t := s.takeWork(); t != nil {
+		t.Close()
+	}
 }

@@ -49,6 +49,13 @@ type ChunkPost struct {
 	Length int64 // bytes in Body (Content-Length); -1 when unknown
 }
 
+// DoneHeader is the reply header of a chunk post that completed and
+// published its file: the file's URL path, each element escaped. hoard's
+// own client then finishes the file without the final handshake (the
+// reply comes only once the file is durable, so that handshake could only
+// say the same); other clients ignore it and handshake as before.
+const DoneHeader = "X-Up2k-Done"
+
 // Written reports a chunk post that succeeded.
 type Written struct {
 	Bytes  int64
@@ -121,7 +128,16 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 		return Written{}, err
 	}
 	defer s.release(us)
-	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+	t := s.takeWork()
+	if t != nil && t.Recheck() != nil {
+		// Its folder moved, or its name is something else now: open it
+		// again, as any other post does, and let that answer.
+		t.Close()
+		t = nil
+	}
+	if t == nil {
+		t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotRegular) || errors.Is(err, store.ErrIsDir) {
 			m.drop(context.WithoutCancel(ctx), s, "its work file is gone")
@@ -791,6 +807,9 @@ func (m *Manager) remove(s *session) {
 		s.space.Release()
 	}
 	m.mu.Unlock()
+	if s.mgr != nil {
+		s.closeWork()
+	}
 	m.forget(s)
 }
 

@@ -3,7 +3,8 @@
 // hashes chunks on all cores (through the SHA-512 lanes when the CPU has
 // them), handshakes many files at once, sends the needed chunks over a
 // fixed number of connections (stitching consecutive chunks of a file
-// into one POST), confirms each file with a final handshake, and resumes
+// into one POST), confirms each file with a final handshake (unless the
+// post that completed it said so: up2k.DoneHeader, hoard's), and resumes
 // by running again: the handshake says what the server still needs.
 //
 // Memory is bounded whatever the tree: the walk holds one folder's names
@@ -401,8 +402,9 @@ func (r *run) handshake(ctx context.Context, it *item, srch bool) ([]byte, error
 // file is given up.
 const maxStale = 6
 
-// drive uploads one file: handshake, needed chunks, final handshake,
-// again while chunks are missing; a file that changes is hashed again.
+// drive uploads one file: handshake, needed chunks, final handshake (none
+// when the completing post said the file is published), again while
+// chunks are missing; a file that changes is hashed again.
 func (r *run) drive(ctx context.Context, it *item) {
 	stale, rehashes, prev, rounds := 0, 0, -1, 0
 	for {
@@ -441,12 +443,17 @@ func (r *run) drive(ctx context.Context, it *item) {
 		if it.owned == "" {
 			it.owned, it.purl = rep.Name, rep.Purl
 		}
-		err = r.sendChunks(ctx, it, rep)
+		fin, err := r.sendChunks(ctx, it, rep)
 		if err == nil && it.changed() {
 			err = errChanged
 		}
 		var he *HTTPError
 		switch {
+		case err == nil && fin != "":
+			// The last post published the file, durably, before its
+			// reply: the final handshake would only say so.
+			r.finish(it, "uploaded", fin)
+			return
 		case err == nil:
 		case errors.Is(err, errChanged) || errors.As(err, &he) && strings.Contains(he.Msg, "corrupted"):
 			if rehashes++; rehashes > 3 {
@@ -521,6 +528,7 @@ type post struct {
 	hashes string // X-Up2k-Hash
 	off, n int64
 	done   chan error
+	fin    string // where the server published the file, when this post completed it (up2k.DoneHeader)
 }
 
 // maxStitch bounds the chunks of one post (and so X-Up2k-Hash's length).
@@ -528,8 +536,10 @@ const maxStitch = 128
 
 // sendChunks sends the needed chunks, stitching runs of consecutive ones,
 // over the shared connections (one at a time when the server's file is
-// not sparse, as copyparty asks).
-func (r *run) sendChunks(ctx context.Context, it *item, rep reply) error {
+// not sparse, as copyparty asks). fin is where the server published the
+// file when one of the posts completed it (hoard says so; copyparty
+// does not): the final handshake is then not needed.
+func (r *run) sendChunks(ctx context.Context, it *item, rep reply) (fin string, err error) {
 	cs := up2k.ChunkSize(it.size)
 	first := make(map[string]int, len(it.hashes))
 	for i, h := range it.hashes {
@@ -565,34 +575,47 @@ func (r *run) sendChunks(ctx context.Context, it *item, rep reply) error {
 		return &post{it: it, url: url, wark: rep.Wark, hashes: stitch(it.hashes, g), off: off, n: end - off, done: done}
 	}
 	var firstErr error
+	var posts []*post
+	finOf := func() string {
+		for _, p := range posts {
+			if p.fin != "" {
+				return p.fin // read after its done: the sender wrote it before
+			}
+		}
+		return ""
+	}
 	if !rep.Sprs {
 		for _, g := range groups {
 			p := mk(g)
 			if !send(ctx, r.posts, p) {
-				return ctx.Err()
+				return "", ctx.Err()
 			}
+			posts = append(posts, p)
 			if err := <-done; err != nil {
-				return err
+				return "", err
 			}
 		}
-		return nil
+		return finOf(), nil
 	}
-	sent := 0
 	for _, g := range groups {
-		if !send(ctx, r.posts, mk(g)) {
+		p := mk(g)
+		if !send(ctx, r.posts, p) {
 			break
 		}
-		sent++
+		posts = append(posts, p)
 	}
-	for range sent {
+	for range posts {
 		if err := <-done; err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
-	if firstErr == nil && sent < len(groups) {
+	if firstErr == nil && len(posts) < len(groups) {
 		firstErr = ctx.Err()
 	}
-	return firstErr
+	if firstErr != nil {
+		return "", firstErr
+	}
+	return finOf(), nil
 }
 
 // stitch is X-Up2k-Hash for chunks g: one hash, or copyparty's compact
@@ -614,7 +637,7 @@ func stitch(hashes []string, g []int) string {
 // the file is unchanged.
 func (r *run) send(ctx context.Context, p *post) error {
 	tries := 0
-	_, err := r.w.do(ctx, func() (*http.Request, error) {
+	_, hdr, err := r.w.doH(ctx, func() (*http.Request, error) {
 		if tries++; tries > 1 && p.it.changed() {
 			return nil, errChanged
 		}
@@ -632,6 +655,9 @@ func (r *run) send(ctx context.Context, p *post) error {
 		r.st.sent.Add(p.n)
 		r.st.bytesDone.Add(p.n)
 		p.it.sent.Add(p.n)
+		if where, ok := parseDone(hdr); ok {
+			p.fin = where
+		}
 	}
 	return err
 }

@@ -333,6 +333,7 @@ type fakeServer struct {
 	posts    atomic.Int32
 	relocate bool     // answer with another folder and name (as a server hook may)
 	asked    []string // handshakes: folder + name, under mu
+	done     bool     // a post that completes a file says so (up2k.DoneHeader), as hoard does
 }
 
 type fakeFile struct {
@@ -387,7 +388,11 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, c := range idx {
 			ff.have[c] = true
 		}
+		complete := len(ff.have) == len(slices.Compact(slices.Sorted(slices.Values(ff.hashes))))
 		f.mu.Unlock()
+		if f.done && complete {
+			w.Header().Set(up2k.DoneHeader, "/up/f%20done")
+		}
 		io.WriteString(w, "thank")
 		return
 	}
@@ -464,6 +469,55 @@ func TestRunFake(t *testing.T) {
 					t.Errorf("sprs=%v: chunk %d of a %d-byte file never arrived", sprs, i, ff.size)
 				}
 			}
+		}
+	}
+}
+
+// TestRunDoneHeader: against a server whose completing post says so
+// (hoard), a file costs one handshake, not two; the summary and the
+// reported path are the header's; without it (copyparty) the final
+// handshake is made as before.
+func TestRunDoneHeader(t *testing.T) {
+	src := t.TempDir()
+	sizes := []int{1, 4096, 5000, 3<<20 + 5}
+	for i, size := range sizes {
+		b := make([]byte, size)
+		for k := range b {
+			b[k] = byte(k*7 + i)
+		}
+		os.WriteFile(filepath.Join(src, fmt.Sprintf("f%d", i)), b, 0o644)
+	}
+	for _, done := range []bool{true, false} {
+		fs := &fakeServer{t: t, sprs: true, done: done, files: map[string]*fakeFile{}, inflight: map[string]int{}}
+		srv := httptest.NewServer(fs)
+		tg, err := NewTarget(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		sum, err := Run(context.Background(), Options{URL: srv.URL + "/up/", Targets: []Target{tg}, Jobs: 4, PostSize: 2 << 20, JSON: true, Stdout: &out})
+		srv.Close()
+		if err != nil || sum.Failed != 0 || sum.Uploaded != int64(len(sizes)) {
+			t.Fatalf("done=%v: %v %+v\n%s", done, err, sum, out.String())
+		}
+		want := 2 * len(sizes)
+		if done {
+			want = len(sizes)
+			if n := strings.Count(out.String(), `"url":"/up/f done"`); n != len(sizes) {
+				t.Errorf("done=%v: %d files reported at the header's path, want %d\n%s", done, n, len(sizes), out.String())
+			}
+		}
+		if len(fs.asked) != want {
+			t.Errorf("done=%v: %d handshakes for %d files, want %d", done, len(fs.asked), len(sizes), want)
+		}
+	}
+	// A header that is no plain path is not believed: the file is
+	// finished by a handshake.
+	for _, v := range []string{"", "up/x", "/up/", "/up/x?y", "/up/%0ax", "/up/%zz"} {
+		h := http.Header{}
+		h.Set(up2k.DoneHeader, v)
+		if p, ok := parseDone(h); ok {
+			t.Errorf("parseDone(%q) = %q, accepted", v, p)
 		}
 	}
 }

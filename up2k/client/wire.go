@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"hoard/up2k"
 )
 
 // A reply is a handshake answer: copyparty's keys (need is the list of
@@ -168,6 +170,12 @@ func transient(code int) bool {
 // retry422 also retries 422, copyparty's "try again later". Other
 // statuses are an *HTTPError; 401 and 403 are ErrAuth.
 func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry422 bool) ([]byte, error) {
+	body, _, err := w.doH(ctx, mk, retry422)
+	return body, err
+}
+
+// doH is do that also returns the reply's header (nil on error).
+func (w *wire) doH(ctx context.Context, mk func() (*http.Request, error), retry422 bool) ([]byte, http.Header, error) {
 	var (
 		last    error
 		wait422 time.Time // when the first 422 came
@@ -175,7 +183,7 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 	for attempt := 0; ; attempt++ {
 		req, err := mk()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		req = req.WithContext(ctx)
 		if w.pw != "" {
@@ -190,17 +198,17 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 			case rerr != nil:
 				err = rerr
 			case resp.StatusCode >= 200 && resp.StatusCode < 300:
-				return body, nil
+				return body, resp.Header, nil
 			case resp.StatusCode < 400:
 				// Redirects are not followed (they would carry the
 				// password elsewhere) and are no acknowledgement.
-				return nil, &HTTPError{resp.StatusCode, "unexpected redirect to " + clean(resp.Header.Get("Location"))}
+				return nil, nil, &HTTPError{resp.StatusCode, "unexpected redirect to " + clean(resp.Header.Get("Location"))}
 			case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-				return nil, fmt.Errorf("%w: %w", ErrAuth, &HTTPError{resp.StatusCode, firstLine(body)})
+				return nil, nil, fmt.Errorf("%w: %w", ErrAuth, &HTTPError{resp.StatusCode, firstLine(body)})
 			case resp.StatusCode == http.StatusInternalServerError && attempt >= 2:
 				// A plain 500 is more often a lasting failure (a full
 				// disk, a refusal) than a passing one: a few tries only.
-				return nil, &HTTPError{resp.StatusCode, firstLine(body)}
+				return nil, nil, &HTTPError{resp.StatusCode, firstLine(body)}
 			case retry422 && resp.StatusCode == http.StatusUnprocessableEntity:
 				// The same content is being uploaded to another path
 				// (often by this run: a duplicate file), or its source is
@@ -211,33 +219,33 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 				}
 				he := &HTTPError{resp.StatusCode, firstLine(body)}
 				if time.Since(wait422) > patience422 {
-					return nil, he
+					return nil, nil, he
 				}
 				attempt-- // not counted against the retries
 				if !sleepCtx(ctx, min(backoff(3+attempt/4), 5*time.Second)) {
-					return nil, ctx.Err()
+					return nil, nil, ctx.Err()
 				}
 				continue
 			case transient(resp.StatusCode):
 				err = &HTTPError{resp.StatusCode, firstLine(body)}
 				wait = retryAfter(resp.Header.Get("Retry-After"))
 			default:
-				return nil, &HTTPError{resp.StatusCode, firstLine(body)}
+				return nil, nil, &HTTPError{resp.StatusCode, firstLine(body)}
 			}
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		if errors.Is(err, errChanged) {
-			return nil, errChanged
+			return nil, nil, errChanged
 		}
 		var cve *tls.CertificateVerificationError
 		if errors.As(err, &cve) {
-			return nil, fmt.Errorf("%w: %v", ErrTLS, cve.Err)
+			return nil, nil, fmt.Errorf("%w: %v", ErrTLS, cve.Err)
 		}
 		last = err
 		if attempt >= w.retries {
-			return nil, fmt.Errorf("gave up after %d tries: %w", attempt+1, last)
+			return nil, nil, fmt.Errorf("gave up after %d tries: %w", attempt+1, last)
 		}
 		if w.onRetry != nil {
 			w.onRetry(last)
@@ -249,7 +257,7 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -308,6 +316,21 @@ func firstLine(b []byte) string {
 		b = b[:300]
 	}
 	return clean(string(b))
+}
+
+// parseDone reads a chunk post's up2k.DoneHeader: the URL path of the
+// file the post completed, unescaped, or ok false when there is none or
+// it is not a plain path (the file is then finished by a handshake).
+func parseDone(h http.Header) (where string, ok bool) {
+	v := h.Get(up2k.DoneHeader)
+	if v == "" {
+		return "", false
+	}
+	p, err := url.PathUnescape(v)
+	if err != nil || !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, "?#\x00\r\n") {
+		return "", false
+	}
+	return p, true
 }
 
 // clean makes text from a server safe to print on a terminal: valid
