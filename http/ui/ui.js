@@ -183,6 +183,7 @@ function fmtDate(ts) {
 }
 
 async function load(path, push) {
+  if (path !== S.path) filterInput.value = '';
   S.path = path;
   S.sel.clear();
   S.cursor = -1;
@@ -216,10 +217,30 @@ function sorted() {
     if (c === 0) c = coll.compare(a.name, b.name);
     return c * dir;
   };
-  const d = S.ls.dirs.map((e) => ({ ...e, dir: true })).sort(cmp);
-  const f = S.ls.files.map((e) => ({ ...e, dir: false })).sort(cmp);
+  // the filter looks at every entry of the folder, not only the rows in
+  // the page (a big folder is put in the page in slices)
+  const q = filterInput.value.trim().toLocaleLowerCase();
+  const keep = (e) => !q || e.name.toLocaleLowerCase().includes(q);
+  const d = S.ls.dirs.filter(keep).map((e) => ({ ...e, dir: true })).sort(cmp);
+  const f = S.ls.files.filter(keep).map((e) => ({ ...e, dir: false })).sort(cmp);
   return d.concat(f);
 }
+
+// The folder's filter box: names containing its text, over all entries.
+const filterInput = h('input', {
+  type: 'search', id: 'filt', placeholder: 'filter this folder', autocomplete: 'off', spellcheck: false, 'data-k': 'filter',
+  'aria-label': 'filter this folder by name (every entry, not only those shown)',
+  oninput: () => {
+    render();
+    // what is selected and no longer listed is no longer selected
+    const listed = new Set(S.rows.map((e) => e.href));
+    const n = S.sel.size;
+    for (const x of S.sel) if (!listed.has(x)) S.sel.delete(x);
+    if (S.sel.size !== n) selChanged();
+    say(filterInput.value.trim() ? `${S.rows.length} entries match` : `${S.rows.length} entries`);
+  },
+});
+const total = () => (S.ls ? S.ls.dirs.length + S.ls.files.length : 0);
 
 function setSort(key) {
   S.sort = { key, dir: S.sort.key === key ? -S.sort.dir : 1 };
@@ -338,11 +359,11 @@ function fill(upto) {
   const more = document.getElementById('more');
   if (!more) return;
   if (shown >= S.rows.length) {
-    more.replaceChildren();
+    more.replaceChildren(S.rows.length < total() ? `${S.rows.length} of ${total()} entries match the filter` : '');
     if (moreObs) moreObs.disconnect();
     return;
   }
-  more.replaceChildren(`showing ${shown} of ${S.rows.length} · `,
+  more.replaceChildren(`showing ${shown} of ${S.rows.length}${S.rows.length < total() ? ` matching (${total()} in the folder)` : ''} · `,
     h('button', { type: 'button', onclick: () => fill(S.rows.length) }, `show all ${S.rows.length}`));
 }
 
@@ -361,8 +382,9 @@ function render() {
     if (can('write')) parts.push(upPanel());
     if (can('read')) {
       S.rows = sorted();
+      if (total() > 1) parts.push(h('p', { className: 'filter' }, filterInput));
       parts.push(S.view === 'grid' ? gridView() : listTable(S.rows));
-      if (!S.rows.length) parts.push(h('p', { className: 'dim' }, 'this folder is empty'));
+      if (!S.rows.length) parts.push(h('p', { className: 'dim' }, total() ? 'nothing here matches the filter' : 'this folder is empty'));
       parts.push(h('p', { id: 'more', className: 'dim', role: 'status' }));
     } else if (can('write')) {
       parts.push(h('p', {}, 'you may upload here, but not see what is here.'), upsList());
@@ -791,6 +813,9 @@ document.addEventListener('keydown', (e) => {
     e.preventDefault();
     return;
   }
+  // The browser's own find (Ctrl+F) searches the page: put every row of
+  // a big folder in it first (the find bar opens after this handler).
+  if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 'f' && S.ls && shown < S.rows.length) fill(S.rows.length);
   const t = e.target;
   if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || document.querySelector('dialog[open]'))) return;
   if (e.ctrlKey || e.metaKey || e.altKey) {
