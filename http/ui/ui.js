@@ -600,7 +600,7 @@ function announce() {
     say(!t.n ? 'upload cancelled' : t.failed ? `upload finished: ${t.done} of ${t.n} files done, ${t.failed} failed` : `upload finished: all ${t.n} files done`);
     return;
   }
-  const tenth = t.size ? Math.floor((10 * t.moved) / t.size) : 0;
+  const tenth = t.size ? Math.floor((10 * t.conf) / t.size) : 0;
   if (busy && tenth > told.tenth && Date.now() - told.t > 5000) {
     told.tenth = tenth;
     told.t = Date.now();
@@ -645,11 +645,13 @@ function upState() {
       h('button', { type: 'button', 'data-k': 'forget', onclick: () => up.forgetLeftovers() }, 'forget them')));
   }
   if (!up.jobs.length) return panel;
-  const pct = t.size ? Math.floor((100 * t.moved) / t.size) : 100;
+  // the bar and the percentage count what the server confirmed; what is
+  // sent and not yet confirmed is said apart
+  const pct = t.size ? Math.floor((100 * t.conf) / t.size) : 100;
   const hashing = up.jobs.filter((j) => j.state === 'hashing').length;
   panel.append(h('div', { className: 'total' },
     h('progress', { max: 100, value: pct, 'aria-label': 'total progress' }),
-    h('span', { className: 'stat', id: 'upstat' }, `${t.done}/${t.n} files · ${fmtSize(t.moved)} of ${fmtSize(t.size)} · ${pct}%` +
+    h('span', { className: 'stat', id: 'upstat' }, `${t.done}/${t.n} files · ${fmtSize(t.conf)} of ${fmtSize(t.size)} stored · ${pct}%` + (t.inflight ? ` · ${fmtSize(t.inflight)} sent, not confirmed yet` : '') +
       (up.busy() ? ` · ${fmtSize(up.rate)}/s · ETA ${fmtTime(t.eta)}` : '') + (hashing ? ` · hashing ${hashing}` : '') + (t.failed ? ` · ${t.failed} failed` : '')),
     ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'pause', onclick: () => up.setPaused(!up.paused) }, up.paused ? 'resume' : 'pause') : null,
     ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'cancelall', onclick: () => up.jobs.forEach((j) => up.cancel(j)) }, 'cancel all') : null));
@@ -659,7 +661,7 @@ function upState() {
     .concat(up.jobs.filter((j) => j.state === 'done').slice(-10));
   const ul = h('ul', { className: 'jobs' });
   for (const j of show) {
-    const moved = j.state === 'hashing' ? j.hashed : Math.min(j.size, j.sent + j.inflight);
+    const moved = j.state === 'hashing' ? j.hashed : Math.min(j.size, j.conf);
     const p = j.size ? Math.floor((100 * moved) / j.size) : 100;
     ul.append(h('li', { className: 'job ' + j.state },
       h('span', { className: 'nm' }, j.rel), ' ',
