@@ -97,7 +97,7 @@ func TestUIBrowserProgressConfirmed(t *testing.T) {
 	}
 	// every byte is sent (the browser's upload progress says so), none confirmed
 	b.waitJS(t, "the page to see its bytes sent", `window.hoardUp.jobs[0].inflight === 2 * 1048576`, 10*time.Second)
-	time.Sleep(300 * time.Millisecond) // a frame or two: the panel is redrawn
+	time.Sleep(1200 * time.Millisecond) // past a redraw, also the once-a-second one
 	bar := `document.querySelector('progress[aria-label="total progress"]').value`
 	stat := `document.getElementById('upstat').textContent`
 	if v := evalJS[float64](t, b, bar); v != 0 {
