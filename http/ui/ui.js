@@ -413,13 +413,18 @@ function render() {
 
 // ---- folder tree (wide screens): the chain from the top to here ----
 
+// (not in a share: ?tree is not served there, and the shared folder is
+// the top)
+const inShare = 'share' in document.body.dataset;
 const treeNav = h('nav', { className: 'tree', 'aria-label': 'folder tree' });
-document.body.classList.add('has-tree');
-document.body.insertBefore(treeNav, app);
+if (!inShare) {
+  document.body.classList.add('has-tree');
+  document.body.insertBefore(treeNav, app);
+}
 let treeFor = null;
 
 async function loadTree() {
-  if (treeFor === S.path) return;
+  if (inShare || treeFor === S.path) return;
   treeFor = S.path;
   const r = await fetch(S.path + '?tree', { credentials: 'same-origin' });
   if (!r.ok || treeFor !== S.path) return;
@@ -666,7 +671,7 @@ function upState() {
     ul.append(h('li', { className: 'job ' + j.state },
       h('span', { className: 'nm' }, j.rel), ' ',
       h('progress', { max: 100, value: j.state === 'done' ? 100 : p, 'aria-label': 'progress of ' + j.rel }), ' ',
-      h('span', { className: 'st' }, j.state === 'done' ? 'done' : j.state === 'hashing' ? `hashing ${p}%` : j.state === 'uploading' ? `${p}%` : j.state),
+      h('span', { className: 'st' }, j.state === 'done' ? 'done' : j.state === 'hashing' ? `hashing ${p}%` : j.state === 'uploading' ? `${p}%` + (j.inflight ? ` · ${fmtSize(j.inflight)} sent` : '') : j.state),
       j.err ? h('span', { className: 'err' }, ' ', j.err) : null,
       j.state === 'error' ? h('button', { type: 'button', 'data-k': 'retry\n' + j.key, onclick: () => up.retryJob(j), 'aria-label': 'retry ' + j.rel }, 'retry') : null,
       !['done', 'error', 'cancelled'].includes(j.state) ? h('button', { type: 'button', 'data-k': 'cancel\n' + j.key, onclick: () => up.cancel(j), 'aria-label': 'cancel ' + j.rel }, '✕') : null));

@@ -234,6 +234,7 @@ func TestUIBrowserFindAll(t *testing.T) {
 	if id := evalJS[string](t, b, `document.activeElement.id`); id != "filt" {
 		t.Errorf("typing in the filter moved the focus to %q", id)
 	}
+	b.shots(t, "filter")
 	// a name with markup is matched and shown as text
 	clear := func() { evalJS[bool](t, b, `(document.getElementById('filt').value = '', true)`) }
 	clear()

@@ -150,6 +150,9 @@ func TestUIShareLogin(t *testing.T) {
 	b.do(t, chromedp.Navigate(s.URL+"/shr/locked/sub/"))
 	b.waitJS(t, "the log-out button", `document.body.innerText.includes('logged in to this share') && [...document.querySelectorAll('.acct button')].some((x) => x.textContent === 'log out')`, 10*time.Second)
 	b.shots(t, "share-logged-in")
+	if evalJS[bool](t, b, `!!document.querySelector('nav.tree')`) {
+		t.Error("the share's page has a folder tree (?tree is not served in a share: it stays empty)")
+	}
 	b.do(t, chromedp.Click(chromedp.CSS(`.acct button`)))
 	b.waitJS(t, "the login form after logging out", `!!document.getElementById('cppwd')`, 10*time.Second)
 	b.do(t, chromedp.Navigate(s.URL+"/shr/locked/sub/"))
