@@ -87,37 +87,15 @@ func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, d
 		return DestResult{}, refuse(op, KindInvalid, "a folder cannot be %s into itself", verb)
 	}
 	res := DestResult{Rel: drel, Dir: isDir}
-	replaceFile := false
-	dfi, err := dv.objStat(ctx, drel)
-	switch {
-	case err == nil:
-		if !opt.Overwrite {
-			return DestResult{}, refuse(op, KindExists, "the destination exists")
-		}
-		if !dv.Perms(who.User).Has(PermDelete) {
-			return DestResult{}, forbid(op, who, dv, PermDelete, "replace files")
-		}
+	var replaceFile bool
+	res.Replaced, replaceFile, err = s.objClearDest(ctx, op, who, dv, drel, isDir, opt.Overwrite, func() error {
 		if same && keyWithin(sk, dk) {
-			return DestResult{}, refuse(op, KindInvalid, "the destination holds the source, so it cannot be replaced by it")
+			return refuse(op, KindInvalid, "the destination holds the source, so it cannot be replaced by it")
 		}
-		res.Replaced = true
-		if !isDir && !dfi.IsDir() {
-			replaceFile = true // one copy replaces it atomically
-			break
-		}
-		// Anything else replacing a folder (or a folder replacing a
-		// file) deletes the old one first, as on disk.
-		if dfi.IsDir() {
-			if _, err := s.deleteObjectTree(ctx, who, dv, drel); err != nil {
-				return DestResult{}, err
-			}
-		} else if err := dv.obj.Delete(ctx, dk); err != nil {
-			return DestResult{}, opErr(op, err)
-		} else {
-			dv.objRemoved(who, drel, false) // objidx.go
-		}
-	case !errors.Is(err, ErrNotFound):
-		return DestResult{}, opErr(op, err)
+		return nil
+	})
+	if err != nil {
+		return DestResult{}, err
 	}
 	start := time.Now()
 	if isDir {
@@ -128,6 +106,46 @@ func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, d
 	s.log.Info(verb, "from", Loc{sv, sr}.URLPath(), "to", Loc{dv, drel}.URLPath(), "files", res.Files, "bytes", res.Bytes, "took", time.Since(start).Round(time.Millisecond), "user", who.User, "ip", who.IP, "err", err)
 	s.objTransferred(who, sv, sr, dv, drel, isDir, move, replaceFile, res, err)
 	return res, err
+}
+
+// objClearDest applies a move or copy's rules to what sits at drel of the
+// object-store volume dv: nothing there is fine; something there needs
+// overwrite, the right to delete and whatever check says (nil: nothing
+// more). A file replaced by a file is left for the copy, which replaces it
+// in one step (replaceFile); anything else there — a folder, or a file
+// where a folder goes — is deleted first, as on disk.
+func (s *Store) objClearDest(ctx context.Context, op string, who Actor, dv *Volume, drel string, isDir, overwrite bool, check func() error) (replaced, replaceFile bool, err error) {
+	dfi, err := dv.objStat(ctx, drel)
+	if errors.Is(err, ErrNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, opErr(op, err)
+	}
+	if !overwrite {
+		return false, false, refuse(op, KindExists, "the destination exists")
+	}
+	if !dv.Perms(who.User).Has(PermDelete) {
+		return false, false, forbid(op, who, dv, PermDelete, "replace files")
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return false, false, err
+		}
+	}
+	if !isDir && !dfi.IsDir() {
+		return true, true, nil
+	}
+	if dfi.IsDir() {
+		if _, err := s.deleteObjectTree(ctx, who, dv, drel); err != nil {
+			return false, false, err
+		}
+	} else if err := dv.obj.Delete(ctx, dv.key(drel)); err != nil {
+		return false, false, opErr(op, err)
+	} else {
+		dv.objRemoved(who, drel, false) // objidx.go
+	}
+	return true, false, nil
 }
 
 // objTransferred tells subscribers (the index) what a move or copy on

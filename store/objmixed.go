@@ -333,32 +333,10 @@ func (s *Store) diskToObject(ctx context.Context, op string, who Actor, sv *Volu
 	}
 	drel := joinRel(ddir, dname)
 	res := DestResult{Rel: drel, Dir: isDir}
-	replace := false
-	dfi, err := dv.objStat(ctx, drel)
-	switch {
-	case err == nil:
-		if !opt.Overwrite {
-			return DestResult{}, refuse(op, KindExists, "the destination exists")
-		}
-		if !dv.Perms(who.User).Has(PermDelete) {
-			return DestResult{}, forbid(op, who, dv, PermDelete, "replace files")
-		}
-		res.Replaced = true
-		if !isDir && !dfi.IsDir() {
-			replace = true
-			break
-		}
-		if dfi.IsDir() {
-			if _, err := s.deleteObjectTree(ctx, who, dv, drel); err != nil {
-				return DestResult{}, err
-			}
-		} else if err := dv.obj.Delete(ctx, dv.key(drel)); err != nil {
-			return DestResult{}, opErr(op, err)
-		} else {
-			dv.objRemoved(who, drel, false) // objidx.go
-		}
-	case !errors.Is(err, ErrNotFound):
-		return DestResult{}, opErr(op, err)
+	var replace bool
+	res.Replaced, replace, err = s.objClearDest(ctx, op, who, dv, drel, isDir, opt.Overwrite, nil)
+	if err != nil {
+		return DestResult{}, err
 	}
 	start := time.Now()
 	var copied []diskFile

@@ -39,3 +39,30 @@ func TestUp2kOwnDuplicateWriteOnly(t *testing.T) {
 		t.Fatal("a write-only account got a copy of another write-only account's upload")
 	}
 }
+
+// TestUp2kOwnDuplicateAnonymous: with no account, "own upload" means the
+// same client address: a second upload of the same content from that
+// address is copied; from another address it is uploaded, so a stranger
+// can never learn that a write-only folder holds some content.
+func TestUp2kOwnDuplicateAnonymous(t *testing.T) {
+	t.Parallel()
+	vol := t.TempDir()
+	s := start(t, "-v", vol+":up:w")
+	from := func(ip string) string { return "X-Forwarded-For: " + ip }
+
+	f := newUp2kFile(seededBytes(73, 2<<20+3))
+	up2kUpload(t, s, "/up/", "first.bin", f, 1600000000, 2, from("10.9.8.7"))
+	rep := up2kHandshake(t, s, "/up/", "again.bin", f, 1600000000, nil, from("10.9.8.7"))
+	if len(rep.Hash) != 0 || rep.Name != "again.bin" {
+		t.Fatalf("the same address's duplicate: need %d, name %q; want a copy", len(rep.Hash), rep.Name)
+	}
+	if b, err := os.ReadFile(filepath.Join(vol, "again.bin")); err != nil || !bytes.Equal(b, f.data) {
+		t.Fatalf("the copy on disk: %d bytes, %v", len(b), err)
+	}
+	if rep := up2kHandshake(t, s, "/up/", "stranger.bin", f, 1600000000, nil, from("10.9.8.6")); len(rep.Hash) == 0 {
+		t.Fatal("an anonymous client at another address got a copy of someone else's upload")
+	}
+	if _, err := os.Stat(filepath.Join(vol, "stranger.bin")); err == nil {
+		t.Fatal("stranger.bin is complete before any chunk was sent")
+	}
+}
