@@ -376,7 +376,7 @@ var pageTmpl = template.Must(template.New("ls").Parse(`<!DOCTYPE html>
 <script type="module" src="{{.JS}}" nonce="{{.Nonce}}"></script>
 </head><body data-loc="{{.Loc}}"{{if .Share}} data-share=""{{end}}>
 <header id="top"><nav class="crumbs" aria-label="breadcrumb"><a href="{{.Loc}}/">/</a>{{range .Crumbs}}<a href="{{.Href}}">{{.Name}}</a>/{{end}}</nav>
-{{if not .Share}}<div class="acct">{{if .User}}<form method="post"><input type="hidden" name="act" value="logout">logged in as <b>{{.User}}</b> <button>logout</button></form>{{else}}<form method="post"><input type="hidden" name="act" value="login"><label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" required> <button>log in</button></form>{{end}}</div>{{end}}</header>
+{{if .ShareOut}}<div class="acct"><form method="post" action="{{.ShareOut}}"><input type="hidden" name="act" value="logout">logged in to this share <button>log out</button></form></div>{{end}}{{if not .Share}}<div class="acct">{{if .User}}<form method="post"><input type="hidden" name="act" value="logout">logged in as <b>{{.User}}</b> <button>logout</button></form>{{else}}<form method="post"><input type="hidden" name="act" value="login"><label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" required> <button>log in</button></form>{{end}}</div>{{end}}</header>
 <main id="app">
 {{if .Writable}}<form method="post" enctype="multipart/form-data"><input type="hidden" name="act" value="bput"><input type="file" name="f" multiple aria-label="files to upload"> <button>upload</button></form>{{end}}
 <table class="ls"><thead><tr><th>name</th><th>size</th><th>modified (UTC)</th></tr></thead><tbody>
@@ -412,7 +412,8 @@ func writeHTML(q *req, l listing) error {
 		Nonce              string
 		Crumbs             []pageRow
 		Share              bool
-	}{Share: q.share, CSS: q.uiURL("ui.css"), JS: q.uiURL("ui.js"), Loc: q.loc, User: q.user, Path: l.path, Writable: slices.Contains(l.perms, "write"), Readable: slices.Contains(l.perms, "read") || l.vol == nil, Empty: len(l.entries) == 0}
+		ShareOut           string
+	}{Share: q.share, ShareOut: q.shareOut, CSS: q.uiURL("ui.css"), JS: q.uiURL("ui.js"), Loc: q.loc, User: q.user, Path: l.path, Writable: slices.Contains(l.perms, "write"), Readable: slices.Contains(l.perms, "read") || l.vol == nil, Empty: len(l.entries) == 0}
 	href := q.loc + "/"
 	for _, p := range q.parts {
 		href += escapeName(p) + "/"

@@ -133,7 +133,10 @@ type req struct {
 	loc    string     // --rp-loc prefix of every URL emitted
 	// viaProxy: ip came from a trusted proxy\'s header, not the TCP peer.
 	viaProxy bool
-	share    bool         // inside a share: q.vol is confined to the shared folder, no mounts
+	share    bool // inside a share: q.vol is confined to the shared folder, no mounts
+	// shareOut: inside a password share opened by its login cookie, the
+	// share's URL path (its page offers to log out there); else "".
+	shareOut string
 	route    string       // the metrics' route label, when a handler knows better than routeOf
 	fconn    *framingConn // the HTTP/1 connection, for corking (cork.go); nil: none
 }

@@ -323,8 +323,9 @@ func (s *Server) shareRoute(q *req) error {
 			return s.shareLogin(q, key, sh, f) // sharelogin.go
 		}
 	}
+	shareOut := ""
 	if sh.HasPassword() {
-		pws, _ := credentials(q.r, q.query)
+		pws, fromCookie := credentials(q.r, q.query)
 		ok := false
 		for _, pw := range pws {
 			ok = ok || sh.CheckPassword(pw)
@@ -334,6 +335,9 @@ func (s *Server) shareRoute(q *req) error {
 				s.slowGuess(q) // guessing gets slower, as for account passwords
 			}
 			return errUnauthorized
+		}
+		if fromCookie { // the login form's cookie: the page offers to log out
+			shareOut = q.loc + "/" + escapeName(s.shrName) + "/" + key + "/"
 		}
 	}
 	rest := q.parts[2:]
@@ -363,7 +367,7 @@ func (s *Server) shareRoute(q *req) error {
 		return err
 	}
 	defer release()
-	q.vol, q.user, q.share, q.perm = view, "", true, perm
+	q.vol, q.user, q.share, q.perm, q.shareOut = view, "", true, perm, shareOut
 	q.rel = path.Join(rest...)
 	if s.st.Shadowed(view, q.rel) {
 		// Another volume is mounted there: by URL the folder is not this

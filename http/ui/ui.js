@@ -183,6 +183,7 @@ function fmtDate(ts) {
 }
 
 async function load(path, push) {
+  if (path !== S.path) filterInput.value = '';
   S.path = path;
   S.sel.clear();
   S.cursor = -1;
@@ -216,10 +217,30 @@ function sorted() {
     if (c === 0) c = coll.compare(a.name, b.name);
     return c * dir;
   };
-  const d = S.ls.dirs.map((e) => ({ ...e, dir: true })).sort(cmp);
-  const f = S.ls.files.map((e) => ({ ...e, dir: false })).sort(cmp);
+  // the filter looks at every entry of the folder, not only the rows in
+  // the page (a big folder is put in the page in slices)
+  const q = filterInput.value.trim().toLocaleLowerCase();
+  const keep = (e) => !q || e.name.toLocaleLowerCase().includes(q);
+  const d = S.ls.dirs.filter(keep).map((e) => ({ ...e, dir: true })).sort(cmp);
+  const f = S.ls.files.filter(keep).map((e) => ({ ...e, dir: false })).sort(cmp);
   return d.concat(f);
 }
+
+// The folder's filter box: names containing its text, over all entries.
+const filterInput = h('input', {
+  type: 'search', id: 'filt', placeholder: 'filter this folder', autocomplete: 'off', spellcheck: false, 'data-k': 'filter',
+  'aria-label': 'filter this folder by name (every entry, not only those shown)',
+  oninput: () => {
+    render();
+    // what is selected and no longer listed is no longer selected
+    const listed = new Set(S.rows.map((e) => e.href));
+    const n = S.sel.size;
+    for (const x of S.sel) if (!listed.has(x)) S.sel.delete(x);
+    if (S.sel.size !== n) selChanged();
+    say(filterInput.value.trim() ? `${S.rows.length} entries match` : `${S.rows.length} entries`);
+  },
+});
+const total = () => (S.ls ? S.ls.dirs.length + S.ls.files.length : 0);
 
 function setSort(key) {
   S.sort = { key, dir: S.sort.key === key ? -S.sort.dir : 1 };
@@ -338,11 +359,11 @@ function fill(upto) {
   const more = document.getElementById('more');
   if (!more) return;
   if (shown >= S.rows.length) {
-    more.replaceChildren();
+    more.replaceChildren(S.rows.length < total() ? `${S.rows.length} of ${total()} entries match the filter` : '');
     if (moreObs) moreObs.disconnect();
     return;
   }
-  more.replaceChildren(`showing ${shown} of ${S.rows.length} · `,
+  more.replaceChildren(`showing ${shown} of ${S.rows.length}${S.rows.length < total() ? ` matching (${total()} in the folder)` : ''} · `,
     h('button', { type: 'button', onclick: () => fill(S.rows.length) }, `show all ${S.rows.length}`));
 }
 
@@ -361,8 +382,9 @@ function render() {
     if (can('write')) parts.push(upPanel());
     if (can('read')) {
       S.rows = sorted();
+      if (total() > 1) parts.push(h('p', { className: 'filter' }, filterInput));
       parts.push(S.view === 'grid' ? gridView() : listTable(S.rows));
-      if (!S.rows.length) parts.push(h('p', { className: 'dim' }, 'this folder is empty'));
+      if (!S.rows.length) parts.push(h('p', { className: 'dim' }, total() ? 'nothing here matches the filter' : 'this folder is empty'));
       parts.push(h('p', { id: 'more', className: 'dim', role: 'status' }));
     } else if (can('write')) {
       parts.push(h('p', {}, 'you may upload here, but not see what is here.'), upsList());
@@ -391,13 +413,18 @@ function render() {
 
 // ---- folder tree (wide screens): the chain from the top to here ----
 
+// (not in a share: ?tree is not served there, and the shared folder is
+// the top)
+const inShare = 'share' in document.body.dataset;
 const treeNav = h('nav', { className: 'tree', 'aria-label': 'folder tree' });
-document.body.classList.add('has-tree');
-document.body.insertBefore(treeNav, app);
+if (!inShare) {
+  document.body.classList.add('has-tree');
+  document.body.insertBefore(treeNav, app);
+}
 let treeFor = null;
 
 async function loadTree() {
-  if (treeFor === S.path) return;
+  if (inShare || treeFor === S.path) return;
   treeFor = S.path;
   const r = await fetch(S.path + '?tree', { credentials: 'same-origin' });
   if (!r.ok || treeFor !== S.path) return;
@@ -578,7 +605,7 @@ function announce() {
     say(!t.n ? 'upload cancelled' : t.failed ? `upload finished: ${t.done} of ${t.n} files done, ${t.failed} failed` : `upload finished: all ${t.n} files done`);
     return;
   }
-  const tenth = t.size ? Math.floor((10 * t.moved) / t.size) : 0;
+  const tenth = t.size ? Math.floor((10 * t.conf) / t.size) : 0;
   if (busy && tenth > told.tenth && Date.now() - told.t > 5000) {
     told.tenth = tenth;
     told.t = Date.now();
@@ -623,11 +650,13 @@ function upState() {
       h('button', { type: 'button', 'data-k': 'forget', onclick: () => up.forgetLeftovers() }, 'forget them')));
   }
   if (!up.jobs.length) return panel;
-  const pct = t.size ? Math.floor((100 * t.moved) / t.size) : 100;
+  // the bar and the percentage count what the server confirmed; what is
+  // sent and not yet confirmed is said apart
+  const pct = t.size ? Math.floor((100 * t.conf) / t.size) : 100;
   const hashing = up.jobs.filter((j) => j.state === 'hashing').length;
   panel.append(h('div', { className: 'total' },
     h('progress', { max: 100, value: pct, 'aria-label': 'total progress' }),
-    h('span', { className: 'stat', id: 'upstat' }, `${t.done}/${t.n} files · ${fmtSize(t.moved)} of ${fmtSize(t.size)} · ${pct}%` +
+    h('span', { className: 'stat', id: 'upstat' }, `${t.done}/${t.n} files · ${fmtSize(t.conf)} of ${fmtSize(t.size)} stored · ${pct}%` + (t.inflight ? ` · ${fmtSize(t.inflight)} sent, not confirmed yet` : '') +
       (up.busy() ? ` · ${fmtSize(up.rate)}/s · ETA ${fmtTime(t.eta)}` : '') + (hashing ? ` · hashing ${hashing}` : '') + (t.failed ? ` · ${t.failed} failed` : '')),
     ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'pause', onclick: () => up.setPaused(!up.paused) }, up.paused ? 'resume' : 'pause') : null,
     ' ', up.busy() ? h('button', { type: 'button', 'data-k': 'cancelall', onclick: () => up.jobs.forEach((j) => up.cancel(j)) }, 'cancel all') : null));
@@ -637,12 +666,12 @@ function upState() {
     .concat(up.jobs.filter((j) => j.state === 'done').slice(-10));
   const ul = h('ul', { className: 'jobs' });
   for (const j of show) {
-    const moved = j.state === 'hashing' ? j.hashed : Math.min(j.size, j.sent + j.inflight);
+    const moved = j.state === 'hashing' ? j.hashed : Math.min(j.size, j.conf);
     const p = j.size ? Math.floor((100 * moved) / j.size) : 100;
     ul.append(h('li', { className: 'job ' + j.state },
       h('span', { className: 'nm' }, j.rel), ' ',
       h('progress', { max: 100, value: j.state === 'done' ? 100 : p, 'aria-label': 'progress of ' + j.rel }), ' ',
-      h('span', { className: 'st' }, j.state === 'done' ? 'done' : j.state === 'hashing' ? `hashing ${p}%` : j.state === 'uploading' ? `${p}%` : j.state),
+      h('span', { className: 'st' }, j.state === 'done' ? 'done' : j.state === 'hashing' ? `hashing ${p}%` : j.state === 'uploading' ? `${p}%` + (j.inflight ? ` · ${fmtSize(j.inflight)} sent` : '') : j.state),
       j.err ? h('span', { className: 'err' }, ' ', j.err) : null,
       j.state === 'error' ? h('button', { type: 'button', 'data-k': 'retry\n' + j.key, onclick: () => up.retryJob(j), 'aria-label': 'retry ' + j.rel }, 'retry') : null,
       !['done', 'error', 'cancelled'].includes(j.state) ? h('button', { type: 'button', 'data-k': 'cancel\n' + j.key, onclick: () => up.cancel(j), 'aria-label': 'cancel ' + j.rel }, '✕') : null));
@@ -791,6 +820,9 @@ document.addEventListener('keydown', (e) => {
     e.preventDefault();
     return;
   }
+  // The browser's own find (Ctrl+F) searches the page: put every row of
+  // a big folder in it first (the find bar opens after this handler).
+  if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === 'f' && S.ls && shown < S.rows.length) fill(S.rows.length);
   const t = e.target;
   if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || document.querySelector('dialog[open]'))) return;
   if (e.ctrlKey || e.metaKey || e.altKey) {

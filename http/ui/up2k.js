@@ -170,7 +170,7 @@ export class Uploader {
       if (this.jobs.some((j) => j.key === key && !['done', 'error', 'cancelled'].includes(j.state))) continue;
       const job = {
         key, file, name, dir, rel: parts.concat(name).join('/'), size: file.size, lmod: file.lastModified / 1000,
-        cs: chunkSize(file.size), hashes: null, hashed: 0, state: 'queued', err: '', sent: 0, inflight: 0,
+        cs: chunkSize(file.size), hashes: null, hashed: 0, state: 'queued', err: '', conf: 0, inflight: 0,
         tries: 0, xhrs: new Set(), url: '', need: null, t0: 0,
         tm: { add: performance.now() }, // when each step began or ended (ms)
       };
@@ -266,7 +266,7 @@ export class Uploader {
       job.t0 = job.t0 || performance.now();
       job.need = new Set(need);
       const needBytes = this.queueChunks(job, need);
-      job.sent = job.size - needBytes;
+      job.conf = job.size - needBytes; // the rest the server has (and said so)
     } catch (e) {
       this.retry(job, 'handshake failed: ' + e.message, () => { job.state = 'hashed'; });
     } finally {
@@ -310,14 +310,16 @@ export class Uploader {
       'X-Up2k-Hash': idx.map((i) => job.hashes[i]).join(','),
     };
     this.stats.posts++;
-    const r = await xhrPost(job.purl, job.file.slice(start, end), hdr, (n) => { job.inflight += n - (t.prog || 0); t.prog = n; }, job);
+    // inflight: bytes of posts sent (upload progress) that the server has
+    // not confirmed yet; conf grows only by a post's 200 answer
+    const r = await xhrPost(job.purl, job.file.slice(start, end), hdr, (n) => { job.inflight += n - (t.prog || 0); t.prog = n; this.onchange(); }, job);
     job.inflight -= t.prog || 0;
     t.prog = 0;
     this.active--;
     if (/already got that/.test(r.text) && idx.length > 1 && job.state === 'uploading') {
       job.state = 'hashed'; // some of the run arrived before: ask what is missing
     } else if (r.status === 200 || /already got that/.test(r.text)) {
-      job.sent += end - start;
+      job.conf += end - start;
       for (const i of idx) job.need.delete(job.hashes[i]);
       job.tries = 0;
       if (job.need.size === 0 && job.state === 'uploading') this.finish(job);
@@ -354,7 +356,7 @@ export class Uploader {
     job.state = 'done';
     job.tm.done = performance.now();
     job.err = '';
-    job.sent = job.size;
+    job.conf = job.size;
     this.record(job);
     this.ondone(job);
     this.onchange();
@@ -395,7 +397,7 @@ export class Uploader {
 
   tick() {
     const now = performance.now();
-    const b = this.totals().moved;
+    const b = this.totals().moved; // the speed of sending
     const r = Math.max(0, (b - this.lastBytes) / ((now - this.lastT) / 1000));
     this.rate = this.rate ? this.rate * 0.7 + r * 0.3 : r;
     this.lastBytes = b;
@@ -406,15 +408,19 @@ export class Uploader {
   busy() { return this.jobs.some((j) => !['done', 'error', 'cancelled'].includes(j.state)); }
 
   totals() {
-    let size = 0, moved = 0, done = 0, failed = 0, n = 0;
+    // conf: bytes the server confirmed (a chunk post answered 200, or had
+    // before the handshake); inflight: sent and not confirmed yet (a post
+    // that fails drops out of it and never reaches conf); moved: both
+    let size = 0, conf = 0, inflight = 0, done = 0, failed = 0, n = 0;
     for (const j of this.jobs) {
       if (j.state === 'cancelled') continue;
       n++;
       size += j.size;
-      moved += Math.min(j.size, j.sent + j.inflight);
+      conf += Math.min(j.size, j.conf);
+      inflight += Math.min(j.size - Math.min(j.size, j.conf), j.inflight);
       if (j.state === 'done') done++;
       if (j.state === 'error') failed++;
     }
-    return { size, moved, done, failed, n, eta: this.rate > 0 ? (size - moved) / this.rate : Infinity };
+    return { size, conf, inflight, moved: conf + inflight, done, failed, n, eta: this.rate > 0 ? (size - conf) / this.rate : Infinity };
   }
 }

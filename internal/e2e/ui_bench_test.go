@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
@@ -85,12 +86,16 @@ func TestUIBench(t *testing.T) {
 	}
 	type server struct {
 		name string
-		url  func(t *testing.T, dir string) string
+		url  func(t *testing.T, dir string) (string, int) // and the server's pid
 	}
-	servers := []server{{"hoard", func(t *testing.T, dir string) string { return start(t, "-v", dir+":/:rw").URL + "/" }}}
+	servers := []server{{"hoard", func(t *testing.T, dir string) (string, int) {
+		s := start(t, "-v", dir+":/:rw")
+		return s.URL + "/", s.cmd.Process.Pid
+	}}}
 	if cp != "" {
-		servers = append(servers, server{"copyparty", func(t *testing.T, dir string) string { return startCopyparty(t, cp, dir) }})
+		servers = append(servers, server{"copyparty", func(t *testing.T, dir string) (string, int) { return startCopyparty(t, cp, dir) }})
 	}
+	browserPID := chromedp.FromContext(b.ctx).Browser.Process().Pid
 	if want("drop") {
 		// 2. drop to done, the big file and the small files apart, each round
 		// on fresh servers (a new port is a new origin: no cached assets, no
@@ -114,10 +119,19 @@ func TestUIBench(t *testing.T) {
 			for r := range rounds {
 				for _, sv := range servers {
 					dst := t.TempDir()
-					url := sv.url(t, dst)
-					d := dropToDone(t, b, url, folder, dst, set.want)
+					url, pid := sv.url(t, dst)
+					var cpu [2]time.Duration // server, browser (all its processes) over the drop
+					d := dropToDone(t, b, url, folder, dst, set.want, func(start bool) {
+						now := [2]time.Duration{cpuTree(pid), cpuTree(browserPID)}
+						if start {
+							cpu = now
+						} else {
+							cpu = [2]time.Duration{now[0] - cpu[0], now[1] - cpu[1]}
+						}
+					})
 					times[sv.name] = append(times[sv.name], d)
-					t.Logf("round %d: %s: drop to done %v for %s", r+1, sv.name, d, set.name)
+					t.Logf("round %d: %s: drop to done %v for %s; CPU over it: server %v, browser %v (2 cores: %.0f%% busy with these two)", r+1, sv.name, d, set.name,
+						cpu[0].Round(time.Millisecond), cpu[1].Round(time.Millisecond), 100*(cpu[0]+cpu[1]).Seconds()/(2*d.Seconds()))
 					if sv.name == "hoard" {
 						// where the page's time went: the workers' reading and
 						// digesting (summed over workers), and the first file's steps
@@ -161,7 +175,8 @@ func TestUIBench(t *testing.T) {
 				for i := range entries {
 					writeFile(t, lsDir, fmt.Sprintf("many/f%05d.bin", i), []byte("x"))
 				}
-				url := sv.url(t, lsDir) + "many/"
+				u, _ := sv.url(t, lsDir)
+				url := u + "many/"
 				b.do(t, chromedp.Navigate(url))
 				// settled: no change to the page for 1 s
 				for prev := -1.0; ; {
@@ -228,7 +243,7 @@ func summarize(t *testing.T, what string, vals map[string][]time.Duration, unit 
 
 // startCopyparty runs copyparty from its source tree on a free loopback
 // port, serving dir read-write for everyone, and returns its URL.
-func startCopyparty(t *testing.T, src, dir string) string {
+func startCopyparty(t *testing.T, src, dir string) (string, int) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -259,25 +274,70 @@ func startCopyparty(t *testing.T, src, dir string) string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d/", port)
+	return fmt.Sprintf("http://127.0.0.1:%d/", port), cmd.Process.Pid
+}
+
+// cpuTree is the CPU time (user and system) used so far by process pid and
+// every process below it, as /proc tells; 0 off Linux.
+func cpuTree(pid int) time.Duration {
+	type proc struct{ ppid, ticks int64 }
+	procs := map[int64]proc{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		id, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// the fields after the command's closing parenthesis: state ppid ...
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ppid, _ := strconv.ParseInt(f[1], 10, 64)
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		procs[id] = proc{ppid, ut + st}
+	}
+	var ticks int64
+	for id, p := range procs {
+		for q, n := id, 0; n < 64; n++ { // up the parents to pid, or not
+			if q == int64(pid) {
+				ticks += p.ticks
+				break
+			}
+			pp, ok := procs[q]
+			if !ok {
+				break
+			}
+			q = pp.ppid
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
 }
 
 // dropToDone loads the page, drops folder onto it and waits until every
 // file of want has its size in dst and no partial file is left.
-func dropToDone(t *testing.T, b *browser, url, folder, dst string, want map[string]int64) time.Duration {
+func dropToDone(t *testing.T, b *browser, url, folder, dst string, want map[string]int64, mark func(start bool)) time.Duration {
 	t.Helper()
 	b.do(t, chromedp.Navigate(url))
 	// copyparty's page asks before an upload starts; this skips the question
 	evalJS[bool](t, b, `(localStorage.setItem('ask_up', '0'), true)`)
 	b.do(t, chromedp.Navigate(url))
 	time.Sleep(500 * time.Millisecond)
+	mark(true)
 	t0 := time.Now()
 	b.drop(t, folder)
 	deadline := t0.Add(30 * time.Minute)
 	for {
 		evalJS[bool](t, b, `(() => { const o = document.getElementById('modal-ok'); if (o) o.click(); return true; })()`)
 		if treeDone(dst, want) {
-			return time.Since(t0)
+			d := time.Since(t0)
+			mark(false)
+			return d
 		}
 		if time.Now().After(deadline) {
 			b.screenshot(t, "bench-stuck")

@@ -196,3 +196,69 @@ func TestUIListingNoscript(t *testing.T) {
 	}
 	b.quiet(t)
 }
+
+// TestUIBrowserFindAll: in a folder of 10,000 entries, of which only the
+// first rows are in the page, the page's filter box finds an entry far
+// past them (it looks at every entry, not the page), and the browser's own
+// find (Ctrl+F) gets every row put in the page before its bar opens.
+func TestUIBrowserFindAll(t *testing.T) {
+	const n = 10000
+	dir := t.TempDir()
+	for i := range n {
+		writeFile(t, dir, fmt.Sprintf("many/f%05d.bin", i), []byte("x"))
+	}
+	writeFile(t, dir, "many/<img src=x onerror=alert(1)> & co.txt", []byte("y"))
+	s := start(t, "-v", dir+":/:rwmd")
+	b := newBrowser(t, 1280, 800)
+	b.do(t, chromedp.Navigate(s.URL+"/many/"))
+	rows := `document.querySelectorAll('table.ls tbody tr[data-i]').length`
+	b.waitJS(t, "the listing", rows+` > 0 && !!document.getElementById('filt')`, 30*time.Second)
+	if c := evalJS[int](t, b, rows); c >= n {
+		t.Fatalf("%d rows in the page at first: the test needs a folder shown in slices", c)
+	}
+	if evalJS[bool](t, b, `document.body.innerText.includes('f09876.bin')`) {
+		t.Fatal("f09876.bin is in the page before any search")
+	}
+	// the filter box: an entry far past the rows in the page
+	b.do(t, chromedp.Click(chromedp.ID("filt")), chromedp.SendKeys(chromedp.ID("filt"), "f0987"))
+	b.waitJS(t, "the filter's rows", rows+` === 10`, 10*time.Second)
+	got := evalJS[[]string](t, b, `[...document.querySelectorAll('table.ls tbody a.f')].map((a) => a.textContent)`)
+	for i, g := range got {
+		if want := fmt.Sprintf("f0987%d.bin", i); g != want {
+			t.Errorf("filtered row %d: %q, want %q", i, g, want)
+		}
+	}
+	if !strings.Contains(b.text(t), fmt.Sprintf("10 of %d entries match", n+1)) {
+		t.Errorf("the page does not say how many match:\n%.400s", b.text(t))
+	}
+	if id := evalJS[string](t, b, `document.activeElement.id`); id != "filt" {
+		t.Errorf("typing in the filter moved the focus to %q", id)
+	}
+	b.shots(t, "filter")
+	// a name with markup is matched and shown as text
+	clear := func() { evalJS[bool](t, b, `(document.getElementById('filt').value = '', true)`) }
+	clear()
+	b.do(t, chromedp.SendKeys(chromedp.ID("filt"), "<img src"))
+	b.waitJS(t, "the odd name", rows+` === 1`, 10*time.Second)
+	if got := evalJS[string](t, b, `document.querySelector('table.ls tbody a.f').textContent`); got != "<img src=x onerror=alert(1)> & co.txt" {
+		t.Errorf("the odd name shows as %q", got)
+	}
+	if evalJS[int](t, b, `document.querySelectorAll('table.ls tbody img').length`) != 0 {
+		t.Error("a name's markup became an element")
+	}
+	// nothing matches: said so
+	b.do(t, chromedp.SendKeys(chromedp.ID("filt"), "zzz"))
+	b.waitJS(t, "no match", `document.body.innerText.includes('nothing here matches the filter')`, 10*time.Second)
+	// cleared: the folder again, in slices
+	clear()
+	b.do(t, chromedp.SendKeys(chromedp.ID("filt"), "f"), chromedp.SendKeys(chromedp.ID("filt"), kb.Backspace))
+	b.waitJS(t, "the whole folder again", rows+` > 0 && `+rows+` < `+fmt.Sprint(n), 10*time.Second)
+	// Ctrl+F: every row in the page, for the browser's own find
+	evalJS[bool](t, b, `(document.activeElement && document.activeElement.blur(), true)`)
+	b.do(t, chromedp.KeyEvent("f", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	b.waitJS(t, "every row after Ctrl+F", rows+` === `+fmt.Sprint(n+1), 20*time.Second)
+	if !evalJS[bool](t, b, `document.body.innerText.includes('f09876.bin')`) {
+		t.Error("after Ctrl+F the page's text lacks f09876.bin")
+	}
+	b.quiet(t)
+}

@@ -145,5 +145,30 @@ func TestUIShareLogin(t *testing.T) {
 	if c := evalJS[string](t, b, `document.cookie`); strings.Contains(c, "cppwd") {
 		t.Errorf("the page's script can read the share's password cookie: %q", c)
 	}
+	// logged in by the form: the share's page says so and logs out, also
+	// from a folder inside the share
+	b.do(t, chromedp.Navigate(s.URL+"/shr/locked/sub/"))
+	b.waitJS(t, "the log-out button", `document.body.innerText.includes('logged in to this share') && [...document.querySelectorAll('.acct button')].some((x) => x.textContent === 'log out')`, 10*time.Second)
+	b.shots(t, "share-logged-in")
+	if evalJS[bool](t, b, `!!document.querySelector('nav.tree')`) {
+		t.Error("the share's page has a folder tree (?tree is not served in a share: it stays empty)")
+	}
+	b.do(t, chromedp.Click(chromedp.CSS(`.acct button`)))
+	b.waitJS(t, "the login form after logging out", `!!document.getElementById('cppwd')`, 10*time.Second)
+	b.do(t, chromedp.Navigate(s.URL+"/shr/locked/sub/"))
+	b.waitJS(t, "the login form again", `!!document.getElementById('cppwd')`, 10*time.Second)
+	if txt := b.text(t); strings.Contains(txt, "deep.txt") {
+		t.Errorf("after logging out the share's files still show:\n%s", txt)
+	}
 	b.quiet(t)
+
+	// by ?pw= there is no cookie to clear, and an open share has no password:
+	// no log-out button on either
+	for _, p := range []string{"/shr/locked/?pw=s3cret%20pw", "/shr/open/"} {
+		resp, body := s.do(t, "GET", p, nil, "Accept: text/html")
+		wantStatus(t, resp, body, 200)
+		if strings.Contains(string(body), "logged in to this share") {
+			t.Errorf("%s offers to log out of the share", p)
+		}
+	}
 }
