@@ -692,14 +692,20 @@ func (r *hashReader) Read(p []byte) (int, error) {
 // where, and the chunk objects go. Two nodes finishing at once agree: the
 // loser finds the file with its wark at the name and takes it as done.
 func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string) (string, error) {
+	wait := ctx
 	ctx = context.WithoutCancel(ctx) // a client gone mid-publish must not leave it half done
 	// One publish per upload on this node: posts that complete it at
-	// once wait for the first one's outcome.
+	// once wait for the first one's outcome — or until their own client
+	// is gone (the publish runs under the store's caps, so it ends too).
 	k := v.VPath + "\x00" + wark
 	m.remote.mu.Lock()
 	if c := m.remote.fin[k]; c != nil {
 		m.remote.mu.Unlock()
-		<-c.done
+		select {
+		case <-c.done:
+		case <-wait.Done():
+			return "", wait.Err()
+		}
 		return c.rel, c.err
 	}
 	c := &finCall{done: make(chan struct{})}
