@@ -43,6 +43,7 @@ type options struct {
 	noDav, davInf           bool
 	shr                     string
 	s3Endpoint              string
+	s3Timeout               int
 	thConvt, thQueue        int
 	thCacheMax, thMaxMpx    int
 	ffmpeg, ffprobe         string
@@ -140,6 +141,7 @@ func newFlags() (*flagSet, *options) {
 	f.str(&o.hist, "hist", "DIR", "", "keep every volume's state (.hist) below this folder instead")
 	f.str(&o.shr, "shr", "PATH", "/shr/", "URL folder where share links are served (empty: sharing off)")
 	f.str(&o.s3Endpoint, "s3-endpoint", "URL", "", "object store of volumes with flag s3=BUCKET[/PREFIX] (default: $AWS_ENDPOINT_URL; keys from $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY)")
+	f.num(&o.s3Timeout, "s3-timeout", 30, "seconds a request waits on the object store without progress before it answers 503")
 
 	f.group("uploads")
 	f.bool(&o.dedup, "dedup", "link duplicate uploads to the existing file instead of copying it")

@@ -287,7 +287,9 @@ func (o *options) storeConfig(log *slog.Logger) (store.Config, error) {
 	cfg := store.Config{Hist: o.hist, Logger: log, Unpost: time.Duration(o.unpost) * time.Second, NoGroupSync: o.noGroupSync}
 	salt := o.warksalt
 	cfg.Identify = func(sum []byte, size int64) (string, []string) { return up2k.Identify(salt, sum, size) }
-	cfg.Objects = s3.Opener(s3.FromEnv(o.s3Endpoint)) // volumes with flag s3= (docs/s3.md)
+	s3c := s3.FromEnv(o.s3Endpoint)
+	s3c.CallTimeout = time.Duration(o.s3Timeout) * time.Second
+	cfg.Objects = s3.Opener(s3c) // volumes with flag s3= (docs/s3.md)
 	for _, a := range o.accounts {
 		acc, err := store.ParseAccount(a)
 		if err != nil {

@@ -50,15 +50,15 @@ func (s *Server) getObject(q *req) error {
 
 // getObjectByURL is getByURL on an object-store volume: what g (and h)
 // grant without r, the file at the exact URL and with h a folder's
-// index.html. done is false when there is no such thing to serve. (Such
-// volumes refuse fk, so there are no file keys to check.)
+// index.html. done is false when there is no such thing to serve. Under
+// volume flag fk the file's key is checked as on disk (getByURL).
 func (s *Server) getObjectByURL(q *req) (done bool, err error) {
 	ctx := q.r.Context()
 	body, fi, err := q.vol.OpenObjectAt(ctx, q.rel)
 	if errors.Is(err, store.ErrIsDir) && q.perm.Has(store.PermHTML) && !has(q.query, "th") && !has(q.query, "ls") && !has(q.query, "tree") {
 		rel := path.Join(q.rel, "index.html")
 		body, fi, err = q.vol.OpenObjectAt(ctx, rel)
-		if err == nil && !q.slash {
+		if err == nil && !q.slash && q.keyOK(rel, fi) {
 			body.Close()
 			http.Redirect(q.w, q.r, q.loc+"/"+escapePath(strings.Join(q.parts, "/"))+"/", http.StatusMovedPermanently)
 			return true, nil
@@ -74,6 +74,9 @@ func (s *Server) getObjectByURL(q *req) (done bool, err error) {
 		return false, nil
 	}
 	defer body.Close()
+	if !q.keyOK(q.rel, fi) {
+		return false, nil
+	}
 	if has(q.query, "th") {
 		return true, s.thumb(q, fi)
 	}
@@ -82,7 +85,7 @@ func (s *Server) getObjectByURL(q *req) (done bool, err error) {
 
 // serveObject sends one object, as serveFile sends a file.
 func (s *Server) serveObject(q *req, body *store.ObjectReader, fi fs.FileInfo) error {
-	if !q.perm.Any(store.PermRead | store.PermGet) {
+	if !q.perm.Any(store.PermRead|store.PermGet) || !q.keyOK(q.rel, fi) {
 		return q.denyRead()
 	}
 	if fileView(q.query) != nil {

@@ -44,7 +44,13 @@ type Config struct {
 	AccessKey string
 	SecretKey string
 	Region    string
+	// CallTimeout caps the time one request waits on the store without
+	// progress (--s3-timeout; 0: DefaultCallTimeout). See watch.
+	CallTimeout time.Duration
 }
+
+// DefaultCallTimeout is Config.CallTimeout when unset.
+const DefaultCallTimeout = 30 * time.Second
 
 // FromEnv reads the standard variables AWS_ENDPOINT_URL,
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION; endpoint, when
@@ -83,6 +89,7 @@ type Bucket struct {
 	core   minio.Core
 	bucket string
 	puts   chan struct{} // upload slots (maxPuts)
+	cap    time.Duration // see watch
 }
 
 // Open connects to bucket and checks that it exists. An unreachable store
@@ -108,10 +115,14 @@ func Open(ctx context.Context, c Config, bucket string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3 endpoint %q: %w", c.Endpoint, err)
 	}
-	b := &Bucket{c: mc, core: minio.Core{Client: mc}, bucket: bucket, puts: make(chan struct{}, maxPuts)}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	b := &Bucket{c: mc, core: minio.Core{Client: mc}, bucket: bucket, puts: make(chan struct{}, maxPuts), cap: c.CallTimeout}
+	if b.cap <= 0 {
+		b.cap = DefaultCallTimeout
+	}
+	ctx, cancel := b.call(ctx, 0)
 	defer cancel()
 	ok, err := mc.BucketExists(ctx, bucket)
+	err = mapCtx(ctx, err)
 	switch {
 	case err != nil && errors.Is(mapErr(err), store.ErrObjectStoreDown):
 		// not reachable now; requests will say so
@@ -161,9 +172,11 @@ func (b *Bucket) Stat(ctx context.Context, key string) (store.ObjectInfo, error)
 	if key == "" || strings.HasSuffix(key, "/") {
 		return store.ObjectInfo{}, store.ErrNotFound
 	}
+	ctx, cancel := b.call(ctx, 0)
+	defer cancel()
 	oi, err := b.c.StatObject(ctx, b.bucket, key, minio.StatObjectOptions{})
 	if err != nil {
-		return store.ObjectInfo{}, mapErr(err)
+		return store.ObjectInfo{}, mapCtx(ctx, err)
 	}
 	return info(oi), nil
 }
@@ -181,6 +194,7 @@ type reader struct {
 	key, etag string
 	size, off int64
 	body      io.ReadCloser
+	w         *watch // the open GET's deadline (see watch)
 }
 
 func (r *reader) Read(p []byte) (int, error) {
@@ -197,24 +211,42 @@ func (r *reader) Read(p []byte) (int, error) {
 				return 0, err
 			}
 		}
-		body, _, _, err := r.b.core.GetObject(r.ctx, r.b.bucket, r.key, opt)
+		w := r.b.watched(r.ctx)
+		w.wait()
+		body, _, _, err := r.b.core.GetObject(w.ctx, r.b.bucket, r.key, opt)
+		w.done()
 		if minio.ToErrorResponse(err).StatusCode == 412 {
+			w.end()
 			return 0, fmt.Errorf("%w: %s changed while it was read", store.ErrNotFound, r.key)
 		}
 		if err != nil {
-			return 0, mapErr(err)
+			w.end()
+			return 0, mapCtx(w.ctx, err)
 		}
-		r.body = body
+		r.body, r.w = body, w
 	}
+	// The clock runs only inside Read: a reader its client is slow to
+	// drain is not a store that hangs.
+	r.w.wait()
 	n, err := r.body.Read(p)
+	r.w.done()
 	r.off += int64(n)
 	if errors.Is(err, io.EOF) && r.off < r.size {
 		err = io.ErrUnexpectedEOF
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		err = mapErr(err)
+		err = mapCtx(r.w.ctx, err)
 	}
 	return n, err
+}
+
+// drop closes the open GET, if any.
+func (r *reader) drop() {
+	if r.body != nil {
+		r.body.Close()
+		r.w.end()
+		r.body, r.w = nil, nil
+	}
 }
 
 func (r *reader) Seek(off int64, whence int) (int64, error) {
@@ -227,19 +259,15 @@ func (r *reader) Seek(off int64, whence int) (int64, error) {
 	if off < 0 {
 		return 0, errors.New("seek before the start")
 	}
-	if off != r.off && r.body != nil {
-		r.body.Close()
-		r.body = nil
+	if off != r.off {
+		r.drop()
 	}
 	r.off = off
 	return off, nil
 }
 
 func (r *reader) Close() error {
-	if r.body != nil {
-		r.body.Close()
-		r.body = nil
-	}
+	r.drop()
 	return nil
 }
 
@@ -273,18 +301,24 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 	// the end of its body stops the upload all the same: r fails, and
 	// minio-go aborts the multipart upload (which it could not do with a
 	// cancelled context either).
+	// It keeps its cap (see watch).
 	ctx = context.WithoutCancel(ctx)
+	w := b.watched(ctx)
+	defer w.end()
+	r = w.body(r)
+	w.wait()
 	var ui minio.UploadInfo
 	if size < 0 && (opt.NoClobber || opt.IfMatch != "") {
-		ui, err = b.putStream(ctx, key, r, po, opt)
+		ui, err = b.putStream(w.ctx, key, r, po, opt)
 	} else {
-		ui, err = b.c.PutObject(ctx, b.bucket, key, r, size, po)
+		ui, err = b.c.PutObject(w.ctx, b.bucket, key, r, size, po)
 	}
+	w.done()
 	if cut := cb.cut.Load(); cut != nil {
 		return store.ObjectInfo{}, *cut
 	}
 	if err != nil {
-		return store.ObjectInfo{}, mapErr(err)
+		return store.ObjectInfo{}, mapCtx(w.ctx, err)
 	}
 	oi, err := b.Stat(ctx, key) // LastModified and the ETag a GET will give
 	if err != nil {
@@ -320,7 +354,7 @@ func (b *Bucket) putStream(ctx context.Context, key string, r io.Reader, po mini
 	completed := false
 	defer func() {
 		if !completed {
-			b.core.AbortMultipartUpload(context.WithoutCancel(ctx), b.bucket, key, id)
+			b.abort(ctx, key, id)
 		}
 	}()
 	var parts []minio.CompletePart
@@ -370,6 +404,14 @@ func (c *cutBody) Read(p []byte) (int, error) {
 		c.cut.Store(&err)
 	}
 	return n, err
+}
+
+// abort aborts the multipart upload id of key, also when ctx is done
+// (under its own cap): what a failed upload leaves is not to stay.
+func (b *Bucket) abort(ctx context.Context, key, id string) {
+	ctx, cancel := b.call(context.WithoutCancel(ctx), 0)
+	defer cancel()
+	b.core.AbortMultipartUpload(ctx, b.bucket, key, id)
 }
 
 // fill reads r into buf until buf is full or r ends; end says r ended
@@ -426,14 +468,14 @@ func (b *Bucket) Compose(ctx context.Context, dst string, srcs []store.ObjectInf
 	}
 	defer done()
 	po := minio.PutObjectOptions{UserMetadata: opt.Meta, ContentType: "application/octet-stream"}
-	id, err := b.core.NewMultipartUpload(ctx, b.bucket, dst, po)
+	id, err := b.newUpload(ctx, dst, po)
 	if err != nil {
-		return store.ObjectInfo{}, mapErr(err)
+		return store.ObjectInfo{}, err
 	}
 	completed := false
 	defer func() {
 		if !completed {
-			b.core.AbortMultipartUpload(context.WithoutCancel(ctx), b.bucket, dst, id)
+			b.abort(ctx, dst, id)
 		}
 	}()
 	server := true
@@ -458,24 +500,45 @@ func (b *Bucket) Compose(ctx context.Context, dst string, srcs []store.ObjectInf
 				return store.ObjectInfo{}, fmt.Errorf("s3: compose: part of %d bytes below S3's minimum", size)
 			}
 			r := &joinReader{b: b, ctx: ctx, srcs: srcs[i:j], base: i, check: opt.Check}
-			op, err := b.core.PutObjectPart(ctx, b.bucket, dst, id, len(parts)+1, r, size, minio.PutObjectPartOptions{})
+			w := b.watched(ctx)
+			w.wait()
+			op, err := b.core.PutObjectPart(w.ctx, b.bucket, dst, id, len(parts)+1, w.body(r), size, minio.PutObjectPartOptions{})
+			w.end()
 			r.Close()
 			if err := r.failure(); err != nil {
 				return store.ObjectInfo{}, err
 			}
 			if err != nil {
-				return store.ObjectInfo{}, mapErr(err)
+				return store.ObjectInfo{}, mapCtx(w.ctx, err)
 			}
 			parts = append(parts, minio.CompletePart{PartNumber: op.PartNumber, ETag: op.ETag})
 			i = j
 		}
 	}
 	setConds(&po, opt)
-	if _, err := b.core.CompleteMultipartUpload(ctx, b.bucket, dst, id, parts, po); err != nil {
-		return store.ObjectInfo{}, mapErr(err)
+	if err := b.complete(ctx, dst, id, parts, po); err != nil {
+		return store.ObjectInfo{}, err
 	}
 	completed = true
 	return b.Stat(ctx, dst)
+}
+
+// newUpload begins a multipart upload of key, under a call's cap.
+func (b *Bucket) newUpload(ctx context.Context, key string, po minio.PutObjectOptions) (string, error) {
+	ctx, cancel := b.call(ctx, 0)
+	defer cancel()
+	id, err := b.core.NewMultipartUpload(ctx, b.bucket, key, po)
+	return id, mapCtx(ctx, err)
+}
+
+// complete completes the multipart upload id of key, under a call's cap
+// (the store joins parts without copying them; a second per 100 parts
+// more for a big one).
+func (b *Bucket) complete(ctx context.Context, key, id string, parts []minio.CompletePart, po minio.PutObjectOptions) error {
+	ctx, cancel := b.call(ctx, int64(len(parts))*minRate/100)
+	defer cancel()
+	_, err := b.core.CompleteMultipartUpload(ctx, b.bucket, key, id, parts, po)
+	return mapCtx(ctx, err)
 }
 
 // setConds sets the preconditions of opt on a write: If-None-Match: *
@@ -509,12 +572,14 @@ func (b *Bucket) copyParts(ctx context.Context, from *Bucket, src store.ObjectIn
 		if off == 0 && length == src.Size {
 			length = -1 // the whole object: no range (a range of an empty one is no range S3 takes)
 		}
-		p, err := b.core.CopyObjectPart(ctx, from.bucket, src.Key, b.bucket, dst, id, len(parts)+1, off, length, hdr)
+		cctx, cancel := b.call(ctx, rg[1])
+		p, err := b.core.CopyObjectPart(cctx, from.bucket, src.Key, b.bucket, dst, id, len(parts)+1, off, length, hdr)
+		cancel()
 		if r := minio.ToErrorResponse(err); r.StatusCode == 412 || r.Code == "PreconditionFailed" {
 			return nil, fmt.Errorf("%w: %s changed while it was copied", store.ErrNotFound, src.Key)
 		}
 		if err != nil {
-			return nil, mapErr(err)
+			return nil, mapCtx(cctx, err)
 		}
 		parts = append(parts, p)
 	}
@@ -579,14 +644,14 @@ func (b *Bucket) Copy(ctx context.Context, dst string, from store.ObjectStore, s
 	}
 	defer done()
 	po := minio.PutObjectOptions{UserMetadata: meta, ContentType: "application/octet-stream"}
-	id, err := b.core.NewMultipartUpload(ctx, b.bucket, dst, po)
+	id, err := b.newUpload(ctx, dst, po)
 	if err != nil {
-		return store.ObjectInfo{}, mapErr(err)
+		return store.ObjectInfo{}, err
 	}
 	completed := false
 	defer func() {
 		if !completed {
-			b.core.AbortMultipartUpload(context.WithoutCancel(ctx), b.bucket, dst, id)
+			b.abort(ctx, dst, id)
 		}
 	}()
 	parts, err := b.copyParts(ctx, fb, src, dst, id, nil)
@@ -594,8 +659,8 @@ func (b *Bucket) Copy(ctx context.Context, dst string, from store.ObjectStore, s
 		return store.ObjectInfo{}, err
 	}
 	setConds(&po, opt)
-	if _, err := b.core.CompleteMultipartUpload(ctx, b.bucket, dst, id, parts, po); err != nil {
-		return store.ObjectInfo{}, mapErr(err)
+	if err := b.complete(ctx, dst, id, parts, po); err != nil {
+		return store.ObjectInfo{}, err
 	}
 	completed = true
 	return b.Stat(ctx, dst)
@@ -674,17 +739,27 @@ func (j *joinReader) Close() {
 // before before (left by a node that died while it composed or streamed
 // them); younger ones may be another request's, still running.
 func (b *Bucket) AbortUploads(ctx context.Context, key string, before time.Time) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for u := range b.c.ListIncompleteUploads(ctx, b.bucket, key, false) {
+	w := b.watched(ctx)
+	defer w.end()
+	ch := b.c.ListIncompleteUploads(w.ctx, b.bucket, key, false)
+	for {
+		w.wait()
+		u, ok := <-ch
+		w.done()
+		if !ok {
+			break
+		}
 		if u.Err != nil {
-			return mapErr(u.Err)
+			return mapCtx(w.ctx, u.Err)
 		}
 		if u.Key != key || !u.Initiated.Before(before) {
 			continue
 		}
-		if err := b.core.AbortMultipartUpload(ctx, b.bucket, u.Key, u.UploadID); err != nil && !errors.Is(mapErr(err), store.ErrNotFound) {
-			return mapErr(err)
+		actx, cancel := b.call(ctx, 0)
+		err := b.core.AbortMultipartUpload(actx, b.bucket, u.Key, u.UploadID)
+		cancel()
+		if err := mapCtx(actx, err); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
 		}
 	}
 	return ctx.Err()
@@ -692,49 +767,48 @@ func (b *Bucket) AbortUploads(ctx context.Context, key string, before time.Time)
 
 // List calls fn with each object and common prefix directly below prefix.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix}) {
-		if oi.Err != nil {
-			return mapErr(oi.Err)
-		}
-		if err := fn(info(oi)); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+	return b.list(ctx, minio.ListObjectsOptions{Prefix: prefix}, func(oi minio.ObjectInfo) error { return fn(info(oi)) })
 }
 
 // Walk calls fn with every object below prefix, at any depth.
 func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
-		if oi.Err != nil {
-			return mapErr(oi.Err)
+	return b.list(ctx, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}, func(oi minio.ObjectInfo) error { return fn(info(oi)) })
+}
+
+// list runs a listing, page by page, under a watch whose clock runs only
+// while the next entry is awaited (not while fn works).
+func (b *Bucket) list(ctx context.Context, lo minio.ListObjectsOptions, fn func(minio.ObjectInfo) error) error {
+	w := b.watched(ctx)
+	defer w.end()
+	ch := b.c.ListObjects(w.ctx, b.bucket, lo)
+	for {
+		w.wait()
+		oi, ok := <-ch
+		w.done()
+		if !ok {
+			return ctx.Err()
 		}
-		if err := fn(info(oi)); err != nil {
+		if oi.Err != nil {
+			return mapCtx(w.ctx, oi.Err)
+		}
+		if err := fn(oi); err != nil {
 			return err
 		}
 	}
-	return ctx.Err()
 }
 
 // Delete removes the object key.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
-	return mapErr(b.c.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{}))
+	ctx, cancel := b.call(ctx, 0)
+	defer cancel()
+	return mapCtx(ctx, b.c.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{}))
 }
 
 // WalkMeta is Walk with each object's user metadata, where the store
 // lists it (MinIO's ListObjectsV2 extension metadata=true; others ignore
 // the parameter): an object listed without it has Meta nil.
 func (b *Bucket) WalkMeta(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for oi := range b.c.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}) {
-		if oi.Err != nil {
-			return mapErr(oi.Err)
-		}
+	return b.list(ctx, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}, func(oi minio.ObjectInfo) error {
 		si := info(oi)
 		si.Meta = nil
 		if oi.UserMetadata != nil {
@@ -743,9 +817,6 @@ func (b *Bucket) WalkMeta(ctx context.Context, prefix string, fn func(store.Obje
 				si.Meta[strings.ToLower(k)] = v
 			}
 		}
-		if err := fn(si); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
+		return fn(si)
+	})
 }

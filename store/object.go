@@ -161,6 +161,7 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 		prefix += "/"
 	}
 	v.objPre = prefix
+	v.objSec = &objSecret{name: prefix + HistName + "/secret"}
 	if flags.E2T {
 		v.store.log.Warn("tag indexing (e2t*) is not built yet for volumes on object storage; off for this one (search by name, size, date, uploader and hash works)", "volume", "/"+v.VPath)
 		flags.E2T, flags.E2TS, flags.E2TSR = false, false, false
@@ -172,8 +173,6 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 // system or an index of the bucket (at mount and at a reload).
 func checkObjectFlags(f Flags) error {
 	switch {
-	case f.FK > 0:
-		return errors.New("flag fk is not built yet for volumes on object storage (s3=)")
 	case f.NoDupe || f.Dedup:
 		return errors.New("flags nodupe and dedup are not built yet for volumes on object storage (s3=)")
 	}
@@ -210,6 +209,10 @@ func (o objectFileInfo) Mode() fs.FileMode {
 	}
 	return 0o644
 }
+
+// ObjectFileInfo is the object oi as an fs.FileInfo (as OpenObject
+// gives it): what FileKey and the listings take.
+func ObjectFileInfo(oi ObjectInfo) fs.FileInfo { return objectFileInfo{oi} }
 
 // ObjectOf returns the object behind fi when fi came from an object-store
 // volume.

@@ -40,7 +40,7 @@ func (v *Volume) confineObjects(r string, only []string) (*Volume, func() error,
 		Src: v.Src, VPath: v.VPath,
 		root: root, secret: v.secret, store: v.store, claims: v.claims,
 		outer: outer, base: v.outerRel(r), only: only,
-		obj: v.obj, objPre: v.key(r),
+		obj: v.obj, objPre: v.key(r), objSec: v.objSec,
 	}
 	if r != "." {
 		c.objPre += "/"

@@ -96,6 +96,7 @@ type Volume struct {
 	// objPre is their key prefix ("" or ending in "/").
 	obj    ObjectStore
 	objPre string
+	objSec *objSecret // the bucket's secret of file keys (objsecret.go)
 
 	// A view (Confine, ConfineFiles) is the folder base of the volume
 	// outer, with root opened there; only, when not nil, are the only
@@ -513,9 +514,12 @@ func (v *Volume) FileKey(rel string, fi fs.FileInfo) string {
 	if v.outer != nil {
 		return v.outer.FileKey(v.outerRel(rel), fi) // the key of the file's own URL
 	}
-	_, ino, _ := FileID(fi)
-	m := hmac.New(sha512.New, v.secret)
-	fmt.Fprintf(m, "fk\x00%s\x00%d\x00%d", rel, fi.Size(), ino)
+	secret, msg, ok := v.fileKeyOf(rel, fi)
+	if !ok {
+		return ""
+	}
+	m := hmac.New(sha512.New, secret)
+	m.Write([]byte(msg))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))[:v.Flags().FK]
 }
 

@@ -283,11 +283,11 @@ func (m *Manager) remoteCopy(ctx context.Context, h Handshake, rs *remoteSess) (
 			return Reply{}, false, err
 		}
 		rel := path.Join(h.Dir, name)
-		_, err = v.UpCopy(ctx, rel, rec.Final, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Meta: publishMeta(rec.Wark, h.Lmod)})
+		coi, err := v.UpCopy(ctx, rel, rec.Final, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Meta: publishMeta(rec.Wark, h.Lmod)})
 		switch {
 		case err == nil:
 			m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", rec.Size, "user", h.User, "ip", h.IP, "store", "object", "copy_of", rec.Final)
-			return Reply{Name: name, Dir: h.Dir, Size: rec.Size, Lmod: h.Lmod, Need: []string{}, Wark: rec.Wark, Sparse: true}, true, nil
+			return Reply{Name: name, Dir: h.Dir, Size: rec.Size, Lmod: h.Lmod, Need: []string{}, Wark: rec.Wark, Sparse: true, Info: store.ObjectFileInfo(coi)}, true, nil
 		case errors.Is(err, store.ErrExists):
 			continue // taken meanwhile: choose again
 		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrNoCopy):
@@ -307,7 +307,7 @@ func (m *Manager) remoteDone(ctx context.Context, v *store.Volume, rs *remoteSes
 		return Reply{}, false
 	}
 	lmod := rs.rec.Lmod
-	return Reply{Name: path.Base(rs.rec.Final), Dir: path.Dir(rs.rec.Final), Size: rs.rec.Size, Lmod: lmod, Need: []string{}, Wark: rs.rec.Wark, Sparse: true}, true
+	return Reply{Name: path.Base(rs.rec.Final), Dir: path.Dir(rs.rec.Final), Size: rs.rec.Size, Lmod: lmod, Need: []string{}, Wark: rs.rec.Wark, Sparse: true, Info: store.ObjectFileInfo(oi)}, true
 }
 
 // remoteStart makes a new session (or publishes an empty file). again is
@@ -318,7 +318,7 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	// The same content at the asked name, by this upload or an earlier
 	// one: done (what a client learns is only that its own file is in).
 	if oi, err := v.UpStat(ctx, path.Join(h.Dir, h.Name)); err == nil && oi.Meta["hoard-wark"] == wark && (h.MayRead || oi.Meta["hoard-uploader"] == h.User && oi.Meta["hoard-ip"] == h.IP) {
-		return Reply{Name: h.Name, Dir: h.Dir, Size: h.Size, Lmod: h.Lmod, Need: []string{}, Wark: wark, Sparse: true}, false, nil
+		return Reply{Name: h.Name, Dir: h.Dir, Size: h.Size, Lmod: h.Lmod, Need: []string{}, Wark: wark, Sparse: true, Info: store.ObjectFileInfo(oi)}, false, nil
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIsDir) {
 		return Reply{}, false, err
 	}
@@ -335,7 +335,7 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	}
 	if h.Size == 0 {
 		rel := path.Join(h.Dir, name)
-		_, err := v.UpCompose(ctx, rel, nil, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Life: time.Duration(h.Life) * time.Second, Meta: publishMeta(wark, h.Lmod)})
+		eoi, err := v.UpCompose(ctx, rel, nil, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Life: time.Duration(h.Life) * time.Second, Meta: publishMeta(wark, h.Lmod)})
 		if errors.Is(err, store.ErrExists) {
 			return Reply{}, true, nil // taken meanwhile: choose again
 		}
@@ -343,7 +343,7 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 			return Reply{}, false, err
 		}
 		m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", 0, "user", h.User, "ip", h.IP)
-		return Reply{Name: name, Dir: h.Dir, Lmod: h.Lmod, Need: []string{}, Wark: wark, Sparse: true}, false, nil
+		return Reply{Name: name, Dir: h.Dir, Lmod: h.Lmod, Need: []string{}, Wark: wark, Sparse: true, Info: store.ObjectFileInfo(eoi)}, false, nil
 	}
 	rec := remoteRec{record: record{
 		Wark: wark, Dir: h.Dir, Name: name, Asked: asked, Size: h.Size, Lmod: h.Lmod, CS: cs,
@@ -692,14 +692,20 @@ func (r *hashReader) Read(p []byte) (int, error) {
 // where, and the chunk objects go. Two nodes finishing at once agree: the
 // loser finds the file with its wark at the name and takes it as done.
 func (m *Manager) remoteFinish(ctx context.Context, v *store.Volume, wark string) (string, error) {
+	wait := ctx
 	ctx = context.WithoutCancel(ctx) // a client gone mid-publish must not leave it half done
 	// One publish per upload on this node: posts that complete it at
-	// once wait for the first one's outcome.
+	// once wait for the first one's outcome — or until their own client
+	// is gone (the publish runs under the store's caps, so it ends too).
 	k := v.VPath + "\x00" + wark
 	m.remote.mu.Lock()
 	if c := m.remote.fin[k]; c != nil {
 		m.remote.mu.Unlock()
-		<-c.done
+		select {
+		case <-c.done:
+		case <-wait.Done():
+			return "", wait.Err()
+		}
 		return c.rel, c.err
 	}
 	c := &finCall{done: make(chan struct{})}

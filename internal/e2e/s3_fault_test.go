@@ -321,3 +321,90 @@ func TestS3HalfClosed(t *testing.T) {
 		}
 	}
 }
+
+// A store that takes connections and never answers (its process stopped:
+// SIGSTOP) is a 503 + Retry-After within --s3-timeout, for every kind of
+// request — an up2k handshake, a chunk, a PUT, a GET, a listing — never
+// a request held for ever (an up2k handshake once waited 5 minutes for a
+// session object's PUT: minio-go's transport waits a minute for an
+// answer, then retries twice). Let go, the same hoard serves again.
+func TestS3FaultStoreHung(t *testing.T) {
+	t.Parallel()
+	m := miniotest.Start(t, "vol")
+	setHoardEnv(t, m.Endpoint())
+	s := start(t, "--s3-timeout", "2", "-v", t.TempDir()+":s3:rw:c,s3=vol/pre")
+	before := seededBytes(96, 100_000)
+	resp, body := s.do(t, "PUT", "/s3/before.bin", before)
+	wantStatus(t, resp, body, http.StatusCreated)
+	f := newUp2kFile(seededBytes(97, 3<<20+5))
+	rep := up2kHandshake(t, s, "/s3/", "up.bin", f, 1600000000, nil)
+	postChunk(t, s, rep, f, 0)
+
+	m.Freeze()
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			m.Thaw()
+			thawed = true
+		}
+	}
+	defer thaw()
+	unavailable := func(what string, took time.Duration, resp *http.Response, body []byte) {
+		t.Helper()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s with the store hung: %d, Retry-After %q: %.200s", what, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+		// 2 s of cap; a request may make two calls in turn (a stat, then
+		// the write), so allow a few caps but never minio-go's minutes.
+		if took > 15*time.Second {
+			t.Errorf("%s with the store hung took %v (cap 2 s)", what, took)
+		}
+	}
+	type req struct {
+		what string
+		run  func() (*http.Response, []byte)
+	}
+	hs := map[string]any{"name": "new.bin", "size": len(f.data), "lmod": 1600000000, "hash": f.hashes}
+	for _, r := range []req{
+		{"up2k handshake", func() (*http.Response, []byte) { return postHandshake(t, s, "/s3/", hs) }},
+		{"up2k chunk", func() (*http.Response, []byte) {
+			return postChunks(t, s, rep.Purl, rep.Wark, f.hashes[1], f.chunk(1))
+		}},
+		{"PUT", func() (*http.Response, []byte) { return s.do(t, "PUT", "/s3/during.bin", []byte("during")) }},
+		{"GET", func() (*http.Response, []byte) { return s.do(t, "GET", "/s3/before.bin", nil) }},
+		{"listing", func() (*http.Response, []byte) { return s.do(t, "GET", "/s3/?ls", nil) }},
+	} {
+		done := make(chan struct{})
+		var resp *http.Response
+		var body []byte
+		t0 := time.Now()
+		go func() {
+			defer close(done)
+			resp, body = r.run()
+		}()
+		select {
+		case <-done:
+		case <-time.After(40 * time.Second):
+			thaw() // let the request end, so the test does
+			<-done
+			t.Fatalf("%s with the store hung: no answer in 40 s", r.what)
+		}
+		unavailable(r.what, time.Since(t0), resp, body)
+	}
+
+	thaw()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, body = s.do(t, "GET", "/s3/before.bin", nil)
+		if resp.StatusCode == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	wantStatus(t, resp, body, http.StatusOK)
+	if !bytes.Equal(body, before) {
+		t.Fatal("the object stored before changed")
+	}
+	up2kUpload(t, s, "/s3/", "up.bin", f, 1600000000, 2)
+	wantObject(t, m, "vol", "pre/up.bin", f.data)
+}

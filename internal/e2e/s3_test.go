@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -388,7 +389,6 @@ func TestS3BadConfig(t *testing.T) {
 		{"c,s3=Bad_Bucket", "bucket name"},
 		{"c,s3=vol/../x", "prefix"},
 		{"c,s3=nosuch", "does not exist"},
-		{"c,s3=vol:c,fk", "fk"},
 	} {
 		code, _, stderr := runHoard(t, "-v", t.TempDir()+":s3:r:"+c.flags)
 		if code == 0 || !strings.Contains(stderr, c.want) {
@@ -473,4 +473,71 @@ func TestS3ClientGoneMidUpload(t *testing.T) {
 	// And the server is fine.
 	resp, body := s.do(t, "PUT", "/s3/after.txt", []byte("ok"), auth)
 	wantStatus(t, resp, body, http.StatusCreated)
+}
+
+// Two nodes on one bucket under fk give a file the same key: the secret
+// lives in the bucket (written once by whichever node needs it first), so
+// a link made through node A opens through node B; a wrong key, or the
+// key of the file before it was replaced, opens nothing anywhere.
+func TestS3FileKeysTwoNodes(t *testing.T) {
+	m := startMinio(t, "vol")
+	args := func() []string {
+		return []string{"-a", "u:pw", "-v", t.TempDir() + ":s3:g:rwdG,u:c,s3=vol/pre:c,fk=8"}
+	}
+	a, b := start(t, args()...), start(t, args()...)
+	put := func(s *server, data string) string {
+		t.Helper()
+		resp, body := s.do(t, "PUT", "/s3/shared.txt?j", []byte(data), basicAuth("u:pw"), "Replace: 1")
+		wantStatus(t, resp, body, http.StatusCreated)
+		var up struct{ URL string }
+		if err := json.Unmarshal(body, &up); err != nil {
+			t.Fatal(err)
+		}
+		k := fileKeyRE.FindStringSubmatch(up.URL)
+		if k == nil {
+			t.Fatalf("url = %q, want a ?k=", up.URL)
+		}
+		return k[1]
+	}
+	key := put(a, "first")
+	for _, s := range []*server{a, b} {
+		resp, body := s.do(t, "GET", "/s3/shared.txt?k="+key, nil)
+		wantStatus(t, resp, body, http.StatusOK)
+		if string(body) != "first" {
+			t.Errorf("%s: body %q", s.URL, body)
+		}
+		resp, body = s.do(t, "GET", "/s3/shared.txt?k=AAAAAAAA", nil)
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("%s: a wrong key opened the file: %q", s.URL, body)
+		}
+	}
+	// Replaced through B (same size): a new key, and the old one opens nothing.
+	key2 := put(b, "again")
+	if key2 == key {
+		t.Fatalf("the replaced file kept its key %q", key)
+	}
+	for _, s := range []*server{a, b} {
+		resp, body := s.do(t, "GET", "/s3/shared.txt?k="+key2, nil)
+		wantStatus(t, resp, body, http.StatusOK)
+		if string(body) != "again" {
+			t.Errorf("%s: body %q", s.URL, body)
+		}
+		resp, body = s.do(t, "GET", "/s3/shared.txt?k="+key, nil)
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("%s: the old key opened the new file: %q", s.URL, body)
+		}
+	}
+	// One secret in the bucket, unreachable by any URL.
+	if _, ok := m.Object(t, "vol", "pre/.hist/secret"); !ok {
+		t.Errorf("no secret object in the bucket")
+	}
+	if _, err := m.Client.StatObject(context.Background(), "vol", "pre/.hist/secret", minio.StatObjectOptions{}); err != nil {
+		t.Errorf("the secret object: %v", err)
+	}
+	for _, s := range []*server{a, b} {
+		resp, body := s.do(t, "GET", "/s3/.hist/secret", nil, basicAuth("u:pw"))
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("%s: the secret was served: %q", s.URL, body)
+		}
+	}
 }

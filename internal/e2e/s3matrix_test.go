@@ -100,6 +100,8 @@ var s3MatrixTests = map[string]func(*testing.T){
 	"TestZipZip64":                       TestZipZip64,
 	"TestZipPermissions":                 TestZipPermissions,
 	"TestZipBadInput":                    TestZipBadInput,
+	// perm_test.go
+	"TestPermGetAndFileKeys": TestPermGetAndFileKeys,
 	// search_test.go
 	"TestSearchForms":              TestSearchForms,
 	"TestSearchRP":                 TestSearchRP,
@@ -159,7 +161,6 @@ var s3NotBuilt = map[string]string{
 	"TestSearchTags":               "tags (e2t*): not indexed on S3 volumes (ffprobe needs a local file)",
 	"TestSearchTagsWithoutFFprobe": "tags (e2t*): not indexed on S3 volumes (ffprobe needs a local file)",
 	"TestUpTouchOverwrite":         "--touch (umod): an identical file's mtime set at the handshake",
-	"TestUp2kFileKeyAndSearch":     "file keys (fk: derived from inodes; refused at start on S3 volumes)",
 
 	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.
 	"TestUp2kSameContentElsewhere/dedup":  "dedup (refused at start on S3 volumes)",

@@ -364,3 +364,19 @@ func (m *Server) Remove(t testing.TB, bucket, key string) {
 		t.Fatal(err)
 	}
 }
+
+// Freeze stops the process where it stands (SIGSTOP): the kernel still
+// accepts connections on its port, but nothing answers — a store that
+// hangs. Thaw lets it go on.
+func (m *Server) Freeze() {
+	if m.cmd != nil {
+		m.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+}
+
+// Thaw ends a Freeze (SIGCONT).
+func (m *Server) Thaw() {
+	if m.cmd != nil {
+		m.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
