@@ -820,3 +820,132 @@ func (b *Bucket) WalkMeta(ctx context.Context, prefix string, fn func(store.Obje
 		return fn(si)
 	})
 }
+
+// NewUpload begins a multipart upload of key carrying meta (the object's
+// metadata is set when an upload begins, not when it completes).
+func (b *Bucket) NewUpload(ctx context.Context, key string, meta map[string]string) (string, error) {
+	return b.newUpload(ctx, key, minio.PutObjectOptions{UserMetadata: meta, ContentType: "application/octet-stream"})
+}
+
+// PutPart streams exactly size bytes of r into part n of the upload id
+// of key, without a part buffer: the part is stored only when r gave
+// all of them (an error from r cuts the request, and the store keeps
+// nothing of it). Like Put, it is not cancelled with the request (a
+// half-closed client's body is whole), and keeps a call's cap.
+func (b *Bucket) PutPart(ctx context.Context, key, id string, n int, r io.Reader, size int64) (store.ObjectPart, error) {
+	done, err := b.slot(ctx)
+	if err != nil {
+		return store.ObjectPart{}, err
+	}
+	defer done()
+	cb := &cutBody{r: r}
+	w := b.watched(context.WithoutCancel(ctx))
+	defer w.end()
+	w.wait()
+	p, err := b.core.PutObjectPart(w.ctx, b.bucket, key, id, n, w.body(cb), size, minio.PutObjectPartOptions{})
+	w.done()
+	if cut := cb.cut.Load(); cut != nil {
+		return store.ObjectPart{}, *cut
+	}
+	if err != nil {
+		return store.ObjectPart{}, mapCtx(w.ctx, err)
+	}
+	return store.ObjectPart{Number: n, Size: size, ETag: strings.Trim(p.ETag, `"`), ModTime: time.Now()}, nil
+}
+
+// ComposePart writes part n of the upload id of key as srcs joined: a
+// single source by UploadPartCopy (server-side; up to 5 GiB), several
+// streamed through hoard in order, each through check when set.
+func (b *Bucket) ComposePart(ctx context.Context, key, id string, n int, srcs []store.ObjectInfo, check func(i int, r io.Reader) io.Reader) (store.ObjectPart, error) {
+	var size int64
+	for _, s := range srcs {
+		size += s.Size
+	}
+	if len(srcs) == 1 && size > 0 && size <= maxCopyPart {
+		hdr := map[string]string{}
+		if srcs[0].ETag != "" {
+			hdr["x-amz-copy-source-if-match"] = `"` + srcs[0].ETag + `"`
+		}
+		cctx, cancel := b.call(ctx, size)
+		p, err := b.core.CopyObjectPart(cctx, b.bucket, srcs[0].Key, b.bucket, key, id, n, 0, -1, hdr)
+		cancel()
+		if r := minio.ToErrorResponse(err); r.StatusCode == 412 || r.Code == "PreconditionFailed" {
+			return store.ObjectPart{}, fmt.Errorf("%w: %s changed while it was copied", store.ErrNotFound, srcs[0].Key)
+		}
+		if err != nil {
+			return store.ObjectPart{}, mapCtx(cctx, err)
+		}
+		return store.ObjectPart{Number: n, Size: size, ETag: strings.Trim(p.ETag, `"`), ModTime: time.Now()}, nil
+	}
+	done, err := b.slot(ctx)
+	if err != nil {
+		return store.ObjectPart{}, err
+	}
+	defer done()
+	r := &joinReader{b: b, ctx: ctx, srcs: srcs, check: check}
+	w := b.watched(ctx)
+	w.wait()
+	op, err := b.core.PutObjectPart(w.ctx, b.bucket, key, id, n, w.body(r), size, minio.PutObjectPartOptions{})
+	w.end()
+	r.Close()
+	if err := r.failure(); err != nil {
+		return store.ObjectPart{}, err
+	}
+	if err != nil {
+		return store.ObjectPart{}, mapCtx(w.ctx, err)
+	}
+	return store.ObjectPart{Number: n, Size: size, ETag: strings.Trim(op.ETag, `"`), ModTime: time.Now()}, nil
+}
+
+// Parts lists the parts of the upload id of key, page by page.
+func (b *Bucket) Parts(ctx context.Context, key, id string) ([]store.ObjectPart, error) {
+	var out []store.ObjectPart
+	marker := 0
+	for {
+		cctx, cancel := b.call(ctx, 0)
+		res, err := b.core.ListObjectParts(cctx, b.bucket, key, id, marker, 1000)
+		cancel()
+		if err != nil {
+			return nil, mapCtx(cctx, err)
+		}
+		for _, p := range res.ObjectParts {
+			out = append(out, store.ObjectPart{Number: p.PartNumber, Size: p.Size, ETag: strings.Trim(p.ETag, `"`), ModTime: p.LastModified})
+		}
+		if !res.IsTruncated || res.NextPartNumberMarker <= marker {
+			return out, nil
+		}
+		marker = res.NextPartNumberMarker
+	}
+}
+
+// Complete joins parts into key. A part that is not (or no longer) the
+// one listed, or an upload that is gone, is ErrNotFound.
+func (b *Bucket) Complete(ctx context.Context, key, id string, parts []store.ObjectPart, opt store.ObjectPut) (store.ObjectInfo, error) {
+	cp := make([]minio.CompletePart, len(parts))
+	for i, p := range parts {
+		cp[i] = minio.CompletePart{PartNumber: p.Number, ETag: p.ETag}
+	}
+	var po minio.PutObjectOptions
+	setConds(&po, opt)
+	cctx, cancel := b.call(ctx, int64(len(parts))*minRate/100)
+	_, err := b.core.CompleteMultipartUpload(cctx, b.bucket, key, id, cp, po)
+	cancel()
+	if r := minio.ToErrorResponse(err); r.Code == "InvalidPart" || r.Code == "InvalidPartOrder" {
+		return store.ObjectInfo{}, fmt.Errorf("%w: a part of the upload changed: %v", store.ErrNotFound, err)
+	}
+	if err != nil {
+		return store.ObjectInfo{}, mapCtx(cctx, err)
+	}
+	return b.Stat(ctx, key)
+}
+
+// AbortUpload aborts the upload id of key; a missing one is no error.
+func (b *Bucket) AbortUpload(ctx context.Context, key, id string) error {
+	ctx, cancel := b.call(ctx, 0)
+	defer cancel()
+	err := mapCtx(ctx, b.core.AbortMultipartUpload(ctx, b.bucket, key, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}

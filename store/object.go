@@ -96,6 +96,40 @@ type ObjectStore interface {
 	// Compose. A source no longer the version src describes is
 	// ErrNotFound (nothing written).
 	Copy(ctx context.Context, dst string, from ObjectStore, src ObjectInfo, opt ObjectPut) (ObjectInfo, error)
+
+	// A multipart upload driven by the caller (up2k on S3 puts runs of
+	// chunks straight into parts of the file; docs/s3.md): begun with
+	// the object's metadata, parts put or composed in any order and on
+	// any node, listed, then completed or aborted by its id.
+
+	// NewUpload begins a multipart upload of key carrying meta.
+	NewUpload(ctx context.Context, key string, meta map[string]string) (string, error)
+	// PutPart streams exactly size bytes of r into part n (1–10,000) of
+	// the upload id of key; an error from r aborts the part (it is not
+	// stored). A missing upload is ErrNotFound.
+	PutPart(ctx context.Context, key, id string, n int, r io.Reader, size int64) (ObjectPart, error)
+	// ComposePart writes part n as the objects srcs joined in order: one
+	// source is copied server-side, several pass through hoard, each
+	// through check when set.
+	ComposePart(ctx context.Context, key, id string, n int, srcs []ObjectInfo, check func(i int, r io.Reader) io.Reader) (ObjectPart, error)
+	// Parts lists the parts of the upload id of key, by number. A missing
+	// upload is ErrNotFound.
+	Parts(ctx context.Context, key, id string) ([]ObjectPart, error)
+	// Complete joins parts (ascending numbers) into key, with
+	// opt.NoClobber and opt.IfMatch as for Compose. A part that is not
+	// the one listed (replaced meanwhile) fails it; so does a missing
+	// upload (ErrNotFound: completed or aborted by another).
+	Complete(ctx context.Context, key, id string, parts []ObjectPart, opt ObjectPut) (ObjectInfo, error)
+	// AbortUpload aborts the upload id of key; a missing one is no error.
+	AbortUpload(ctx context.Context, key, id string) error
+}
+
+// ObjectPart is one part of a multipart upload.
+type ObjectPart struct {
+	Number  int
+	Size    int64
+	ETag    string
+	ModTime time.Time
 }
 
 // ErrObjectStoreDown is an object store that cannot be reached or that

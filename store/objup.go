@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -299,4 +300,146 @@ func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace b
 		}
 		try = v.collisionName(name, ip, attempt)
 	}
+}
+
+// An up2k upload on an object-store volume may go straight into its
+// file's multipart upload (docs/s3.md, "up2k on S3"): runs of chunks are
+// put as parts by whichever node takes them, and the finishing node
+// completes the upload with those parts and parts composed of staged
+// session objects. Nothing is visible at the name until then.
+
+// ErrNoDirect: the upload cannot go into its file's multipart upload
+// (it has a lifetime, whose deadline is fixed when it is published):
+// stage its chunks instead.
+var ErrNoDirect = errors.New("store: this upload is staged, not put into parts")
+
+// upMeta is the metadata an upload publishes with.
+func (v *Volume) upMeta(opt UpPublish) map[string]string {
+	meta := map[string]string{"hoard-uploader": opt.User, "hoard-ip": opt.IP, "hoard-at": v.store.now().UTC().Format(time.RFC3339Nano)}
+	for k, val := range opt.Meta {
+		meta[k] = val
+	}
+	return meta
+}
+
+// upFileKey is the key of the file rel of an object-store volume.
+func (v *Volume) upFileKey(rel string) (string, error) {
+	r, err := cleanRel(rel)
+	if err != nil || r == "." || v.obj == nil {
+		return "", fmt.Errorf("store: upload at %q: %w", rel, ErrBadName)
+	}
+	return v.key(r), nil
+}
+
+// UpBegin begins the multipart upload of the file rel, carrying the
+// upload's metadata (its time is now: S3 sets metadata when an upload
+// begins). ErrNoDirect when the upload has a lifetime.
+func (v *Volume) UpBegin(ctx context.Context, rel string, opt UpPublish) (string, error) {
+	k, err := v.upFileKey(rel)
+	if err != nil {
+		return "", err
+	}
+	if life, err := v.lifeFor(opt.Life); err != nil || life > 0 {
+		return "", ErrNoDirect
+	}
+	return v.obj.NewUpload(ctx, k, v.upMeta(opt))
+}
+
+// UpPart streams exactly size bytes of r into part n of the upload id of
+// the file rel; an error from r stores nothing.
+func (v *Volume) UpPart(ctx context.Context, rel, id string, n int, r io.Reader, size int64) (ObjectPart, error) {
+	k, err := v.upFileKey(rel)
+	if err != nil {
+		return ObjectPart{}, err
+	}
+	return v.obj.PutPart(ctx, k, id, n, r, size)
+}
+
+// UpParts lists the parts of the upload id of the file rel; ErrNotFound
+// (wrapped) when the upload is gone.
+func (v *Volume) UpParts(ctx context.Context, rel, id string) ([]ObjectPart, error) {
+	k, err := v.upFileKey(rel)
+	if err != nil {
+		return nil, err
+	}
+	return v.obj.Parts(ctx, k, id)
+}
+
+// UpAbortUpload aborts the upload id of the file rel.
+func (v *Volume) UpAbortUpload(ctx context.Context, rel, id string) error {
+	k, err := v.upFileKey(rel)
+	if err != nil {
+		return err
+	}
+	return v.obj.AbortUpload(ctx, k, id)
+}
+
+// UpSlot is one part of the file UpFinish publishes: Part, a part
+// already there, or (Srcs set) the session objects Srcs joined in order
+// into part Number, each through Check where it passes through hoard.
+type UpSlot struct {
+	Part   ObjectPart
+	Number int
+	Srcs   []string
+	Check  func(i int, r io.Reader) io.Reader
+}
+
+// UpFinish publishes the file rel by completing its upload id with
+// slots, in order: no-clobber unless opt.Replace (a name taken meanwhile
+// is ErrExists, wrapped, and the upload stays as it was). A part that
+// changed or an upload that is gone is ErrNotFound (wrapped).
+func (v *Volume) UpFinish(ctx context.Context, rel, id string, slots []UpSlot, opt UpPublish) (ObjectInfo, error) {
+	k, err := v.upFileKey(rel)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	wark := opt.Meta["hoard-wark"]
+	if len(opt.Chunks) > 0 {
+		if err := v.PutChunkHashes(ctx, wark, opt.Chunks); err != nil { // objidx.go
+			return ObjectInfo{}, err
+		}
+	}
+	parts := make([]ObjectPart, 0, len(slots))
+	for _, s := range slots {
+		if len(s.Srcs) == 0 {
+			parts = append(parts, s.Part)
+			continue
+		}
+		srcs := make([]ObjectInfo, len(s.Srcs))
+		for i, name := range s.Srcs {
+			sk, err := v.upKey(name)
+			if err != nil {
+				return ObjectInfo{}, err
+			}
+			if srcs[i], err = v.obj.Stat(ctx, sk); err != nil {
+				return ObjectInfo{}, err
+			}
+		}
+		p, err := v.obj.ComposePart(ctx, k, id, s.Number, srcs, s.Check)
+		if err != nil {
+			return ObjectInfo{}, err
+		}
+		parts = append(parts, p)
+	}
+	oi, err := v.obj.Complete(ctx, k, id, parts, ObjectPut{NoClobber: !opt.Replace})
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	r, _ := cleanRel(rel)
+	v.store.log.Info("stored", "volume", "/"+v.VPath, "key", oi.Key, "bytes", oi.Size, "via", "up2k parts")
+	at, _ := time.Parse(time.RFC3339Nano, oi.Meta["hoard-at"])
+	v.objCreated(r, oi, at, oi.Meta["hoard-uploader"], oi.Meta["hoard-ip"], wark, opt.Chunks) // objidx.go
+	return oi, nil
+}
+
+// UpPutIf replaces the session object name with b while it is still the
+// version etag (If-Match): ErrExists (wrapped) when another node changed
+// it meanwhile.
+func (v *Volume) UpPutIf(ctx context.Context, name string, b []byte, etag string) error {
+	k, err := v.upKey(name)
+	if err != nil {
+		return err
+	}
+	_, err = v.obj.Put(ctx, k, bytes.NewReader(b), ObjectPut{Size: int64(len(b)), IfMatch: etag})
+	return err
 }

@@ -35,6 +35,9 @@ import (
 type remoteRec struct {
 	record
 	Final string `json:"final,omitempty"`
+	// Upload is the id of the file's multipart upload, whose parts
+	// stitched posts go straight into (remoteparts.go); "" while none.
+	Upload string `json:"upload,omitempty"`
 }
 
 // maxSessionObject bounds a session object's size (4096 hashes of at
@@ -131,6 +134,9 @@ func decodeRemote(wark string, b []byte) (*remoteSess, error) {
 	if rec.Size <= 0 || rec.Size > MaxSize {
 		return nil, bad("bad size")
 	}
+	if err := checkUploadID(rs.rec.Upload); err != nil {
+		return nil, bad(err.Error())
+	}
 	for _, h := range rec.Hashes {
 		if _, _, err := ParseHash(h); err != nil {
 			return nil, bad("bad chunk hash")
@@ -152,6 +158,17 @@ func putRemote(ctx context.Context, v *store.Volume, rec remoteRec, noClobber bo
 	}
 	_, err = v.UpPut(ctx, sessionObject(rec.Wark), bytes.NewReader(b), int64(len(b)), noClobber)
 	return err
+}
+
+// putRemoteIf writes the session object while it is still the version
+// etag (store.ErrExists when another node changed it), and returns the
+// new version's.
+func putRemoteIf(ctx context.Context, v *store.Volume, rec remoteRec, etag string) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return v.UpPutIf(ctx, sessionObject(rec.Wark), b, etag)
 }
 
 // remoteHave lists the chunk keys stored for wark.
@@ -234,15 +251,15 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 			m.dropChunks(ctx, h.Vol, wark)
 			continue
 		}
-		have, _, err := remoteHave(ctx, h.Vol, wark)
+		st, err := loadState(ctx, h.Vol, rs)
 		if err != nil {
 			return Reply{}, err
 		}
-		need := rs.need(have)
+		need := rs.need(st.had(rs.t))
 		if len(need) == 0 {
 			// Every chunk is in, but nobody published the file (its
 			// node died): publish it now.
-			if _, err := m.remoteFinish(ctx, h.Vol, wark); err != nil {
+			if _, err := m.remoteFinish(ctx, h.Vol, wark); err != nil && !errors.Is(err, errRestaged) && !errors.Is(err, errNotAllIn) {
 				return Reply{}, err
 			}
 			continue
@@ -436,42 +453,21 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 	// As on disk: a chunk stored already is refused (clients take this
 	// answer as success). Two posts of one chunk at once, on two nodes,
 	// both store it; the bytes are the same.
-	var stored map[string]bool
-	if len(us) > 2 {
-		if stored, _, err = remoteHave(ctx, v, p.Wark); err != nil {
-			return Written{}, err
-		}
+	st, err := loadState(ctx, v, rs)
+	if err != nil {
+		return Written{}, err
 	}
+	had := st.had(t)
 	for _, u := range us {
-		got := stored[t.key(u)]
-		if stored == nil {
-			if got, err = v.UpHas(ctx, chunkObject(p.Wark, t.key(u))); err != nil {
-				return Written{}, err
-			}
-		}
-		if got {
+		if had[t.key(u)] {
 			return Written{}, invalidf("already got that (%s) but thanks??", t.sentOf(u))
 		}
 	}
 	m.posts.Add(1)
 	defer m.posts.Add(-1)
-	var w Written
-	for _, u := range us {
-		n := t.length(u)
-		cr := newCheckReader(p.Body, n, t.sentOf(u), t.cmp(u))
-		_, err := v.UpPut(ctx, chunkObject(p.Wark, t.key(u)), cr, n, false)
-		got, bad, crErr := cr.result()
-		w.Bytes += got
-		if crErr != nil { // the body's own fault wins: the put was aborted for it
-			if bad {
-				m.badChunks.Add(1)
-			}
-			return w, crErr
-		}
-		if err != nil {
-			return w, err
-		}
-		w.Chunks++
+	w, err := m.remotePost(ctx, p, rs, us)
+	if err != nil {
+		return w, err
 	}
 	// The body is in and stored: what follows must not depend on the
 	// client, which may have half-closed its connection once it sent the
@@ -482,14 +478,17 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 
 // remoteMaybeFinish publishes the upload when every chunk is in.
 func (m *Manager) remoteMaybeFinish(ctx context.Context, v *store.Volume, rs *remoteSess, w Written) (Written, error) {
-	have, _, err := remoteHave(ctx, v, rs.rec.Wark)
+	st, err := loadState(ctx, v, rs)
 	if err != nil {
 		return w, err
 	}
-	if len(rs.need(have)) > 0 {
+	if len(rs.need(st.had(rs.t))) > 0 {
 		return w, nil
 	}
 	rel, err := m.remoteFinish(ctx, v, rs.rec.Wark)
+	if errors.Is(err, errRestaged) || errors.Is(err, errNotAllIn) {
+		return w, nil // the chunks are in; the client's handshake learns what else is needed
+	}
 	if err != nil {
 		return w, err
 	}
@@ -731,32 +730,56 @@ type finCall struct {
 
 // remotePublish is remoteFinish's work.
 func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark string) (string, error) {
-	rs, ok, err := m.loadRemote(ctx, v, wark)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		return "", invalidf("unknown wark (see serverlog for details)")
-	}
-	rec := rs.rec
-	if rec.Final != "" {
-		return rec.Final, nil
-	}
-	t := rs.t
+	var rs *remoteSess
+	var rec remoteRec
 	published := func(rel string) bool {
 		oi, err := v.UpStat(ctx, rel)
 		return err == nil && oi.Meta["hoard-wark"] == wark
 	}
-	if !published(path.Join(rec.Dir, rec.Name)) {
-		// Touch the session object: an expiry on any node measures
-		// idleness from here, and aborts this publish's multipart
-		// upload only when it was begun long ago. (Another node
-		// publishing at the same moment may have its record of where
-		// overwritten; a handshake finds the file and says so again.)
-		if err := putRemote(ctx, v, rec, false); err != nil {
+	for attempt := 0; ; attempt++ {
+		var etag string
+		var ok bool
+		var err error
+		rs, etag, ok, err = m.loadRemoteTag(ctx, v, wark)
+		if err != nil {
 			return "", err
 		}
+		if !ok {
+			return "", invalidf("unknown wark (see serverlog for details)")
+		}
+		rec = rs.rec
+		if rec.Final != "" {
+			return rec.Final, nil
+		}
+		if !published(path.Join(rec.Dir, rec.Name)) {
+			// Touch the session object: an expiry on any node measures
+			// idleness from here, and aborts this publish's multipart
+			// upload only when it was begun long ago. (Another node
+			// publishing at the same moment may have its record of
+			// where overwritten; a handshake finds the file and says so
+			// again.) If-Match: a session another node changed
+			// meanwhile (its upload begun, or moved) is read again.
+			err := putRemoteIf(ctx, v, rec, etag)
+			if errors.Is(err, store.ErrExists) && attempt < 4 {
+				continue
+			}
+			if err != nil {
+				return "", err
+			}
+			if rs, etag, ok, err = m.loadRemoteTag(ctx, v, wark); err != nil || !ok {
+				return "", cmpErr(err, invalidf("unknown wark (see serverlog for details)"))
+			}
+		}
+		if rec.Upload != "" {
+			rel, err := m.remotePublishParts(ctx, v, rs, etag)
+			if err != nil {
+				return "", err
+			}
+			return m.published(ctx, v, rec, rel)
+		}
+		break
 	}
+	t := rs.t
 	parts := make([]string, t.n)
 	for i := range parts {
 		parts[i] = chunkObject(wark, t.keyOfChunk(i))
@@ -781,15 +804,29 @@ func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark strin
 			return "", err
 		}
 	}
+	return m.published(ctx, v, rec, rel)
+}
+
+// published records where the upload rec went (Final) and drops its
+// chunk objects.
+func (m *Manager) published(ctx context.Context, v *store.Volume, rec remoteRec, rel string) (string, error) {
 	rec.Final = rel
 	if err := putRemote(ctx, v, rec, false); err != nil {
 		return "", err
 	}
-	m.remote.drop(v, wark)
-	m.dropChunks(ctx, v, wark)
+	m.remote.drop(v, rec.Wark)
+	m.dropChunks(ctx, v, rec.Wark)
 	m.finished.Add(1)
 	m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", rec.Size, "user", rec.User, "ip", rec.IP, "store", "object")
 	return rel, nil
+}
+
+// cmpErr is err, or alt when err is nil.
+func cmpErr(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
 }
 
 // dropChunks deletes the chunk objects (and any sub-chunk pieces) of the
@@ -855,7 +892,22 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 			if now.Sub(s.last) < m.idle {
 				continue
 			}
-			if rs, ok, err := m.loadRemote(ctx, v, wark); err == nil && ok && rs.rec.Final == "" {
+			rs, ok, err := m.loadRemote(ctx, v, wark)
+			if err == nil && ok && rs.rec.Upload != "" {
+				// Its parts count as its objects: an upload whose posts
+				// all go into parts is busy though its objects are old.
+				st, err := loadState(ctx, v, rs)
+				if err != nil || now.Sub(st.last) < m.idle {
+					continue
+				}
+				if rs.rec.Final == "" {
+					if err := v.UpAbortUpload(ctx, path.Join(rs.rec.Dir, rs.rec.Name), rs.rec.Upload); err != nil {
+						m.log.Warn("could not abort an abandoned upload", "volume", "/"+v.VPath, "wark", wark, "err", err)
+						continue
+					}
+				}
+			}
+			if err == nil && ok && rs.rec.Final == "" {
 				// A publish begins within moments of the session
 				// object's touch; one begun before that ended with its
 				// node.
