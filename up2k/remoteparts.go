@@ -106,41 +106,45 @@ func (st remoteState) groupStaged(t *table, g int) bool {
 	return true
 }
 
-// had is, per unique chunk key, whether the bucket holds it where the
-// file can be made of it: staged, or inside a part that a run of parts
-// and staged groups from the file's start reaches (a part no such run
-// reaches could not be used, so its chunks are asked for again). When
-// every chunk is had, the file can be made (a run reaches the end).
-func (st remoteState) had(t *table) map[string]bool {
-	ng := t.groups()
-	reach := make([]bool, ng+1)
-	reach[0] = true
-	cover := make([]bool, t.n)
-	for g := range ng {
-		if !reach[g] {
+// walk is how the file is made, from its start: at each group, the part
+// that begins there when there is one (it runs to a later group), else
+// the group's staged chunks. Every node walks the same way, so the
+// chunks it asks for are those this walk lacks: a part that the walk
+// steps over (it overlaps one taken before, from two posts of one run
+// stitched differently at once) is not used, and its chunks are asked
+// again. fn gets each step: the part, or the group g with p.Number 0.
+func (st remoteState) walk(t *table, fn func(g int, p store.ObjectPart)) {
+	for g := 0; g < t.groups(); {
+		if p, ok := st.parts[g+1]; ok {
+			fn(g, p)
+			g = st.partEnd(t, p)
 			continue
 		}
-		if p, ok := st.parts[g+1]; ok {
-			e := st.partEnd(t, p)
-			reach[e] = true
-			for i := g * t.groupSize(); i < min(e*t.groupSize(), t.n); i++ {
-				cover[i] = true
-			}
-		}
-		if st.groupStaged(t, g) {
-			reach[g+1] = true
-		}
+		fn(g, store.ObjectPart{})
+		g++
 	}
+}
+
+// had is, per unique chunk key, whether the bucket holds it where the
+// walk can use it: staged, or inside a part the walk takes (at all of
+// its places, for a chunk that repeats). When every chunk is had, plan
+// succeeds.
+func (st remoteState) had(t *table) map[string]bool {
+	cover := make([]bool, t.n)
+	st.walk(t, func(g int, p store.ObjectPart) {
+		if p.Number == 0 {
+			return
+		}
+		for i := g * t.groupSize(); i < min(st.partEnd(t, p)*t.groupSize(), t.n); i++ {
+			cover[i] = true
+		}
+	})
 	out := map[string]bool{}
 	for u := 0; u < t.nu; u++ {
 		k := t.key(u)
-		if st.staged[k] {
-			out[k] = true
-			continue
-		}
-		ok := cover[t.firstChunk(u)]
+		ok := st.staged[k] || cover[t.firstChunk(u)]
 		for _, c := range t.copies(u) {
-			ok = ok && cover[c]
+			ok = ok && (st.staged[k] || cover[c])
 		}
 		if ok {
 			out[k] = true
@@ -149,30 +153,19 @@ func (st remoteState) had(t *table) map[string]bool {
 	return out
 }
 
-// plan is how the file is made: from the file's start, a part where one
-// leads on to the end, else the group's staged chunks. ok is false when
-// no run reaches the end.
+// plan is the walk as the parts of the file; ok is false when a group
+// the walk needs is not all staged.
 func (st remoteState) plan(t *table, wark string) ([]store.UpSlot, bool) {
-	ng := t.groups()
-	// toEnd[g]: the end is reachable from group g.
-	toEnd := make([]bool, ng+1)
-	toEnd[ng] = true
-	for g := ng - 1; g >= 0; g-- {
-		if p, ok := st.parts[g+1]; ok && toEnd[st.partEnd(t, p)] {
-			toEnd[g] = true
-		} else if st.groupStaged(t, g) && toEnd[g+1] {
-			toEnd[g] = true
-		}
-	}
-	if !toEnd[0] {
-		return nil, false
-	}
 	var slots []store.UpSlot
-	for g := 0; g < ng; {
-		if p, ok := st.parts[g+1]; ok && toEnd[st.partEnd(t, p)] {
+	ok := true
+	st.walk(t, func(g int, p store.ObjectPart) {
+		if p.Number != 0 {
 			slots = append(slots, store.UpSlot{Part: p})
-			g = st.partEnd(t, p)
-			continue
+			return
+		}
+		if !st.groupStaged(t, g) {
+			ok = false
+			return
 		}
 		first := g * t.groupSize()
 		var srcs []string
@@ -183,9 +176,8 @@ func (st remoteState) plan(t *table, wark string) ([]store.UpSlot, bool) {
 			u, _ := t.lookup(t.keyOfChunk(first + j))
 			return newCheckReader(r, t.length(u), t.sentOf(u), t.cmp(u))
 		}})
-		g++
-	}
-	return slots, true
+	})
+	return slots, ok
 }
 
 // postPlan splits a post of unique chunks us into the chunks staged
