@@ -465,7 +465,7 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 	}
 	m.posts.Add(1)
 	defer m.posts.Add(-1)
-	w, err := m.remotePost(ctx, p, rs, us)
+	w, rs, err := m.remotePost(ctx, p, rs, us)
 	if err != nil {
 		return w, err
 	}

@@ -212,31 +212,32 @@ func (t *table) postPlan(us []int) (lead, mid, tail []int, a int, direct bool) {
 
 // remoteUpload returns the id of the session's upload, beginning it (and
 // recording it in the session object, If-Match, so that two nodes agree
-// on one) when there is none. "" when the upload is staged instead.
-func (m *Manager) remoteUpload(ctx context.Context, v *store.Volume, rs *remoteSess) (string, error) {
+// on one) when there is none, and the session as it is now. "" when the
+// upload is staged instead.
+func (m *Manager) remoteUpload(ctx context.Context, v *store.Volume, rs *remoteSess) (string, *remoteSess, error) {
 	if rs.rec.Upload != "" {
-		return rs.rec.Upload, nil
+		return rs.rec.Upload, rs, nil
 	}
 	for range 4 {
 		fresh, etag, ok, err := m.loadRemoteTag(ctx, v, rs.rec.Wark)
 		if err != nil {
-			return "", err
+			return "", rs, err
 		}
 		if !ok || fresh.rec.Final != "" {
-			return "", invalidf("unknown wark (see serverlog for details)")
+			return "", rs, invalidf("unknown wark (see serverlog for details)")
 		}
 		if fresh.rec.Upload != "" {
 			m.remote.put(v, rs.rec.Wark, fresh)
-			return fresh.rec.Upload, nil
+			return fresh.rec.Upload, fresh, nil
 		}
 		rec := fresh.rec
 		rel := path.Join(rec.Dir, rec.Name)
 		id, err := v.UpBegin(ctx, rel, store.UpPublish{User: rec.User, IP: rec.IP, Life: time.Duration(rec.Life) * time.Second, Meta: publishMeta(rec.Wark, rec.Lmod)})
 		if errors.Is(err, store.ErrNoDirect) {
-			return "", nil
+			return "", rs, nil
 		}
 		if err != nil {
-			return "", err
+			return "", rs, err
 		}
 		rec.Upload = id
 		err = putRemoteIf(ctx, v, rec, etag)
@@ -246,18 +247,19 @@ func (m *Manager) remoteUpload(ctx context.Context, v *store.Volume, rs *remoteS
 		}
 		if err != nil {
 			v.UpAbortUpload(context.WithoutCancel(ctx), rel, id)
-			return "", err
+			return "", rs, err
 		}
 		fresh.rec = rec
 		m.remote.put(v, rec.Wark, fresh)
-		return id, nil
+		return id, fresh, nil
 	}
-	return "", &Error{Kind: Unavailable, Msg: "the upload changed under this post several times; try again", RetryAfter: time.Second}
+	return "", rs, &Error{Kind: Unavailable, Msg: "the upload changed under this post several times; try again", RetryAfter: time.Second}
 }
 
 // remotePost stores the chunks us of a post: chunks outside whole groups
-// as chunk objects, the rest as one part of the session's upload.
-func (m *Manager) remotePost(ctx context.Context, p ChunkPost, rs *remoteSess, us []int) (Written, error) {
+// as chunk objects, the rest as one part of the session's upload. It
+// returns the session as it is now (with its upload's id).
+func (m *Manager) remotePost(ctx context.Context, p ChunkPost, rs *remoteSess, us []int) (Written, *remoteSess, error) {
 	v, t := p.Vol, rs.t
 	var w Written
 	stage := func(list []int) error {
@@ -284,15 +286,15 @@ func (m *Manager) remotePost(ctx context.Context, p ChunkPost, rs *remoteSess, u
 	id := ""
 	if direct {
 		var err error
-		if id, err = m.remoteUpload(ctx, v, rs); err != nil {
-			return w, err
+		if id, rs, err = m.remoteUpload(ctx, v, rs); err != nil {
+			return w, rs, err
 		}
 		if id == "" {
 			lead, mid, tail = us, nil, nil
 		}
 	}
 	if err := stage(lead); err != nil {
-		return w, err
+		return w, rs, err
 	}
 	if len(mid) > 0 {
 		crs := make([]*checkReader, len(mid))
@@ -312,24 +314,24 @@ func (m *Manager) remotePost(ctx context.Context, p ChunkPost, rs *remoteSess, u
 				if bad {
 					m.badChunks.Add(1)
 				}
-				return w, crErr
+				return w, rs, crErr
 			}
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			// The upload is gone (the session expired, or was restaged
 			// by a publish that found its name taken): ask again.
 			m.remote.drop(v, p.Wark)
-			return w, &Error{Kind: Retry, Msg: "the upload was restarted; please handshake again"}
+			return w, rs, &Error{Kind: Retry, Msg: "the upload was restarted; please handshake again"}
 		}
 		if err != nil {
-			return w, err
+			return w, rs, err
 		}
 		w.Chunks += len(mid)
 	}
 	if err := stage(tail); err != nil {
-		return w, err
+		return w, rs, err
 	}
-	return w, nil
+	return w, rs, nil
 }
 
 // errRestaged: the publish found its name taken by another file, so the

@@ -288,3 +288,20 @@ func TestS3Up2kPartsNameTaken(t *testing.T) {
 	}
 	wantS3Settled(t, m, "vol", "pre/")
 }
+
+// A whole file in one stitched post: its one part is the file, published
+// before the answer; nothing was staged.
+func TestS3Up2kPartsOnePost(t *testing.T) {
+	s, m, auth := startS3(t)
+	f := newUp2kFile(seededBytes(80, 6<<20+3))
+	rep := up2kHandshake(t, s, "/s3/", "one.bin", f, 1600000000, nil, auth)
+	resp, b := postChunks(t, s, rep.Purl, rep.Wark, stitchHashes(f.hashes), f.data, auth)
+	wantStatus(t, resp, b, 200)
+	if got, ok := m.Object(t, "vol", "pre/one.bin"); !ok || !bytes.Equal(got, f.data) {
+		t.Fatalf("the object is not the file (%d bytes)", len(got))
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+	if fin := up2kHandshake(t, s, "/s3/", "one.bin", f, 1600000000, nil, auth); len(fin.Need) != 0 || fin.Name != "one.bin" {
+		t.Fatalf("final handshake: need %d, name %q", len(fin.Need), fin.Name)
+	}
+}
