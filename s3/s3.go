@@ -90,7 +90,28 @@ type Bucket struct {
 	bucket string
 	puts   chan struct{} // upload slots (maxPuts)
 	cap    time.Duration // see watch
+	spares chan struct{} // spare part buffers in use (maxSpares)
 }
+
+// maxSpares caps the second part buffers of streamed uploads (see
+// putStream): maxSpares × partSize = 128 MiB more than the uploads'
+// own, at most.
+const maxSpares = 8
+
+// spare takes a second part buffer, or nil when maxSpares are in use
+// (the upload then takes turns, as before).
+func (b *Bucket) spare() []byte {
+	select {
+	case b.spares <- struct{}{}:
+		// Not pooled: a request body's reader may still be read by the
+		// transport for a moment after a failed request returned.
+		return make([]byte, partSize)
+	default:
+		return nil
+	}
+}
+
+func (b *Bucket) unspare() { <-b.spares }
 
 // Open connects to bucket and checks that it exists. An unreachable store
 // is no error here (it may come up later; requests then answer 503); a
@@ -115,7 +136,7 @@ func Open(ctx context.Context, c Config, bucket string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3 endpoint %q: %w", c.Endpoint, err)
 	}
-	b := &Bucket{c: mc, core: minio.Core{Client: mc}, bucket: bucket, puts: make(chan struct{}, maxPuts), cap: c.CallTimeout}
+	b := &Bucket{c: mc, core: minio.Core{Client: mc}, bucket: bucket, puts: make(chan struct{}, maxPuts), cap: c.CallTimeout, spares: make(chan struct{}, maxSpares)}
 	if b.cap <= 0 {
 		b.cap = DefaultCallTimeout
 	}
@@ -308,7 +329,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 	r = w.body(r)
 	w.wait()
 	var ui minio.UploadInfo
-	if size < 0 && (opt.NoClobber || opt.IfMatch != "") {
+	if size < 0 {
 		ui, err = b.putStream(w.ctx, key, r, po, opt)
 	} else {
 		ui, err = b.c.PutObject(w.ctx, b.bucket, key, r, size, po)
@@ -359,19 +380,51 @@ func (b *Bucket) putStream(ctx context.Context, key string, r io.Reader, po mini
 	}()
 	var parts []minio.CompletePart
 	var total int64
+	// While a part goes to the store, the next is read from the client
+	// into a spare buffer when one is free: the two legs overlap instead
+	// of taking turns (each waited for the other before).
+	spare := b.spare()
+	if spare != nil {
+		defer b.unspare()
+	}
+	type sent struct {
+		p   minio.ObjectPart
+		err error
+	}
 	for n > 0 {
-		p, err := b.core.PutObjectPart(ctx, b.bucket, key, id, len(parts)+1, bytes.NewReader(buf[:n]), int64(n), minio.PutObjectPartOptions{})
-		if err != nil {
-			return minio.UploadInfo{}, err
+		num := len(parts) + 1
+		if end || spare == nil {
+			p, err := b.core.PutObjectPart(ctx, b.bucket, key, id, num, bytes.NewReader(buf[:n]), int64(n), minio.PutObjectPartOptions{})
+			if err != nil {
+				return minio.UploadInfo{}, err
+			}
+			parts = append(parts, minio.CompletePart{PartNumber: p.PartNumber, ETag: p.ETag})
+			total += int64(n)
+			if end {
+				break
+			}
+			if n, end, err = fill(r, buf); err != nil {
+				return minio.UploadInfo{}, err
+			}
+			continue
 		}
-		parts = append(parts, minio.CompletePart{PartNumber: p.PartNumber, ETag: p.ETag})
+		ch := make(chan sent, 1)
+		go func(data []byte) {
+			p, err := b.core.PutObjectPart(ctx, b.bucket, key, id, num, bytes.NewReader(data), int64(len(data)), minio.PutObjectPartOptions{})
+			ch <- sent{p, err}
+		}(buf[:n])
 		total += int64(n)
-		if end {
-			break
+		nn, nend, ferr := fill(r, spare)
+		res := <-ch // the part's buffer is free again only after this
+		if res.err != nil {
+			return minio.UploadInfo{}, res.err
 		}
-		if n, end, err = fill(r, buf); err != nil {
-			return minio.UploadInfo{}, err
+		if ferr != nil {
+			return minio.UploadInfo{}, ferr
 		}
+		parts = append(parts, minio.CompletePart{PartNumber: res.p.PartNumber, ETag: res.p.ETag})
+		buf, spare = spare, buf
+		n, end = nn, nend
 	}
 	done := minio.PutObjectOptions{}
 	setConds(&done, opt)
