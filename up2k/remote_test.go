@@ -92,7 +92,9 @@ func FuzzDecodeRemote(f *testing.F) {
 	done, _ := json.Marshal(remoteRec{record: record{Wark: w, Dir: ".", Name: "f", Asked: "f", Size: 1, CS: 1 << 20, Hashes: hs[:1]}, Final: "f-2"})
 	for _, s := range []string{string(good), string(done), "{}", "null", `{"wark":"` + w + `","dir":"..","name":"x"}`,
 		strings.Replace(string(good), `"a/b"`, `"../b"`, 1), strings.Replace(string(good), `"f.bin"`, `".hist"`, 1),
-		strings.Replace(string(done), `"f-2"`, `"../f"`, 1), strings.Replace(string(good), `1048576`, `0`, 1)} {
+		strings.Replace(string(done), `"f-2"`, `"../f"`, 1), strings.Replace(string(good), `1048576`, `0`, 1),
+		strings.Replace(string(good), `{`, `{"upload":"ZmFrZS11cGxvYWQtaWQ",`, 1), strings.Replace(string(good), `{`, `{"upload":"a b\n",`, 1),
+		strings.Replace(string(good), `{`, `{"upload":"`+strings.Repeat("x", 1025)+`",`, 1)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b string) {
@@ -101,6 +103,9 @@ func FuzzDecodeRemote(f *testing.F) {
 			return
 		}
 		rec := rs.rec
+		if len(rec.Upload) > 1024 || strings.ContainsFunc(rec.Upload, func(r rune) bool { return r <= ' ' || r > '~' }) {
+			t.Fatalf("accepted the upload id %q", rec.Upload)
+		}
 		if rec.Wark != w || rs.t == nil || rs.t.n != len(rec.Hashes) || rec.Size <= 0 {
 			t.Fatalf("accepted an inconsistent session: %+v", rec)
 		}
