@@ -67,8 +67,7 @@ func TestRemotePartsProperty(t *testing.T) {
 			}
 		}
 		had := st.had(tb)
-		slots, ok := st.plan(tb, "w")
-		if ok != (len(had) == tb.nu) {
+		if _, ok := st.plan(tb, "w"); ok != (len(had) == tb.nu) {
 			t.Fatalf("iter %d: plan ok %v, had %d of %d", iter, ok, len(had), tb.nu)
 		}
 		// Fill what is lacking by staging it: then the plan must work.
@@ -77,7 +76,8 @@ func TestRemotePartsProperty(t *testing.T) {
 				st.staged[tb.key(u)] = true
 			}
 		}
-		if slots, ok = st.plan(tb, "w"); !ok {
+		slots, ok := st.plan(tb, "w")
+		if !ok {
 			t.Fatalf("iter %d: every chunk staged or in parts, yet no plan", iter)
 		}
 		var total int64
