@@ -45,7 +45,9 @@ type ObjectPut struct {
 	NoClobber bool
 	Meta      map[string]string
 	// Size, when above 0, is the exact length of the body: one streamed
-	// PUT (no multipart upload, no part buffer).
+	// PUT (no multipart upload, no part buffer). The ObjectInfo such a
+	// Put returns has the store's ETag but the node's clock as ModTime
+	// (no HEAD follows it).
 	Size int64
 	// Check, for Compose, wraps the reader of source i where its bytes
 	// pass through hoard; an error from the wrapper fails the compose.
