@@ -170,12 +170,10 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 }
 
 // checkObjectFlags refuses the flags whose rules need a local file
-// system or an index of the bucket (at mount and at a reload).
+// system or an index of the bucket (at mount and at a reload). None is
+// left: nodupe and dedup read where a content lies from the bucket
+// (objwhere.go); dedup's hard links are server-side copies there.
 func checkObjectFlags(f Flags) error {
-	switch {
-	case f.NoDupe || f.Dedup:
-		return errors.New("flags nodupe and dedup are not built yet for volumes on object storage (s3=)")
-	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,8 +41,15 @@ func TestS3Up2kSameContentElsewhere(t *testing.T) {
 		t.Errorf("the copy's hoard-lmod = %q, want the second client's 1700000000 (metadata %v)", got, oi.UserMetadata)
 	}
 	// Its final handshake agrees; the original is untouched.
-	if fin := up2kHandshake(t, s, "/s3/b/", "again.bin", f, 1700000000, nil, u); len(fin.Hash) != 0 {
-		t.Errorf("final handshake of the copy needs %d chunks", len(fin.Hash))
+	if fin := up2kHandshake(t, s, "/s3/b/", "again.bin", f, 1700000000, nil, u); len(fin.Hash) != 0 || fin.Name != "again.bin" {
+		t.Errorf("final handshake of the copy: need %d chunks, name %q; want the copy itself, not another", len(fin.Hash), fin.Name)
+	}
+	var names []string
+	for oi := range m.Client.ListObjects(context.Background(), "vol", minio.ListObjectsOptions{Prefix: "pre/b/", Recursive: true}) {
+		names = append(names, strings.TrimPrefix(oi.Key, "pre/b/"))
+	}
+	if !slices.Equal(names, []string{"again.bin"}) {
+		t.Errorf("the folder holds %q after the final handshake, want only again.bin", names)
 	}
 	wantObject(t, m, "vol", "pre/a/orig.bin", f.data)
 	// A third name, taken by another file: the copy gets a collision name.

@@ -163,12 +163,10 @@ var s3NotBuilt = map[string]string{
 	"TestUpTouchOverwrite":         "--touch (umod): an identical file's mtime set at the handshake",
 
 	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.
-	"TestUp2kSameContentElsewhere/dedup":  "dedup (refused at start on S3 volumes)",
-	"TestUp2kSameContentElsewhere/nodupe": "nodupe (refused at start on S3 volumes)",
-	"TestUp2kCollisionAndReplace":         "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
-	"TestUp2kBusyChunk":                   "a chunk busy on another connection",
-	"TestUp2kHandshakeFlood":              "caps on unfinished uploads per address (--reg-cap-ip): S3 sessions are not counted",
-	"TestUp2kUnfinishedCaps":              "caps on unfinished uploads per address (--reg-cap-ip): S3 sessions are not counted",
+	"TestUp2kCollisionAndReplace": "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
+	"TestUp2kBusyChunk":           "a chunk busy on another connection",
+	"TestUp2kHandshakeFlood":      "caps on unfinished uploads per address (--reg-cap-ip): S3 sessions are not counted",
+	"TestUp2kUnfinishedCaps":      "caps on unfinished uploads per address (--reg-cap-ip): S3 sessions are not counted",
 }
 
 // s3DiskOnly: tests of what only a local folder has; they stay skipped.
@@ -183,7 +181,6 @@ var s3DiskOnly = map[string]string{
 	"TestUp2kDiskFull":                   "a full disk (free space of the volume's folder)",
 	"TestUpKilledResumes":                killedAccounting,
 	"TestUpServerRestart":                killedAccounting,
-	"TestUp2kSameContentElsewhere/copy":  "hard links, a source changed on disk (on S3: TestS3Up2kSameContentElsewhere)",
 	"TestArchiveZip64":                   "sparse files of 4 GiB and more",
 	"TestZipZip64":                       "sparse files of 4 GiB and more",
 	"TestArchiveUnreadable":              "files made unreadable with chmod",
