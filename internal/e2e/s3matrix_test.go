@@ -160,7 +160,6 @@ var s3MatrixTests = map[string]func(*testing.T){
 var s3NotBuilt = map[string]string{
 	"TestSearchTags":               "tags (e2t*): not indexed on S3 volumes (ffprobe needs a local file)",
 	"TestSearchTagsWithoutFFprobe": "tags (e2t*): not indexed on S3 volumes (ffprobe needs a local file)",
-	"TestUpTouchOverwrite":         "--touch (umod): an identical file's mtime set at the handshake",
 
 	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.
 	"TestUp2kCollisionAndReplace": "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
