@@ -162,10 +162,6 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 	}
 	v.objPre = prefix
 	v.objSec = &objSecret{name: prefix + HistName + "/secret"}
-	if flags.E2T {
-		v.store.log.Warn("tag indexing (e2t*) is not built yet for volumes on object storage; off for this one (search by name, size, date, uploader and hash works)", "volume", "/"+v.VPath)
-		flags.E2T, flags.E2TS, flags.E2TSR = false, false, false
-	}
 	return nil
 }
 

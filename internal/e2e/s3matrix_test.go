@@ -158,8 +158,6 @@ var s3MatrixTests = map[string]func(*testing.T){
 // builds them. THE one list: when a feature lands on S3, delete its
 // tests' lines here (and run `go test ./internal/e2e -run TestS3Matrix`).
 var s3NotBuilt = map[string]string{
-	"TestSearchTags":               "tags (e2t*): not indexed on S3 volumes (ffprobe needs a local file)",
-	"TestSearchTagsWithoutFFprobe": "tags (e2t*): not indexed on S3 volumes (ffprobe needs a local file)",
 
 	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.
 	"TestUp2kCollisionAndReplace": "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
