@@ -230,6 +230,7 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 			if err := putRemote(ctx, h.Vol, rs.rec, false); err != nil {
 				return Reply{}, err
 			}
+			m.remoteUnmark(ctx, h.Vol, rec.IP, wark) // remotecaps.go
 			m.remote.drop(h.Vol, wark)
 			m.dropChunks(ctx, h.Vol, wark)
 			continue
@@ -311,9 +312,19 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	if err != nil {
 		return Reply{}, false, err
 	}
+	// The caps on unfinished uploads, counted in the bucket (remotecaps.go).
+	key, err := m.remoteTakePlace(ctx, v, h.IP, wark)
+	if err != nil {
+		return Reply{}, false, err
+	}
 	if err := putRemote(ctx, v, rec, true); errors.Is(err, store.ErrExists) {
-		return Reply{}, true, nil // another node made it: resume that one
+		// Another node made it: resume that one (its mark is its own).
+		if other, ok, _ := m.loadRemote(ctx, v, wark); !ok || store.ClientKey(other.rec.IP) != key {
+			m.remoteUnmark(ctx, v, h.IP, wark)
+		}
+		return Reply{}, true, nil
 	} else if err != nil {
+		m.remoteUnmark(ctx, v, h.IP, wark)
 		return Reply{}, false, err
 	}
 	rs := &remoteSess{rec: rec, t: t}
@@ -743,6 +754,7 @@ func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark strin
 	if err := putRemote(ctx, v, rec, false); err != nil {
 		return "", err
 	}
+	m.remoteUnmark(ctx, v, rec.IP, wark) // remotecaps.go: its place is free
 	m.remote.drop(v, wark)
 	m.dropChunks(ctx, v, wark)
 	m.finished.Add(1)
@@ -833,6 +845,17 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 			}
 			n++
 			m.log.Info("upload dropped", "volume", "/"+v.VPath, "wark", wark, "why", fmt.Sprintf("idle for more than %v", m.idle), "store", "object")
+		}
+		// The caps' marks (remotecaps.go) of sessions gone or dropped
+		// now; a mark is written just before its session, so a young
+		// one stays.
+		if k, err := v.UpSweepMarks(ctx, now.Add(-time.Minute), func(w string) bool {
+			s, ok := all[w]
+			return ok && now.Sub(s.last) < m.idle
+		}); err != nil {
+			m.log.Warn("could not sweep the marks of unfinished uploads", "volume", "/"+v.VPath, "err", err)
+		} else if k > 0 {
+			m.rcaps.adjust(v, -k)
 		}
 	}
 	return n
