@@ -95,3 +95,27 @@ func (v *Volume) UpSweepMarks(ctx context.Context, before time.Time, keep func(w
 	}
 	return n, err
 }
+
+// UpMarks calls fn with the uploads marked for the address key ipkey,
+// each with when it was marked, at most max of them.
+func (v *Volume) UpMarks(ctx context.Context, ipkey string, max int, fn func(wark string, at time.Time)) error {
+	if v.obj == nil {
+		return nil
+	}
+	n := 0
+	err := v.obj.Walk(ctx, v.markDir(ipkey), func(oi ObjectInfo) error {
+		w := oi.Key[strings.LastIndexByte(oi.Key, '/')+1:]
+		if !isHash(w) {
+			return nil
+		}
+		fn(w, oi.ModTime)
+		if n++; n >= max {
+			return errStop
+		}
+		return nil
+	})
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return err
+}

@@ -15,6 +15,8 @@ package up2k
 import (
 	"context"
 	"fmt"
+	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,4 +133,54 @@ func (m *Manager) remoteUnmark(ctx context.Context, v *store.Volume, ip, wark st
 		return
 	}
 	m.rcaps.adjust(v, -1)
+}
+
+// maxRemoteUnfinished bounds the sessions UnfinishedAt reads from a
+// bucket per volume (a GET and a listing each).
+const maxRemoteUnfinished = 64
+
+// UnfinishedAt is Unfinished with the uploads into object-store volumes
+// from the address ip added, whichever node they went through: those
+// its marks name (remotecaps.go), read from their session objects and
+// chunk listings, at most maxRemoteUnfinished per volume. A store that
+// cannot be read leaves its uploads out.
+func (m *Manager) UnfinishedAt(ctx context.Context, ip string, keep func(*Unfinished) bool) []Unfinished {
+	out := m.Unfinished(keep)
+	key := store.ClientKey(ip)
+	for _, v := range m.remoteVols() {
+		var warks []string
+		if err := v.UpMarks(ctx, key, maxRemoteUnfinished, func(w string, _ time.Time) { warks = append(warks, w) }); err != nil {
+			m.log.Warn("could not list the unfinished uploads of an address", "volume", "/"+v.VPath, "err", err)
+			continue
+		}
+		for _, w := range warks {
+			rs := m.remote.get(v, w)
+			if rs == nil {
+				var ok bool
+				var err error
+				if rs, ok, err = m.loadRemote(ctx, v, w); err != nil || !ok {
+					continue
+				}
+			}
+			if rs.rec.Final != "" {
+				continue
+			}
+			have, _, err := remoteHave(ctx, v, w)
+			if err != nil {
+				continue
+			}
+			done := int64(0)
+			for u := 0; u < rs.t.nu; u++ {
+				if have[rs.t.key(u)] {
+					done += rs.t.length(u)
+				}
+			}
+			u := Unfinished{Vol: v, Rel: path.Join(rs.rec.Dir, rs.rec.Name), Size: rs.rec.Size, Done: done, Started: time.Unix(0, rs.rec.Created), User: rs.rec.User, IP: rs.rec.IP}
+			if keep(&u) {
+				out = append(out, u)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Unfinished) int { return b.Started.Compare(a.Started) })
+	return out
 }

@@ -799,6 +799,19 @@ func TestS3Up2kCapsTwoNodes(t *testing.T) {
 	postChunk(t, a, r0, files[0], 0)
 	wantObject(t, m, "vol", "pre/f0.bin", files[0].data)
 	up2kHandshake(t, b, "/s3/", "f3.bin", files[3], 1600000000, nil)
+	// ?ups through A lists the address's unfinished uploads of both nodes.
+	resp, body := a.do(t, "GET", "/?ups", nil)
+	wantStatus(t, resp, body, http.StatusOK)
+	var ub upsBody
+	json.Unmarshal(body, &ub)
+	var unf []string
+	for _, f := range ub.F[:min(ub.Nu, len(ub.F))] {
+		unf = append(unf, f.Vp)
+	}
+	slices.Sort(unf)
+	if !slices.Equal(unf, []string{"/s3/f1.bin", "/s3/f2.bin", "/s3/f3.bin"}) {
+		t.Errorf("?ups through A: unfinished %q, want f1 (through A), f2 and f3 (through B): %s", unf, body)
+	}
 	// The server's cap (5) over addresses: two more from another
 	// address. (Each node reads the count of all at most every 2 s, and
 	// keeps its own starts and finishes in between; the upload finished
@@ -820,7 +833,7 @@ func TestS3Up2kCapsTwoNodes(t *testing.T) {
 	// The store down: 503, and no mark is left for the upload refused.
 	before := m.Keys(t, "vol")
 	m.Halt()
-	resp, body := hs(a, files[6], "down.bin")
+	resp, body = hs(a, files[6], "down.bin")
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("with the store down: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
