@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -194,7 +195,7 @@ type objectFileInfo struct{ oi ObjectInfo }
 
 func (o objectFileInfo) Name() string       { return path.Base(strings.TrimSuffix(o.oi.Key, "/")) }
 func (o objectFileInfo) Size() int64        { return o.oi.Size }
-func (o objectFileInfo) ModTime() time.Time { return o.oi.ModTime }
+func (o objectFileInfo) ModTime() time.Time { return lmodTime(o.oi) }
 func (o objectFileInfo) IsDir() bool        { return o.oi.Dir }
 func (o objectFileInfo) Sys() any           { return o.oi }
 func (o objectFileInfo) Mode() fs.FileMode {
@@ -202,6 +203,18 @@ func (o objectFileInfo) Mode() fs.FileMode {
 		return fs.ModeDir | 0o755
 	}
 	return 0o644
+}
+
+// lmodTime is the time hoard shows for an object (listings, archives,
+// Last-Modified): the uploader's mtime when its metadata has one
+// (hoard-lmod: up2k, a copy from disk), as a file on disk has the mtime
+// its upload set; else its LastModified. The index keeps LastModified,
+// which is what tells it an object changed.
+func lmodTime(oi ObjectInfo) time.Time {
+	if l, err := strconv.ParseInt(oi.Meta["hoard-lmod"], 10, 64); err == nil && l > 0 && l < 1<<36 {
+		return time.Unix(l, 0)
+	}
+	return oi.ModTime
 }
 
 // ObjectFileInfo is the object oi as an fs.FileInfo (as OpenObject
@@ -312,7 +325,7 @@ func (v *Volume) eachObject(ctx context.Context, r string, opt ListOptions, fn f
 		case v.only != nil && (oi.Dir || !v.objInView(name)): // a view of files (objshare.go)
 			return nil
 		}
-		e := Entry{Name: name, Dir: oi.Dir, Size: oi.Size, Mtime: oi.ModTime, Mode: 0o644}
+		e := Entry{Name: name, Dir: oi.Dir, Size: oi.Size, Mtime: lmodTime(oi), Mode: 0o644}
 		if oi.Dir {
 			e.Size, e.Mode = 0, fs.ModeDir|0o755
 		}

@@ -41,6 +41,22 @@ func TestS3Up2kSameContentElsewhere(t *testing.T) {
 	if got := oi.UserMetadata["Hoard-Lmod"]; got != "1700000000" {
 		t.Errorf("the copy's hoard-lmod = %q, want the second client's 1700000000 (metadata %v)", got, oi.UserMetadata)
 	}
+	// The listing and a GET show each file's uploader's mtime, as on
+	// disk (where the upload sets it), not the object's LastModified.
+	for _, c := range []struct {
+		dir, name string
+		lmod      int64
+	}{{"/s3/a/", "orig.bin", 1600000000}, {"/s3/b/", "again.bin", 1700000000}} {
+		l := getListing(t, s, c.dir+"?ls", u)
+		if len(l.Files) != 1 || l.Files[0].Name != c.name || l.Files[0].Ts != c.lmod {
+			t.Errorf("listing of %s: %+v, want %s with ts %d", c.dir, l.Files, c.name, c.lmod)
+		}
+		resp, body := s.do(t, "HEAD", c.dir+c.name, nil, u)
+		wantStatus(t, resp, body, http.StatusOK)
+		if lm := resp.Header.Get("Last-Modified"); lm != time.Unix(c.lmod, 0).UTC().Format(http.TimeFormat) {
+			t.Errorf("%s%s: Last-Modified %q, want the uploader's mtime %d", c.dir, c.name, lm, c.lmod)
+		}
+	}
 	// Its final handshake agrees; the original is untouched.
 	if fin := up2kHandshake(t, s, "/s3/b/", "again.bin", f, 1700000000, nil, u); len(fin.Hash) != 0 || fin.Name != "again.bin" {
 		t.Errorf("final handshake of the copy: need %d chunks, name %q; want the copy itself, not another", len(fin.Hash), fin.Name)
