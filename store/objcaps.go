@@ -23,6 +23,7 @@ const markArea = HistName + "/up2k-ip/"
 // markDir is the prefix of the marks of the address key ipkey (URL-safe
 // base64: an IPv6 key is a prefix with a "/").
 func (v *Volume) markDir(ipkey string) string {
+	v, _ = v.Outer() // a share's uploads count for the volume
 	return v.objPre + markArea + base64.RawURLEncoding.EncodeToString([]byte(ipkey)) + "/"
 }
 
@@ -50,7 +51,8 @@ func (v *Volume) UpCountMarks(ctx context.Context, ipkey string, max int) (int, 
 	if v.obj == nil {
 		return 0, nil
 	}
-	pre := v.objPre + markArea
+	o, _ := v.Outer()
+	pre := o.objPre + markArea
 	if ipkey != "" {
 		pre = v.markDir(ipkey)
 	}
@@ -77,7 +79,8 @@ func (v *Volume) UpSweepMarks(ctx context.Context, before time.Time, keep func(w
 		return 0, nil
 	}
 	var old []string
-	err := v.obj.Walk(ctx, v.objPre+markArea, func(oi ObjectInfo) error {
+	o, _ := v.Outer()
+	err := v.obj.Walk(ctx, o.objPre+markArea, func(oi ObjectInfo) error {
 		w := oi.Key[strings.LastIndexByte(oi.Key, '/')+1:]
 		if oi.ModTime.Before(before) && (!isHash(w) || !keep(w)) {
 			old = append(old, oi.Key)

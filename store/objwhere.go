@@ -43,12 +43,27 @@ func (v *Volume) whereKey(wark, rel string) (string, bool) {
 // nothing to record). An error is the store's: the caller stops before
 // it writes the file.
 func (v *Volume) objWhere(ctx context.Context, rel string, meta map[string]string) error {
-	k, ok := v.whereKey(meta["hoard-wark"], rel)
-	if !ok || v.obj == nil {
+	o, _ := v.Outer() // a share's uploads are the volume's files: one area
+	k, ok := o.whereKey(meta["hoard-wark"], v.outerRel(rel))
+	if !ok || o.obj == nil {
 		return nil
 	}
-	_, err := v.obj.Put(ctx, k, strings.NewReader(""), ObjectPut{Size: 0})
+	_, err := o.obj.Put(ctx, k, strings.NewReader(""), ObjectPut{Size: 0})
 	return err
+}
+
+// viewRel is the path in the view v of the path orel of its outer volume;
+// ok is false when the view cannot reach it.
+func (v *Volume) viewRel(orel string) (string, bool) {
+	_, base := v.Outer()
+	r := orel
+	if base != "" && base != "." {
+		var ok bool
+		if r, ok = strings.CutPrefix(orel, base+"/"); !ok {
+			return "", false
+		}
+	}
+	return r, v.objInView(r)
 }
 
 // whereGrace is how old a record must be before a lookup that finds no
@@ -71,14 +86,21 @@ func (v *Volume) UpWhere(ctx context.Context, wark string) ([]ObjectInfo, []stri
 	if !isHash(wark) {
 		return nil, nil, nil
 	}
-	base := v.objPre + whereArea + wark + "/"
+	// The records are the volume's; a share (a view) sees those of the
+	// files it reaches, by its own paths.
+	o, _ := v.Outer()
+	base := o.objPre + whereArea + wark + "/"
 	var rels []string
 	old := map[string]bool{}
 	cut := v.store.now().Add(-whereGrace)
-	err := v.obj.Walk(ctx, base, func(oi ObjectInfo) error {
-		rel := strings.TrimPrefix(oi.Key, base)
-		if r, err := cleanRel(rel); err != nil || r != rel || r == "." {
+	err := o.obj.Walk(ctx, base, func(oi ObjectInfo) error {
+		orel := strings.TrimPrefix(oi.Key, base)
+		if r, err := cleanRel(orel); err != nil || r != orel || r == "." {
 			return nil // not hoard's
+		}
+		rel, ok := v.viewRel(orel)
+		if !ok || rel == "" {
+			return nil
 		}
 		rels = append(rels, rel)
 		old[rel] = oi.ModTime.Before(cut)
@@ -102,7 +124,7 @@ func (v *Volume) UpWhere(ctx context.Context, wark string) ([]ObjectInfo, []stri
 			// Gone, or other content now: forget it (best effort; the
 			// next lookup tries again). A young record may be of a
 			// publish under way on another node: it stays.
-			v.obj.Delete(context.WithoutCancel(ctx), base+rel)
+			o.obj.Delete(context.WithoutCancel(ctx), base+v.outerRel(rel))
 		case err == nil || errors.Is(err, ErrNotFound):
 		default:
 			return nil, nil, err
