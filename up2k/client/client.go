@@ -556,6 +556,12 @@ func (r *run) sendChunks(ctx context.Context, it *item, rep reply) (fin string, 
 	if rep.Sprs {
 		per = max(1, min(per, (len(idx)+r.o.Jobs-1)/r.o.Jobs)) // use every connection
 	}
+	// Whole 5 MiB groups per post where a post holds one: a server on S3
+	// puts those straight into the file's parts and stages the rest
+	// (docs/s3.md, "Parts"); posts from chunk 0 on then begin on groups.
+	if g := int((5<<20 + cs - 1) / cs); per > g {
+		per -= per % g
+	}
 	isFirst := func(i int) bool { return first[it.hashes[i]] == i }
 	var groups [][]int
 	for k := 0; k < len(idx); {

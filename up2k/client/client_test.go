@@ -334,6 +334,7 @@ type fakeServer struct {
 	relocate bool     // answer with another folder and name (as a server hook may)
 	asked    []string // handshakes: folder + name, under mu
 	done     bool     // a post that completes a file says so (up2k.DoneHeader), as hoard does
+	runs     [][2]int // each post's first chunk and chunk count, under mu
 }
 
 type fakeFile struct {
@@ -385,6 +386,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			body = body[n:]
 		}
 		f.mu.Lock()
+		f.runs = append(f.runs, [2]int{idx[0], len(idx)})
 		for _, c := range idx {
 			ff.have[c] = true
 		}
@@ -644,5 +646,35 @@ func TestRunRelocated(t *testing.T) {
 	}
 	if strings.Join(fs.asked, " ") != "/up/d/f /moved/up/d/r-f" {
 		t.Fatalf("handshakes %q, want the second at the server's folder and name", fs.asked)
+	}
+}
+
+// TestRunPostsOnGroups: a file of 1 MiB chunks is posted in runs of whole
+// 5-chunk groups (a hoard on S3 puts each straight into a part of the
+// file; docs/s3.md, "Parts"): every post but the file's last begins and
+// ends on a group.
+func TestRunPostsOnGroups(t *testing.T) {
+	src := t.TempDir()
+	b := make([]byte, 47<<20+3)
+	for k := range b {
+		b[k] = byte(k*13 + k>>20)
+	}
+	os.WriteFile(filepath.Join(src, "big"), b, 0o644)
+	fs := &fakeServer{t: t, sprs: true, files: map[string]*fakeFile{}, inflight: map[string]int{}}
+	srv := httptest.NewServer(fs)
+	defer srv.Close()
+	tg, err := NewTarget(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if sum, err := Run(context.Background(), Options{URL: srv.URL + "/up/", Targets: []Target{tg}, Jobs: 4, PostSize: 16 << 20, JSON: true, Stdout: &out}); err != nil || sum.Failed != 0 {
+		t.Fatalf("%v %+v\n%s", err, sum, out.String())
+	}
+	n := 48 // chunks
+	for _, r := range fs.runs {
+		if r[0]%5 != 0 || (r[0]+r[1] != n && r[1]%5 != 0) {
+			t.Errorf("a post of chunks %d–%d is not made of whole 5-chunk groups", r[0], r[0]+r[1]-1)
+		}
 	}
 }
