@@ -319,9 +319,10 @@ func (m *Manager) remotePost(ctx context.Context, p ChunkPost, rs *remoteSess, u
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			// The upload is gone (the session expired, or was restaged
-			// by a publish that found its name taken): ask again.
-			m.remote.drop(v, p.Wark)
-			return w, rs, &Error{Kind: Retry, Msg: "the upload was restarted; please handshake again"}
+			// by a publish that found its name taken): forget it, so
+			// that the next post begins another, and ask again.
+			m.forgetUpload(context.WithoutCancel(ctx), v, p.Wark, id)
+			return w, rs, &Error{Kind: Unavailable, Msg: "the upload was restarted in the object store; send the chunks again", RetryAfter: time.Second}
 		}
 		if err != nil {
 			return w, rs, err
@@ -383,13 +384,19 @@ var errNotAllIn = errors.New("up2k: not every chunk is in")
 // two nodes doing it at once agree).
 func (m *Manager) restage(ctx context.Context, v *store.Volume, rs *remoteSess, etag string) error {
 	rec := rs.rec
-	name, err := v.UpFreeName(ctx, rec.Dir, rec.Asked, rec.IP, false)
+	name, err := v.UpFreeName(ctx, rec.Dir, rec.Name, rec.IP, false)
 	if err != nil {
 		return err
 	}
 	old := path.Join(rec.Dir, rec.Name)
 	rec.Name, rec.Upload = name, ""
-	if err := putRemoteIf(ctx, v, rec, etag); err != nil && !errors.Is(err, store.ErrExists) {
+	if err := putRemoteIf(ctx, v, rec, etag); errors.Is(err, store.ErrExists) {
+		// Another node changed the session first (its own restage, or a
+		// publish's touch that will find the name taken too): the next
+		// publish decides again.
+		m.remote.drop(v, rec.Wark)
+		return errRestaged
+	} else if err != nil {
 		return err
 	}
 	v.UpAbortUpload(ctx, old, rs.rec.Upload)
@@ -423,4 +430,20 @@ func checkUploadID(id string) error {
 		return errors.New("bad upload id")
 	}
 	return nil
+}
+
+// forgetUpload clears the upload id from the session object of wark
+// while it still names that upload (If-Match), after the store said the
+// upload is gone; the next post begins another.
+func (m *Manager) forgetUpload(ctx context.Context, v *store.Volume, wark, id string) {
+	m.remote.drop(v, wark)
+	rs, etag, ok, err := m.loadRemoteTag(ctx, v, wark)
+	if err != nil || !ok || rs.rec.Upload != id || rs.rec.Final != "" {
+		return
+	}
+	rec := rs.rec
+	rec.Upload = ""
+	if err := putRemoteIf(ctx, v, rec, etag); err != nil && !errors.Is(err, store.ErrExists) {
+		m.log.Warn("could not forget an upload the store lost", "volume", "/"+v.VPath, "wark", wark, "err", err)
+	}
 }

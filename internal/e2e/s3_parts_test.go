@@ -305,3 +305,39 @@ func TestS3Up2kPartsOnePost(t *testing.T) {
 		t.Fatalf("final handshake: need %d, name %q", len(fin.Need), fin.Name)
 	}
 }
+
+// The upload behind a session lost in the store (aborted by another S3
+// client or a lifecycle rule): its chunks are asked again, the post that
+// finds it gone is 503 and forgets it, the next begins another upload.
+func TestS3Up2kPartsUploadLost(t *testing.T) {
+	s, m, auth := startS3(t)
+	f := newUp2kFile(seededBytes(81, 14<<20+9)) // 15 chunks: 3 groups
+	rep := up2kHandshake(t, s, "/s3/", "lost.bin", f, 1600000000, nil, auth)
+	postRun(t, s, rep, f, 0, 5, auth)
+	core := minio.Core{Client: m.Client}
+	for u := range m.Client.ListIncompleteUploads(context.Background(), "vol", "pre/lost.bin", false) {
+		if err := core.AbortMultipartUpload(context.Background(), "vol", u.Key, u.UploadID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := up2kHandshake(t, s, "/s3/", "lost.bin", f, 1600000000, nil, auth)
+	if !slices.Equal(again.Need, f.hashes) {
+		t.Fatalf("after its upload was lost the session needs %d chunks, want all %d", len(again.Need), len(f.hashes))
+	}
+	h, body := f.run(5, 10)
+	resp, b := postChunks(t, s, rep.Purl, rep.Wark, h, body, auth)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a post into a lost upload: %d %s", resp.StatusCode, b)
+	}
+	postRun(t, s, rep, f, 5, 10, auth)
+	postRun(t, s, rep, f, 0, 5, auth)
+	postRun(t, s, rep, f, 10, 15, auth)
+	fin := up2kHandshake(t, s, "/s3/", "lost.bin", f, 1600000000, nil, auth)
+	if len(fin.Need) != 0 || fin.Name != "lost.bin" {
+		t.Fatalf("final handshake: need %d, name %q", len(fin.Need), fin.Name)
+	}
+	if got, ok := m.Object(t, "vol", "pre/lost.bin"); !ok || !bytes.Equal(got, f.data) {
+		t.Fatalf("the object is not the file (%d bytes)", len(got))
+	}
+	wantS3Settled(t, m, "vol", "pre/")
+}
