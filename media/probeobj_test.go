@@ -15,12 +15,7 @@ import (
 // an MP3's ID3v2 tags and Xing frame at its start, an Ogg's comments at
 // its start and its duration from its last page (at the end).
 func TestProbeStandIn(t *testing.T) {
-	if !HaveFFprobe() {
-		t.Skip("ffprobe is not installed")
-	}
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg is not installed")
-	}
+	needFFmpeg(t)
 	dir := t.TempDir()
 	for _, c := range []struct{ name, codec string }{{"n.ogg", "libvorbis"}, {"n.mp3", "libmp3lame"}} {
 		out := filepath.Join(dir, c.name)

@@ -78,25 +78,11 @@ func (v *Volume) UpSweepMarks(ctx context.Context, before time.Time, keep func(w
 	if v.obj == nil {
 		return 0, nil
 	}
-	var old []string
 	o, _ := v.Outer()
-	err := v.obj.Walk(ctx, o.objPre+markArea, func(oi ObjectInfo) error {
+	return v.sweepKeys(ctx, o.objPre+markArea, func(oi ObjectInfo) bool {
 		w := oi.Key[strings.LastIndexByte(oi.Key, '/')+1:]
-		if oi.ModTime.Before(before) && (!isHash(w) || !keep(w)) {
-			old = append(old, oi.Key)
-		}
-		return nil
+		return oi.ModTime.Before(before) && (!isHash(w) || !keep(w))
 	})
-	n := 0
-	for _, k := range old {
-		if err != nil {
-			break
-		}
-		if err = v.obj.Delete(ctx, k); err == nil {
-			n++
-		}
-	}
-	return n, err
 }
 
 // UpMarks calls fn with the uploads marked for the address key ipkey,
