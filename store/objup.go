@@ -52,23 +52,31 @@ func (v *Volume) UpGet(ctx context.Context, name string, max int64) ([]byte, Obj
 	if err != nil {
 		return nil, ObjectInfo{}, err
 	}
-	oi, err := v.obj.Stat(ctx, k)
-	if err != nil {
-		return nil, ObjectInfo{}, err
+	for attempt := 0; ; attempt++ {
+		oi, err := v.obj.Stat(ctx, k)
+		if err != nil {
+			return nil, ObjectInfo{}, err
+		}
+		if oi.Size > max {
+			return nil, ObjectInfo{}, fmt.Errorf("store: session object %s has %d bytes, more than %d", name, oi.Size, max)
+		}
+		rc, err := v.obj.Open(ctx, oi)
+		if err != nil {
+			return nil, ObjectInfo{}, err
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, max+1))
+		rc.Close()
+		if errors.Is(err, ErrNotFound) && attempt < 4 {
+			// Rewritten (another post recording its upload, a publish's
+			// touch) between the stat and the read: the object is there,
+			// read the new version. Not "no such session".
+			continue
+		}
+		if err != nil {
+			return nil, ObjectInfo{}, err
+		}
+		return b, oi, nil
 	}
-	if oi.Size > max {
-		return nil, ObjectInfo{}, fmt.Errorf("store: session object %s has %d bytes, more than %d", name, oi.Size, max)
-	}
-	rc, err := v.obj.Open(ctx, oi)
-	if err != nil {
-		return nil, ObjectInfo{}, err
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, max+1))
-	if err != nil {
-		return nil, ObjectInfo{}, err
-	}
-	return b, oi, nil
 }
 
 // UpJoin stores the session object dst as the session objects parts
