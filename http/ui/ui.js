@@ -557,6 +557,9 @@ function archive(fmt) {
 
 const up = new Uploader({
   fallback: localStorage.getItem('hoard.nosubtle') === '1',
+  // tuning for measurements (bench/ui.sh variants): numbers, else defaults
+  workers: Number(localStorage.getItem('hoard.workers')),
+  conns: Number(localStorage.getItem('hoard.conns')),
   onchange: () => schedule(),
   ondone: () => { clearTimeout(reloadT); reloadT = setTimeout(() => { if (S.ls && !S.search) load(S.path); }, 800); },
 });

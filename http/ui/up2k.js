@@ -10,16 +10,6 @@ const MiB = 1 << 20;
 // one read per 4 MiB chunk (FileReaderSync is no better, 64 MiB worse).
 const SPAN = 16 * MiB;
 
-// WHOLE: a file at least this big whose every chunk the server needs goes
-// in one stitched post whose body is the File itself, not a slice of it.
-// Chromium sends a File it has a path for by reading the file in its
-// network process; a slice (a Blob) goes through the blob system's pipes
-// first: on a 1 GiB file that costs the browser about 2.2 CPU-seconds
-// against 1.5 (bench: TestUIBench, the upload's CPU). The server hashes
-// the chunks of a stitched post in its SHA-512 lanes while it reads on.
-// The hashes of at most 1000 chunks (45 KB) fit the server's header limit.
-export const WHOLE = 64 * MiB;
-
 // chunkSize is the server's chunk size for a file of size bytes: 1 MiB
 // growing in copyparty's steps (x1.5, x2 ...) until the file has at most
 // 256 chunks, or, from 32 MiB chunks on, at most 4096.
@@ -132,14 +122,15 @@ export class Uploader {
     this.onchange = opts.onchange || (() => {});
     this.ondone = opts.ondone || (() => {});
     this.fallback = !!opts.fallback || !(self.crypto && self.crypto.subtle);
-    const n = Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2)));
+    // hashing workers and chunk connections: opts (1-8) or the defaults
+    const knob = (v, def) => (Number.isInteger(v) && v >= 1 && v <= 8 ? v : def);
+    const n = knob(opts.workers, Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2))));
     // where the time goes: posts and retries; milliseconds the workers
     // spent reading files and digesting, and the bytes they hashed
     this.stats = { posts: 0, retries: 0, read: 0, digest: 0, hashed: 0 };
     this.pool = new HashPool(n, this.fallback, this.stats);
     this.jobs = [];
-    this.conns = opts.conns || 4;
-    this.whole = opts.whole !== false; // a big file's first post is the File (WHOLE)
+    this.conns = knob(opts.conns, 4);
     this.active = 0; // chunk posts in flight
     this.hashing = 0;
     this.shaking = 0;
@@ -298,11 +289,6 @@ export class Uploader {
     job.hashes.forEach((h, i) => { if (need.includes(h) && !seen.has(h)) { seen.add(h); idx.push(i); } });
     let bytes = 0;
     for (const i of idx) bytes += Math.min(job.size, (i + 1) * job.cs) - i * job.cs;
-    if (this.whole && !job.sliced && bytes === job.size && job.size >= WHOLE && count.size === job.hashes.length && job.hashes.length <= 1000) {
-      // every chunk of a big file is needed: the File itself is the body
-      this.tasks.push({ job, idx, tries: 0, whole: true });
-      return bytes;
-    }
     const cap = Math.max(job.cs, Math.min(32 * MiB, Math.ceil(bytes / this.conns / job.cs) * job.cs));
     let run = [];
     const flush = () => { if (run.length) this.tasks.push({ job, idx: run, tries: 0 }); run = []; };
@@ -328,8 +314,7 @@ export class Uploader {
     this.stats.posts++;
     // inflight: bytes of posts sent (upload progress) that the server has
     // not confirmed yet; conf grows only by a post's 200 answer
-    const body = t.whole ? job.file : job.file.slice(start, end);
-    const r = await xhrPost(job.purl, body, hdr, (n) => { job.inflight += n - (t.prog || 0); t.prog = n; this.onchange(); }, job);
+    const r = await xhrPost(job.purl, job.file.slice(start, end), hdr, (n) => { job.inflight += n - (t.prog || 0); t.prog = n; this.onchange(); }, job);
     job.inflight -= t.prog || 0;
     t.prog = 0;
     this.active--;
@@ -345,11 +330,6 @@ export class Uploader {
       const msg = r.text.trim() || 'HTTP ' + r.status;
       if (/unknown wark/.test(msg)) {
         job.state = 'hashed'; // the session is gone: handshake again
-      } else if (t.whole && !(r.status === 403 || r.status === 413)) {
-        // the server keeps each chunk of the file that arrived whole: ask
-        // again what is missing, and send that in slices
-        job.sliced = true;
-        this.retry(job, msg, () => { job.state = 'hashed'; });
       } else if (r.status === 403 || r.status === 413 || (r.status === 400 && !/corrupted|already being written|sibling|stitched/.test(msg))) {
         this.fail(job, msg);
       } else {
