@@ -58,6 +58,7 @@ function saveStore(m) {
 // HashPool runs hash tasks on a few workers.
 class HashPool {
   constructor(n, fallback, stats) {
+    this.n = n; // workers
     this.fallback = fallback;
     this.stats = stats;
     this.idle = [];

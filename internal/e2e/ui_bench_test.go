@@ -108,7 +108,7 @@ func TestUIBench(t *testing.T) {
 			if _, err := strconv.Atoi(val); err != nil || (k != "workers" && k != "conns") {
 				t.Fatalf("HOARD_UI_BENCH_VARIANTS: %q: knobs are workers:N and conns:N", kv)
 			}
-			js += fmt.Sprintf("localStorage.setItem('hoard.%s', '%s');", k, val)
+			js += fmt.Sprintf("localStorage.setItem('hoard.%s', '%s'), ", k, val)
 		}
 		servers = append(servers, server{"hoard-" + name, startHoard, js})
 	}
@@ -156,9 +156,9 @@ func TestUIBench(t *testing.T) {
 						// where the page's time went: the workers' reading and
 						// digesting (summed over workers), and the first file's steps
 						t.Logf("round %d: hoard's page: %s", r+1, evalJS[string](t, b, `(() => {
-							const s = window.hoardUp.stats, j = window.hoardUp.jobs[0].tm, ms = (x) => x === undefined ? '-' : Math.round(x - j.add) + ' ms';
+							const u = window.hoardUp, s = u.stats, j = u.jobs[0].tm, ms = (x) => x === undefined ? '-' : Math.round(x - j.add) + ' ms';
 							return 'workers read ' + Math.round(s.read) + ' ms, digest ' + Math.round(s.digest) + ' ms for ' + (s.hashed >> 20) + ' MiB (' + Math.round((s.hashed / 1048576) / ((s.read + s.digest) / 1000)) + ' MB/s per worker busy); ' +
-								'first file: hashing from ' + ms(j.hash) + ', hashed ' + ms(j.hashed) + ', handshake answered ' + ms(j.shaken) + ', done ' + ms(j.done) + '; ' + s.posts + ' posts';
+								u.pool.n + ' workers, ' + u.conns + ' connections; first file: hashing from ' + ms(j.hash) + ', hashed ' + ms(j.hashed) + ', handshake answered ' + ms(j.shaken) + ', done ' + ms(j.done) + '; ' + s.posts + ' posts';
 						})()`))
 					}
 					os.RemoveAll(dst)
