@@ -202,7 +202,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 func (s *Server) route(q *req) error {
 	w, r := q.w, q.r
-	w.Header().Set("X-Request-Id", q.id)
+	w.Header()["X-Request-Id"] = []string{q.id}
 	parts, slash, err := parsePath(stripLoc(r.URL.Path, q.loc))
 	if err != nil {
 		return err
