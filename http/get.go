@@ -272,7 +272,7 @@ func (h headerFlusher) WriteHeader(code int) {
 		if h.fc != nil {
 			if cl := h.Header()["Content-Length"]; len(cl) == 1 {
 				if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n <= corkBody {
-					h.fc.cork()
+					h.fc.corkFor(n)
 				}
 			}
 		}
