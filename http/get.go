@@ -179,7 +179,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 			plain = false
 		}
 	}
-	v := new(hvals)
+	v := &q.hv
 	v.set(h, "Content-Type", ct)
 	if !plain {
 		h.Set("Content-Disposition", contentDisposition(disp, name))
@@ -190,7 +190,8 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 	fc := q.fconn
 	if q.r.Method == http.MethodGet {
 		defer s.download()()
-		w = headerFlusher{q.w, fc}
+		q.hf = headerFlusher{q.w, fc}
+		w = &q.hf
 		if fi.Size() >= dlsMin {
 			q.w.dl = s.dls.start(q, fi.Size(), "")
 			defer s.dls.done(q.w.dl)
@@ -200,7 +201,7 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 		}
 	}
 	if plain {
-		servePlain(w, q.r, f, v, fi, disp, name, start, n, code, pread) // getplain.go
+		servePlain(w, q.r, f, v, &q.pb, fi, disp, name, start, n, code, pread) // getplain.go
 	} else {
 		http.ServeContent(w, q.r, "", fi.ModTime(), &sizedFile{File: f, size: fi.Size()})
 	}

@@ -104,14 +104,19 @@ func digits(s string) (int64, bool) {
 	return v, true
 }
 
-// hvals holds a download's header values: one allocation for all of them.
+// hvals holds a request's header values (X-Request-Id and a download's):
+// one allocation for all of them, or none, inside req.
 type hvals struct {
-	a [6]string
+	a [7]string
 	n int
 }
 
 // set sets h[k] (k canonical) to s, a one-element slice of v's array.
 func (v *hvals) set(h http.Header, k, s string) {
+	if v.n == len(v.a) {
+		h[k] = []string{s} // never with the headers above; still right
+		return
+	}
 	v.a[v.n] = s
 	h[k] = v.a[v.n : v.n+1 : v.n+1]
 	v.n++
@@ -144,7 +149,7 @@ func (r *fileAt) Read(p []byte) (int, error) {
 // Content-Length and Content-Range. With pread the body is read from
 // start with pread (a corked body, cork.go: no seek); else the caller has
 // put the file's offset at start (for sendfile, which sends from there).
-func servePlain(w http.ResponseWriter, r *http.Request, f *os.File, v *hvals, fi fs.FileInfo, disp, name string, start, n int64, code int, pread bool) {
+func servePlain(w http.ResponseWriter, r *http.Request, f *os.File, v *hvals, body *plainBody, fi fs.FileInfo, disp, name string, start, n int64, code int, pread bool) {
 	h := w.Header()
 	size, mtime := fi.Size(), fi.ModTime()
 	// All the values in one string: etag, disposition, last-modified,
@@ -184,7 +189,7 @@ func servePlain(w http.ResponseWriter, r *http.Request, f *os.File, v *hvals, fi
 	if r.Method == http.MethodHead || n == 0 {
 		return
 	}
-	body := &plainBody{lr: io.LimitedReader{R: f, N: n}}
+	*body = plainBody{lr: io.LimitedReader{R: f, N: n}}
 	if start != 0 && pread {
 		body.at = fileAt{f: f, off: start}
 		body.lr.R = &body.at
