@@ -163,7 +163,11 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	q := &req{r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), loc: s.proxy.Loc, fconn: fc}
+	var query url.Values // nil for none: it is only read
+	if r.URL.RawQuery != "" {
+		query = r.URL.Query()
+	}
+	q := &req{r: r, query: query, id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), loc: s.proxy.Loc, fconn: fc}
 	q.rw.ResponseWriter = rw
 	w := &q.rw
 	q.w = w
