@@ -197,7 +197,7 @@ func TestS3FaultStoreDown(t *testing.T) {
 	unavailable("up2k chunk", resp, body)
 
 	set.Run(t) // the same ports and drives
-	resp, body = waitServed(t, s, "/s3/before.bin", 60*time.Second)
+	_, body = waitServed(t, s, "/s3/before.bin", 60*time.Second)
 	if !bytes.Equal(body, before) {
 		t.Fatal("the object stored before the outage changed")
 	}
@@ -385,7 +385,7 @@ func TestS3FaultStoreHung(t *testing.T) {
 	}
 
 	thaw()
-	resp, body = waitServed(t, s, "/s3/before.bin", 60*time.Second)
+	_, body = waitServed(t, s, "/s3/before.bin", 60*time.Second)
 	if !bytes.Equal(body, before) {
 		t.Fatal("the object stored before changed")
 	}

@@ -365,7 +365,7 @@ func TestS3StoreDown(t *testing.T) {
 		}
 	}
 	m.Run(t)
-	resp, body = waitServed(t, s, "/s3/a.txt", 30*time.Second)
+	_, body = waitServed(t, s, "/s3/a.txt", 30*time.Second)
 	if string(body) != "before" {
 		t.Errorf("after recovery: %q", body)
 	}
