@@ -218,6 +218,9 @@ func startIndex(st *store.Store, dbs map[*store.Volume]*idx.DB, o *options, log 
 	}
 	if media.HaveFFprobe() { // for a volume a reload adds too
 		cfg.Prober = func(ctx context.Context, f *os.File) (map[string]string, error) { return media.ProbeFile(ctx, f) }
+		cfg.ProbeObject = func(ctx context.Context, r io.ReadSeeker, size int64) (map[string]string, error) {
+			return media.ProbeObject(ctx, r, size)
+		}
 	} else if tags {
 		log.Warn("tag indexing (-e2t/-e2ts) needs ffprobe, which is not installed: tags are not indexed and tag searches answer with an error")
 	}

@@ -73,7 +73,7 @@ func (s *Server) ups(q *req) error {
 	}
 	unf := []upsRow{}
 	if s.up != nil {
-		for _, u := range s.up.Unfinished(func(u *up2k.Unfinished) bool {
+		for _, u := range s.up.UnfinishedAt(q.r.Context(), q.ip, func(u *up2k.Unfinished) bool {
 			return mine(u.Vol, u.Rel, u.IP, u.User)
 		}) {
 			pd := u.Percent()

@@ -34,6 +34,9 @@ type Config struct {
 	DBs    map[*store.Volume]*DB // each indexed volume's database
 	Hasher Hasher
 	Prober Prober // nil: no tag indexing possible (no ffprobe)
+	// ProbeObject reads the tags of an object of size bytes through r
+	// (media.ProbeObject); nil: objects get no tags.
+	ProbeObject func(ctx context.Context, r io.ReadSeeker, size int64) (map[string]string, error)
 	// WarkOf is the up2k wark of a file of size bytes with these chunk
 	// hashes (main wires up2k's): a chunk-hash list read from a bucket
 	// is used only when it gives the wark the object names. nil: lists

@@ -110,7 +110,8 @@ func (x *Indexer) scanObjects(vi *volIdx, first bool) {
 		}
 		seen[maphash.String(x.seed, of.Rel)] = struct{}{}
 		old, err := vi.db.Record(of.Rel)
-		if err == nil && old != nil && sameObject(old, of) {
+		if err == nil && old != nil && sameObject(old, of) &&
+			!(vi.tags && old.Tags == nil && x.cfg.ProbeObject != nil && mediaExts[ext(path.Base(of.Rel))] && first) {
 			keep(old.Wark)
 			return nil
 		}
@@ -257,11 +258,43 @@ func (x *Indexer) indexObjectRec(ctx context.Context, vi *volIdx, rel string, of
 			}
 		}
 	}
+	if vi.tags && rec.Tags == nil && x.cfg.ProbeObject != nil && mediaExts[ext(path.Base(rel))] {
+		tags, err := x.probeObject(ctx, vi, rec)
+		if err != nil {
+			return nil, false, err
+		}
+		rec.Tags = tags
+	}
 	if note != 0 {
 		err := vi.db.PutRecordDropNote(rec, note)
 		return rec, err == nil, err
 	}
 	return rec, false, vi.db.PutRecord(rec)
+}
+
+// probeObject reads the tags of the object of rec (media.ProbeObject: its
+// two ends, by ranged GETs, never the whole). A file ffprobe cannot read
+// has none, as on disk; a store that cannot be reached is an error, so
+// that the next scan tries again.
+func (x *Indexer) probeObject(ctx context.Context, vi *volIdx, rec *Record) (map[string]string, error) {
+	rc, fi, err := vi.v.OpenObject(ctx, rec.Rel)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if oi, _ := store.ObjectOf(fi); oi.ETag != rec.ETag || fi.Size() != rec.Size {
+		return nil, fmt.Errorf("%s changed while it was indexed; the next scan takes it", rec.Rel)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tags, err := x.cfg.ProbeObject(pctx, rc, rec.Size)
+	if err != nil {
+		if store.KindOf(err) == store.KindUnavailable || ctx.Err() != nil {
+			return nil, err
+		}
+		x.log.Debug("no tags", "volume", "/"+vi.v.VPath, "path", rec.Rel, "err", err)
+	}
+	return tags, nil
 }
 
 // hashObject reads the object of rec once, by ranged GETs, and sets its

@@ -35,12 +35,7 @@ func TestParseFFprobe(t *testing.T) {
 }
 
 func TestProbeReal(t *testing.T) {
-	if !HaveFFprobe() {
-		t.Skip("ffprobe is not installed")
-	}
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg is not installed")
-	}
+	needFFmpeg(t)
 	dir := t.TempDir()
 	for _, name := range []string{"a.mp3", "b.m4a", "c.opus"} {
 		p := filepath.Join(dir, name)
@@ -68,12 +63,7 @@ func TestProbeReal(t *testing.T) {
 // mp3 must not make ffprobe read another file of the server (whose tags
 // would then land in the index).
 func TestProbeRefusesPlaylists(t *testing.T) {
-	if !HaveFFprobe() {
-		t.Skip("ffprobe is not installed")
-	}
-	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		t.Skip("ffmpeg is not installed")
-	}
+	needFFmpeg(t)
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret.mp3")
 	if out, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "sine=duration=1",
@@ -93,5 +83,17 @@ func TestProbeRefusesPlaylists(t *testing.T) {
 		if tags["artist"] != "" {
 			t.Errorf("%s: ffprobe followed the playlist to another file: tags %v", name, tags)
 		}
+	}
+}
+
+// needFFmpeg skips the test where ffprobe or ffmpeg (which makes its
+// media) is not installed.
+func needFFmpeg(t *testing.T) {
+	t.Helper()
+	if !HaveFFprobe() {
+		t.Skip("ffprobe is not installed")
+	}
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg is not installed")
 	}
 }

@@ -765,9 +765,11 @@ func (b *Bucket) AbortUploads(ctx context.Context, key string, before time.Time)
 	return ctx.Err()
 }
 
-// List calls fn with each object and common prefix directly below prefix.
+// List calls fn with each object and common prefix directly below
+// prefix, with its user metadata where the store lists it (MinIO; see
+// WalkMeta): a listing shows the uploader's mtime (hoard-lmod).
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
-	return b.list(ctx, minio.ListObjectsOptions{Prefix: prefix}, func(oi minio.ObjectInfo) error { return fn(info(oi)) })
+	return b.list(ctx, minio.ListObjectsOptions{Prefix: prefix, WithMetadata: true}, func(oi minio.ObjectInfo) error { return fn(metaInfo(oi)) })
 }
 
 // Walk calls fn with every object below prefix, at any depth.
@@ -809,14 +811,20 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 // the parameter): an object listed without it has Meta nil.
 func (b *Bucket) WalkMeta(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
 	return b.list(ctx, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, WithMetadata: true}, func(oi minio.ObjectInfo) error {
-		si := info(oi)
-		si.Meta = nil
-		if oi.UserMetadata != nil {
-			si.Meta = map[string]string{}
-			for k, v := range oi.UserMetadataStripped {
-				si.Meta[strings.ToLower(k)] = v
-			}
-		}
-		return fn(si)
+		return fn(metaInfo(oi))
 	})
+}
+
+// metaInfo is info for a listing asked for metadata: Meta nil when the
+// store did not list it.
+func metaInfo(oi minio.ObjectInfo) store.ObjectInfo {
+	si := info(oi)
+	si.Meta = nil
+	if oi.UserMetadata != nil {
+		si.Meta = map[string]string{}
+		for k, v := range oi.UserMetadataStripped {
+			si.Meta[strings.ToLower(k)] = v
+		}
+	}
+	return si
 }

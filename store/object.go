@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -162,20 +163,14 @@ func (v *Volume) mountObjects(cfg Config, flags *Flags) error {
 	}
 	v.objPre = prefix
 	v.objSec = &objSecret{name: prefix + HistName + "/secret"}
-	if flags.E2T {
-		v.store.log.Warn("tag indexing (e2t*) is not built yet for volumes on object storage; off for this one (search by name, size, date, uploader and hash works)", "volume", "/"+v.VPath)
-		flags.E2T, flags.E2TS, flags.E2TSR = false, false, false
-	}
 	return nil
 }
 
 // checkObjectFlags refuses the flags whose rules need a local file
-// system or an index of the bucket (at mount and at a reload).
+// system or an index of the bucket (at mount and at a reload). None is
+// left: nodupe and dedup read where a content lies from the bucket
+// (objwhere.go); dedup's hard links are server-side copies there.
 func checkObjectFlags(f Flags) error {
-	switch {
-	case f.NoDupe || f.Dedup:
-		return errors.New("flags nodupe and dedup are not built yet for volumes on object storage (s3=)")
-	}
 	return nil
 }
 
@@ -200,7 +195,7 @@ type objectFileInfo struct{ oi ObjectInfo }
 
 func (o objectFileInfo) Name() string       { return path.Base(strings.TrimSuffix(o.oi.Key, "/")) }
 func (o objectFileInfo) Size() int64        { return o.oi.Size }
-func (o objectFileInfo) ModTime() time.Time { return o.oi.ModTime }
+func (o objectFileInfo) ModTime() time.Time { return lmodTime(o.oi) }
 func (o objectFileInfo) IsDir() bool        { return o.oi.Dir }
 func (o objectFileInfo) Sys() any           { return o.oi }
 func (o objectFileInfo) Mode() fs.FileMode {
@@ -208,6 +203,18 @@ func (o objectFileInfo) Mode() fs.FileMode {
 		return fs.ModeDir | 0o755
 	}
 	return 0o644
+}
+
+// lmodTime is the time hoard shows for an object (listings, archives,
+// Last-Modified): the uploader's mtime when its metadata has one
+// (hoard-lmod: up2k, a copy from disk), as a file on disk has the mtime
+// its upload set; else its LastModified. The index keeps LastModified,
+// which is what tells it an object changed.
+func lmodTime(oi ObjectInfo) time.Time {
+	if l, err := strconv.ParseInt(oi.Meta["hoard-lmod"], 10, 64); err == nil && l > 0 && l < 1<<36 {
+		return time.Unix(l, 0)
+	}
+	return oi.ModTime
 }
 
 // ObjectFileInfo is the object oi as an fs.FileInfo (as OpenObject
@@ -318,7 +325,7 @@ func (v *Volume) eachObject(ctx context.Context, r string, opt ListOptions, fn f
 		case v.only != nil && (oi.Dir || !v.objInView(name)): // a view of files (objshare.go)
 			return nil
 		}
-		e := Entry{Name: name, Dir: oi.Dir, Size: oi.Size, Mtime: oi.ModTime, Mode: 0o644}
+		e := Entry{Name: name, Dir: oi.Dir, Size: oi.Size, Mtime: lmodTime(oi), Mode: 0o644}
 		if oi.Dir {
 			e.Size, e.Mode = 0, fs.ModeDir|0o755
 		}

@@ -203,10 +203,19 @@ func (v *Volume) DropChunkHashes(ctx context.Context, before time.Time, keep fun
 		return 0, nil
 	}
 	base := v.objPre + hashArea
-	var old []string
-	err := v.obj.Walk(ctx, base, func(oi ObjectInfo) error {
+	return v.sweepKeys(ctx, base, func(oi ObjectInfo) bool {
 		w := strings.TrimPrefix(oi.Key, base)
-		if isHash(w) && !keep(w) && oi.ModTime.Before(before) {
+		return isHash(w) && !keep(w) && oi.ModTime.Before(before)
+	})
+}
+
+// sweepKeys deletes the keys under prefix that drop picks (decided over
+// the whole listing first, then deleted one by one until an error); it
+// returns how many it deleted.
+func (v *Volume) sweepKeys(ctx context.Context, prefix string, drop func(ObjectInfo) bool) (int, error) {
+	var old []string
+	err := v.obj.Walk(ctx, prefix, func(oi ObjectInfo) error {
+		if drop(oi) {
 			old = append(old, oi.Key)
 		}
 		return nil

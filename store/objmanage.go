@@ -190,7 +190,10 @@ func (v *Volume) objDestFolder(ctx context.Context, op, dir string, parents bool
 
 // transferObjectFile copies (and for a move then deletes) one object.
 func (s *Store) transferObjectFile(ctx context.Context, op string, sv *Volume, sr string, oi ObjectInfo, dv *Volume, drel string, replace bool, res DestResult) (DestResult, error) {
-	_, err := dv.obj.Copy(ctx, dv.key(drel), sv.obj, oi, ObjectPut{NoClobber: !replace, Meta: copyMeta(op, oi)})
+	err := dv.objWhere(ctx, drel, oi.Meta) // objwhere.go: the content is found at its new place
+	if err == nil {
+		_, err = dv.obj.Copy(ctx, dv.key(drel), sv.obj, oi, ObjectPut{NoClobber: !replace, Meta: copyMeta(op, oi)})
+	}
 	switch {
 	case errors.Is(err, ErrExists):
 		return DestResult{}, &OpError{Op: op, Kind: KindExists, Msg: "the destination was taken meanwhile; nothing was changed", Err: err}
@@ -297,6 +300,9 @@ func (s *Store) transferObjectTree(ctx context.Context, op string, sv *Volume, s
 			return nil // deleted meanwhile
 		}
 		if err != nil {
+			return err
+		}
+		if err := dv.objWhere(ctx, joinRel(drel, rel), oi.Meta); err != nil { // objwhere.go
 			return err
 		}
 		if _, err := dv.obj.Copy(ctx, dp+rel, sv.obj, oi, ObjectPut{NoClobber: true, Meta: copyMeta(op, oi)}); err != nil {

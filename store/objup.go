@@ -173,6 +173,9 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 			return ObjectInfo{}, err
 		}
 	}
+	if err := v.objWhere(ctx, r, meta); err != nil { // objwhere.go
+		return ObjectInfo{}, err
+	}
 	put := ObjectPut{NoClobber: !opt.Replace, Meta: meta, Check: opt.Check}
 	var oi ObjectInfo
 	if len(srcs) == 0 {
@@ -189,19 +192,17 @@ func (v *Volume) UpCompose(ctx context.Context, rel string, parts []string, opt 
 	return oi, nil
 }
 
-// maxCopy is the largest object S3 copies as one part (UploadPartCopy).
-const maxCopy = 5 << 30
-
-// ErrNoCopy: UpCopy cannot copy that source (empty, or over 5 GiB).
+// ErrNoCopy: UpCopy cannot copy that source (empty, or no longer of
+// that content).
 var ErrNoCopy = errors.New("store: no server-side copy of that object")
 
 // UpCopy publishes the file rel as a server-side copy of the file src of
 // the same volume (an upload's content found published elsewhere), with
 // the uploader's metadata and opt.Meta in place of src's: no byte passes
-// through hoard. Without Replace a taken name is ErrExists (wrapped).
-// ErrNotFound when src is gone, or changed while it was copied (the copy
-// is removed again); ErrNoCopy when empty or above 5 GiB (one part's
-// most: upload it instead).
+// through hoard, whatever the size. Without Replace a taken name is
+// ErrExists (wrapped). ErrNotFound when src is gone, or changed while it
+// was copied (nothing is written); ErrNoCopy when it is empty or its
+// metadata names another wark than opt.Meta.
 func (v *Volume) UpCopy(ctx context.Context, rel, src string, opt UpPublish) (ObjectInfo, error) {
 	r, err := cleanRel(rel)
 	if err != nil || r == "." {
@@ -215,22 +216,25 @@ func (v *Volume) UpCopy(ctx context.Context, rel, src string, opt UpPublish) (Ob
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	if soi.Size > maxCopy || soi.Size == 0 {
+	if soi.Meta["hoard-wark"] != opt.Meta["hoard-wark"] || soi.Size == 0 {
 		return ObjectInfo{}, fmt.Errorf("store: copy of %q (%d bytes): %w", src, soi.Size, ErrNoCopy)
 	}
 	meta := map[string]string{"hoard-uploader": opt.User, "hoard-ip": opt.IP, "hoard-at": v.store.now().UTC().Format(time.RFC3339Nano)}
 	for k, val := range opt.Meta {
 		meta[k] = val
 	}
-	oi, err := v.obj.Compose(ctx, v.key(r), []ObjectInfo{soi}, ObjectPut{NoClobber: !opt.Replace, Meta: meta})
-	if err != nil {
+	if err := v.objLife(ctx, r, opt.Life, meta); err != nil { // objlife.go
 		return ObjectInfo{}, err
 	}
-	if now, err := v.obj.Stat(ctx, v.key(s)); err != nil || now.ETag != soi.ETag {
-		// The source changed while it was copied: the copy may hold
-		// other bytes than its metadata says.
-		v.obj.Delete(context.WithoutCancel(ctx), oi.Key)
-		return ObjectInfo{}, fmt.Errorf("store: copy of %q: the source changed: %w", src, ErrNotFound)
+	if err := v.objWhere(ctx, r, meta); err != nil { // objwhere.go
+		return ObjectInfo{}, err
+	}
+	// A server-side copy of any size (UploadPartCopy in ranges of at
+	// most 5 GiB), completed only while the source is the version
+	// stat saw (ErrNotFound else).
+	oi, err := v.obj.Copy(ctx, v.key(r), v.obj, soi, ObjectPut{NoClobber: !opt.Replace, Meta: meta})
+	if err != nil {
+		return ObjectInfo{}, err
 	}
 	v.store.log.Info("stored", "volume", "/"+v.VPath, "key", oi.Key, "bytes", oi.Size, "via", "up2k copy")
 	return oi, nil

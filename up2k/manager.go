@@ -87,6 +87,7 @@ type Manager struct {
 	wg     sync.WaitGroup // background goroutines
 
 	remote remoteCache // sessions of object-store volumes seen (remote.go)
+	rcaps  remoteCaps  // unfinished uploads of object-store volumes (remotecaps.go)
 
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session

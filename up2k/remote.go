@@ -201,10 +201,10 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 		same := rec.Dir == h.Dir && (rec.Name == h.Name || rec.Asked == h.Name)
 		if rec.Final != "" {
 			if same {
-				if rep, ok := m.remoteDone(ctx, h.Vol, rs); ok {
-					return rep, nil
+				if rep, ok, err := m.remoteDone(ctx, h, rs); ok || err != nil {
+					return rep, err
 				}
-			} else if rep, ok, err := m.remoteCopy(ctx, h, rs); ok || err != nil {
+			} else if rep, ok, err := m.remoteExisting(ctx, h, wark, rec.Final); ok || err != nil { // remotedupe.go
 				return rep, err
 			}
 			// Published elsewhere, or since gone: that record is only a
@@ -230,6 +230,7 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 			if err := putRemote(ctx, h.Vol, rs.rec, false); err != nil {
 				return Reply{}, err
 			}
+			m.remoteUnmark(ctx, h.Vol, rec.IP, wark) // remotecaps.go
 			m.remote.drop(h.Vol, wark)
 			m.dropChunks(ctx, h.Vol, wark)
 			continue
@@ -252,62 +253,15 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 	return Reply{}, &Error{Kind: Unavailable, Msg: "the upload changed under this handshake several times; try again", RetryAfter: time.Second}
 }
 
-// remoteCopy answers a handshake whose content was published at another
-// path of the volume (the session record's Final) by a server-side copy
-// to the asked name, as on disk (existing, clone): nothing is asked for.
-// Clients rely on it: u2c sends a file's duplicates in one run only as
-// a last handshake, and drops what that asks for. Only for an uploader
-// who may read, or whose own upload (same account and address) the
-// source was — else the answer would tell someone that the content is
-// here — and only while the file there still has this content. ok is
-// false when the content must be uploaded.
-func (m *Manager) remoteCopy(ctx context.Context, h Handshake, rs *remoteSess) (Reply, bool, error) {
-	v, rec := h.Vol, rs.rec
-	if !h.MayRead && (rec.User != h.User || rec.IP != h.IP) {
-		return Reply{}, false, nil
-	}
-	oi, err := v.UpStat(ctx, rec.Final)
-	if err != nil || oi.Meta["hoard-wark"] != rec.Wark {
-		return Reply{}, false, nil
-	}
-	if h.Rand || v.Flags().Rand {
-		h.Name = randomName(v.Flags().NRand, h.Name)
-	}
-	replace, err := m.remoteReplace(ctx, h)
-	if err != nil {
-		return Reply{}, false, err
-	}
-	for range 4 {
-		name, err := v.UpFreeName(ctx, h.Dir, h.Name, h.IP, replace)
-		if err != nil {
-			return Reply{}, false, err
-		}
-		rel := path.Join(h.Dir, name)
-		coi, err := v.UpCopy(ctx, rel, rec.Final, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Meta: publishMeta(rec.Wark, h.Lmod)})
-		switch {
-		case err == nil:
-			m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", rec.Size, "user", h.User, "ip", h.IP, "store", "object", "copy_of", rec.Final)
-			return Reply{Name: name, Dir: h.Dir, Size: rec.Size, Lmod: h.Lmod, Need: []string{}, Wark: rec.Wark, Sparse: true, Info: store.ObjectFileInfo(coi)}, true, nil
-		case errors.Is(err, store.ErrExists):
-			continue // taken meanwhile: choose again
-		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrNoCopy):
-			return Reply{}, false, nil
-		default:
-			return Reply{}, false, err
-		}
-	}
-	return Reply{}, false, nil
-}
-
 // remoteDone answers a handshake for a published upload, when its file
-// is still there with this content.
-func (m *Manager) remoteDone(ctx context.Context, v *store.Volume, rs *remoteSess) (Reply, bool) {
-	oi, err := v.UpStat(ctx, rs.rec.Final)
+// is still there with this content (its mtime set with umod).
+func (m *Manager) remoteDone(ctx context.Context, h Handshake, rs *remoteSess) (Reply, bool, error) {
+	oi, err := h.Vol.UpStat(ctx, rs.rec.Final)
 	if err != nil || oi.Meta["hoard-wark"] != rs.rec.Wark {
-		return Reply{}, false
+		return Reply{}, false, nil
 	}
-	lmod := rs.rec.Lmod
-	return Reply{Name: path.Base(rs.rec.Final), Dir: path.Dir(rs.rec.Final), Size: rs.rec.Size, Lmod: lmod, Need: []string{}, Wark: rs.rec.Wark, Sparse: true, Info: store.ObjectFileInfo(oi)}, true
+	rep, err := m.remoteHere(ctx, h, rs.rec.Wark, rs.rec.Final, oi) // remotedupe.go
+	return rep, err == nil, err
 }
 
 // remoteStart makes a new session (or publishes an empty file). again is
@@ -315,9 +269,14 @@ func (m *Manager) remoteDone(ctx context.Context, v *store.Volume, rs *remoteSes
 func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark string) (Reply, bool, error) {
 	v := h.Vol
 	asked := h.Name
-	// The same content at the asked name, by this upload or an earlier
-	// one: done (what a client learns is only that its own file is in).
-	if oi, err := v.UpStat(ctx, path.Join(h.Dir, h.Name)); err == nil && oi.Meta["hoard-wark"] == wark && (h.MayRead || oi.Meta["hoard-uploader"] == h.User && oi.Meta["hoard-ip"] == h.IP) {
+	// The same content at the asked name (done), or elsewhere in the
+	// volume (refused with nodupe, else copied): remotedupe.go.
+	if h.Size > 0 {
+		if rep, ok, err := m.remoteExisting(ctx, h, wark, ""); ok || err != nil {
+			return rep, false, err
+		}
+	} else if oi, err := v.UpStat(ctx, path.Join(h.Dir, h.Name)); err == nil && oi.Meta["hoard-wark"] == wark && (h.MayRead || oi.Meta["hoard-uploader"] == h.User && oi.Meta["hoard-ip"] == h.IP) {
+		// An empty file's wark is made of its path and mtime.
 		return Reply{Name: h.Name, Dir: h.Dir, Size: h.Size, Lmod: h.Lmod, Need: []string{}, Wark: wark, Sparse: true, Info: store.ObjectFileInfo(oi)}, false, nil
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIsDir) {
 		return Reply{}, false, err
@@ -353,9 +312,19 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	if err != nil {
 		return Reply{}, false, err
 	}
+	// The caps on unfinished uploads, counted in the bucket (remotecaps.go).
+	key, err := m.remoteTakePlace(ctx, v, h.IP, wark)
+	if err != nil {
+		return Reply{}, false, err
+	}
 	if err := putRemote(ctx, v, rec, true); errors.Is(err, store.ErrExists) {
-		return Reply{}, true, nil // another node made it: resume that one
+		// Another node made it: resume that one (its mark is its own).
+		if other, ok, _ := m.loadRemote(ctx, v, wark); !ok || store.ClientKey(other.rec.IP) != key {
+			m.remoteUnmark(ctx, v, h.IP, wark)
+		}
+		return Reply{}, true, nil
 	} else if err != nil {
+		m.remoteUnmark(ctx, v, h.IP, wark)
 		return Reply{}, false, err
 	}
 	rs := &remoteSess{rec: rec, t: t}
@@ -785,6 +754,7 @@ func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark strin
 	if err := putRemote(ctx, v, rec, false); err != nil {
 		return "", err
 	}
+	m.remoteUnmark(ctx, v, rec.IP, wark) // remotecaps.go: its place is free
 	m.remote.drop(v, wark)
 	m.dropChunks(ctx, v, wark)
 	m.finished.Add(1)
@@ -875,6 +845,17 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 			}
 			n++
 			m.log.Info("upload dropped", "volume", "/"+v.VPath, "wark", wark, "why", fmt.Sprintf("idle for more than %v", m.idle), "store", "object")
+		}
+		// The caps' marks (remotecaps.go) of sessions gone or dropped
+		// now; a mark is written just before its session, so a young
+		// one stays.
+		if k, err := v.UpSweepMarks(ctx, now.Add(-time.Minute), func(w string) bool {
+			s, ok := all[w]
+			return ok && now.Sub(s.last) < m.idle
+		}); err != nil {
+			m.log.Warn("could not sweep the marks of unfinished uploads", "volume", "/"+v.VPath, "err", err)
+		} else if k > 0 {
+			m.rcaps.adjust(v, -k)
 		}
 	}
 	return n

@@ -190,6 +190,12 @@ func launch(t testing.TB, dir string, args ...string) (*server, error) {
 		s3Gate(t)
 		args, env = s3Rewrite(t, args)
 	}
+	if v, ok := testVars.Load(t.Name()); ok { // withEnv
+		if env == nil {
+			env = os.Environ()
+		}
+		env = append(env, v.([]string)...) // the last of a name wins
+	}
 	cmd := exec.Command(binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -244,6 +250,17 @@ func launch(t testing.TB, dir string, args ...string) (*server, error) {
 		cmd.Process.Kill()
 		return nil, fmt.Errorf("hoard did not print its address in time\nlog:\n%s", s.logs)
 	}
+}
+
+// testVars holds withEnv's variables by test name.
+var testVars sync.Map
+
+// withEnv gives the hoard processes t starts the variables kv ("K=V")
+// on top of their environment: t.Setenv for hoard alone, which a
+// parallel test (and the S3 leg) may use.
+func withEnv(t testing.TB, kv ...string) {
+	testVars.Store(t.Name(), kv)
+	t.Cleanup(func() { testVars.Delete(t.Name()) })
 }
 
 // stop sends SIGTERM and waits for a clean exit.

@@ -197,15 +197,7 @@ func TestS3FaultStoreDown(t *testing.T) {
 	unavailable("up2k chunk", resp, body)
 
 	set.Run(t) // the same ports and drives
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, body = s.do(t, "GET", "/s3/before.bin", nil)
-		if resp.StatusCode == http.StatusOK || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	wantStatus(t, resp, body, http.StatusOK)
+	_, body = waitServed(t, s, "/s3/before.bin", 60*time.Second)
 	if !bytes.Equal(body, before) {
 		t.Fatal("the object stored before the outage changed")
 	}
@@ -393,18 +385,25 @@ func TestS3FaultStoreHung(t *testing.T) {
 	}
 
 	thaw()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, body = s.do(t, "GET", "/s3/before.bin", nil)
-		if resp.StatusCode == http.StatusOK || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	wantStatus(t, resp, body, http.StatusOK)
+	_, body = waitServed(t, s, "/s3/before.bin", 60*time.Second)
 	if !bytes.Equal(body, before) {
 		t.Fatal("the object stored before changed")
 	}
 	up2kUpload(t, s, "/s3/", "up.bin", f, 1600000000, 2)
 	wantObject(t, m, "vol", "pre/up.bin", f.data)
+}
+
+// waitServed polls GET path on s until it is answered 200 (the store back
+// after an outage), and fails the test if it is not within the time.
+func waitServed(t *testing.T, s *server, path string, within time.Duration) (*http.Response, []byte) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		resp, body := s.do(t, "GET", path, nil)
+		if resp.StatusCode == http.StatusOK || time.Now().After(deadline) {
+			wantStatus(t, resp, body, http.StatusOK)
+			return resp, body
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

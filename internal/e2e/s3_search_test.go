@@ -9,13 +9,18 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 
+	"hoard/internal/miniotest"
 	"hoard/up2k"
 )
 
@@ -249,5 +254,57 @@ func TestS3SearchStoreDown(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
+	}
+}
+
+// Tags (e2ts) on an S3 volume served by two nodes: a song PUT through A
+// is found by its tags through A at once and through B after a rescan;
+// an object larger than the probe's two ends (ffprobe reads a sparse
+// stand-in, never the whole object) gets its tags and its duration (an
+// Ogg's from its last page, at the end) right.
+func TestS3SearchTagsTwoNodes(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg is not installed")
+	}
+	if _, err := exec.LookPath("ffprobe"); err != nil {
+		t.Skip("ffprobe is not installed")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	mk := func(name, artist string, secs int, kbps string) []byte {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "anoisesrc=sample_rate=44100:duration="+strconv.Itoa(secs),
+			"-b:a", kbps, "-metadata", "artist="+artist, "-metadata", "title=Static", out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("ffmpeg: %v: %s", err, b)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	small := mk("small.mp3", "Tiny Band", 2, "128k")
+	big := mk("big.ogg", "Huge Band", 420, "192k")
+	if len(big) <= 9<<20 {
+		t.Fatalf("big.ogg has %d bytes; the test needs more than the probe's two 4 MiB ends", len(big))
+	}
+	m := miniotest.Start(t, "vol")
+	setHoardEnv(t, m.Endpoint())
+	args := func() []string {
+		return []string{"-a", "u:pw", "--re-maxage", "1", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre:c,e2dsa,e2ts"}
+	}
+	a, b := start(t, args()...), start(t, args()...)
+	u := basicAuth("u:pw")
+	for name, data := range map[string][]byte{"small.mp3": small, "big.ogg": big} {
+		resp, body := a.do(t, "PUT", "/s3/music/"+name, data, u)
+		wantStatus(t, resp, body, http.StatusCreated)
+	}
+	for _, s := range []*server{a, b} {
+		waitHits(t, s, "artist:tiny", []string{"/s3/music/small.mp3"})
+		waitHits(t, s, `artist:"huge band" title:static`, []string{"/s3/music/big.ogg"})
+		waitHits(t, s, "dur:>410 dur:<430", []string{"/s3/music/big.ogg"})
+		waitHits(t, s, "dur:<5", []string{"/s3/music/small.mp3"})
 	}
 }

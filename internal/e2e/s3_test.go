@@ -365,15 +365,7 @@ func TestS3StoreDown(t *testing.T) {
 		}
 	}
 	m.Run(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, body = s.do(t, "GET", "/s3/a.txt", nil)
-		if resp.StatusCode == http.StatusOK || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	wantStatus(t, resp, body, http.StatusOK)
+	_, body = waitServed(t, s, "/s3/a.txt", 30*time.Second)
 	if string(body) != "before" {
 		t.Errorf("after recovery: %q", body)
 	}

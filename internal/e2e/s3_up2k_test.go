@@ -53,6 +53,11 @@ func wantS3Settled(t *testing.T, m *miniotest.Server, bucket, pre string) {
 	if inc := m.Incomplete(t, bucket); len(inc) != 0 {
 		t.Errorf("unfinished multipart uploads left: %q", inc)
 	}
+	for _, k := range m.Keys(t, bucket) {
+		if strings.HasPrefix(k, pre+".hist/up2k-ip/") {
+			t.Errorf("the caps' mark of a finished upload left: %s", k)
+		}
+	}
 }
 
 func TestS3Up2k(t *testing.T) {
@@ -425,9 +430,20 @@ func TestS3Up2kExpire(t *testing.T) {
 		t.Fatalf("%d session objects, want the session and one chunk", n)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
-	for len(s3Sessions(t, m, "vol", "pre/")) > 0 || len(m.Incomplete(t, "vol")) > 1 {
+	marks := func() (out []string) {
+		for _, k := range m.Keys(t, "vol") {
+			if strings.HasPrefix(k, "pre/.hist/up2k-ip/") {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	if len(marks()) != 1 {
+		t.Fatalf("marks of unfinished uploads: %q, want one", marks())
+	}
+	for len(s3Sessions(t, m, "vol", "pre/")) > 0 || len(m.Incomplete(t, "vol")) > 1 || len(marks()) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("not cleaned: %q, unfinished %q", s3Sessions(t, m, "vol", "pre/"), m.Incomplete(t, "vol"))
+			t.Fatalf("not cleaned: %q, unfinished %q, marks %q", s3Sessions(t, m, "vol", "pre/"), m.Incomplete(t, "vol"), marks())
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -743,4 +759,86 @@ func TestS3Up2kSubchunks(t *testing.T) {
 		t.Fatal("the upload in pieces is not intact")
 	}
 	wantS3Settled(t, m, "vol", "pre/")
+}
+
+// The caps on unfinished uploads (--reg-cap-ip, --reg-cap) count an
+// address's uploads into an S3 volume on every node alike (the marks in
+// the bucket): two through A and one through B fill a cap of 3 on both;
+// a finished upload gives its place back on the other node; the store
+// down is 503 with Retry-After and leaves no mark.
+func TestS3Up2kCapsTwoNodes(t *testing.T) {
+	t.Parallel()
+	m := miniotest.Start(t, "vol")
+	setHoardEnv(t, m.Endpoint())
+	args := func() []string {
+		return []string{"--reg-cap-ip", "3", "--reg-cap", "5", "-v", t.TempDir() + ":s3:rw:c,s3=vol/pre"}
+	}
+	a, b := start(t, args()...), start(t, args()...)
+	files := make([]*up2kFile, 7)
+	for i := range files {
+		files[i] = newUp2kFile(seededBytes(uint64(300+i), 1<<20+i))
+	}
+	hs := func(s *server, f *up2kFile, name string, hdr ...string) (*http.Response, []byte) {
+		return postHandshake(t, s, "/s3/", map[string]any{"name": name, "size": len(f.data), "lmod": 1600000000, "hash": f.hashes}, hdr...)
+	}
+	r0 := up2kHandshake(t, a, "/s3/", "f0.bin", files[0], 1600000000, nil)
+	up2kHandshake(t, a, "/s3/", "f1.bin", files[1], 1600000000, nil)
+	up2kHandshake(t, b, "/s3/", "f2.bin", files[2], 1600000000, nil)
+	for _, s := range []*server{a, b} {
+		resp, body := hs(s, files[3], "f3.bin")
+		wantStatus(t, resp, body, http.StatusTooManyRequests)
+		if !strings.Contains(string(body), "too many unfinished uploads from your address") {
+			t.Fatalf("the fourth from one address through %s: %s", s.URL, body)
+		}
+	}
+	// The same upload again is no new one: it resumes.
+	if again := up2kHandshake(t, b, "/s3/", "f0.bin", files[0], 1600000000, nil); again.Wark != r0.Wark {
+		t.Fatalf("resuming an upload under the cap: %+v", again)
+	}
+	// Finished through A, its place is free through B.
+	postChunk(t, a, r0, files[0], 0)
+	wantObject(t, m, "vol", "pre/f0.bin", files[0].data)
+	up2kHandshake(t, b, "/s3/", "f3.bin", files[3], 1600000000, nil)
+	// ?ups through A lists the address's unfinished uploads of both nodes.
+	resp, body := a.do(t, "GET", "/?ups", nil)
+	wantStatus(t, resp, body, http.StatusOK)
+	var ub upsBody
+	json.Unmarshal(body, &ub)
+	var unf []string
+	for _, f := range ub.F[:min(ub.Nu, len(ub.F))] {
+		unf = append(unf, f.Vp)
+	}
+	slices.Sort(unf)
+	if !slices.Equal(unf, []string{"/s3/f1.bin", "/s3/f2.bin", "/s3/f3.bin"}) {
+		t.Errorf("?ups through A: unfinished %q, want f1 (through A), f2 and f3 (through B): %s", unf, body)
+	}
+	// The server's cap (5) over addresses: two more from another
+	// address. (Each node reads the count of all at most every 2 s, and
+	// keeps its own starts and finishes in between; the upload finished
+	// through A reaches B's count at its next read.)
+	time.Sleep(2100 * time.Millisecond)
+	other := clientFromAddr("127.0.0.9")
+	for i, want := range []int{200, 200, 503} {
+		body, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("o%d.bin", i), "size": len(files[4+i].data), "lmod": 1600000000, "hash": files[4+i].hashes})
+		resp, err := other.Post(b.URL+"/s3/", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || want == 503 && resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("handshake %d from another address: %d (Retry-After %q) %s, want %d", i, resp.StatusCode, resp.Header.Get("Retry-After"), rb, want)
+		}
+	}
+	// The store down: 503, and no mark is left for the upload refused.
+	before := m.Keys(t, "vol")
+	m.Halt()
+	resp, body = hs(a, files[6], "down.bin")
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("with the store down: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	m.Run(t)
+	if after := m.Keys(t, "vol"); !slices.Equal(before, after) {
+		t.Errorf("the bucket changed while the store was down:\nbefore %q\nafter  %q", before, after)
+	}
 }

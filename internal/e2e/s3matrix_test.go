@@ -131,8 +131,8 @@ var s3MatrixTests = map[string]func(*testing.T){
 	"TestUp2kSingleHash":                TestUp2kSingleHash,
 	"TestUp2kBadHandshakes":             TestUp2kBadHandshakes,
 	"TestUp2kBadChunks":                 TestUp2kBadChunks,
-	"TestUp2kHandshakeFlood":            TestUp2kHandshakeFlood,
 	"TestUp2kUnfinishedCaps":            TestUp2kUnfinishedCaps,
+	"TestUp2kHandshakeFlood":            TestUp2kHandshakeFlood,
 	"TestUp2kDiskFull":                  TestUp2kDiskFull,
 	// up2k_u2c_test.go (copyparty's u2c.py: HOARD_U2C), up_test.go (hoard up)
 	"TestUp2kU2C":          TestUp2kU2C,
@@ -158,17 +158,10 @@ var s3MatrixTests = map[string]func(*testing.T){
 // builds them. THE one list: when a feature lands on S3, delete its
 // tests' lines here (and run `go test ./internal/e2e -run TestS3Matrix`).
 var s3NotBuilt = map[string]string{
-	"TestSearchTags":               "tags (e2t*): not indexed on S3 volumes (ffprobe needs a local file)",
-	"TestSearchTagsWithoutFFprobe": "tags (e2t*): not indexed on S3 volumes (ffprobe needs a local file)",
-	"TestUpTouchOverwrite":         "--touch (umod): an identical file's mtime set at the handshake",
 
 	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.
-	"TestUp2kSameContentElsewhere/dedup":  "dedup (refused at start on S3 volumes)",
-	"TestUp2kSameContentElsewhere/nodupe": "nodupe (refused at start on S3 volumes)",
-	"TestUp2kCollisionAndReplace":         "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
-	"TestUp2kBusyChunk":                   "a chunk busy on another connection",
-	"TestUp2kHandshakeFlood":              "caps on unfinished uploads per address (--reg-cap-ip): S3 sessions are not counted",
-	"TestUp2kUnfinishedCaps":              "caps on unfinished uploads per address (--reg-cap-ip): S3 sessions are not counted",
+	"TestUp2kCollisionAndReplace": "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
+	"TestUp2kBusyChunk":           "a chunk busy on another connection",
 }
 
 // s3DiskOnly: tests of what only a local folder has; they stay skipped.
@@ -181,9 +174,9 @@ var s3DiskOnly = map[string]string{
 	"TestArchiveMounts":                  "a folder mounted twice, inside itself: the walk cuts the loop by folder identity (device, inode); the matrix gives each volume its own prefix",
 	"TestSearchForms":                    mtimeSet + " (date: queries)",
 	"TestUp2kDiskFull":                   "a full disk (free space of the volume's folder)",
+	"TestUp2kHandshakeFlood":             "the free space of the volume's disk (an address may promise itself half of it); the caps by count run on S3 in TestUp2kUnfinishedCaps",
 	"TestUpKilledResumes":                killedAccounting,
 	"TestUpServerRestart":                killedAccounting,
-	"TestUp2kSameContentElsewhere/copy":  "hard links, a source changed on disk (on S3: TestS3Up2kSameContentElsewhere)",
 	"TestArchiveZip64":                   "sparse files of 4 GiB and more",
 	"TestZipZip64":                       "sparse files of 4 GiB and more",
 	"TestArchiveUnreadable":              "files made unreadable with chmod",

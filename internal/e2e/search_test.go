@@ -507,7 +507,7 @@ func TestSearchTags(t *testing.T) {
 // TestSearchTagsWithoutFFprobe: -e2ts without ffprobe warns at start, the
 // rest of search works, and a tag search answers with a clear error.
 func TestSearchTagsWithoutFFprobe(t *testing.T) {
-	t.Setenv("PATH", t.TempDir()) // no ffprobe anywhere
+	withEnv(t, "PATH="+t.TempDir()) // no ffprobe anywhere
 	dir := t.TempDir()
 	writeFile(t, dir, "song.mp3", []byte("not really"))
 	s := start(t, "-v", dir+"::rw", "-e2dsa", "-e2ts")

@@ -148,6 +148,19 @@ func evalJS[T any](t *testing.T, b *browser, js string) T {
 }
 
 // waitJS polls a JavaScript condition until it is true.
+// waitUntil polls cond (something outside the page: a proxy's counts)
+// for up to a minute; on a timeout it saves a screenshot "stuck" and
+// fails the test.
+func (b *browser) waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.screenshot(t, "stuck")
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
 func (b *browser) waitJS(t *testing.T, what, js string, limit time.Duration) {
 	t.Helper()
 	end := time.Now().Add(limit)
@@ -427,20 +440,11 @@ func TestUIBrowserResumeAfterReload(t *testing.T) {
 	b.waitJS(t, "the drop zone", `!!document.querySelector('#up')`, 10*time.Second)
 	b.drop(t, filepath.Join(src, "resume me.bin"))
 	// Wait until two chunk posts got through and the rest are held.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	b.waitUntil(t, "two chunk posts to get through", func() bool {
 		px.mu.Lock()
-		acks := px.acks
-		px.mu.Unlock()
-		if acks >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.screenshot(t, "stuck")
-			t.Fatalf("no two chunk posts got through; posts: %+v", px.posts)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer px.mu.Unlock()
+		return px.acks >= 2
+	})
 	time.Sleep(300 * time.Millisecond)
 	b.screenshot(t, "before-reload")
 	b.do(t, chromedp.Reload())

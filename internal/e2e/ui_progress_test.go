@@ -81,20 +81,11 @@ func TestUIBrowserProgressConfirmed(t *testing.T) {
 	b.waitJS(t, "the drop zone", `!!document.querySelector('#up')`, 10*time.Second)
 	b.drop(t, filepath.Join(src, "progress.bin"))
 
-	deadline := time.Now().Add(time.Minute)
-	for {
+	b.waitUntil(t, "two chunk posts to reach the proxy whole", func() bool {
 		px.mu.Lock()
-		n := px.arrived
-		px.mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.screenshot(t, "stuck")
-			t.Fatalf("%d chunk posts reached the proxy whole, want 2", n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer px.mu.Unlock()
+		return px.arrived >= 2
+	})
 	// every byte is sent (the browser's upload progress says so), none confirmed
 	b.waitJS(t, "the page to see its bytes sent", `window.hoardUp.jobs[0].inflight === 2 * 1048576`, 10*time.Second)
 	time.Sleep(1200 * time.Millisecond) // past a redraw, also the once-a-second one
