@@ -13,7 +13,10 @@
 # 8 MiB, 200 entries, 1 round (checks that the harness runs, says nothing
 # about speed). The work is internal/e2e's TestUIBench.
 # Environment: COPYPARTY_SRC (optional: copyparty is skipped without it),
-# PY (python for copyparty), HOARD_CHROMIUM (default: chromium on PATH).
+# PY (python for copyparty), HOARD_CHROMIUM (default: chromium on PATH),
+# HOARD_UI_BENCH_VARIANTS (hoard's page again with its uploader's knobs set,
+# in the same alternating rounds: "w3=workers:3 c6=conns:6,workers:3").
+
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 case ${1:-full} in

@@ -28,22 +28,44 @@ import (
 // up to corkBody): more is written at once.
 const corkMax = corkBody + 16<<10
 
-// corkBufs are the buffers of corked connections, taken while corked: an
-// idle connection holds none.
-var corkBufs = sync.Pool{New: func() any { b := make([]byte, 0, corkMax); return &b }}
+// corkSmall is the buffer of a corked body of up to corkSmallBody (a
+// small file's): a head and the body fit, and 32 connections fetching
+// small files hold 32 of these, not 32 buffers of corkMax (2.5 MiB of
+// peak RSS, issue 19). A head longer than the room left is written at
+// once, the body then as if uncorked: slower, never wrong.
+const (
+	corkSmall     = 16 << 10
+	corkSmallBody = corkSmall - 4<<10
+)
+
+// corkBufs and corkSmallBufs are the buffers of corked connections, taken
+// while corked: an idle connection holds none.
+var (
+	corkBufs      = sync.Pool{New: func() any { b := make([]byte, 0, corkMax); return &b }}
+	corkSmallBufs = sync.Pool{New: func() any { b := make([]byte, 0, corkSmall); return &b }}
+)
 
 // cork is a framingConn's corking state.
 type cork struct {
 	on   bool
-	bufp *[]byte // buf's, from corkBufs while corked
+	bufp *[]byte // buf's, from corkBufs or corkSmallBufs while corked
 	buf  []byte  // held writes
 }
 
-// cork starts holding c's writes (see above).
-func (c *framingConn) cork() {
+// cork starts holding c's writes (see above), with room for a body of
+// up to corkBody.
+func (c *framingConn) cork() { c.corkFor(corkBody) }
+
+// corkFor starts holding c's writes, with room for a head and a body of
+// n bytes (n at most corkBody).
+func (c *framingConn) corkFor(n int64) {
 	c.ck.on = true
 	if c.ck.bufp == nil {
-		c.ck.bufp = corkBufs.Get().(*[]byte)
+		if n <= corkSmallBody {
+			c.ck.bufp = corkSmallBufs.Get().(*[]byte)
+		} else {
+			c.ck.bufp = corkBufs.Get().(*[]byte)
+		}
 		c.ck.buf = (*c.ck.bufp)[:0]
 	}
 }
@@ -58,21 +80,25 @@ func (c *framingConn) uncork() error {
 		err = c.flushHeld()
 	}
 	if c.ck.bufp != nil {
-		if cap(c.ck.buf) == corkMax {
+		switch cap(c.ck.buf) {
+		case corkMax:
 			*c.ck.bufp = c.ck.buf[:0]
 			corkBufs.Put(c.ck.bufp)
+		case corkSmall:
+			*c.ck.bufp = c.ck.buf[:0]
+			corkSmallBufs.Put(c.ck.bufp)
 		}
 		c.ck.bufp, c.ck.buf = nil, nil
 	}
 	return err
 }
 
-// Write holds p while corked (up to corkMax), else writes it.
+// Write holds p while corked (up to the buffer's size), else writes it.
 func (c *framingConn) Write(p []byte) (int, error) {
 	if !c.ck.on {
 		return c.Conn.Write(p)
 	}
-	if len(c.ck.buf)+len(p) <= corkMax {
+	if len(c.ck.buf)+len(p) <= cap(c.ck.buf) {
 		c.ck.buf = append(c.ck.buf, p...)
 		return len(p), nil
 	}
@@ -86,7 +112,7 @@ func (c *framingConn) Write(p []byte) (int, error) {
 // file) after what is held, or, while corked, reads a body small enough
 // to be held after the head and writes both at once.
 func (c *framingConn) ReadFrom(r io.Reader) (int64, error) {
-	if lr, ok := r.(*io.LimitedReader); ok && c.ck.on && len(c.ck.buf) > 0 && lr.N > 0 && lr.N <= int64(corkMax-len(c.ck.buf)) {
+	if lr, ok := r.(*io.LimitedReader); ok && c.ck.on && len(c.ck.buf) > 0 && lr.N > 0 && lr.N <= int64(cap(c.ck.buf)-len(c.ck.buf)) {
 		h := len(c.ck.buf)
 		k, rerr := io.ReadFull(lr, c.ck.buf[h:h+int(lr.N)])
 		c.ck.buf = c.ck.buf[:h+k]

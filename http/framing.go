@@ -138,10 +138,19 @@ const (
 // feed it the bytes in any pieces.
 type framer struct {
 	state int
-	n     uint64 // bytes left in frBody and frChunkData
-	buf   []byte // the head, or the current line, being read
-	heads []head // heads read and not yet claimed by a handler
-	lost  bool   // stopped without a refused head: net/http closes here
+	n     uint64  // bytes left in frBody and frChunkData
+	buf   []byte  // the head, or the current line, being read
+	heads []head  // heads read and not yet claimed by a handler
+	head1 [1]head // heads' room for the usual one (no allocation a request)
+	lost  bool    // stopped without a refused head: net/http closes here
+}
+
+// push queues h for a handler.
+func (f *framer) push(h head) {
+	if f.heads == nil {
+		f.heads = f.head1[:0]
+	}
+	f.heads = append(f.heads, h)
 }
 
 // pop returns the oldest head not yet claimed.
@@ -152,7 +161,9 @@ func (f *framer) pop() (head, bool) {
 	h := f.heads[0]
 	f.heads = f.heads[1:]
 	if len(f.heads) == 0 {
-		f.heads = nil // let a long keep-alive connection's slice go
+		// Let a long keep-alive connection's slice go; the next head
+		// goes to head1 again.
+		f.heads = f.head1[:0]
 	}
 	return h, true
 }
@@ -275,22 +286,30 @@ func parseHex(b []byte) (uint64, bool) {
 	return n, true
 }
 
-// headDone parses the complete head in f.buf and sets up its body.
+// headDone parses the complete head in f.buf and sets up its body. Only
+// the request line becomes a string (its method and target are kept);
+// the header lines are read in place.
 func (f *framer) headDone() {
 	raw := f.buf
 	f.buf = f.buf[:0]
-	lines := strings.Split(string(raw), "\n")
-	lines = lines[:len(lines)-1] // after the last \n
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
+	// next cuts the first line (without its \n and a \r before it) off
+	// rest; every line of a complete head ends in \n.
+	next := func(rest []byte) (line, after []byte) {
+		k := bytes.IndexByte(rest, '\n')
+		line, after = rest[:k], rest[k+1:]
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
+		}
+		return line, after
 	}
-	lines = lines[:len(lines)-1] // the empty line
-	if len(lines) == 0 {
+	first, rest := next(raw)
+	if len(rest) == 0 {
 		f.stop() // net/http: an empty request line is a bad request
 		return
 	}
-	method, rest, ok1 := strings.Cut(lines[0], " ")
-	target, proto, ok2 := strings.Cut(rest, " ")
+	reqLine := string(first)
+	method, tail, ok1 := strings.Cut(reqLine, " ")
+	target, proto, ok2 := strings.Cut(tail, " ")
 	major, minor, ok3 := http.ParseHTTPVersion(proto)
 	if !ok1 || !ok2 || !ok3 || major != 1 {
 		f.stop() // net/http refuses the request and closes
@@ -298,22 +317,27 @@ func (f *framer) headDone() {
 	}
 	h := head{method: method, target: target}
 	var te, cl []string
-	for _, l := range lines[1:] {
-		if l != "" && (l[0] == ' ' || l[0] == '\t') {
+	for {
+		var l []byte
+		l, rest = next(rest)
+		if len(rest) == 0 {
+			break // l is the empty line that ends the head
+		}
+		if len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
 			h.bad = "obsolete line folding (a header line starting with a space or tab) is not accepted"
 			continue
 		}
-		name, value, ok := strings.Cut(l, ":")
-		if !ok {
+		c := bytes.IndexByte(l, ':')
+		if c < 0 {
 			f.stop() // net/http: malformed header
 			return
 		}
-		value = strings.Trim(value, " \t")
+		name := l[:c]
 		switch {
-		case asciiEqualFold(name, "Transfer-Encoding"):
-			te = append(te, value)
-		case asciiEqualFold(name, "Content-Length"):
-			cl = append(cl, value)
+		case asciiEqualFoldBytes(name, "Transfer-Encoding"):
+			te = append(te, string(bytes.Trim(l[c+1:], " \t")))
+		case asciiEqualFoldBytes(name, "Content-Length"):
+			cl = append(cl, string(bytes.Trim(l[c+1:], " \t")))
 		}
 	}
 	switch {
@@ -326,7 +350,7 @@ func (f *framer) headDone() {
 	if h.bad != "" {
 		// Refused, and the connection closes after the answer: nothing
 		// after this head is ever a request.
-		f.heads = append(f.heads, h)
+		f.push(h)
 		f.state, f.buf = frDone, nil
 		return
 	}
@@ -336,7 +360,7 @@ func (f *framer) headDone() {
 			f.stop() // net/http: 501, and closes
 			return
 		}
-		f.heads = append(f.heads, h)
+		f.push(h)
 		f.state = frChunkLine
 	case len(cl) > 0:
 		n, ok := parseDecimal(strings.Trim(cl[0], " \t\r\n"))
@@ -347,12 +371,12 @@ func (f *framer) headDone() {
 			f.stop() // net/http: 400, and closes
 			return
 		}
-		f.heads = append(f.heads, h)
+		f.push(h)
 		if n > 0 {
 			f.n, f.state = n, frBody
 		}
 	default:
-		f.heads = append(f.heads, h)
+		f.push(h)
 	}
 }
 
@@ -376,6 +400,26 @@ func parseDecimal(s string) (uint64, bool) {
 		}
 	}
 	return n, true
+}
+
+// asciiEqualFoldBytes is asciiEqualFold of a []byte and a string.
+func asciiEqualFoldBytes(a []byte, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // asciiEqualFold is strings.EqualFold for ASCII only (header names are

@@ -336,3 +336,42 @@ func TestCorkShortBody(t *testing.T) {
 		t.Fatalf("uncork: %v, %d writes", err, len(inner.writes))
 	}
 }
+
+// TestCorkSmall: a small body is corked in a small buffer (corkSmall, not
+// corkMax: issue 19's peak RSS) and still leaves with its head in one
+// write; a head too long for the small buffer goes out alone, then the
+// body, in order and whole.
+func TestCorkSmall(t *testing.T) {
+	body := bytes.Repeat([]byte("b"), 4096)
+	for _, head := range []string{"head\r\n\r\n", strings.Repeat("h", corkSmall-100)} {
+		inner := &writeRecorder{}
+		c := &framingConn{Conn: inner}
+		c.corkFor(int64(len(body)))
+		if cap(c.ck.buf) != corkSmall {
+			t.Fatalf("a 4 KiB body's cork buffer holds %d bytes, want %d", cap(c.ck.buf), corkSmall)
+		}
+		c.Write([]byte(head))
+		if n, err := c.ReadFrom(&io.LimitedReader{R: bytes.NewReader(body), N: int64(len(body))}); n != int64(len(body)) || err != nil {
+			t.Fatalf("ReadFrom = %d, %v", n, err)
+		}
+		if err := c.uncork(); err != nil {
+			t.Fatal(err)
+		}
+		var all []byte
+		for _, w := range inner.writes {
+			all = append(all, w...)
+		}
+		if string(all) != head+string(body) {
+			t.Fatalf("head %d bytes: sent %d bytes, not the head and the body", len(head), len(all))
+		}
+		if len(head) < 100 && len(inner.writes) != 1 {
+			t.Fatalf("a short head and a 4 KiB body went out in %d writes, want 1", len(inner.writes))
+		}
+	}
+	c := &framingConn{Conn: &writeRecorder{}}
+	c.corkFor(corkBody)
+	if cap(c.ck.buf) != corkMax {
+		t.Fatalf("a 64 KiB body's cork buffer holds %d bytes, want %d", cap(c.ck.buf), corkMax)
+	}
+	c.uncork()
+}

@@ -163,20 +163,35 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 			name = path.Base("/" + strings.ReplaceAll(dl[0], "\\", "/"))
 		}
 	}
-	h.Set("Content-Disposition", contentDisposition(pol.apply(h, ct, disp), name))
-	h.Set("ETag", etag(fi))
-	h["Accept-Ranges"] = hvBytes
+	disp = pol.applyRest(h, disp)
 	h["Cache-Control"] = hvNoCache
 	if rg := q.r.Header.Get("Range"); strings.Count(rg, ",") >= s.maxRanges || fi.Size() == 0 {
 		// Too many ranges: the whole file instead. An empty file has no
 		// byte to range over (net/http would send "bytes 0--1/0").
 		q.r.Header.Del("Range")
 	}
+	start, n, code, plain := plainRange(q.r, fi.Size())
+	// A corked body is read in with pread; anything else is sent from
+	// the file's offset (sendfile).
+	pread := q.fconn != nil && n <= corkBody
+	if plain && start != 0 && !pread && q.r.Method == http.MethodGet {
+		if _, err := f.Seek(start, io.SeekStart); err != nil {
+			plain = false
+		}
+	}
+	v := &q.hv
+	v.set(h, "Content-Type", ct)
+	if !plain {
+		h.Set("Content-Disposition", contentDisposition(disp, name))
+		h.Set("ETag", etag(fi))
+		h["Accept-Ranges"] = hvBytes
+	}
 	var w http.ResponseWriter = q.w
 	fc := q.fconn
 	if q.r.Method == http.MethodGet {
 		defer s.download()()
-		w = headerFlusher{q.w, fc}
+		q.hf = headerFlusher{q.w, fc}
+		w = &q.hf
 		if fi.Size() >= dlsMin {
 			q.w.dl = s.dls.start(q, fi.Size(), "")
 			defer s.dls.done(q.w.dl)
@@ -185,7 +200,11 @@ func (s *Server) serveFile(q *req, f *os.File, fi fs.FileInfo) error {
 			defer fc.uncork() // also when ServeContent panics
 		}
 	}
-	http.ServeContent(w, q.r, "", fi.ModTime(), &sizedFile{File: f, size: fi.Size()})
+	if plain {
+		servePlain(w, q.r, f, v, &q.pb, fi, disp, name, start, n, code, pread) // getplain.go
+	} else {
+		http.ServeContent(w, q.r, "", fi.ModTime(), &sizedFile{File: f, size: fi.Size()})
+	}
 	if fc != nil {
 		// An error closed the connection; net/http finds out on its own,
 		// as it does when a body's write fails.
@@ -254,7 +273,7 @@ func (h headerFlusher) WriteHeader(code int) {
 		if h.fc != nil {
 			if cl := h.Header()["Content-Length"]; len(cl) == 1 {
 				if n, err := strconv.ParseInt(cl[0], 10, 64); err == nil && n <= corkBody {
-					h.fc.cork()
+					h.fc.corkFor(n)
 				}
 			}
 		}
@@ -270,40 +289,49 @@ func etag(fi fs.FileInfo) string {
 
 // etagOf is the ETag of a file with inode number ino, size and mtime.
 func etagOf(ino uint64, size int64, mtime time.Time) string {
-	var a [48]byte // three base-36 numbers of at most 13 digits, two dashes, two quotes
-	b := append(a[:0], '"')
+	// Three base-36 numbers of at most 13 digits, two dashes, two
+	// quotes; the string is the one allocation.
+	var a [48]byte
+	return string(appendETag(a[:0], ino, size, mtime))
+}
+
+// appendETag appends the ETag of etagOf to b.
+func appendETag(b []byte, ino uint64, size int64, mtime time.Time) []byte {
+	b = append(b, '"')
 	b = strconv.AppendUint(b, ino, 36)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, size, 36)
 	b = append(b, '-')
 	b = strconv.AppendInt(b, mtime.UnixNano(), 36)
-	return string(append(b, '"')) // the one allocation
+	return append(b, '"')
 }
 
 // contentDisposition builds `<disp>; filename="<ascii>"; filename*=UTF-8”<pct>`
 // in one allocation.
 func contentDisposition(disp, name string) string {
-	var b strings.Builder
-	b.Grow(len(disp) + len(`; filename=""; filename*=UTF-8''`) + 4*len(name))
-	b.WriteString(disp)
-	b.WriteString(`; filename="`)
+	var a [512]byte // on the stack: the string is the one allocation (up to a long name)
+	return string(appendContentDisposition(a[:0], disp, name))
+}
+
+// appendContentDisposition appends contentDisposition's text to b.
+func appendContentDisposition(b []byte, disp, name string) []byte {
+	b = append(b, disp...)
+	b = append(b, `; filename="`...)
 	for _, r := range name {
 		if r >= 0x20 && r < 0x7f && r != '"' && r != '\\' && r != '%' {
-			b.WriteByte(byte(r))
+			b = append(b, byte(r))
 		} else {
-			b.WriteByte('_')
+			b = append(b, '_')
 		}
 	}
-	b.WriteString(`"; filename*=UTF-8''`)
+	b = append(b, `"; filename*=UTF-8''`...)
 	const hex = "0123456789ABCDEF"
 	for i := 0; i < len(name); i++ { // RFC 8187: attr-char as is, every other byte %XX
 		if c := name[i]; 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
-			b.WriteByte(c)
+			b = append(b, c)
 		} else {
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
+			b = append(b, '%', hex[c>>4], hex[c&15])
 		}
 	}
-	return b.String()
+	return b
 }

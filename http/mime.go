@@ -139,7 +139,12 @@ var (
 // sandbox when due. It returns the disposition ("inline" unless the type
 // or want say "attachment").
 func (p bodyPolicy) apply(h http.Header, ct, want string) string {
-	h.Set("Content-Type", ct)
+	h["Content-Type"] = []string{ct}
+	return p.applyRest(h, want)
+}
+
+// applyRest is apply without the Content-Type, which the caller sets.
+func (p bodyPolicy) applyRest(h http.Header, want string) string {
 	h["X-Content-Type-Options"] = hvNosniff
 	if p.sandbox {
 		h["Content-Security-Policy"] = hvSandbox

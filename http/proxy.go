@@ -109,7 +109,7 @@ func forwardedFor(peer string, chain []string, set []netip.Prefix) (ip string, o
 	if !valid {
 		return host, false
 	}
-	ip = pa.String()
+	ip = addrString(pa, host)
 	if len(chain) == 0 || !trusted(pa, set) {
 		return ip, false
 	}
@@ -135,6 +135,16 @@ func forwardedFor(peer string, chain []string, set []netip.Prefix) (ip string, o
 		return ip, false
 	}
 	return got, true
+}
+
+// addrString is a.String(), or text itself when that is what it says
+// already (a TCP peer's address usually is): no allocation then.
+func addrString(a netip.Addr, text string) string {
+	var b [64]byte
+	if string(a.AppendTo(b[:0])) == text {
+		return text
+	}
+	return a.String()
 }
 
 // decodeProxy fills q's client address, scheme and host from the TCP peer

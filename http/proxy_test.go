@@ -130,3 +130,27 @@ func TestStripLocAndParseLoc(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAddrString: addrString is netip.Addr.String whatever the text the
+// address was read from (a mapped v4, leading zeros, upper-case hex,
+// blanks), and gives the text itself back without allocating when it is
+// the same.
+func FuzzAddrString(f *testing.F) {
+	for _, s := range []string{"127.0.0.1", "::ffff:1.2.3.4", "::1", "2001:DB8::1", "2001:db8:0:0::1", " 10.0.0.1", "0:0:0:0:0:0:0:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, ok := parseHop(s)
+		if !ok {
+			return
+		}
+		if got, want := addrString(a, s), a.String(); got != want {
+			t.Fatalf("addrString(%q) = %q, want %q", s, got, want)
+		}
+		if s == a.String() {
+			if n := testing.AllocsPerRun(10, func() { addrString(a, s) }); n != 0 {
+				t.Fatalf("addrString(%q) allocates %v times", s, n)
+			}
+		}
+	})
+}

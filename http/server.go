@@ -139,6 +139,12 @@ type req struct {
 	shareOut string
 	route    string       // the metrics' route label, when a handler knows better than routeOf
 	fconn    *framingConn // the HTTP/1 connection, for corking (cork.go); nil: none
+
+	// Room for what a download makes, in the one allocation of req.
+	rw respWriter    // w
+	hv hvals         // a download's header values (getplain.go)
+	hf headerFlusher // a GET's writer (get.go)
+	pb plainBody     // a plain download's body (getplain.go)
 }
 
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -157,8 +163,14 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	w := &respWriter{ResponseWriter: rw}
-	q := &req{w: w, r: r, query: r.URL.Query(), id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), loc: s.proxy.Loc, fconn: fc}
+	var query url.Values // nil for none: it is only read
+	if r.URL.RawQuery != "" {
+		query = r.URL.Query()
+	}
+	q := &req{r: r, query: query, id: s.idPrefix + strconv.FormatUint(s.reqs.Add(1), 36), loc: s.proxy.Loc, fconn: fc}
+	q.rw.ResponseWriter = rw
+	w := &q.rw
+	q.w = w
 	s.decodeProxy(q)
 	var body *countedBody
 	if s.obs != nil && r.Body != nil && r.Body != http.NoBody {
@@ -202,7 +214,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 func (s *Server) route(q *req) error {
 	w, r := q.w, q.r
-	w.Header().Set("X-Request-Id", q.id)
+	q.hv.set(w.Header(), "X-Request-Id", q.id)
 	parts, slash, err := parsePath(stripLoc(r.URL.Path, q.loc))
 	if err != nil {
 		return err

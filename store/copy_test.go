@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	mrand "math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -93,4 +95,69 @@ func sameKind(a, b error) bool {
 		return errors.As(a, &sa) && errors.As(b, &sb)
 	}
 	return errors.Is(a, ErrShortBody) && errors.Is(b, ErrShortBody)
+}
+
+// gateReader gives its first byte, then waits for the gate before the
+// rest.
+type gateReader struct {
+	data    []byte
+	started chan<- struct{}
+	gate    <-chan struct{}
+	n       int
+}
+
+func (r *gateReader) Read(p []byte) (int, error) {
+	if r.n == 0 && len(p) > 0 && len(r.data) > 0 {
+		p[0] = r.data[0]
+		r.n = 1
+		r.started <- struct{}{}
+		return 1, nil
+	}
+	<-r.gate
+	if r.n == len(r.data) {
+		return 0, io.EOF
+	}
+	k := copy(p, r.data[r.n:])
+	r.n += k
+	return k, nil
+}
+
+// TestCopySmallBuffer: 32 small PUTs (4 KiB) reading at once hold small
+// buffers, not 32 of the 512 KiB ones (16 MiB of heap, and of peak RSS:
+// issue 19).
+func TestCopySmallBuffer(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's own memory")
+	}
+	st, _ := openStore(t, "::rw")
+	v := st.Volumes()[0]
+	data := bytes.Repeat([]byte("x"), 4096)
+	runtime.GC()
+	runtime.GC() // empties the pools
+	var before, during runtime.MemStats
+	runtime.ReadMemStats(&before)
+	started, gate := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var w bytes.Buffer
+			r := &gateReader{data: data, started: started, gate: gate}
+			if n, err := v.copyIn(context.Background(), &w, nil, r, sha512.New(), int64(len(data))); n != 4096 || err != nil || !bytes.Equal(w.Bytes(), data) {
+				t.Errorf("copyIn = %d, %v", n, err)
+			}
+		}()
+	}
+	for range 32 {
+		<-started
+	}
+	runtime.ReadMemStats(&during)
+	close(gate)
+	wg.Wait()
+	grew := int64(during.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("heap in use grew %d KiB with 32 small bodies being read", grew>>10)
+	if grew > 4<<20 {
+		t.Fatalf("32 small bodies being read hold %d KiB of heap, want under 4 MiB", grew>>10)
+	}
 }

@@ -557,6 +557,9 @@ function archive(fmt) {
 
 const up = new Uploader({
   fallback: localStorage.getItem('hoard.nosubtle') === '1',
+  // tuning for measurements (bench/ui.sh variants): numbers, else defaults
+  workers: Number(localStorage.getItem('hoard.workers')),
+  conns: Number(localStorage.getItem('hoard.conns')),
   onchange: () => schedule(),
   ondone: () => { clearTimeout(reloadT); reloadT = setTimeout(() => { if (S.ls && !S.search) load(S.path); }, 800); },
 });
@@ -564,22 +567,30 @@ let reloadT = 0;
 window.hoardUp = up; // for tests and the curious
 let panelT = 0;
 // schedule refreshes the upload's state (not the drop zone, so an open
-// menu there stays open) once per frame, keeping the keyboard focus on the
-// same control (data-k) when it was in there, and tells a screen reader
-// what changed (announce).
+// menu there stays open) in the next frame at most every PANEL ms,
+// keeping the keyboard focus on the same control (data-k) when it was in
+// there, and tells a screen reader what changed (announce). A redraw in
+// every frame (60 a second) took browser CPU that a big file's hashing
+// and sending need on a small machine.
+const PANEL = 100;
+let panelLast = 0;
 function schedule() {
   if (panelT) return;
-  panelT = requestAnimationFrame(() => {
-    panelT = 0;
-    const p = document.getElementById('upstate');
-    if (p) {
-      const k = p.contains(document.activeElement) ? document.activeElement.dataset.k : undefined;
-      const n = upState();
-      p.replaceWith(n);
-      if (k !== undefined) refocus(n, k);
-    }
-    announce();
-  });
+  const wait = Math.max(0, panelLast + PANEL - performance.now());
+  panelT = setTimeout(() => requestAnimationFrame(redraw), wait);
+}
+
+function redraw() {
+  panelT = 0;
+  panelLast = performance.now();
+  const p = document.getElementById('upstate');
+  if (p) {
+    const k = p.contains(document.activeElement) ? document.activeElement.dataset.k : undefined;
+    const n = upState();
+    p.replaceWith(n);
+    if (k !== undefined) refocus(n, k);
+  }
+  announce();
 }
 
 // refocus moves the focus to the control of box whose data-k is k.

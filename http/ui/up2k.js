@@ -58,6 +58,7 @@ function saveStore(m) {
 // HashPool runs hash tasks on a few workers.
 class HashPool {
   constructor(n, fallback, stats) {
+    this.n = n; // workers
     this.fallback = fallback;
     this.stats = stats;
     this.idle = [];
@@ -122,13 +123,15 @@ export class Uploader {
     this.onchange = opts.onchange || (() => {});
     this.ondone = opts.ondone || (() => {});
     this.fallback = !!opts.fallback || !(self.crypto && self.crypto.subtle);
-    const n = Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2)));
+    // hashing workers and chunk connections: opts (1-8) or the defaults
+    const knob = (v, def) => (Number.isInteger(v) && v >= 1 && v <= 8 ? v : def);
+    const n = knob(opts.workers, Math.max(1, Math.min(4, (navigator.hardwareConcurrency || 2))));
     // where the time goes: posts and retries; milliseconds the workers
     // spent reading files and digesting, and the bytes they hashed
     this.stats = { posts: 0, retries: 0, read: 0, digest: 0, hashed: 0 };
     this.pool = new HashPool(n, this.fallback, this.stats);
     this.jobs = [];
-    this.conns = opts.conns || 4;
+    this.conns = knob(opts.conns, 4);
     this.active = 0; // chunk posts in flight
     this.hashing = 0;
     this.shaking = 0;

@@ -85,15 +85,35 @@ func TestUIBench(t *testing.T) {
 		t.Log("copyparty: skipped (set COPYPARTY_SRC to a copyparty source tree)")
 	}
 	type server struct {
-		name string
-		url  func(t *testing.T, dir string) (string, int) // and the server's pid
+		name  string
+		url   func(t *testing.T, dir string) (string, int) // and the server's pid
+		setup string                                       // JavaScript run on the page before a drop
 	}
-	servers := []server{{"hoard", func(t *testing.T, dir string) (string, int) {
+	startHoard := func(t *testing.T, dir string) (string, int) {
 		s := start(t, "-v", dir+":/:rw")
 		return s.URL + "/", s.cmd.Process.Pid
-	}}}
+	}
+	servers := []server{{"hoard", startHoard, ""}}
+	// HOARD_UI_BENCH_VARIANTS: more runs of hoard's page in the same
+	// alternating rounds with its tuning knobs set, e.g. "w3=workers:3,conns:6 c6=conns:6"
+	// (localStorage hoard.workers, hoard.conns: hashing workers, chunk connections)
+	for _, v := range strings.Fields(os.Getenv("HOARD_UI_BENCH_VARIANTS")) {
+		name, knobs, ok := strings.Cut(v, "=")
+		if !ok {
+			t.Fatalf("HOARD_UI_BENCH_VARIANTS: %q is not name=knob:value,...", v)
+		}
+		js := ""
+		for _, kv := range strings.Split(knobs, ",") {
+			k, val, _ := strings.Cut(kv, ":")
+			if _, err := strconv.Atoi(val); err != nil || (k != "workers" && k != "conns") {
+				t.Fatalf("HOARD_UI_BENCH_VARIANTS: %q: knobs are workers:N and conns:N", kv)
+			}
+			js += fmt.Sprintf("localStorage.setItem('hoard.%s', '%s'), ", k, val)
+		}
+		servers = append(servers, server{"hoard-" + name, startHoard, js})
+	}
 	if cp != "" {
-		servers = append(servers, server{"copyparty", func(t *testing.T, dir string) (string, int) { return startCopyparty(t, cp, dir) }})
+		servers = append(servers, server{"copyparty", func(t *testing.T, dir string) (string, int) { return startCopyparty(t, cp, dir) }, ""})
 	}
 	browserPID := chromedp.FromContext(b.ctx).Browser.Process().Pid
 	if want("drop") {
@@ -121,7 +141,7 @@ func TestUIBench(t *testing.T) {
 					dst := t.TempDir()
 					url, pid := sv.url(t, dst)
 					var cpu [2]time.Duration // server, browser (all its processes) over the drop
-					d := dropToDone(t, b, url, folder, dst, set.want, func(start bool) {
+					d := dropToDone(t, b, url, sv.setup, folder, dst, set.want, func(start bool) {
 						now := [2]time.Duration{cpuTree(pid), cpuTree(browserPID)}
 						if start {
 							cpu = now
@@ -132,13 +152,13 @@ func TestUIBench(t *testing.T) {
 					times[sv.name] = append(times[sv.name], d)
 					t.Logf("round %d: %s: drop to done %v for %s; CPU over it: server %v, browser %v (2 cores: %.0f%% busy with these two)", r+1, sv.name, d, set.name,
 						cpu[0].Round(time.Millisecond), cpu[1].Round(time.Millisecond), 100*(cpu[0]+cpu[1]).Seconds()/(2*d.Seconds()))
-					if sv.name == "hoard" {
+					if strings.HasPrefix(sv.name, "hoard") {
 						// where the page's time went: the workers' reading and
 						// digesting (summed over workers), and the first file's steps
 						t.Logf("round %d: hoard's page: %s", r+1, evalJS[string](t, b, `(() => {
-							const s = window.hoardUp.stats, j = window.hoardUp.jobs[0].tm, ms = (x) => x === undefined ? '-' : Math.round(x - j.add) + ' ms';
+							const u = window.hoardUp, s = u.stats, j = u.jobs[0].tm, ms = (x) => x === undefined ? '-' : Math.round(x - j.add) + ' ms';
 							return 'workers read ' + Math.round(s.read) + ' ms, digest ' + Math.round(s.digest) + ' ms for ' + (s.hashed >> 20) + ' MiB (' + Math.round((s.hashed / 1048576) / ((s.read + s.digest) / 1000)) + ' MB/s per worker busy); ' +
-								'first file: hashing from ' + ms(j.hash) + ', hashed ' + ms(j.hashed) + ', handshake answered ' + ms(j.shaken) + ', done ' + ms(j.done) + '; ' + s.posts + ' posts';
+								u.pool.n + ' workers, ' + u.conns + ' connections; first file: hashing from ' + ms(j.hash) + ', hashed ' + ms(j.hashed) + ', handshake answered ' + ms(j.shaken) + ', done ' + ms(j.done) + '; ' + s.posts + ' posts';
 						})()`))
 					}
 					os.RemoveAll(dst)
@@ -169,6 +189,9 @@ func TestUIBench(t *testing.T) {
 		weight, full, settled := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
 		for r := range rounds {
 			for _, sv := range servers {
+				if sv.setup != "" {
+					continue // the knobs are the uploader's
+				}
 				// each server and round on its own copy: a second hoard may
 				// not share a state folder with the one still running
 				lsDir := t.TempDir()
@@ -235,8 +258,21 @@ func summarize(t *testing.T, what string, vals map[string][]time.Duration, unit 
 		return d.Round(time.Millisecond).String()
 	}
 	line := fmt.Sprintf("median %s: hoard %s", what, show(med["hoard"]))
+	var variants []string
+	for k := range med {
+		if strings.HasPrefix(k, "hoard-") {
+			variants = append(variants, k)
+		}
+	}
+	slices.Sort(variants)
+	for _, k := range variants {
+		line += fmt.Sprintf(", %s %s (%.2fx hoard's)", k, show(med[k]), float64(med["hoard"])/float64(med[k]))
+	}
 	if c, ok := med["copyparty"]; ok {
 		line += fmt.Sprintf(", copyparty %s, copyparty/hoard %.2fx", show(c), float64(c)/float64(med["hoard"]))
+		for _, k := range variants {
+			line += fmt.Sprintf(", copyparty/%s %.2fx", k, float64(c)/float64(med[k]))
+		}
 	}
 	t.Log(line)
 }
@@ -321,11 +357,11 @@ func cpuTree(pid int) time.Duration {
 
 // dropToDone loads the page, drops folder onto it and waits until every
 // file of want has its size in dst and no partial file is left.
-func dropToDone(t *testing.T, b *browser, url, folder, dst string, want map[string]int64, mark func(start bool)) time.Duration {
+func dropToDone(t *testing.T, b *browser, url, setup, folder, dst string, want map[string]int64, mark func(start bool)) time.Duration {
 	t.Helper()
 	b.do(t, chromedp.Navigate(url))
 	// copyparty's page asks before an upload starts; this skips the question
-	evalJS[bool](t, b, `(localStorage.setItem('ask_up', '0'), true)`)
+	evalJS[bool](t, b, `(localStorage.setItem('ask_up', '0'), `+setup+` true)`)
 	b.do(t, chromedp.Navigate(url))
 	time.Sleep(500 * time.Millisecond)
 	mark(true)
