@@ -557,7 +557,14 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 	// then one fstat, with no walk to the file again.
 	tmp := path.Join(t.dir, t.name)
 	work := "" // Abort removes it on a failure
+	var anon *os.File
+	if t.anon {
+		anon = t.File // linked by its descriptor; keep is false for it
+	}
 	if !mtimeSet {
+		if t.anon {
+			return fail(errors.New("store: could not set the mtime of an unnamed work file"), work)
+		}
 		if err := v.root.Chtimes(tmp, opt.Mtime, opt.Mtime); err != nil {
 			return fail(mapErr(err), work)
 		}
@@ -567,7 +574,7 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 			return fail(err, work)
 		}
 	}
-	final, err := v.place(tmp, t.dir, name, opt, keep, t.dirf)
+	final, err := v.place(tmp, t.dir, name, opt, keep, t.dirf, anon)
 	if err != nil || !keep {
 		t.releaseDir() // kept for DropWork otherwise
 	}
@@ -622,7 +629,9 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 	fi = namedInfo{fi, path.Base(final)}
 	if !keep {
 		t.done = true
-		s.tempLive(v, tmp, false)
+		if !t.anon {
+			s.tempLive(v, tmp, false)
+		}
 		if err := t.File.Close(); err != nil {
 			return "", nil, v.writeErr(err, 0), true
 		}

@@ -29,6 +29,14 @@ type PartialOptions struct {
 	// replaced when the upload is published.
 	Replace  bool
 	ClientIP string // for copyparty's collision suffix
+	// Reserve, when set, is asked before a name is taken (and the name
+	// is skipped as taken when it says no): the caller's record of the
+	// names that uploads without a work file yet hold (FreeName).
+	Reserve func(name string) bool
+	// Exact takes the name as it is, reserved earlier by FreeName: no
+	// collision suffix, and a file that has the final name meanwhile is
+	// no reason to pick another (publishing renames on a collision).
+	Exact bool
 }
 
 // CreatePartial reserves a final name for an upload of size bytes into
@@ -101,11 +109,17 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 	for i := range 10 {
 		cand := name
 		if i > 0 {
+			if opt.Exact {
+				break
+			}
 			cand = v.collisionName(name, opt.ClientIP, i-1)
 		}
 		// Looked up in the folder held (the one the work file is in),
 		// not by a walk from the volume's top again.
 		st, err := lstatAt(dirf, cand)
+		if opt.Exact {
+			err = fs.ErrNotExist
+		}
 		switch {
 		case err == nil && opt.Replace && i == 0:
 			if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
@@ -115,6 +129,9 @@ func (v *Volume) CreatePartial(dir, name string, size int64, opt PartialOptions)
 			continue // taken
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, "", mapErr(err)
+		}
+		if opt.Reserve != nil && !opt.Exact && !opt.Reserve(cand) {
+			continue // an upload without a work file yet has it
 		}
 		work := cand + PartialSuffix
 		err = renameAt(dirf, tmp, dirf, work, false) // RENAME_NOREPLACE where it exists
@@ -471,7 +488,7 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 			return "", nil, err
 		}
 	}
-	final, err := v.place(tmp, d, name, opt, false, nil)
+	final, err := v.place(tmp, d, name, opt, false, nil, nil)
 	if err != nil {
 		v.root.Remove(tmp)
 		v.store.forget(v, nid)
@@ -508,3 +525,94 @@ func (v *Volume) LinkFile(srcRel, dir, name string, opt PublishOptions) (string,
 // and EDQUOT become a *DiskFullError naming the free space (need is the
 // size of the write); other errors map to the package's sentinels.
 func (v *Volume) WriteErr(err error, need int64) error { return v.writeErr(err, need) }
+
+// FreeName picks the final name of an upload into folder dir (made when
+// missing) that does not make its work file yet: name, or copyparty's
+// collision name of it, that neither a file nor another upload's work file
+// has, and that reserve accepts (reserve records it as the caller's; the
+// caller releases what it does not keep). The upload's bytes later go into
+// an unnamed file (CreateAnon), published under that name.
+func (v *Volume) FreeName(dir, name, clientIP string, reserve func(string) bool) (string, error) {
+	if v.obj != nil {
+		return "", unbuilt("up2k")
+	}
+	d, err := cleanRel(dir)
+	if err != nil {
+		return "", err
+	}
+	if v.outer != nil {
+		return "", ErrReadOnly
+	}
+	if v.Flags().NoSub && d != "." {
+		return "", ErrNoSub
+	}
+	if err := v.checkTarget(d, name); err != nil {
+		return "", err
+	}
+	dirf, fast := v.fastOpen(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
+	if !fast {
+		dirf, _, err = v.mkdirs(v.reach(d)) // never in a state folder (guard.go)
+		if err != nil {
+			return "", v.writeErr(err, 0)
+		}
+	}
+	defer dirf.Close()
+	free := func(n string) (bool, error) {
+		_, err := lstatAt(dirf, n)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return false, mapErr(err)
+		}
+		return true, nil
+	}
+	for i := range 10 {
+		cand := name
+		if i > 0 {
+			cand = v.collisionName(name, clientIP, i-1)
+		}
+		ok, err := free(cand)
+		if err == nil && ok {
+			ok, err = free(cand + PartialSuffix)
+		}
+		if err != nil {
+			return "", err
+		}
+		if ok && reserve(cand) {
+			return cand, nil
+		}
+	}
+	return "", ErrExists
+}
+
+// CreateAnon makes an unnamed work file (O_TMPFILE) in folder dir, held
+// open with its folder: nothing of it is on disk by name until it is
+// published, and it vanishes when it is closed unpublished or the process
+// dies. ok is false where the system has no unnamed files; the caller
+// then makes a named work file.
+func (v *Volume) CreateAnon(dir string) (t *Temp, ok bool, err error) {
+	if v.obj != nil || v.outer != nil {
+		return nil, false, nil
+	}
+	d, err := cleanRel(dir)
+	if err != nil {
+		return nil, true, err
+	}
+	dirf, fast := v.fastOpen(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
+	if !fast {
+		d = v.reach(d)
+		if dirf, _, err = v.mkdirs(d); err != nil {
+			return nil, true, v.writeErr(err, 0)
+		}
+	}
+	f, err, ok := openAnon(dirf, 0o644)
+	if !ok || err != nil {
+		dirf.Close()
+		if err != nil {
+			err = v.writeErr(err, 0)
+		}
+		return nil, ok, err
+	}
+	return &Temp{File: f, v: v, dir: d, dirf: dirf, anon: true}, true, nil
+}

@@ -37,6 +37,9 @@ type Temp struct {
 	// journaled: published by group commit (gcommit.go): durable by its
 	// journal entry, the file not flushed yet.
 	journaled bool
+	// anon: an unnamed file (CreateAnon, O_TMPFILE), published by linking
+	// its descriptor; name is "" and there is never a second name to keep.
+	anon bool
 }
 
 // CreateTemp makes the folder dir (and its parents) if needed and creates a
@@ -117,6 +120,9 @@ func (t *Temp) Abort() {
 	}
 	t.done = true
 	t.File.Close()
+	if t.anon {
+		return // nothing of it has a name
+	}
 	t.v.root.Remove(path.Join(t.dir, t.name))
 	t.v.store.tempLive(t.v, path.Join(t.dir, t.name), false)
 	for p := t.dir; t.made != ""; p = path.Dir(p) {
@@ -161,6 +167,9 @@ func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, er
 func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.FileInfo, error) {
 	if t.done {
 		return "", nil, errors.New("work file already finished")
+	}
+	if t.anon {
+		keep = false // no work file name to keep as a second name
 	}
 	if err := t.v.checkTarget(t.dir, name); err != nil {
 		t.Abort()
@@ -210,7 +219,10 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 		return "", nil, fmt.Errorf("noting the upload for the index: %w", nerr)
 	}
 	tmp := path.Join(t.dir, t.name)
-	if !keep {
+	var anon *os.File // an unnamed file stays open until it is linked
+	if t.anon {
+		anon = t.File
+	} else if !keep {
 		defer t.v.store.tempLive(t.v, tmp, false) // gone by then, published or removed
 		err = t.File.Close()
 		t.done = true
@@ -221,7 +233,7 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 		}
 	}
 	fail := func(err error) (string, fs.FileInfo, error) {
-		if keep {
+		if keep || t.anon {
 			t.Abort()
 		} else {
 			t.v.root.Remove(tmp)
@@ -230,6 +242,9 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 		return "", nil, err
 	}
 	if !mtimeSet {
+		if t.anon {
+			return fail(errors.New("store: could not set the mtime of an unnamed work file"))
+		}
 		if err := t.v.root.Chtimes(tmp, opt.Mtime, opt.Mtime); err != nil {
 			return fail(mapErr(err))
 		}
@@ -242,9 +257,15 @@ func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.F
 			return fail(err)
 		}
 	}
-	final, err := t.v.place(tmp, t.dir, name, opt, keep, t.dirf)
+	final, err := t.v.place(tmp, t.dir, name, opt, keep, t.dirf, anon)
 	if err != nil {
 		return fail(err)
+	}
+	if t.anon {
+		t.done = true
+		if err := t.File.Close(); err != nil {
+			return "", nil, t.v.writeErr(err, 0) // published, and flushed
+		}
 	}
 	if opt.Replace {
 		t.v.store.lifeReplaced(t.v, final, tfi)
@@ -332,7 +353,9 @@ var placeMu sync.Mutex
 // With keep, tmp stays as a second name of the file (when the file system
 // has hard links).
 // held, when not nil, is the folder dir already open and checked.
-func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool, held *os.File) (string, error) {
+// anon, when not nil, is an unnamed file (CreateAnon) to link in place
+// of tmp.
+func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool, held, anon *os.File) (string, error) {
 	// Every name is made relative to the folder held open and checked
 	// (guard.go): a folder swapped for a link between steps cannot send
 	// the file elsewhere, into the state folder least of all.
@@ -364,6 +387,20 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool, hel
 		if st, err := lstatAt(dirf, name); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
 			return "", ErrIsDir
 		}
+		if anon != nil {
+			// Named first, then renamed over the file.
+			t2n := newTempName()
+			v.store.tempLive(v, path.Join(dir, t2n), true)
+			defer v.store.tempLive(v, path.Join(dir, t2n), false)
+			if err := linkAnon(anon, dirf, t2n); err != nil {
+				return "", mapErr(err)
+			}
+			err := renameAt(dirf, t2n, dirf, name, true)
+			if err != nil {
+				unlinkAt(dirf, t2n, false)
+			}
+			return final, mapErr(err)
+		}
 		if keep {
 			// Rename a second link over the file, so tmp stays.
 			t2n := newTempName()
@@ -384,15 +421,20 @@ func (v *Volume) place(tmp, dir, name string, opt PublishOptions, keep bool, hel
 		return final, mapErr(renameAt(dirf, tn, dirf, name, true))
 	}
 	for i := 0; ; i++ {
-		err := linkAt(dirf, tn, dirf, fname)
+		var err error
+		if anon != nil {
+			err = linkAnon(anon, dirf, fname)
+		} else {
+			err = linkAt(dirf, tn, dirf, fname)
+		}
 		if err == nil {
-			if !keep {
+			if !keep && anon == nil {
 				unlinkAt(dirf, tn, false)
 			}
 			return final, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			if !noLinks(err) {
+			if !noLinks(err) || anon != nil {
 				return "", mapErr(err)
 			}
 			// No hard links here (some FUSE and network file systems):

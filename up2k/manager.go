@@ -91,6 +91,7 @@ type Manager struct {
 
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session
+	names    map[nameKey]string // final names held by unfinished uploads (their warks)
 	waiting  map[SessionStore]bool // stores whose sessions are loaded once they open
 	closed   bool
 	caps     caps
@@ -108,6 +109,43 @@ type skey struct {
 	wark string
 }
 
+// nameKey is a final name in a folder of a volume.
+type nameKey struct {
+	vol       *store.Volume
+	dir, name string
+}
+
+// lazySmall turns on work files made by the first chunk post for uploads
+// of at most store.SmallFile bytes (record.Lazy); tests turn it off.
+var lazySmall = true
+
+// reserveName holds the final name dir/name of vol for the upload wark;
+// false when another upload holds it.
+func (m *Manager) reserveName(vol *store.Volume, dir, name, wark string) bool {
+	k := nameKey{vol, dir, name}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w, ok := m.names[k]; ok && w != wark {
+		return false
+	}
+	m.names[k] = wark
+	return true
+}
+
+// releaseNameLocked gives up the name held by wark; m.mu must be held.
+func (m *Manager) releaseNameLocked(vol *store.Volume, dir, name, wark string) {
+	k := nameKey{vol, dir, name}
+	if w, ok := m.names[k]; ok && w == wark {
+		delete(m.names, k)
+	}
+}
+
+func (m *Manager) releaseName(vol *store.Volume, dir, name, wark string) {
+	m.mu.Lock()
+	m.releaseNameLocked(vol, dir, name, wark)
+	m.mu.Unlock()
+}
+
 // New makes a Manager. Call Load to take up the sessions of a previous
 // run, and Close when done.
 func New(cfg Config) (*Manager, error) {
@@ -121,6 +159,7 @@ func New(cfg Config) (*Manager, error) {
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		sessions:  map[skey]*session{},
+		names:     map[nameKey]string{},
 		waiting:   map[SessionStore]bool{},
 		caps:      caps{all: cfg.MaxUnfinished, ip: cfg.MaxUnfinishedIP, per: map[string]*ipUse{}},
 		lru:       list.New(),
@@ -479,11 +518,34 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 		Wark: wark, Dir: h.Dir, Asked: asked, Size: h.Size, Lmod: h.Lmod, CS: cs,
 		Hashes: h.Hashes, Created: m.now().UnixNano(), Life: h.Life, Replace: replace, User: h.User, IP: h.IP,
 	}
+	// A small new file gets no work file yet: its name is held in memory
+	// (and by its session record), and its first chunk post writes into
+	// an unnamed file that publishing links under that name (writer.go).
+	rec.Lazy = lazySmall && h.Size <= store.SmallFile && !replace
 	s, t, err := newSession(h.Vol, hold.db, rec)
 	if err != nil {
 		return fail(err)
 	}
-	temp, name, err := h.Vol.CreatePartial(h.Dir, h.Name, h.Size, store.PartialOptions{Replace: replace, ClientIP: h.IP})
+	var reserved []string
+	reserve := func(n string) bool {
+		if !m.reserveName(h.Vol, h.Dir, n, wark) {
+			return false
+		}
+		reserved = append(reserved, n)
+		return true
+	}
+	var temp *store.Temp
+	var name string
+	if rec.Lazy {
+		name, err = h.Vol.FreeName(h.Dir, h.Name, h.IP, reserve)
+	} else {
+		temp, name, err = h.Vol.CreatePartial(h.Dir, h.Name, h.Size, store.PartialOptions{Replace: replace, ClientIP: h.IP, Reserve: reserve})
+	}
+	for _, n := range reserved {
+		if n != name || err != nil {
+			m.releaseName(h.Vol, h.Dir, n, wark)
+		}
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -493,17 +555,22 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 		err = hold.db.PutSession(context.WithoutCancel(ctx), wark, blob)
 	}
 	if err != nil {
-		temp.Abort()
+		if temp != nil {
+			temp.Abort()
+		}
+		m.releaseName(h.Vol, h.Dir, name, wark)
 		return fail(err)
 	}
 	// Kept on disk; the first chunk post writes and publishes through this
 	// handle and its folder (a small file's only post opens nothing), the
 	// others open their own. A publish re-checks where the folder is then.
-	if m.heldWork.Add(1) <= maxHeldWork {
-		s.work = temp
-	} else {
-		m.heldWork.Add(-1)
-		temp.Close()
+	if temp != nil {
+		if m.heldWork.Add(1) <= maxHeldWork {
+			s.work = temp
+		} else {
+			m.heldWork.Add(-1)
+			temp.Close()
+		}
 	}
 	s.mgr, s.poke = m, m.now()
 	s.counted, s.ipKey, s.space = true, ipKey, space

@@ -85,6 +85,7 @@ func (m *Manager) readStore(ctx context.Context, v *store.Volume, db SessionStor
 				continue // volumes sharing a store
 			}
 			m.sessions[k] = s
+			m.names[nameKey{s.vol, s.rec.Dir, s.rec.Name}] = s.rec.Wark
 			m.countLocked(s)
 		}
 		m.mu.Unlock()
@@ -164,6 +165,16 @@ func (m *Manager) reverify(s *session, keys []string) {
 		if errors.Is(err, store.ErrNotFound) {
 			if rel, ok := m.publishedByContent(ctx, s); ok {
 				m.closePublished(ctx, s, rel)
+				return
+			}
+			if s.rec.Lazy && len(keys) == 0 {
+				// Its work file was never made (or was an unnamed one,
+				// gone with the process): nothing of it is stored, and
+				// it goes on with every chunk needed.
+				s.mu.Lock()
+				s.poke = m.now()
+				s.mu.Unlock()
+				close(s.ready)
 				return
 			}
 		}

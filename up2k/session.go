@@ -29,6 +29,12 @@ type record struct {
 	Replace bool     `json:"replace,omitempty"`
 	User    string   `json:"user,omitempty"`
 	IP      string   `json:"ip,omitempty"`
+	// Lazy: a small upload whose work file is made by its first chunk
+	// post (unnamed when that post brings the whole file, so nothing is
+	// on disk by name before the file is published). Its name is held
+	// in memory (Manager.names), and a restart finds no work file for it
+	// and keeps it, every chunk needed.
+	Lazy bool `json:"lazy,omitempty"`
 }
 
 // session is one upload in progress (or, while ready is open, one being

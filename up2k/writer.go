@@ -135,7 +135,13 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 		t.Close()
 		t = nil
 	}
-	if t == nil {
+	if t == nil && s.rec.Lazy {
+		s.mu.Lock()
+		whole := p.Subc < 0 && s.nhave == 0 && len(us) == s.nu
+		s.mu.Unlock()
+		t, err = s.lazyWork(whole)
+	}
+	if t == nil && err == nil {
 		t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
 	}
 	if err != nil {
@@ -167,6 +173,28 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 		w.Done, w.Rel = true, rel
 	}
 	return w, x.err
+}
+
+// lazyWork gives a post to a session made without a work file
+// (record.Lazy) the file to write into: an unnamed one when the post
+// brings the whole file (nothing of it stays on disk unless it is
+// published), else the named work file, made now under the name the
+// session holds when no earlier post made it.
+func (s *session) lazyWork(whole bool) (*store.Temp, error) {
+	if whole {
+		if t, ok, err := s.vol.CreateAnon(s.rec.Dir); ok {
+			return t, err
+		}
+	}
+	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
+	if !errors.Is(err, store.ErrNotFound) {
+		return t, err
+	}
+	t, _, err = s.vol.CreatePartial(s.rec.Dir, s.rec.Name, s.rec.Size, store.PartialOptions{ClientIP: s.rec.IP, Exact: true})
+	if errors.Is(err, store.ErrExists) {
+		return s.vol.OpenPartial(s.rec.Dir, s.rec.Name) // made meanwhile
+	}
+	return t, err
 }
 
 // live returns the ready session of wark in vol.
@@ -800,6 +828,7 @@ func (m *Manager) remove(s *session) {
 	m.mu.Lock()
 	if m.sessions[k] == s {
 		delete(m.sessions, k)
+		m.releaseNameLocked(s.vol, s.rec.Dir, s.rec.Name, s.rec.Wark)
 	}
 	if s.counted {
 		s.counted = false
