@@ -91,7 +91,7 @@ type Manager struct {
 
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session
-	names    map[nameKey]string // final names held by unfinished uploads (their warks)
+	names    map[nameKey]string    // final names held by unfinished uploads (their warks)
 	waiting  map[SessionStore]bool // stores whose sessions are loaded once they open
 	closed   bool
 	caps     caps
