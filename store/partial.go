@@ -586,8 +586,8 @@ func (v *Volume) FreeName(dir, name, clientIP string, reserve func(string) bool)
 	return "", ErrExists
 }
 
-// CreateAnon makes an unnamed work file (O_TMPFILE) in folder dir, held
-// open with its folder: nothing of it is on disk by name until it is
+// CreateAnon makes an unnamed work file (O_TMPFILE) in the folder dir,
+// held open with its folder: nothing of it is on disk by name until it is
 // published, and it vanishes when it is closed unpublished or the process
 // dies. ok is false where the system has no unnamed files; the caller
 // then makes a named work file.
@@ -599,11 +599,14 @@ func (v *Volume) CreateAnon(dir string) (t *Temp, ok bool, err error) {
 	if err != nil {
 		return nil, true, err
 	}
+	// The folder was made by the handshake (FreeName): one that is gone
+	// now is not made again (the upload is then over, as one whose work
+	// file went with its folder).
 	dirf, fast := v.fastOpen(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
 	if !fast {
 		d = v.reach(d)
-		if dirf, _, err = v.mkdirs(d); err != nil {
-			return nil, true, v.writeErr(err, 0)
+		if dirf, err = v.openDirChecked(d); err != nil {
+			return nil, true, err
 		}
 	}
 	f, err, ok := openAnon(dirf, 0o644)

@@ -26,6 +26,7 @@ func openFDs(t *testing.T) int {
 // session that goes (expired, dropped, closed) closes them; no more than
 // maxHeldWork are kept.
 func TestHandshakeKeepsWork(t *testing.T) {
+	namedWork(t)
 	f := newFixture(t, store.Flags{})
 	data := randBytes(4096)
 	rep, err := f.hs("a.bin", data)
@@ -90,6 +91,24 @@ func TestHandshakeKeepsWork(t *testing.T) {
 // elsewhere inside the volume, by another program): the file never
 // appears in the moved folder, and no file is reported done.
 func TestHeldWorkFolderMoved(t *testing.T) {
+	for _, lazy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "named", true: "lazy"}[lazy], func(t *testing.T) {
+			if !lazy {
+				namedWork(t)
+			}
+			testHeldWorkFolderMoved(t)
+		})
+	}
+}
+
+// namedWork makes the test's small uploads get their work file at the
+// handshake, as bigger ones do (no record.Lazy).
+func namedWork(t *testing.T) {
+	lazySmall = false
+	t.Cleanup(func() { lazySmall = true })
+}
+
+func testHeldWorkFolderMoved(t *testing.T) {
 	outside := t.TempDir()
 	for _, to := range []string{"outside", "state", "inside"} {
 		t.Run(to, func(t *testing.T) {
