@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestUp2kSmallNoWorkFile: a small upload makes no work file at its
+// handshake and none in its chunk post (its bytes go into an unnamed file
+// that is linked under its name when complete): between handshake and
+// chunk the folder holds nothing of it, a corrupt chunk leaves nothing,
+// yet its name stays taken (a second upload to it is renamed), and its
+// session and name survive SIGKILL and a restart (durability rule 3): the
+// resumed uploads need exactly their chunk and complete where they were
+// told they would.
+func TestUp2kSmallNoWorkFile(t *testing.T) {
+	t.Parallel()
+	vol := t.TempDir()
+	args := []string{"-v", vol + "::rw"}
+	s := start(t, args...)
+	dir := filepath.Join(vol, "l")
+	names := func() []string {
+		t.Helper()
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, de := range des {
+			out = append(out, de.Name())
+		}
+		return out
+	}
+	f := newUp2kFile(randomBytes(4096))
+	g := newUp2kFile(randomBytes(5000))
+	r1 := up2kHandshake(t, s, "/l/", "a.bin", f, 1600000000, nil)
+	if got := names(); len(got) != 0 {
+		t.Fatalf("after a small upload's handshake the folder holds %v, want nothing", got)
+	}
+	r2 := up2kHandshake(t, s, "/l/", "a.bin", g, 1600000000, nil)
+	if r1.Name != "a.bin" || r2.Name == "a.bin" || !strings.HasPrefix(r2.Name, "a.bin-") {
+		t.Fatalf("two uploads to one name got %q and %q, want a.bin and a collision name", r1.Name, r2.Name)
+	}
+	if got := names(); len(got) != 0 {
+		t.Fatalf("after two handshakes the folder holds %v, want nothing", got)
+	}
+	bad := bytes.Clone(f.data)
+	bad[100] ^= 1
+	resp, b := postChunks(t, s, r1.Purl, r1.Wark, f.hashes[0], bad)
+	wantStatus(t, resp, b, 400)
+	if got := names(); len(got) != 0 {
+		t.Fatalf("after a corrupt chunk the folder holds %v, want nothing", got)
+	}
+	s.kill(t)
+
+	s2 := start(t, args...)
+	a1 := up2kHandshake(t, s2, "/l/", "a.bin", f, 1600000000, nil)
+	a2 := up2kHandshake(t, s2, "/l/", "a.bin", g, 1600000000, nil)
+	if a1.Wark != r1.Wark || a1.Name != r1.Name || !slices.Equal(a1.Hash, f.hashes) {
+		t.Fatalf("after SIGKILL the first upload is %+v, want its session (%s, %s, every chunk needed)", a1, r1.Wark, r1.Name)
+	}
+	if a2.Wark != r2.Wark || a2.Name != r2.Name || !slices.Equal(a2.Hash, g.hashes) {
+		t.Fatalf("after SIGKILL the second upload is %+v, want its session (%s, %s)", a2, r2.Wark, r2.Name)
+	}
+	postChunk(t, s2, a2, g, 0)
+	postChunk(t, s2, a1, f, 0)
+	wantUploaded(t, filepath.Join(dir, "a.bin"), f.data, 1600000000)
+	wantUploaded(t, filepath.Join(dir, r2.Name), g.data, 1600000000)
+	if got := names(); !slices.Equal(got, []string{"a.bin", r2.Name}) && !slices.Equal(got, []string{r2.Name, "a.bin"}) {
+		t.Fatalf("the folder holds %v, want exactly the two files", got)
+	}
+}
