@@ -71,6 +71,13 @@ func (l *SmallLog) db(v *store.Volume) (*DB, error) {
 // e (when e's volume is indexed in the same database), and the deletion
 // of the entries drop, in one synced batch.
 func (l *SmallLog) Commit(v *store.Volume, rec []byte, e *store.Event, drop []uint64) (id, nid uint64, err error) {
+	return l.CommitFinish(v, rec, e, drop, nil)
+}
+
+// CommitFinish implements store.SmallFinisher: Commit with an up2k
+// upload's finishing record (its session replaced by the record of its
+// file at e.Rel) in the same batch.
+func (l *SmallLog) CommitFinish(v *store.Volume, rec []byte, e *store.Event, drop []uint64, fin *store.SmallFinish) (id, nid uint64, err error) {
 	db, err := l.db(v)
 	if err != nil {
 		return 0, 0, err
@@ -89,6 +96,28 @@ func (l *SmallLog) Commit(v *store.Volume, rec []byte, e *store.Event, drop []ui
 	}
 	for _, d := range drop {
 		if err := b.Delete(smallKey(d), nil); err != nil {
+			return 0, 0, err
+		}
+	}
+	if fin != nil {
+		if e == nil {
+			return 0, 0, errors.New("idx: a finishing record needs its event")
+		}
+		if err := checkWark(fin.Wark); err != nil {
+			return 0, 0, err
+		}
+		if fin.NoReceipts {
+			err = b.Delete(sessionKey(fin.Wark), nil)
+		} else {
+			err = db.deleteSession(b, fin.Wark)
+		}
+		if err == nil && fin.Prev != "" && fin.Prev != e.Rel {
+			err = b.Delete(fileKey(fin.Wark, fin.Prev), nil)
+		}
+		if err == nil {
+			err = b.Set(fileKey(fin.Wark, e.Rel), fin.Meta, nil)
+		}
+		if err != nil {
 			return 0, 0, err
 		}
 	}
@@ -189,4 +218,7 @@ func (d *DB) initSmall() error {
 	return it.Close()
 }
 
-var _ store.SmallLog = (*SmallLog)(nil)
+var (
+	_ store.SmallLog      = (*SmallLog)(nil)
+	_ store.SmallFinisher = (*SmallLog)(nil)
+)

@@ -66,6 +66,28 @@ type SmallLog interface {
 	Each(ctx context.Context, v *Volume, fn func(id uint64, rec []byte) error) error
 }
 
+// SmallFinisher is implemented by a SmallLog that can also write an up2k
+// upload's finishing record (its session replaced by its file's record)
+// in the entry's own synced write (idx): one write per small up2k file.
+type SmallFinisher interface {
+	// CommitFinish is Commit that also applies fin (nil: none) with the
+	// file at e.Rel.
+	CommitFinish(v *Volume, rec []byte, e *Event, drop []uint64, fin *SmallFinish) (id, note uint64, err error)
+}
+
+// SmallFinish is an up2k upload's finishing record, written with its
+// group-commit entry (PublishOptions.Finish): its session Wark (and the
+// session's chunk receipts, unless NoReceipts says it has none) replaced
+// by the record Meta of the file at the event's path; Prev, when set, is
+// a path of the same record to drop (the name the upload was committed
+// under before a collision renamed it).
+type SmallFinish struct {
+	Wark       string
+	Meta       []byte
+	NoReceipts bool
+	Prev       string
+}
+
 // A checkpoint runs every checkpointEvery, and sooner once checkpointBytes
 // of entries wait: well under the database's memtable (8 MiB with the
 // default --db-cache), so that an entry is mostly deleted before its
@@ -528,8 +550,21 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 	if !regd {
 		return "", nil, nil, false
 	}
+	// The up2k session's finishing record rides in the same write when
+	// the journal can take it (then Temp.Finished).
+	fin := opt.Finish
+	sf, _ := g.log.(SmallFinisher)
+	if sf == nil || v.outer != nil {
+		fin = nil
+	}
+	commit := func(rec []byte, e *Event, drop []uint64, fin *SmallFinish) (uint64, uint64, error) {
+		if fin != nil {
+			return sf.CommitFinish(ov, rec, e, drop, fin)
+		}
+		return g.log.Commit(ov, rec, e, drop)
+	}
 	cev := canon(ev)
-	eid, nid, cerr := g.log.Commit(ov, rec, &cev, nil)
+	eid, nid, cerr := commit(rec, &cev, nil, fin)
 	if cerr != nil {
 		g.finish(seq, key)
 		g.failLog.Log(s.log, slog.LevelWarn, "group commit refused an upload; it is flushed on its own", "volume", "/"+ov.VPath, "err", cerr)
@@ -598,7 +633,13 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 		g.byPath[key2]++
 		g.mu.Unlock()
 		cev := canon(ev)
-		eid2, nid2, cerr := g.log.Commit(ov, r2.encode(), &cev, []uint64{eid})
+		var fin2 *SmallFinish
+		if fin != nil {
+			f := *fin
+			f.Prev = relOf(path.Join(t.dir, name))
+			fin2 = &f
+		}
+		eid2, nid2, cerr := commit(r2.encode(), &cev, []uint64{eid}, fin2)
 		if cerr != nil {
 			g.mu.Lock()
 			g.byPath[key2]--
@@ -621,7 +662,7 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 		key = key2
 	}
 	g.finish(seq, key, ent)
-	t.journaled = true
+	t.journaled, t.finished = true, fin != nil
 	fi, err = t.File.Stat()
 	if err != nil {
 		return "", nil, mapErr(err), true
@@ -652,6 +693,10 @@ func (t *Temp) publishSmall(name string, opt PublishOptions, ev Event, tfi fs.Fi
 // be synced on its own: the session's restart recovery closes an upload
 // whose record a crash lost).
 func (t *Temp) Journaled() bool { return t.journaled }
+
+// Finished reports whether t's publish also wrote PublishOptions.Finish
+// (in its group-commit entry's write).
+func (t *Temp) Finished() bool { return t.finished }
 
 // namedInfo is a file's FileInfo under the name it was published as (an
 // fstat of the work file names the work file).

@@ -40,6 +40,8 @@ type Temp struct {
 	// anon: an unnamed file (CreateAnon, O_TMPFILE), published by linking
 	// its descriptor; name is "" and there is never a second name to keep.
 	anon bool
+	// finished: PublishOptions.Finish was written with the journal entry.
+	finished bool
 }
 
 // CreateTemp makes the folder dir (and its parents) if needed and creates a
@@ -152,6 +154,10 @@ type PublishOptions struct {
 	// Created event so the index need not hash the file again.
 	Wark   string
 	Chunks []string
+	// Finish, for an up2k upload, is its finishing record: written in the
+	// same synced write as a group-committed publish when the journal can
+	// (Temp.Finished reports it), else left to the caller.
+	Finish *SmallFinish
 }
 
 // Publish makes the work file durable and visible under name in its folder:

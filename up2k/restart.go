@@ -266,6 +266,7 @@ func (m *Manager) reverify(s *session, keys []string) {
 		}
 	}
 	s.dirSynced = true // it was found by name after a restart
+	s.receipts = len(keys) > 0
 	s.poke = m.now()
 	s.mu.Unlock()
 	m.log.Info("unfinished upload resumed", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark,

@@ -69,6 +69,7 @@ type session struct {
 	busy      []bool // per unique chunk: a request is writing it
 	subc      map[int]*subState
 	dirSynced bool // the work file's folder was fsynced
+	receipts  bool // chunk receipts may be stored (PutChunks, or found at a restart)
 	fin       chan struct{}
 	// work is the handshake's work file, open with its folder held, kept
 	// for the first chunk post (which then neither opens nor walks):

@@ -113,7 +113,12 @@ type fileMeta struct {
 }
 
 func metaOf(fi fs.FileInfo, at int64, user, ip string) []byte {
-	b, _ := json.Marshal(fileMeta{Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), At: at, User: user, IP: ip})
+	return metaFor(fi.Size(), fi.ModTime().UnixNano(), at, user, ip)
+}
+
+// metaFor is metaOf of a file of size bytes and mtime (unix nanoseconds).
+func metaFor(size, mtime, at int64, user, ip string) []byte {
+	b, _ := json.Marshal(fileMeta{Size: size, Mtime: mtime, At: at, User: user, IP: ip})
 	return b
 }
 

@@ -704,6 +704,7 @@ func (x *xfer) store(ctx context.Context, batch []int) error {
 		return perr
 	}
 	s.mu.Lock()
+	s.receipts = true
 	s.dirSynced = s.dirSynced || syncDir
 	x.mark(batch)
 	s.mu.Unlock()
@@ -766,8 +767,18 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 	now := m.now().Unix()
 	var rel string
 	var fi os.FileInfo
+	opt := s.publishOptions()
+	lf, lazy := s.db.(lazyFinisher)
+	if lazy {
+		// A group-committed publish writes the finishing record in its own
+		// synced write (one write per small file); else it is made below.
+		s.mu.Lock()
+		none := !s.receipts
+		s.mu.Unlock()
+		opt.Finish = &store.SmallFinish{Wark: s.rec.Wark, Meta: metaFor(s.rec.Size, time.Unix(s.rec.Lmod, 0).UnixNano(), now, s.rec.User, s.rec.IP), NoReceipts: none}
+	}
 	if err == nil {
-		rel, fi, err = t.PublishLinked(s.rec.Name, s.publishOptions())
+		rel, fi, err = t.PublishLinked(s.rec.Name, opt)
 	}
 	if err != nil {
 		// Publishing removes the work file when it fails, so this upload
@@ -781,7 +792,9 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 		return "", err
 	}
 	var ferr error
-	if lf, ok := s.db.(lazyFinisher); ok && t.Journaled() {
+	if t.Finished() && fresh(opt.Finish.Meta, fi) {
+		// Recorded with the group commit's entry.
+	} else if lazy && t.Journaled() {
 		// Group-committed: the file is durable by its journal entry, and
 		// a crash that loses this record leaves the session with its
 		// file published, which the restart closes (restart.go). One
