@@ -112,3 +112,76 @@ func BenchmarkSmallLogCommit(b *testing.B) {
 		}
 	})
 }
+
+// TestSmallLogCommitFinish: an up2k upload's finishing record rides in
+// the entry's batch: the session and its receipts go (without a receipt
+// scan when it has none), the file's record is set at the event's path,
+// a renamed upload's earlier record is dropped; a wrong wark or a missing
+// event commits nothing.
+func TestSmallLogCommitFinish(t *testing.T) {
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open(store.Config{Logger: log, Volumes: []store.VolumeSpec{{Src: dir, Perms: map[string]store.Perm{"*": store.PermRead}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v := st.Volumes()[0]
+	db, err := Open(filepath.Join(t.TempDir(), "idx"), Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	l := NewSmallLog(map[*store.Volume]*DB{v: db}, nil)
+	ctx := context.Background()
+	wark := "5h3R7Lvw3ZZFT3dxNAmpvpfoV1dhdI45YzDNqM8nwo8p"
+	sessions := func() map[string][]string {
+		out := map[string][]string{}
+		if err := db.Sessions(ctx, func(w string, _ []byte, keys []string) error { out[w] = keys; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, receipts := range []bool{false, true} {
+		if err := db.PutSession(ctx, wark, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		if receipts {
+			if err := db.PutChunks(ctx, wark, []string{"k1", "k2"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.PutFile(ctx, wark, "d/old.bin", []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+		ev := store.Event{Kind: store.Created, Vol: v, Rel: "d/new.bin", Size: 3}
+		if _, _, err := l.CommitFinish(v, []byte{1}, nil, nil, &store.SmallFinish{Wark: wark, Meta: []byte("m")}); err == nil {
+			t.Fatal("a finishing record without its event was committed")
+		}
+		if _, _, err := l.CommitFinish(v, []byte{1}, &ev, nil, &store.SmallFinish{Wark: "not a wark", Meta: []byte("m")}); err == nil {
+			t.Fatal("a finishing record with a bad wark was committed")
+		}
+		if len(sessions()) != 1 {
+			t.Fatal("a refused commit changed the sessions")
+		}
+		id, _, err := l.CommitFinish(v, []byte{2}, &ev, nil, &store.SmallFinish{Wark: wark, Meta: []byte("meta"), NoReceipts: !receipts, Prev: "d/old.bin"})
+		if err != nil || id == 0 {
+			t.Fatalf("commit: %d %v", id, err)
+		}
+		if s := sessions(); len(s) != 0 {
+			t.Fatalf("receipts %v: sessions left %v", receipts, s)
+		}
+		files, err := db.Files(ctx, wark)
+		if err != nil || len(files) != 1 || string(files["d/new.bin"]) != "meta" {
+			t.Fatalf("receipts %v: records %q (%v), want only d/new.bin", receipts, files, err)
+		}
+		if err := db.DeleteFile(ctx, wark, "d/new.bin"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	l.Each(ctx, v, func(uint64, []byte) error { n++; return nil })
+	if n != 2 {
+		t.Fatalf("%d entries, want the 2 committed", n)
+	}
+}
