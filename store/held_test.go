@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -13,7 +14,7 @@ import (
 // then refused, and nothing appears in the moved folder.
 func TestHeldFolderMovedAway(t *testing.T) {
 	outside := t.TempDir()
-	for _, how := range []string{"put", "up2k", "up2k-handshake"} {
+	for _, how := range []string{"put", "put-anon", "up2k", "up2k-handshake", "up2k-anon"} {
 		for _, to := range []string{"outside", "state", "inside"} {
 			t.Run(how+"-"+to, func(t *testing.T) {
 				st, dirs := openStore(t, "::A")
@@ -23,7 +24,21 @@ func TestHeldFolderMovedAway(t *testing.T) {
 				var err error
 				switch how {
 				case "put":
-					tmp, err = v.createTemp(sub, true) // as Ingest holds it
+					tmp, err = v.createTemp(sub, true, false)
+				case "put-anon":
+					tmp, err = v.createTemp(sub, true, true) // as Ingest holds it
+					if err == nil && !tmp.anon && !noTmpfile.Load() {
+						t.Error("Ingest's work file is a named one")
+					}
+				case "up2k-anon":
+					// A small up2k file's chunk post (its handshake
+					// made the folder and no work file).
+					os.MkdirAll(filepath.Join(vol, sub), 0o755)
+					var ok bool
+					tmp, ok, err = v.CreateAnon(sub)
+					if err == nil && !ok {
+						t.Skip("no unnamed files here")
+					}
 				case "up2k-handshake":
 					// The handshake's own work file, written and
 					// published through the folder it holds.
@@ -63,7 +78,7 @@ func TestHeldFolderMovedAway(t *testing.T) {
 				if err := os.Rename(filepath.Join(vol, sub), dst); err != nil {
 					t.Fatal(err)
 				}
-				if how == "put" {
+				if strings.HasPrefix(how, "put") {
 					_, _, err = tmp.Publish("f.bin", PublishOptions{})
 				} else {
 					_, _, err = tmp.PublishLinked("f.bin", PublishOptions{})

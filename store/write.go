@@ -47,12 +47,14 @@ type Temp struct {
 // CreateTemp makes the folder dir (and its parents) if needed and creates a
 // new, empty work file in it.
 func (v *Volume) CreateTemp(dir string) (*Temp, error) {
-	return v.createTemp(dir, false)
+	return v.createTemp(dir, false, false)
 }
 
 // createTemp is CreateTemp; with hold, the Temp keeps its folder open
-// until it is published or aborted.
-func (v *Volume) createTemp(dir string, hold bool) (*Temp, error) {
+// until it is published or aborted; with anon (and hold), the work file
+// is an unnamed one where the system has them (CreateAnon), which needs
+// no removal when it is published or aborted, nor a sweep after a crash.
+func (v *Volume) createTemp(dir string, hold, anon bool) (*Temp, error) {
 	d, err := cleanRel(dir)
 	if err != nil {
 		return nil, err
@@ -83,6 +85,17 @@ func (v *Volume) createTemp(dir string, hold bool) (*Temp, error) {
 			dirf.Close()
 		}
 	}()
+	if hold && anon {
+		f, err, ok := openAnon(dirf, 0o644)
+		if err != nil {
+			return nil, v.writeErr(err, 0)
+		}
+		if ok {
+			t := &Temp{File: f, v: v, dir: d, made: made, anon: true}
+			t.dirf, dirf = dirf, nil
+			return t, nil
+		}
+	}
 	for range 10 {
 		name := newTempName()
 		v.store.tempLive(v, path.Join(d, name), true)
@@ -122,11 +135,10 @@ func (t *Temp) Abort() {
 	}
 	t.done = true
 	t.File.Close()
-	if t.anon {
-		return // nothing of it has a name
+	if !t.anon { // an unnamed file has nothing to remove
+		t.v.root.Remove(path.Join(t.dir, t.name))
+		t.v.store.tempLive(t.v, path.Join(t.dir, t.name), false)
 	}
-	t.v.root.Remove(path.Join(t.dir, t.name))
-	t.v.store.tempLive(t.v, path.Join(t.dir, t.name), false)
 	for p := t.dir; t.made != ""; p = path.Dir(p) {
 		if t.v.root.Remove(p) != nil || p == t.made {
 			break
@@ -582,7 +594,7 @@ func (v *Volume) Ingest(ctx context.Context, dir string, body io.Reader, opt Ing
 			return res, err
 		}
 	}
-	t, err := v.createTemp(d, true)
+	t, err := v.createTemp(d, true, true)
 	if err != nil {
 		return IngestResult{}, err
 	}
