@@ -143,16 +143,28 @@ func TestCrashSweepsWorkFiles(t *testing.T) {
 	f := newUp2kFile(randomBytes(3 << 20))
 	rep := up2kHandshake(t, s, "/d/", "up.bin", f, 1600000000, nil)
 	postChunk(t, s, rep, f, 1)
-	// A PUT in flight leaves its work file behind when killed.
+	// A PUT in flight writes into an unnamed file (O_TMPFILE), which a
+	// kill takes away with the process; one that had a name (a file
+	// system without unnamed files, or an older hoard) is left behind.
 	pw := slowPut(s, "/d/put.bin", 8<<20)
 	go pw.Write(bytes.Repeat([]byte("z"), 1<<20))
 	works := func() []string {
 		m, _ := filepath.Glob(filepath.Join(dir, "d", ".hoard-*.PARTIAL"))
 		return slices.DeleteFunc(m, func(p string) bool { return strings.HasSuffix(p, "-mine.PARTIAL") })
 	}
-	waitFor(t, "the PUT's work file", func() bool { return len(works()) == 1 })
+	unnamed := func() bool {
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", s.cmd.Process.Pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, filepath.Join(dir, "d")+"/#") && strings.HasSuffix(l, " (deleted)") {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the PUT's work file", func() bool { return len(works()) == 1 || unnamed() })
 	s.kill(t)
 	pw.Close()
+	writeFile(t, dir, "d/.hoard-AAAAAAAAAAAA.PARTIAL", []byte("left by a crash"))
 	s = start(t, args...)
 	waitFor(t, "the sweep of the PUT's work file", func() bool { return len(works()) == 0 })
 	for _, n := range []string{"keep.PARTIAL", "d/.hoard-mine.PARTIAL", "d/notes.txt.PARTIAL", "d/up.bin.PARTIAL"} {

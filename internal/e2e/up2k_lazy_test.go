@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,5 +75,55 @@ func TestUp2kSmallNoWorkFile(t *testing.T) {
 	wantUploaded(t, filepath.Join(dir, r2.Name), g.data, 1600000000)
 	if got := names(); !slices.Equal(got, []string{"a.bin", r2.Name}) && !slices.Equal(got, []string{r2.Name, "a.bin"}) {
 		t.Fatalf("the folder holds %v, want exactly the two files", got)
+	}
+}
+
+// TestPutInFlightUnnamed: a PUT's bytes go into an unnamed file while
+// they arrive (O_TMPFILE): the folder holds no work file of it at any
+// moment, and the complete upload appears by its name only.
+func TestPutInFlightUnnamed(t *testing.T) {
+	t.Parallel()
+	vol := t.TempDir()
+	s := start(t, "-v", vol+"::rw")
+	if err := os.MkdirAll(filepath.Join(vol, "p"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const size = 4 << 20
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("PUT", s.URL+"/p/slow.bin", pr)
+	req.ContentLength = size
+	done := make(chan int, 1)
+	go func() {
+		resp, err := (&http.Client{}).Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	body := randomBytes(size)
+	pw.Write(body[:1<<20])
+	open := func() bool {
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", s.cmd.Process.Pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, filepath.Join(vol, "p")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor(t, "the PUT's work file to be open", open)
+	if des, _ := os.ReadDir(filepath.Join(vol, "p")); len(des) != 0 {
+		t.Errorf("while a PUT is in flight its folder holds %s, want nothing", des[0].Name())
+	}
+	pw.Write(body[1<<20:])
+	pw.Close()
+	if code := <-done; code != 201 {
+		t.Fatalf("PUT: %d", code)
+	}
+	wantFile(t, vol, "p/slow.bin", body)
+	if des, _ := os.ReadDir(filepath.Join(vol, "p")); len(des) != 1 {
+		t.Fatalf("the folder holds %d entries after the PUT, want the file only", len(des))
 	}
 }
