@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -19,7 +20,7 @@ var noTmpfile atomic.Bool
 // without one (or when the process dies). ok is false where the kernel or
 // the file system cannot.
 func openAnon(dir *os.File, perm uint32) (f *os.File, err error, ok bool) {
-	if noTmpfile.Load() {
+	if noTmpfile.Load() || !canLinkAnon() {
 		return nil, nil, false
 	}
 	var fd int
@@ -36,6 +37,16 @@ func openAnon(dir *os.File, perm uint32) (f *os.File, err error, ok bool) {
 	}
 	return nil, pathErr("openat", "O_TMPFILE", err), true
 }
+
+// canLinkAnon reports whether an unnamed file can be given a name here:
+// by linkat(AT_EMPTY_PATH) (root) or by its /proc name.
+var canLinkAnon = sync.OnceValue(func() bool {
+	if unix.Geteuid() == 0 {
+		return true
+	}
+	_, err := os.Stat("/proc/self/fd")
+	return err == nil
+})
 
 // emptyPathLink is cleared once linkat(AT_EMPTY_PATH) was refused (it
 // needs CAP_DAC_READ_SEARCH): the /proc name of the descriptor is used

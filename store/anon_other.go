@@ -5,7 +5,11 @@ package store
 import (
 	"errors"
 	"os"
+	"sync/atomic"
 )
+
+// noTmpfile is always set here: there are no unnamed files.
+var noTmpfile = func() *atomic.Bool { var b atomic.Bool; b.Store(true); return &b }()
 
 // openAnon: only Linux has unnamed files (O_TMPFILE); elsewhere work
 // files are named.
