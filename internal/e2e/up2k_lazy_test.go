@@ -127,3 +127,45 @@ func TestPutInFlightUnnamed(t *testing.T) {
 		t.Fatalf("the folder holds %d entries after the PUT, want the file only", len(des))
 	}
 }
+
+// TestUp2kSmallNameAndPieces: a small upload holding its name without a
+// work file and a big one (with its .PARTIAL) never get the same name,
+// whichever comes first; a small file sent in pieces (X-Up2k-Subc)
+// makes its named work file with the first piece and completes.
+func TestUp2kSmallNameAndPieces(t *testing.T) {
+	t.Parallel()
+	vol := t.TempDir()
+	s := start(t, "-v", vol+"::rw")
+	small, big := newUp2kFile(randomBytes(3000)), newUp2kFile(randomBytes(300<<10))
+	r1 := up2kHandshake(t, s, "/n/", "a.bin", small, 1600000000, nil)
+	r2 := up2kHandshake(t, s, "/n/", "a.bin", big, 1600000000, nil)
+	if r1.Name != "a.bin" || r2.Name == "a.bin" {
+		t.Fatalf("small then big: names %q and %q", r1.Name, r2.Name)
+	}
+	big2, small2 := newUp2kFile(randomBytes(300<<10)), newUp2kFile(randomBytes(3001))
+	r3 := up2kHandshake(t, s, "/n/", "b.bin", big2, 1600000000, nil)
+	r4 := up2kHandshake(t, s, "/n/", "b.bin", small2, 1600000000, nil)
+	if r3.Name != "b.bin" || r4.Name == "b.bin" {
+		t.Fatalf("big then small: names %q and %q", r3.Name, r4.Name)
+	}
+	// The small one in three pieces.
+	c := small.data
+	for _, p := range [][2]int{{0, 1000}, {1000, 2000}, {2000, 3000}} {
+		resp, b := postChunks(t, s, r1.Purl, r1.Wark, small.hashes[0], c[p[0]:p[1]], fmt.Sprintf("X-Up2k-Subc: %d", p[0]))
+		wantStatus(t, resp, b, 200)
+		if p[0] == 0 && !pathExists(vol, "n/a.bin.PARTIAL") {
+			t.Error("the first piece of a small file made no work file")
+		}
+	}
+	wantUploaded(t, filepath.Join(vol, "n/a.bin"), small.data, 1600000000)
+	for _, x := range []struct {
+		r handshakeReply
+		f *up2kFile
+	}{{r2, big}, {r3, big2}, {r4, small2}} {
+		for i := range x.f.hashes {
+			postChunk(t, s, x.r, x.f, i)
+		}
+		wantUploaded(t, filepath.Join(vol, "n", x.r.Name), x.f.data, 1600000000)
+	}
+	wantNoPartial(t, vol)
+}
