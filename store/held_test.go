@@ -14,7 +14,7 @@ import (
 // then refused, and nothing appears in the moved folder.
 func TestHeldFolderMovedAway(t *testing.T) {
 	outside := t.TempDir()
-	for _, how := range []string{"put", "put-anon", "up2k", "up2k-handshake", "up2k-anon"} {
+	for _, how := range []string{"put", "put-anon", "up2k", "up2k-handshake", "up2k-anon", "up2k-held"} {
 		for _, to := range []string{"outside", "state", "inside"} {
 			t.Run(how+"-"+to, func(t *testing.T) {
 				st, dirs := openStore(t, "::A")
@@ -29,6 +29,21 @@ func TestHeldFolderMovedAway(t *testing.T) {
 					tmp, err = v.createTemp(sub, true, true) // as Ingest holds it
 					if err == nil && !tmp.anon && !noTmpfile.Load() {
 						t.Error("Ingest's work file is a named one")
+					}
+				case "up2k-held":
+					// A small up2k file's handshake holds the folder
+					// (no work file), its chunk post makes an unnamed
+					// file there.
+					var name string
+					name, tmp, err = v.FreeName(sub, "f.bin", "", func(string) bool { return true }, true)
+					if err == nil && (name != "f.bin" || tmp == nil) {
+						t.Fatalf("FreeName: %q %v", name, tmp)
+					}
+					if err == nil {
+						var ok bool
+						if ok, err = tmp.OpenAnon(); err == nil && !ok {
+							t.Skip("no unnamed files here")
+						}
 					}
 				case "up2k-anon":
 					// A small up2k file's chunk post (its handshake

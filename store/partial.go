@@ -202,6 +202,9 @@ func (t *Temp) Recheck() error {
 	if err := t.v.checkHeld(t.dirf, t.dir); err != nil {
 		return err
 	}
+	if t.File == nil {
+		return nil // a folder held for an unnamed work file (FreeName)
+	}
 	st, err := lstatAt(t.dirf, t.name)
 	if err != nil {
 		return mapErr(err)
@@ -229,6 +232,9 @@ func (t *Temp) Close() error {
 		return nil
 	}
 	t.done = true
+	if t.File == nil {
+		return nil // a folder held for an unnamed work file (FreeName)
+	}
 	return t.File.Close()
 }
 
@@ -531,32 +537,40 @@ func (v *Volume) WriteErr(err error, need int64) error { return v.writeErr(err, 
 // collision name of it, that neither a file nor another upload's work file
 // has, and that reserve accepts (reserve records it as the caller's; the
 // caller releases what it does not keep). The upload's bytes later go into
-// an unnamed file (CreateAnon), published under that name.
-func (v *Volume) FreeName(dir, name, clientIP string, reserve func(string) bool) (string, error) {
+// an unnamed file (CreateAnon), published under that name. With hold, the
+// folder stays open in the Temp returned, which has no file yet: OpenAnon
+// makes its unnamed work file there (publishing re-checks where the
+// folder is then), or Close lets it go.
+func (v *Volume) FreeName(dir, name, clientIP string, reserve func(string) bool, hold bool) (string, *Temp, error) {
 	if v.obj != nil {
-		return "", unbuilt("up2k")
+		return "", nil, unbuilt("up2k")
 	}
 	d, err := cleanRel(dir)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if v.outer != nil {
-		return "", ErrReadOnly
+		return "", nil, ErrReadOnly
 	}
 	if v.Flags().NoSub && d != "." {
-		return "", ErrNoSub
+		return "", nil, ErrNoSub
 	}
 	if err := v.checkTarget(d, name); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	dirf, fast := v.fastOpen(d, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK)
 	if !fast {
-		dirf, _, err = v.mkdirs(v.reach(d)) // never in a state folder (guard.go)
+		d = v.reach(d)             // links.go
+		dirf, _, err = v.mkdirs(d) // never in a state folder (guard.go)
 		if err != nil {
-			return "", v.writeErr(err, 0)
+			return "", nil, v.writeErr(err, 0)
 		}
 	}
-	defer dirf.Close()
+	defer func() {
+		if dirf != nil {
+			dirf.Close()
+		}
+	}()
 	free := func(n string) (bool, error) {
 		_, err := lstatAt(dirf, n)
 		if err == nil {
@@ -577,13 +591,37 @@ func (v *Volume) FreeName(dir, name, clientIP string, reserve func(string) bool)
 			ok, err = free(cand + PartialSuffix)
 		}
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if ok && reserve(cand) {
-			return cand, nil
+			var t *Temp
+			if hold {
+				t = &Temp{v: v, dir: d, dirf: dirf, anon: true}
+				dirf = nil
+			}
+			return cand, t, nil
 		}
 	}
-	return "", ErrExists
+	return "", nil, ErrExists
+}
+
+// OpenAnon makes the unnamed work file of a Temp that FreeName returned
+// holding its folder. ok is false where the system has no unnamed files;
+// t is then closed, as it is on an error.
+func (t *Temp) OpenAnon() (ok bool, err error) {
+	if t.File != nil || t.dirf == nil || t.done {
+		return false, nil
+	}
+	f, err, ok := openAnon(t.dirf, 0o644)
+	if !ok || err != nil {
+		t.Close()
+		if err != nil {
+			err = t.v.writeErr(err, 0)
+		}
+		return ok, err
+	}
+	t.File = f
+	return true, nil
 }
 
 // CreateAnon makes an unnamed work file (O_TMPFILE) in the folder dir,

@@ -134,7 +134,9 @@ func (t *Temp) Abort() {
 		return
 	}
 	t.done = true
-	t.File.Close()
+	if t.File != nil { // nil: a folder held for an unnamed work file (FreeName)
+		t.File.Close()
+	}
 	if !t.anon { // an unnamed file has nothing to remove
 		t.v.root.Remove(path.Join(t.dir, t.name))
 		t.v.store.tempLive(t.v, path.Join(t.dir, t.name), false)
@@ -183,7 +185,7 @@ func (t *Temp) Publish(name string, opt PublishOptions) (string, fs.FileInfo, er
 }
 
 func (t *Temp) publish(name string, opt PublishOptions, keep bool) (string, fs.FileInfo, error) {
-	if t.done {
+	if t.done || t.File == nil {
 		return "", nil, errors.New("work file already finished")
 	}
 	if t.anon {

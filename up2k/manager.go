@@ -537,7 +537,10 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 	var temp *store.Temp
 	var name string
 	if rec.Lazy {
-		name, err = h.Vol.FreeName(h.Dir, h.Name, h.IP, reserve)
+		// The folder stays held for the chunk post, as a work file would
+		// (within maxHeldWork).
+		hold := m.heldWork.Load() < maxHeldWork
+		name, temp, err = h.Vol.FreeName(h.Dir, h.Name, h.IP, reserve, hold)
 	} else {
 		temp, name, err = h.Vol.CreatePartial(h.Dir, h.Name, h.Size, store.PartialOptions{Replace: replace, ClientIP: h.IP, Reserve: reserve})
 	}

@@ -129,17 +129,18 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 	}
 	defer s.release(us)
 	t := s.takeWork()
-	if t != nil && t.Recheck() != nil {
+	if s.rec.Lazy {
+		// t is nil or the folder its handshake held, with no work file in
+		// it yet (publishing re-checks where that folder is).
+		s.mu.Lock()
+		whole := p.Subc < 0 && s.nhave == 0 && len(us) == s.nu
+		s.mu.Unlock()
+		t, err = s.lazyWork(t, whole)
+	} else if t != nil && t.Recheck() != nil {
 		// Its folder moved, or its name is something else now: open it
 		// again, as any other post does, and let that answer.
 		t.Close()
 		t = nil
-	}
-	if t == nil && s.rec.Lazy {
-		s.mu.Lock()
-		whole := p.Subc < 0 && s.nhave == 0 && len(us) == s.nu
-		s.mu.Unlock()
-		t, err = s.lazyWork(whole)
 	}
 	if t == nil && err == nil {
 		t, err = s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
@@ -180,11 +181,24 @@ func (m *Manager) WriteChunks(ctx context.Context, p ChunkPost) (Written, error)
 // brings the whole file (nothing of it stays on disk unless it is
 // published), else the named work file, made now under the name the
 // session holds when no earlier post made it.
-func (s *session) lazyWork(whole bool) (*store.Temp, error) {
-	if whole {
+//
+// held, when not nil, is the folder the handshake held for it.
+func (s *session) lazyWork(held *store.Temp, whole bool) (*store.Temp, error) {
+	if whole && held != nil {
+		ok, err := held.OpenAnon() // closes held unless it makes the file
+		if ok {
+			if err != nil {
+				return nil, err
+			}
+			return held, nil
+		}
+	} else if whole {
 		if t, ok, err := s.vol.CreateAnon(s.rec.Dir); ok {
 			return t, err
 		}
+	}
+	if held != nil {
+		held.Close()
 	}
 	t, err := s.vol.OpenPartial(s.rec.Dir, s.rec.Name)
 	if !errors.Is(err, store.ErrNotFound) {
