@@ -417,7 +417,7 @@ func (v *Volume) CopyFile(ctx context.Context, src *Volume, srcRel, dir, name st
 	if err := v.CheckSize(sfi.Size()); err != nil {
 		return "", nil, err
 	}
-	t, err := v.CreateTemp(dir)
+	t, err := v.createTemp(dir, true, true) // an unnamed work file where there are, as Ingest's
 	if err != nil {
 		return "", nil, err
 	}
