@@ -798,6 +798,12 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 		// Publishing removes the work file when it fails, so this upload
 		// starts over (the client's next handshake makes a new session).
 		m.log.Error("publishing an upload failed; it must start over", "volume", "/"+s.vol.VPath, "path", s.rel(), "wark", s.rec.Wark, "err", err)
+		if opt.Finish != nil {
+			// A group commit may have written the file's record before
+			// the publish failed: no record may name a file that is not
+			// this content.
+			s.db.DeleteFile(ctx, s.rec.Wark, s.rel())
+		}
 		m.drop(ctx, s, "publishing failed")
 		s.mu.Lock()
 		s.finishing = false
