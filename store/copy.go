@@ -26,6 +26,20 @@ const writebackEvery = 8 << 20
 
 var bufPool = sync.Pool{New: func() any { return new([ioBufSize]byte) }}
 
+// bigBufSize is the read size of a big upload once its first ioBufSize
+// bytes are in: half as many reads, hand-offs to the hasher and the
+// writer, and wake-ups of each as with ioBufSize (a 1 GiB PUT: 0.08
+// CPU-seconds less, 3 % faster in alternating rounds; issue 19). A body
+// that turns out small never takes one, so many small uploads at once
+// hold no big buffers.
+const bigBufSize = 1 << 20
+
+// pipeDepth is how many buffers wait for the hasher and for the writer:
+// with bigBufSize, at most pipeDepth+3 MiB in flight per upload.
+const pipeDepth = 2
+
+var bigPool = sync.Pool{New: func() any { return new([bigBufSize]byte) }}
+
 // smallBufSize is the buffer of a small body (copySmall): a 4 KiB PUT
 // reads into 16 KiB, not into ioBufSize (512 KiB then). The memory of a buffer a pool
 // hands out again is zeroed whole by the runtime when it is allocated
@@ -38,14 +52,23 @@ var smallBufPool = sync.Pool{New: func() any { return new([smallBufSize]byte) }}
 // filled is one buffer of body bytes on its way to the hasher and the
 // writer; the last of them to finish returns it to the pool.
 type filled struct {
-	b    *[ioBufSize]byte
-	n    int
-	refs *atomic.Int32
+	b     []byte
+	small *[ioBufSize]byte  // the buffer when from bufPool
+	big   *[bigBufSize]byte // the buffer when from bigPool
+	refs  *atomic.Int32
 }
 
 func (c filled) release() {
 	if c.refs.Add(-1) == 0 {
-		bufPool.Put(c.b)
+		c.put()
+	}
+}
+
+func (c filled) put() {
+	if c.big != nil {
+		bigPool.Put(c.big)
+	} else {
+		bufPool.Put(c.small)
 	}
 }
 
@@ -67,7 +90,7 @@ func (v *Volume) copyIn(ctx context.Context, w io.Writer, f *os.File, r io.Reade
 func (v *Volume) copyPipe(ctx context.Context, w io.Writer, f *os.File, r io.Reader, h hash.Hash, size int64) (int64, error) {
 	var failed atomic.Bool
 	var wg sync.WaitGroup
-	toWrite := make(chan filled, 4)
+	toWrite := make(chan filled, pipeDepth)
 	var toHash chan filled
 	var werr error // set by the writer before wg.Done
 	wg.Add(1)
@@ -80,11 +103,11 @@ func (v *Volume) copyPipe(ctx context.Context, w io.Writer, f *os.File, r io.Rea
 		}
 		for c := range toWrite {
 			if !failed.Load() {
-				if _, err := w.Write(c.b[:c.n]); err != nil {
+				if _, err := w.Write(c.b); err != nil {
 					werr = v.writeErr(err, size)
 					failed.Store(true)
 				}
-				off += int64(c.n)
+				off += int64(len(c.b))
 				if fd >= 0 && off-synced >= writebackEvery {
 					StartWriteback(fd, synced, off-synced)
 					synced = off
@@ -94,13 +117,13 @@ func (v *Volume) copyPipe(ctx context.Context, w io.Writer, f *os.File, r io.Rea
 		}
 	}()
 	if h != nil {
-		toHash = make(chan filled, 4)
+		toHash = make(chan filled, pipeDepth)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for c := range toHash {
 				if !failed.Load() {
-					h.Write(c.b[:c.n])
+					h.Write(c.b)
 				}
 				c.release()
 			}
@@ -114,15 +137,21 @@ func (v *Volume) copyPipe(ctx context.Context, w io.Writer, f *os.File, r io.Rea
 			rerr = err
 			break
 		}
-		b := bufPool.Get().(*[ioBufSize]byte)
-		want := len(b)
-		if size >= 0 && size-total < int64(want) {
-			want = int(size - total)
+		var c filled
+		if total < ioBufSize || (size >= 0 && size-total <= ioBufSize) {
+			c.small = bufPool.Get().(*[ioBufSize]byte)
+			c.b = c.small[:]
+		} else {
+			c.big = bigPool.Get().(*[bigBufSize]byte)
+			c.b = c.big[:]
 		}
-		n, err := readFull(r, b[:want])
+		if size >= 0 && size-total < int64(len(c.b)) {
+			c.b = c.b[:size-total]
+		}
+		n, err := readFull(r, c.b)
 		total += int64(n)
 		if n > 0 {
-			c := filled{b: b, n: n, refs: new(atomic.Int32)}
+			c.b, c.refs = c.b[:n], new(atomic.Int32)
 			if toHash != nil {
 				c.refs.Store(2)
 				toHash <- c
@@ -131,7 +160,7 @@ func (v *Volume) copyPipe(ctx context.Context, w io.Writer, f *os.File, r io.Rea
 			}
 			toWrite <- c
 		} else {
-			bufPool.Put(b)
+			c.put()
 		}
 		if max := v.Flags().SzMax; max > 0 && total > max {
 			rerr = &SizeError{Size: total, Min: v.Flags().SzMin, Max: max}
