@@ -11,12 +11,12 @@ import (
 	"sync/atomic"
 )
 
-// ioBufSize is the read size on upload paths: large reads keep syscalls and
-// hash calls few (copyparty measured 256 KiB and up as best). A big
-// upload has up to ten of them in flight (read, four queued for the
-// hasher and the writer each): 256 KiB rather than 512 KiB takes 2 MiB
-// off the peak RSS of a 1 GiB PUT and no measurable throughput (issue 19,
-// alternating rounds).
+// ioBufSize is the read size of a small body (copySmall) and of the first
+// read of any other: large reads keep syscalls and hash calls few
+// (copyparty measured 256 KiB and up as best). A big body goes on with
+// bigBufSize. (perf19 had taken the pipe's reads from 512 to 256 KiB for
+// the peak RSS; on a quiet machine that cost a 1 GiB PUT 0.08 CPU-seconds
+// and 3 % in alternating rounds, which bigBufSize undoes.)
 const ioBufSize = 256 << 10
 
 // writebackEvery starts the kernel's writeback of a file being uploaded
@@ -27,16 +27,18 @@ const writebackEvery = 8 << 20
 var bufPool = sync.Pool{New: func() any { return new([ioBufSize]byte) }}
 
 // bigBufSize is the read size of a big upload once its first ioBufSize
-// bytes are in: half as many reads, hand-offs to the hasher and the
-// writer, and wake-ups of each as with ioBufSize (a 1 GiB PUT: 0.08
-// CPU-seconds less, 3 % faster in alternating rounds; issue 19). A body
-// that turns out small never takes one, so many small uploads at once
-// hold no big buffers.
+// bytes are in: a quarter of the reads, hand-offs to the hasher and the
+// writer, and wake-ups of each of ioBufSize ones. A body that turns out
+// small never takes one, so many small uploads at once hold no big
+// buffers.
 const bigBufSize = 1 << 20
 
-// pipeDepth is how many buffers wait for the hasher and for the writer:
-// with bigBufSize, at most pipeDepth+3 MiB in flight per upload.
-const pipeDepth = 2
+// pipeDepth is how many buffers wait for the hasher and for the writer.
+// The hasher is the slow stage; one buffer queued keeps it fed. A 1 GiB
+// PUT, 5 alternating rounds against 256 KiB reads queued 4 deep: 1.38 vs
+// 1.52 CPU-seconds, 1066 vs 1038 MB/s, peak RSS 51.8 vs 50.1 MB (2 deep:
+// 1.40 CPU-seconds, 55.4 MB; 512 KiB 2 deep: 1.48; issue 19).
+const pipeDepth = 1
 
 var bigPool = sync.Pool{New: func() any { return new([bigBufSize]byte) }}
 
