@@ -420,6 +420,10 @@ type goneReader struct {
 	read atomic.Int64
 }
 
+// RandomAccess tells the hasher that reads may jump at no cost (a local
+// file: up2k.RandomAccess; idx does not import up2k).
+func (g *goneReader) RandomAccess() {}
+
 func (g *goneReader) ReadAt(p []byte, off int64) (int, error) {
 	after := g.read.Add(int64(len(p)))
 	if after/goneEvery != (after-int64(len(p)))/goneEvery {

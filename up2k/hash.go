@@ -5,6 +5,7 @@ import (
 	"crypto/sha512"
 	"encoding/base64"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -123,7 +124,7 @@ func HashFile(ctx context.Context, f io.ReaderAt, size int64, salt string, lmod 
 	}
 	cs := ChunkSize(size)
 	n := NumChunks(size, cs)
-	if n >= minLaneChunks && sha512x8.Available() && !hashFileSingle {
+	if n >= minLaneChunks && sha512x8.Available() && !hashFileSingle && randomAccess(f) {
 		if chunks, err = hashChunksLanes(ctx, f, size, cs, int(n)); err != nil {
 			return "", nil, err
 		}
@@ -152,6 +153,24 @@ func HashFile(ctx context.Context, f io.ReaderAt, size int64, salt string, lmod 
 		chunks = append(chunks, b64.EncodeToString(h.Sum(nil)[:33]))
 	}
 	return Wark(salt, size, chunks), chunks, nil
+}
+
+// RandomAccess marks an io.ReaderAt that reads anywhere at no extra cost
+// (a local file behind a wrapper). HashFile reads eight chunks at once,
+// jumping between them, only from such a reader or an *os.File; anything
+// else (an object store's reader, whose every jump is a new ranged GET)
+// is read in order, one chunk after the other.
+type RandomAccess interface {
+	io.ReaderAt
+	RandomAccess()
+}
+
+func randomAccess(f io.ReaderAt) bool {
+	switch f.(type) {
+	case *os.File, RandomAccess:
+		return true
+	}
+	return false
 }
 
 // minLaneChunks is the fewest chunks HashFile hashes through the lanes: a
