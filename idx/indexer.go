@@ -392,6 +392,50 @@ func (x *Indexer) indexFileNote(ctx context.Context, vi *volIdx, rel string, old
 	if vi.v.Remote() {
 		return x.indexObject(ctx, vi, rel, nil, old, e, note) // objscan.go
 	}
+	// A file deleted while it is hashed stops the hashing (goneReader):
+	// what is at rel now is indexed instead, a file or nothing.
+	for range 3 {
+		dropped, err = x.indexLocal(ctx, vi, rel, old, e, note)
+		if !errors.Is(err, errGone) {
+			break
+		}
+	}
+	return dropped, err
+}
+
+// errGone is a file that lost its last name while the indexer hashed it.
+var errGone = errors.New("the file was deleted while being hashed")
+
+// goneEvery is how many bytes the hasher reads between two looks at
+// whether the file it reads still has a name.
+const goneEvery = 32 << 20
+
+// goneReader is a file being hashed that fails with errGone once it has
+// been deleted: an upload removed just after it landed (a temporary
+// file, a harness's round) is not read and hashed to its end for a
+// record nobody can use, on cores the uploads arriving meanwhile need
+// (issue 19: a 1 GiB PUT's second reading was up to a CPU-second).
+type goneReader struct {
+	f    *os.File
+	read atomic.Int64
+}
+
+// RandomAccess tells the hasher that reads may jump at no cost (a local
+// file: up2k.RandomAccess; idx does not import up2k).
+func (g *goneReader) RandomAccess() {}
+
+func (g *goneReader) ReadAt(p []byte, off int64) (int, error) {
+	after := g.read.Add(int64(len(p)))
+	if after/goneEvery != (after-int64(len(p)))/goneEvery {
+		if fi, err := g.f.Stat(); err == nil && store.Links(fi) == 0 {
+			return 0, errGone
+		}
+	}
+	return g.f.ReadAt(p, off)
+}
+
+// indexLocal is indexFileNote for a file of a local volume.
+func (x *Indexer) indexLocal(ctx context.Context, vi *volIdx, rel string, old *Record, e *store.Event, note uint64) (dropped bool, err error) {
 	f, fi, err := vi.v.Open(rel)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return false, vi.db.DeleteRecord(rel)
@@ -419,7 +463,7 @@ func (x *Indexer) indexFileNote(ctx context.Context, vi *volIdx, rel string, old
 		if dir == "." {
 			dir = ""
 		}
-		rec.Wark, rec.Chunks, err = x.cfg.Hasher(ctx, f, rec.Size, fi.ModTime().Unix(), dir, path.Base(rel))
+		rec.Wark, rec.Chunks, err = x.cfg.Hasher(ctx, &goneReader{f: f}, rec.Size, fi.ModTime().Unix(), dir, path.Base(rel))
 		if err != nil {
 			return false, fmt.Errorf("hashing: %w", err)
 		}

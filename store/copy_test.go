@@ -161,3 +161,70 @@ func TestCopySmallBuffer(t *testing.T) {
 		t.Fatalf("32 small bodies being read hold %d KiB of heap, want under 4 MiB", grew>>10)
 	}
 }
+
+// sizeReader records the length of every Read asked of it.
+type sizeReader struct {
+	r    io.Reader
+	most int
+}
+
+func (s *sizeReader) Read(p []byte) (int, error) {
+	s.most = max(s.most, len(p))
+	return s.r.Read(p)
+}
+
+// TestCopyPipeBigReads: a big body is read 1 MiB at a time once its first
+// 256 KiB are in (half the reads and hand-offs of 256 KiB ones: issue 19),
+// a body that turns out small, of known length or not, never asks for more
+// than 256 KiB (no big buffer held by a small upload), and whatever the
+// size and read pattern the bytes written and hashed are the body's.
+func TestCopyPipeBigReads(t *testing.T) {
+	st, _ := openStore(t, "::rw")
+	v := st.Volumes()[0]
+	rng := mrand.New(mrand.NewPCG(3, 4))
+	data := make([]byte, 9<<20+333)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	for _, c := range []struct {
+		n     int
+		known bool
+		most  int
+	}{
+		{9<<20 + 333, true, 1 << 20},
+		{9<<20 + 333, false, 1 << 20},
+		{4 << 20, true, 1 << 20},
+		{300 << 10, true, 256 << 10},
+		{512 << 10, true, 256 << 10},
+		{4096, false, 256 << 10},
+		{200 << 10, false, 256 << 10},
+	} {
+		for mode := range 3 {
+			var r io.Reader = bytes.NewReader(data[:c.n])
+			switch mode {
+			case 1:
+				r = iotest.HalfReader(r)
+			case 2:
+				r = iotest.DataErrReader(r)
+			}
+			sr := &sizeReader{r: r}
+			size := int64(-1)
+			if c.known {
+				size = int64(c.n)
+			}
+			var w bytes.Buffer
+			h := sha512.New()
+			n, err := v.copyPipe(context.Background(), &w, nil, sr, h, size)
+			if err != nil || n != int64(c.n) {
+				t.Fatalf("%d bytes (known %v, mode %d): copyPipe = %d, %v", c.n, c.known, mode, n, err)
+			}
+			want := sha512.Sum512(data[:c.n])
+			if !bytes.Equal(w.Bytes(), data[:c.n]) || !bytes.Equal(h.Sum(nil), want[:]) {
+				t.Fatalf("%d bytes (known %v, mode %d): written or hashed bytes differ", c.n, c.known, mode)
+			}
+			if sr.most != c.most {
+				t.Errorf("%d bytes (known %v, mode %d): largest read %d KiB, want %d KiB", c.n, c.known, mode, sr.most>>10, c.most>>10)
+			}
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"hoard/up2k/sha512x8"
 )
 
 // HashFile agrees with ChunkHash over ChunkSize chunks and with Wark.
@@ -101,4 +103,73 @@ func FuzzIdentify(f *testing.F) {
 			t.Fatalf("a short digest gave %q %q", w, c)
 		}
 	})
+}
+
+// TestHashFileLanes: a file of several chunks is hashed through the
+// SHA-512 lanes where the CPU has them (the indexer's second reading of a
+// big PUT costs a quarter of the CPU), with the same chunk hashes and wark
+// as crypto/sha512 one chunk at a time, for every shape of file: fewer
+// than eight chunks, more than eight, a short last chunk, a last chunk
+// that is not a whole number of blocks, and the 1.5 MiB chunk size.
+func TestHashFileLanes(t *testing.T) {
+	data := make([]byte, 300<<20+77)
+	rand.Read(data)
+	sizes := []int64{3 << 20, 3<<20 + 1, 5<<20 - 129, 8 << 20, 17<<20 + 12345, 257 << 20, 300<<20 + 77}
+	for _, size := range sizes {
+		before := laneBytes.Load()
+		wark, chunks, err := HashFile(context.Background(), anywhere{bytes.NewReader(data[:size])}, size, "s", 0, "", "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := laneBytes.Load() - before; sha512x8.Available() && got != size {
+			t.Errorf("size %d: %d bytes went through the lanes, want all of them", size, got)
+		}
+		hashFileSingle = true
+		w1, c1, err := HashFile(context.Background(), anywhere{bytes.NewReader(data[:size])}, size, "s", 0, "", "x")
+		hashFileSingle = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wark != w1 || !slices.Equal(chunks, c1) {
+			t.Fatalf("size %d: lanes and crypto/sha512 disagree", size)
+		}
+		// A reader not marked RandomAccess (an object store's: every jump
+		// a new ranged GET) is read in order, to the same hashes.
+		seq := &inOrder{r: bytes.NewReader(data[:size])}
+		w2, c2, err := HashFile(context.Background(), seq, size, "s", 0, "", "x")
+		if err != nil || seq.jumps != 0 || w2 != wark || !slices.Equal(c2, chunks) {
+			t.Fatalf("size %d, a reader read in order: %v, %d jumps, same hashes %v", size, err, seq.jumps, w2 == wark)
+		}
+	}
+	// A file shorter than announced is an error, not a wrong hash, and
+	// every buffer comes back (no hang).
+	if _, _, err := HashFile(context.Background(), anywhere{bytes.NewReader(data[:9<<20])}, 20<<20, "s", 0, "", "x"); err != io.ErrUnexpectedEOF {
+		t.Fatalf("short file: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := HashFile(ctx, anywhere{bytes.NewReader(data)}, int64(len(data)), "s", 0, "", "x"); err != context.Canceled {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// anywhere is a reader that may be read at any offset (RandomAccess).
+type anywhere struct{ io.ReaderAt }
+
+func (anywhere) RandomAccess() {}
+
+// inOrder counts the reads that do not go on where the last one ended.
+type inOrder struct {
+	r     io.ReaderAt
+	next  int64
+	jumps int
+}
+
+func (o *inOrder) ReadAt(p []byte, off int64) (int, error) {
+	if off != o.next {
+		o.jumps++
+	}
+	n, err := o.r.ReadAt(p, off)
+	o.next = off + int64(n)
+	return n, err
 }
