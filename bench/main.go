@@ -296,6 +296,10 @@ func runBench(ctx context.Context, c *config, specs []targetSpec, stdout, stderr
 		return err
 	}
 	prog.logf("fixtures in %s (seed %d)", dir, c.seed)
+	if td, err := os.MkdirTemp(filepath.Dir(dir), ".hoard-bench-trash-"); err == nil {
+		trashDir = td
+		defer func() { os.RemoveAll(td); trashDir = "" }()
+	}
 	fx, err := makeFixtures(ctx, c, dir)
 	if err != nil {
 		return err

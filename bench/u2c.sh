@@ -8,7 +8,8 @@
 # big: one 1 GiB file of random bytes; small: 5000 files of 4 KiB in 50
 # folders; many: 100,000 files of 1-64 KiB in 1000 folders (files/s and
 # the client's peak RSS). both = big small; all = big small many.
-# Each round starts the server on a fresh empty volume and runs one client
+# Each round starts the server on a fresh empty volume (a new folder; the
+# small files are not deleted until the end, see one()) and runs one client
 # once. Reported per run: the client's wall time from start to exit
 # (hashing included), u2c's own "upload:" phase where it prints one, the
 # client's CPU seconds and peak RSS, and the server's CPU seconds. When a
@@ -32,6 +33,7 @@ CLIENTS=${CLIENTS:-u2c up}
 SERVERS=${SERVERS:-hoard copyparty floor}
 TMP=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/hoard-u2c.XXXXXX")
 SPID=""
+RUN=0
 cleanup() { [[ -n $SPID ]] && kill -TERM "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 
@@ -64,13 +66,23 @@ cpu() { awk -v t="$TCK" '{print ($14+$15)/t}' "/proc/$1/stat"; }
 
 one() { # server client mode round
     local srv=$1 cl=$2 mode=$3 r=$4 out t0
-    rm -rf "$TMP/dst"; mkdir "$TMP/dst"
+    # Small files go to a new folder each round and stay until the end: on
+    # ext4 without a journal, creating thousands of files just after
+    # deleting thousands makes the kernel's inode allocator skip every
+    # recently freed inode (find_inode_bit -> recently_deleted, 30 s), a
+    # cost every server pays that says nothing about the server.
+    # Other rounds delete the last one's files (disk space: "many" writes
+    # 3 GB a round; a big file is one inode).
+    RUN=$((RUN + 1))
+    if [[ $mode != small ]]; then rm -rf "$TMP"/dst.*; fi
+    local dst=$TMP/dst.$RUN
+    mkdir "$dst"
     if [[ $srv == hoard ]]; then
-        "$TMP/hoard" -p "$PORT" -i 127.0.0.1 -v "$TMP/dst::rw" --log-level warn > "$TMP/srv.log" 2>&1 &
+        "$TMP/hoard" -p "$PORT" -i 127.0.0.1 -v "$dst::rw" --log-level warn > "$TMP/srv.log" 2>&1 &
     elif [[ $srv == floor ]]; then
         "$TMP/nullup2k" -p "$PORT" > "$TMP/srv.log" 2>&1 &
     else
-        (cd "$CP" && exec "$PY" -m copyparty -q -p "$PORT" -i 127.0.0.1 -v "$TMP/dst::rw" --no-robots) > "$TMP/srv.log" 2>&1 &
+        (cd "$CP" && exec "$PY" -m copyparty -q -p "$PORT" -i 127.0.0.1 -v "$dst::rw" --no-robots) > "$TMP/srv.log" 2>&1 &
     fi
     SPID=$!
     for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
@@ -87,7 +99,7 @@ one() { # server client mode round
     rss=$(awk '/^clientcpu/ {print int($5/1024)}' <<<"$out")
     scpu=$(awk -v a="$t0" -v b="$(cpu "$SPID")" 'BEGIN {print b-a}')
     kill -TERM "$SPID"; wait "$SPID" 2>/dev/null || true; SPID=""
-    n=$(find "$TMP/dst" -type f -not -path '*/.hist/*' | wc -l)
+    n=$(find "$dst" -type f -not -path '*/.hist/*' | wc -l)
     printf '%-5s %-9s %-3s round %d: wall %7.2f s (u2c upload phase %s s)   client cpu %6.2f s, peak %4d MiB   server cpu %6.2f s   files %d\n' \
         "$mode" "$srv" "$cl" "$r" "$wall" "${up:--}" "$ccpu" "$rss" "$scpu" "$n"
     echo "$mode $srv $cl $wall $ccpu $scpu $rss" >> "$TMP/results"
