@@ -153,7 +153,6 @@ type entry struct {
 	r       io.Reader // otherwise
 	data    []byte    // or this, whole
 	checked bool      // the body's last read proved the file no longer
-	obj     bool      // r is an object's GET: pumped (objects.go)
 }
 
 func (a *archiveWriter) add(fl *File) error {
@@ -254,9 +253,6 @@ func (a *archiveWriter) body(e *entry, crc *uint32) error {
 			}
 			return nil
 		}
-	}
-	if e.obj {
-		return a.objectBody(e, crc) // objects.go
 	}
 	src := e.r
 	if e.file != nil {

@@ -173,8 +173,6 @@ func (a *archiveWriter) crcOf(e *entry) (uint32, error) {
 		return crc32.ChecksumIEEE(e.data), nil
 	case e.file != nil:
 		rs = e.file
-	case e.obj:
-		return a.objectCRC(e) // objects.go
 	default:
 		s, ok := e.r.(io.ReadSeeker)
 		if !ok {
