@@ -824,6 +824,34 @@ func (b *Bucket) AbortUploads(ctx context.Context, key string, before time.Time)
 	return ctx.Err()
 }
 
+// Uploads calls fn with every unfinished multipart upload of a key below
+// prefix (at any depth). MinIO answers ListMultipartUploads with a
+// prefix only for an object of exactly that name, so the bucket's whole
+// list is read (page by page) and filtered here.
+func (b *Bucket) Uploads(ctx context.Context, prefix string, fn func(store.ObjectUpload) error) error {
+	w := b.watched(ctx)
+	defer w.end()
+	ch := b.c.ListIncompleteUploads(w.ctx, b.bucket, "", true)
+	for {
+		w.wait()
+		u, ok := <-ch
+		w.done()
+		if !ok {
+			break
+		}
+		if u.Err != nil {
+			return mapCtx(w.ctx, u.Err)
+		}
+		if !strings.HasPrefix(u.Key, prefix) {
+			continue
+		}
+		if err := fn(store.ObjectUpload{Key: u.Key, ID: u.UploadID, Initiated: u.Initiated}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 // List calls fn with each object and common prefix directly below
 // prefix, with its user metadata where the store lists it (MinIO; see
 // WalkMeta): a listing shows the uploader's mtime (hoard-lmod).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -549,5 +550,35 @@ func TestBucketPutCutBody(t *testing.T) {
 		if _, err := b.Stat(ctx, key); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: the cut body was stored (Stat: %v)", c.name, err)
 		}
+	}
+}
+
+// Uploads lists every unfinished multipart upload below a prefix, at any
+// depth, and nothing outside it (the orphan sweep, up2k/remoteorphan.go).
+func TestBucketUploads(t *testing.T) {
+	b, _ := open(t)
+	ctx := context.Background()
+	want := map[string]string{}
+	for _, k := range []string{"pre/a", "pre/b/c", "pre/.hist/up2k/x", "prefix-not/a", "other"} {
+		id, err := b.core.NewMultipartUpload(ctx, b.bucket, k, minio.PutObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(k, "pre/") {
+			want[k] = id
+		}
+	}
+	got := map[string]string{}
+	if err := b.Uploads(ctx, "pre/", func(u store.ObjectUpload) error {
+		if u.Initiated.IsZero() || time.Since(u.Initiated) > time.Hour {
+			t.Errorf("%s: begun at %v", u.Key, u.Initiated)
+		}
+		got[u.Key] = u.ID
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("uploads below pre/: %v, want %v", got, want)
 	}
 }

@@ -92,6 +92,9 @@ type ObjectStore interface {
 	// AbortUploads aborts the unfinished multipart uploads of key begun
 	// before before.
 	AbortUploads(ctx context.Context, key string, before time.Time) error
+	// Uploads calls fn with every unfinished multipart upload of a key
+	// below prefix, at any depth. An error from fn stops it.
+	Uploads(ctx context.Context, prefix string, fn func(ObjectUpload) error) error
 	// Copy writes dst as a server-side copy of src (from Stat, with its
 	// Meta) of the store from (this one, or another bucket of the same
 	// object store): no byte passes through hoard. The copy carries
@@ -125,6 +128,13 @@ type ObjectStore interface {
 	Complete(ctx context.Context, key, id string, parts []ObjectPart, opt ObjectPut) (ObjectInfo, error)
 	// AbortUpload aborts the upload id of key; a missing one is no error.
 	AbortUpload(ctx context.Context, key, id string) error
+}
+
+// ObjectUpload is an unfinished multipart upload: its key, its id and
+// when it was begun (the store's clock).
+type ObjectUpload struct {
+	Key, ID   string
+	Initiated time.Time
 }
 
 // ObjectPart is one part of a multipart upload.

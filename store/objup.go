@@ -458,3 +458,36 @@ func (v *Volume) UpPutIf(ctx context.Context, name string, b []byte, etag string
 	_, err = v.obj.Put(ctx, k, bytes.NewReader(b), ObjectPut{Size: int64(len(b)), IfMatch: etag})
 	return err
 }
+
+// UpUploads calls fn with every unfinished multipart upload below the
+// volume's prefix: rel is its key's path in the volume (".hist/…" for
+// the state folder's). The sweep of orphaned uploads (up2k) reads it.
+func (v *Volume) UpUploads(ctx context.Context, fn func(rel string, u ObjectUpload) error) error {
+	if v.obj == nil {
+		return errors.New("store: UpUploads on a volume on disk")
+	}
+	pre := v.key(".")
+	return v.obj.Uploads(ctx, pre, func(u ObjectUpload) error {
+		rel, ok := strings.CutPrefix(u.Key, pre)
+		if !ok || rel == "" {
+			return nil
+		}
+		return fn(rel, u)
+	})
+}
+
+// UpListedParts lists the parts of u (from UpUploads).
+func (v *Volume) UpListedParts(ctx context.Context, u ObjectUpload) ([]ObjectPart, error) {
+	if v.obj == nil || !strings.HasPrefix(u.Key, v.key(".")) {
+		return nil, fmt.Errorf("store: upload of %q: %w", u.Key, ErrOutside)
+	}
+	return v.obj.Parts(ctx, u.Key, u.ID)
+}
+
+// UpAbortListed aborts u (from UpUploads); one gone already is no error.
+func (v *Volume) UpAbortListed(ctx context.Context, u ObjectUpload) error {
+	if v.obj == nil || !strings.HasPrefix(u.Key, v.key(".")) || u.ID == "" {
+		return fmt.Errorf("store: abort of %q: %w", u.Key, ErrOutside)
+	}
+	return v.obj.AbortUpload(ctx, u.Key, u.ID)
+}

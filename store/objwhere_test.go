@@ -94,6 +94,9 @@ func (m *memObjects) Compose(context.Context, string, []ObjectInfo, ObjectPut) (
 	return ObjectInfo{}, errors.New("not in memObjects")
 }
 func (m *memObjects) AbortUploads(context.Context, string, time.Time) error { return nil }
+func (m *memObjects) Uploads(context.Context, string, func(ObjectUpload) error) error {
+	return errors.New("not in memObjects")
+}
 func (m *memObjects) NewUpload(context.Context, string, map[string]string) (string, error) {
 	return "", errors.New("not in memObjects")
 }

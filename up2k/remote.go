@@ -857,6 +857,9 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 			m.log.Warn("could not list the upload sessions of an object-store volume", "volume", "/"+v.VPath, "err", err)
 			continue
 		}
+		// Before any session goes: while its record is there, an upload
+		// at its file that it does not name is its dead node's.
+		m.sweepOrphans(ctx, v, order)
 		for _, wark := range order {
 			s := all[wark]
 			if now.Sub(s.last) < m.idle {
