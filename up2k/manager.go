@@ -77,6 +77,7 @@ type Manager struct {
 	lanes     *sha512x8.Hasher
 	laneBufs  chan struct{}
 	posts     atomic.Int64 // chunk posts in flight
+	grouped   atomic.Int64 // chunks hashed from the work file in groups (writer.go hashGroup)
 	heldWork  atomic.Int64 // sessions keeping their handshake's work file open (session.work)
 	checked   atomic.Int64 // bytes hashed to check files (restarts, existing content)
 	finished  atomic.Int64 // uploads published since start (stats.go)

@@ -344,31 +344,77 @@ type piece struct {
 	k    int   // index into us
 	off  int64 // file offset
 	end  bool  // last piece of its chunk (a sub-chunk post's end is the chunk's)
-	lane bool  // its chunk is hashed in the lanes
+	lane bool  // its chunk is hashed in the lanes as it arrives
+	grp  bool  // its chunk is hashed from the file with its group (xfer.group)
+	gend bool  // with end: the last chunk of its group
 }
 
 // check is a chunk whose bytes are all written: its sum is sum, or comes
-// from st.
+// from st, or (grp) is taken from the file once its group is written.
 type check struct {
-	k   int
-	st  *sha512x8.Stream
-	sum []byte
-	got int64 // bytes received for it
+	k    int
+	st   *sha512x8.Stream
+	sum  []byte
+	got  int64 // bytes received for it
+	grp  bool
+	gend bool
 }
 
 // lanes reports whether the k-th chunk of the post goes through the
-// lanes. One lane hashes a chunk at about half the speed of
-// crypto/sha512, so the lanes pay where several chunks are hashed at
-// once and the wait for the last sum is hidden: the chunks before the
-// last of a stitched post (the post goes on reading meanwhile), and any
-// chunk while many posts are in flight or the lanes are busy. Otherwise
-// the last chunk of a post is hashed as it arrives, so that the reply
-// does not wait for a lane.
+// lanes as it arrives. One lane hashes a chunk at about half the speed
+// of crypto/sha512, and the eight lanes cost the same whether one
+// stream or eight have data: streaming pays only while many posts are
+// in flight or the lanes are busy anyway. With a few posts in flight
+// (a browser's four) their bodies arrive at the sender's pace and
+// streamed chunks left most lanes empty, at more CPU per byte than
+// crypto/sha512: a stitched post then hashes its chunks from the file
+// in groups of four to eight (xfer.group, hashGroup), and any other
+// chunk is hashed as it arrives, so that the reply does not wait for a
+// lane.
 func (x *xfer) lanes(k int) bool {
 	if x.m.lanes == nil || x.sub != nil || x.t.length(x.us[k]) < laneMin {
 		return false
 	}
-	return k < len(x.us)-1 || x.m.posts.Load() >= lanePosts || x.m.lanes.Busy() >= laneBusy
+	return x.m.posts.Load() >= lanePosts || x.m.lanes.Busy() >= laneBusy
+}
+
+// groupMin and groupMax bound the chunks hashed together from the file:
+// below four lanes the read-back and the lanes cost more than
+// crypto/sha512 as the chunk arrives; eight fill the lanes.
+const (
+	groupMin = 4
+	groupMax = 8
+)
+
+// group returns the chunks [k, end) of the group that chunk k begins
+// when the post's chunks from k on are hashed from the file in groups
+// (see lanes): the post's chunks are cut into groups of at most
+// groupMax, as even as they come, and a group shorter than groupMin
+// (or one with a chunk under laneMin) is not one. ok is false when
+// chunk k is not the start of such a group.
+func (x *xfer) group(k int) (end int, ok bool) {
+	if x.m.lanes == nil || x.sub != nil {
+		return 0, false
+	}
+	n := len(x.us)
+	ng := (n + groupMax - 1) / groupMax
+	// the g-th group (of ng over n chunks) starts at g*n/ng
+	for g := range ng {
+		lo, hi := g*n/ng, (g+1)*n/ng
+		if lo != k {
+			continue
+		}
+		if hi-lo < groupMin {
+			return 0, false
+		}
+		for j := lo; j < hi; j++ {
+			if x.t.length(x.us[j]) < laneMin {
+				return 0, false
+			}
+		}
+		return hi, true
+	}
+	return 0, false
 }
 
 // lanePosts (chunk posts in flight) and laneBusy (streams in the lanes)
@@ -398,7 +444,7 @@ func (x *xfer) run(ctx context.Context, body io.Reader) {
 		close(pieces)
 		werr = x.hashAndWrite(pieces, checks)
 		close(checks)
-		verr = x.verify(checks, verified)
+		verr = x.verify(ctx, checks, verified)
 		close(verified)
 		cerr = x.confirm(context.WithoutCancel(ctx), verified)
 		x.setErr(cerr, werr, verr, rerr)
@@ -413,7 +459,7 @@ func (x *xfer) run(ctx context.Context, body io.Reader) {
 	}()
 	go func() {
 		defer wg.Done()
-		verr = x.verify(checks, verified)
+		verr = x.verify(ctx, checks, verified)
 		close(verified)
 	}()
 	go func() {
@@ -438,7 +484,7 @@ func (x *xfer) inline() bool {
 	var tot int64
 	for k, u := range x.us {
 		tot += x.t.length(u)
-		if x.lanes(k) {
+		if _, grp := x.group(k); grp || x.lanes(k) {
 			return false
 		}
 	}
@@ -506,6 +552,7 @@ func (m *Manager) putLaneBuf(b *buf) {
 
 // readBody cuts the body into pieces for the hasher.
 func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece) error {
+	gend := -1 // end of the group being read (grouped chunks), else -1
 	for k, u := range x.us {
 		off := x.t.start(u) + x.subOff
 		rem := x.t.length(u) - x.subOff
@@ -513,7 +560,20 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 			rem = x.want
 		}
 		final := x.sub == nil || x.subOff+x.want == x.t.length(u)
-		lane := x.lanes(k)
+		if k >= gend {
+			gend = -1
+		}
+		lane := false
+		if gend < 0 {
+			// a group while few posts are in flight, even when the
+			// lanes are busy: its eight streams fill them
+			if e, ok := x.group(k); ok && x.m.posts.Load() < lanePosts {
+				gend = e
+			} else {
+				lane = x.lanes(k)
+			}
+		}
+		grp := gend >= 0
 		for rem > 0 {
 			if x.failed.Load() {
 				return nil
@@ -529,7 +589,7 @@ func (x *xfer) readBody(ctx context.Context, body io.Reader, pieces chan<- piece
 			x.read += int64(n)
 			if n > 0 {
 				rem -= int64(n)
-				pieces <- piece{b: b, n: n, k: k, off: off, end: rem == 0 && final, lane: lane}
+				pieces <- piece{b: b, n: n, k: k, off: off, end: rem == 0 && final, lane: lane, grp: grp, gend: grp && k == gend-1}
 				off += int64(n)
 			} else {
 				x.putBuf(b, lane)
@@ -579,6 +639,8 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 			}
 			b := pc.b
 			st.Write(b[:pc.n], func() { x.putBuf(b, true) })
+		} else if pc.grp {
+			x.putBuf(pc.b, false) // hashed from the file with its group
 		} else {
 			h.Write(pc.b[:pc.n])
 			x.putBuf(pc.b, false)
@@ -598,10 +660,12 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 		if !pc.end {
 			continue
 		}
-		c := check{k: pc.k, got: got}
+		c := check{k: pc.k, got: got, grp: pc.grp, gend: pc.gend}
 		if lane {
 			st.Finish()
 			c.st, st = st, nil
+		} else if pc.grp {
+			// its sum comes from the file (verify)
 		} else {
 			c.sum = h.Sum(nil)
 			h.Reset()
@@ -613,28 +677,110 @@ func (x *xfer) hashAndWrite(pieces <-chan piece, checks chan<- check) error {
 }
 
 // verify compares each complete chunk's sum with its hash, passing
-// intact chunks on; after a mismatch it passes nothing more.
-func (x *xfer) verify(checks <-chan check, verified chan<- int) error {
+// intact chunks on; after a mismatch it passes nothing more. Grouped
+// chunks are hashed here, from the file, once their group is written,
+// or once the post ends short of that (the chunks that arrived whole
+// are kept, as streamed ones are).
+func (x *xfer) verify(ctx context.Context, checks <-chan check, verified chan<- int) error {
+	ctx = context.WithoutCancel(ctx) // a client gone keeps what arrived
 	var err error
+	var group []check
+	flush := func() {
+		if len(group) > 0 && err == nil {
+			err = x.hashGroup(ctx, group)
+		}
+		for _, c := range group {
+			err = x.check(c, err, verified)
+		}
+		group = group[:0]
+	}
 	for c := range checks {
+		if c.grp {
+			group = append(group, c)
+			if c.gend {
+				flush()
+			}
+			continue
+		}
 		if c.st != nil {
 			sum := c.st.Sum()
 			c.sum = sum[:]
 		}
-		if err != nil {
-			continue
-		}
-		u := x.us[c.k]
-		enc := b64.EncodeToString(c.sum)
-		if sent := x.t.sentOf(u); !strings.HasPrefix(enc, x.t.cmp(u)) {
-			err = invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", c.got, sent, enc[:min(max(len(sent), KeyLen), len(enc))])
-			x.failed.Store(true)
-			x.m.badChunks.Add(1)
-			continue
-		}
-		verified <- c.k
+		err = x.check(c, err, verified)
 	}
+	flush()
 	return err
+}
+
+// check compares the sum of one complete chunk with its hash, passing it
+// on when it matches; err is the post's failure so far (then nothing is
+// passed on), and the result the failure after it.
+func (x *xfer) check(c check, err error, verified chan<- int) error {
+	if err != nil {
+		return err
+	}
+	u := x.us[c.k]
+	enc := b64.EncodeToString(c.sum)
+	if sent := x.t.sentOf(u); !strings.HasPrefix(enc, x.t.cmp(u)) {
+		x.failed.Store(true)
+		x.m.badChunks.Add(1)
+		return invalidf("your chunk got corrupted somehow (received %d bytes); expected vs received hash:\n%s\n%s", c.got, sent, enc[:min(max(len(sent), KeyLen), len(enc))])
+	}
+	verified <- c.k
+	return nil
+}
+
+// hashGroup hashes the chunks of group, all written, from the work file:
+// one lane each, read a buffer of each in turn, so that the lanes run
+// full whatever the pace at which the post's body arrived. It sets each
+// chunk's sum; a failed read back is the post's failure.
+func (x *xfer) hashGroup(ctx context.Context, group []check) error {
+	x.m.grouped.Add(int64(len(group)))
+	sts := make([]*sha512x8.Stream, len(group))
+	for j := range group {
+		sts[j] = x.m.lanes.New()
+	}
+	var err error
+	for p, more := int64(0), true; more && err == nil; p += bufSize {
+		more = false
+		for j, c := range group {
+			u := x.us[c.k]
+			n := x.t.length(u)
+			if p >= n {
+				continue
+			}
+			more = true
+			var b *buf
+			if b, err = x.getBuf(ctx, true); err != nil {
+				break
+			}
+			want := int(min(bufSize, n-p))
+			got, rerr := x.f.ReadAt(b[:want], x.t.start(u)+p)
+			if got < want {
+				x.putBuf(b, true)
+				if rerr == nil || errors.Is(rerr, io.EOF) {
+					rerr = io.ErrUnexpectedEOF // cut short meanwhile
+				}
+				err = x.s.vol.WriteErr(&os.PathError{Op: "read back", Path: x.s.rec.Name + store.PartialSuffix, Err: rerr}, x.s.missing())
+				break
+			}
+			sts[j].Write(b[:want], func() { x.putBuf(b, true) })
+		}
+	}
+	if err != nil {
+		// What was handed to the lanes is hashed and its buffers given
+		// back regardless; the streams are dropped unfinished.
+		x.failed.Store(true)
+		return err
+	}
+	for _, st := range sts {
+		st.Finish()
+	}
+	for j, st := range sts {
+		sum := st.Sum()
+		group[j].sum = sum[:]
+	}
+	return nil
 }
 
 // confirm makes verified chunks durable and records them, in groups: one

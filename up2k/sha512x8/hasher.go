@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Available reports whether this CPU runs the lanes. Without them a
@@ -30,7 +31,16 @@ type Hasher struct {
 	running int // goroutines running (each ends when closed and idle)
 	free    int // free lanes of the running goroutines
 	closed  bool
+
+	// blocks hashed for streams, and lane-blocks run (eight per block
+	// step, full or not): Fill
+	hashed, run8 atomic.Int64
 }
+
+// Fill reports the blocks hashed for streams and the lane-blocks the
+// kernel ran for them (eight per step, whatever the lanes held) since
+// the Hasher was made: hashed/lanes is how full the lanes ran.
+func (h *Hasher) Fill() (hashed, lanes int64) { return h.hashed.Load(), h.run8.Load() }
 
 // piece is a run of whole blocks, released once hashed.
 type piece struct {
@@ -241,6 +251,8 @@ func (h *Hasher) run() {
 			}
 		}
 		compress(&st, &ptrs, &strides, mask, n)
+		h.hashed.Add(int64(n * bits.OnesCount8(mask)))
+		h.run8.Add(int64(8 * n))
 		for l := range lanes {
 			if mask&(1<<l) != 0 {
 				cur[l].b = cur[l].b[n*BlockSize:]
