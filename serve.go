@@ -24,7 +24,7 @@ import (
 func newServer(svc *services, o *options, log *slog.Logger, access *srvhttp.AccessLog) *http.Server {
 	st, up, ix, med, extra := svc.store, svc.up2k, svc.index, svc.media, svc.extra
 	proxy, _ := o.proxyConfig() // checked by validate
-	cfg := srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy, DAV: srvhttp.DAVConfig{Off: o.noDav, Inf: o.davInf}, Access: access}
+	cfg := srvhttp.Config{Store: st, Logger: log, MaxRanges: o.maxRanges, Up2k: up, ArchMT: o.archMT, Index: ix, SrchHits: o.srchHits, SrchMax: o.srchMax, Media: med, Extra: extra, Proxy: proxy, DAV: srvhttp.DAVConfig{Off: o.noDav, Inf: o.davInf}, Access: access, RecvLowat: recvLowat}
 	if svc.stats != nil {
 		cfg.Observer, cfg.Metrics = svc.stats, svc.stats
 	}

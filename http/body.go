@@ -30,3 +30,96 @@ func (d *idleReader) Read(p []byte) (int, error) {
 	}
 	return d.r.Read(p)
 }
+
+// A big body from a fast sender arrives in many small pieces when the
+// server reads faster than the sender writes (a browser's 1 GiB drop
+// came in reads of 30-50 KiB): each read wakes the connection's
+// goroutine, and the wake-ups cost more CPU than the bytes. While a
+// chunk post's body arrives fast, lowat raises the socket's receive
+// low-water mark so that a read waits for lowatMark bytes; the mark is
+// kept below the bytes still to come (net/http may hold up to 4 KiB of
+// them in its buffer), goes back to 1 before the body's last bytes and
+// when the reader is done (the next request's head must wake the
+// connection), and is given up for good when the sender slows down (a
+// read that waits over lowatSlow), so that the idle deadline still
+// means "nothing arrived" for a slow sender.
+const (
+	lowatMark  = 256 << 10 // the mark while a body arrives fast
+	lowatSlack = 64 << 10  // kept between the mark and the bytes still to come
+	lowatFast  = 1 << 20   // bytes that must arrive within lowatSlow before the mark is set
+	lowatSlow  = time.Second
+)
+
+// lowatReader reads a body of left bytes, setting the mark with set.
+type lowatReader struct {
+	r     io.Reader
+	set   func(n int) error // nil: never
+	left  int64             // body bytes not yet returned
+	got   int64
+	mark  int // the mark set now (1: the socket's default)
+	start time.Time
+	last  time.Time
+	off   bool // given up: slow sender, or no socket to set
+}
+
+// lowat returns q's body reader for a body of n bytes, which raises the
+// mark of q's connection while it arrives fast; done must be called
+// before the handler returns.
+func (s *Server) lowat(q *req, r io.Reader, n int64) *lowatReader {
+	l := &lowatReader{r: r, left: n, mark: 1, off: true}
+	fc, _ := q.r.Context().Value(framingKey{}).(*framingConn)
+	if s.recvLowat == nil || fc == nil || n < lowatFast+lowatMark+lowatSlack {
+		return l
+	}
+	c := fc.Conn
+	l.set = func(n int) error { return s.recvLowat(c, n) }
+	l.off = false
+	return l
+}
+
+func (l *lowatReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	l.got += int64(n)
+	if l.off {
+		return n, err
+	}
+	now := time.Now()
+	if l.start.IsZero() {
+		l.start = now
+	}
+	switch {
+	case l.mark > 1 && now.Sub(l.last) > lowatSlow:
+		l.lower()
+		l.off = true // the sender slowed down: reads take what comes
+	case l.mark > 1 && (err != nil || l.left < int64(l.mark)+lowatSlack):
+		l.lower() // the end is near: its last bytes must wake the read
+	case l.mark == 1 && err == nil && l.got >= lowatFast && l.left >= lowatMark+lowatSlack:
+		if now.Sub(l.start) > lowatSlow {
+			l.off = true // not fast: never
+			break
+		}
+		if l.set(lowatMark) != nil {
+			l.off = true
+			break
+		}
+		l.mark = lowatMark
+	}
+	l.last = now
+	return n, err
+}
+
+// lower puts the mark back to 1 (or gives up when it cannot).
+func (l *lowatReader) lower() {
+	if l.set(1) != nil {
+		l.off = true // nothing better to do; the connection is closed after an error
+	}
+	l.mark = 1
+}
+
+// done puts the mark back to 1 when the body was not read to its end.
+func (l *lowatReader) done() {
+	if l.mark > 1 {
+		l.lower()
+	}
+}

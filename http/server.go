@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -53,6 +54,10 @@ type Config struct {
 	// Access takes the access lines (accesslog.go), when Logger is
 	// enabled at info; nil: they go through Logger.
 	Access *AccessLog
+	// RecvLowat sets the receive low-water mark of a connection's socket
+	// (SO_RCVLOWAT: a read waits until n bytes are there), or fails when
+	// the connection has none it can set; nil: never (body.go, lowat).
+	RecvLowat func(c net.Conn, n int) error
 }
 
 // Server is hoard's http.Handler.
@@ -79,11 +84,13 @@ type Server struct {
 	metrics MetricsHandler // nil: no /.cpr/metrics
 	active  atomic.Int64   // downloads being sent (metrics.go)
 	access  *AccessLog     // nil: access lines through log
+
+	recvLowat func(c net.Conn, n int) error // Config.RecvLowat
 }
 
 // New returns the handler for cfg.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k, idx: cfg.Index, srchHits: cfg.SrchHits, srchMax: cfg.SrchMax, media: cfg.Media}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k, idx: cfg.Index, srchHits: cfg.SrchHits, srchMax: cfg.SrchMax, media: cfg.Media, recvLowat: cfg.RecvLowat}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

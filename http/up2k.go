@@ -202,10 +202,12 @@ func (s *Server) postChunk(q *req) error {
 		}
 		subc = n
 	}
+	body := s.lowat(q, q.r.Body, q.r.ContentLength)
 	w, err := s.up.WriteChunks(q.r.Context(), up2k.ChunkPost{
 		Vol: q.vol, Wark: wark, Hashes: hashes, Subc: subc,
-		Body: newIdleReader(q, q.r.Body), Length: q.r.ContentLength,
+		Body: newIdleReader(q, body), Length: q.r.ContentLength,
 	})
+	body.done()
 	if err != nil {
 		return err
 	}
