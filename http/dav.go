@@ -966,7 +966,9 @@ func (s *Server) davPut(q *req) error {
 		}
 		in.Mtime = time.Unix(0, int64(f*1e9))
 	}
-	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, q.r.Body), in)
+	body := s.lowat(q, q.r.Body, q.r.ContentLength)
+	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, body), in)
+	body.done()
 	if err != nil {
 		return err
 	}

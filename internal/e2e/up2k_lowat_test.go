@@ -121,4 +121,39 @@ func TestUp2kTrickledBodyFewReads(t *testing.T) {
 	resp, b := postChunks(t, s, rep.Purl, rep.Wark, stitchHashes(f.hashes[16:24]), rest)
 	wantStatus(t, resp, b, 200)
 	wantUploaded(t, filepath.Join(vol, "tr.bin"), f.data, 1600000000)
+
+	// A plain PUT of 16 MiB, trickled the same way, then a listing on
+	// the same connection.
+	c2, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c, br = c2, bufio.NewReader(c2)
+	put := randomBytes(16 << 20)
+	if _, err := fmt.Fprintf(c, "PUT /put.bin HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(put)); err != nil {
+		t.Fatal(err)
+	}
+	r0 = readSyscalls(t, pid)
+	for off := 0; off < len(put); off += 16 << 10 {
+		if _, err := c.Write(put[off : off+16<<10]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	if code, b := answer("trickled PUT"); code != 201 && code != 200 {
+		t.Fatalf("trickled PUT: %d %s", code, b)
+	}
+	reads = readSyscalls(t, pid) - r0
+	t.Logf("PUT of 16 MiB in 1024 writes of 16 KiB: %d read calls by the server", reads)
+	if reads > 600 {
+		t.Errorf("the server made %d read calls for a 16 MiB PUT sent in 16 KiB pieces; want it read in large reads", reads)
+	}
+	if _, err := c.Write([]byte("GET /?ls HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := answer("listing after the PUT"); code != 200 {
+		t.Fatalf("listing after the PUT: %d", code)
+	}
+	wantFile(t, vol, "put.bin", put)
 }
