@@ -731,14 +731,30 @@ func (x *xfer) check(c check, err error, verified chan<- int) error {
 }
 
 // hashGroup hashes the chunks of group, all written, from the work file:
-// one lane each, read a buffer of each in turn, so that the lanes run
-// full whatever the pace at which the post's body arrived. It sets each
+// one lane each, a buffer of each read in turn and handed to the lanes
+// a row at a time (so that the lanes start on all of them at once, not
+// on the first while the others are read), so that the lanes run full
+// whatever the pace at which the post's body arrived. It sets each
 // chunk's sum; a failed read back is the post's failure.
 func (x *xfer) hashGroup(ctx context.Context, group []check) error {
 	x.m.grouped.Add(int64(len(group)))
 	sts := make([]*sha512x8.Stream, len(group))
 	for j := range group {
 		sts[j] = x.m.lanes.New()
+	}
+	type read struct {
+		j int
+		b *buf
+		n int
+	}
+	row := make([]read, 0, len(group))
+	// hand over the row read so far; never wait for a buffer while
+	// holding some that the lanes do not have (they give buffers back)
+	hand := func() {
+		for _, r := range row {
+			sts[r.j].Write(r.b[:r.n], func() { x.putBuf(r.b, true) })
+		}
+		row = row[:0]
 	}
 	var err error
 	for p, more := int64(0), true; more && err == nil; p += bufSize {
@@ -750,9 +766,12 @@ func (x *xfer) hashGroup(ctx context.Context, group []check) error {
 				continue
 			}
 			more = true
-			var b *buf
-			if b, err = x.getBuf(ctx, true); err != nil {
-				break
+			b, ok := x.tryBuf()
+			if !ok {
+				hand()
+				if b, err = x.getBuf(ctx, true); err != nil {
+					break
+				}
 			}
 			want := int(min(bufSize, n-p))
 			got, rerr := x.f.ReadAt(b[:want], x.t.start(u)+p)
@@ -764,8 +783,9 @@ func (x *xfer) hashGroup(ctx context.Context, group []check) error {
 				err = x.s.vol.WriteErr(&os.PathError{Op: "read back", Path: x.s.rec.Name + store.PartialSuffix, Err: rerr}, x.s.missing())
 				break
 			}
-			sts[j].Write(b[:want], func() { x.putBuf(b, true) })
+			row = append(row, read{j, b, want})
 		}
+		hand()
 	}
 	if err != nil {
 		// What was handed to the lanes is hashed and its buffers given
@@ -781,6 +801,22 @@ func (x *xfer) hashGroup(ctx context.Context, group []check) error {
 		group[j].sum = sum[:]
 	}
 	return nil
+}
+
+// tryBuf takes a lane buffer (as getBuf) when one is free at once.
+func (x *xfer) tryBuf() (*buf, bool) {
+	select {
+	case x.slots <- struct{}{}:
+	default:
+		return nil, false
+	}
+	select {
+	case x.m.laneBufs <- struct{}{}:
+		return getBuf(), true
+	default:
+		<-x.slots
+		return nil, false
+	}
 }
 
 // confirm makes verified chunks durable and records them, in groups: one
