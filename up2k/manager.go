@@ -88,6 +88,8 @@ type Manager struct {
 
 	remote remoteCache // sessions of object-store volumes seen (remote.go)
 	rcaps  remoteCaps  // unfinished uploads of object-store volumes (remotecaps.go)
+	// holdBodies: name holds read by this node's expiry (remotename.go).
+	holdBodies holdCache
 
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session
