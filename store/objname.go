@@ -143,6 +143,22 @@ func (v *Volume) UpHolder(ctx context.Context, rel string) (Hold, error) {
 // readHold reads the hold object key; want is the path it must name
 // ("" for any).
 func (v *Volume) readHold(ctx context.Context, key, want string) (Hold, error) {
+	for attempt := 0; ; attempt++ {
+		h, err := v.readHoldOnce(ctx, key, want)
+		if errors.Is(err, errHoldChanged) {
+			if attempt < 4 {
+				continue // replaced between the stat and the read: once more
+			}
+			err = ErrObjectStoreDown
+		}
+		return h, err
+	}
+}
+
+// errHoldChanged: the hold object changed while it was read.
+var errHoldChanged = errors.New("store: hold changed while read")
+
+func (v *Volume) readHoldOnce(ctx context.Context, key, want string) (Hold, error) {
 	oi, err := v.obj.Stat(ctx, key)
 	if err != nil {
 		return Hold{}, err
@@ -158,7 +174,7 @@ func (v *Volume) readHold(ctx context.Context, key, want string) (Hold, error) {
 	b, err := io.ReadAll(io.LimitReader(rc, maxHold+1))
 	rc.Close()
 	if errors.Is(err, ErrNotFound) {
-		return v.readHold(ctx, key, want) // replaced between the stat and the read: once more
+		return Hold{}, errHoldChanged
 	}
 	if err != nil {
 		return Hold{}, err
