@@ -172,7 +172,7 @@ func TestHoldCodecProperty(t *testing.T) {
 			parts = append(parts, string(p))
 		}
 		rel := strings.Join(parts, "/")
-		if c, err := cleanRel(rel); err != nil || c != rel {
+		if c, err := cleanRel(rel); err != nil || c != rel || rel == "." {
 			continue // not a path a hold names
 		}
 		gw, gr, err := DecodeHold(EncodeHold(string(w), rel))
