@@ -37,7 +37,7 @@ func (c *readsDB) Files(ctx context.Context, wark string) (map[string][]byte, er
 func TestLastHandshakeFromMemory(t *testing.T) {
 	dir := t.TempDir()
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{{Src: dir, Perms: map[string]store.Perm{"*": store.PermRead | store.PermWrite | store.PermDelete}}}, Logger: quiet})
+	st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{{Src: dir, Perms: map[string]store.Perm{"*": store.PermRead | store.PermWrite | store.PermDelete | store.PermMove}}}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
