@@ -139,19 +139,24 @@ func (r *recentDone) confirm(db SessionStore, vol *store.Volume, rel, wark strin
 	r.byWark[k] = e
 }
 
-// take removes and returns the confirmed entry of wark in db, if it is
-// recent enough.
-func (r *recentDone) take(db SessionStore, wark string) (recentKey, int64, int64, bool) {
+// take removes and returns the confirmed entry of wark in db when it is
+// recent enough and mine accepts its place; an entry mine does not
+// accept stays for the handshake that names it.
+func (r *recentDone) take(db SessionStore, wark string, mine func(recentKey) bool) (recentKey, int64, int64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.byWark[skey{db, wark}]
 	if e == nil {
 		return recentKey{}, 0, 0, false
 	}
-	r.unlinkLocked(e)
 	if r.now().Sub(e.at) > recentTTL {
+		r.unlinkLocked(e)
 		return recentKey{}, 0, 0, false
 	}
+	if mine != nil && !mine(e.key) {
+		return recentKey{}, 0, 0, false
+	}
+	r.unlinkLocked(e)
 	return e.key, e.size, e.mtime, true
 }
 
@@ -160,8 +165,10 @@ func (r *recentDone) take(db SessionStore, wark string) (recentKey, int64, int64
 // published and the handshake names that place, as existing would find
 // it (here). ok is false when the handshake must take the usual way.
 func (m *Manager) recentHere(ctx context.Context, h Handshake, db SessionStore, wark string) (Reply, bool, error) {
-	k, size, mtime, ok := m.recent.take(db, wark)
-	if !ok || k.vol != h.Vol || !namesHere(k.rel, h.Dir, h.Name) {
+	k, size, mtime, ok := m.recent.take(db, wark, func(k recentKey) bool {
+		return k.vol == h.Vol && namesHere(k.rel, h.Dir, h.Name)
+	})
+	if !ok {
 		return Reply{}, false, nil
 	}
 	fi, err := h.Vol.Stat(k.rel)

@@ -109,12 +109,14 @@ func TestRecentDoneProperty(t *testing.T) {
 				}
 			case op < 9: // a handshake looks
 				di := rnd.IntN(2)
-				k, size, _, ok := r.take(dbs[di], w)
+				reject := rnd.IntN(4) == 0 // the handshake names another place
+				k, size, _, ok := r.take(dbs[di], w, func(recentKey) bool { return !reject })
 				c, want := confirmed[fmt.Sprint(di, w)]
-				if want && now.Sub(c.at) > recentTTL {
-					want = false
+				expired := want && now.Sub(c.at) > recentTTL
+				if expired || !reject {
+					delete(confirmed, fmt.Sprint(di, w)) // used, or too old
 				}
-				delete(confirmed, fmt.Sprint(di, w))
+				want = want && !expired && !reject
 				if ok != want || ok && (k.vol != vols[c.key.vol] || k.rel != c.key.rel || size != c.size) {
 					t.Fatalf("seed %d step %d: take(%d, %s) = %v %v %d, model %v %+v", seed, step, di, w, k, ok, size, want, c)
 				}
@@ -147,10 +149,10 @@ func TestRecentDoneBounded(t *testing.T) {
 		t.Fatalf("%d/%d entries, want at most %d", len(r.byPath), len(r.byWark), recentMax)
 	}
 	last := fmt.Sprintf("W%d", 5*recentMax-2)
-	if _, _, _, ok := r.take(db, last); !ok {
+	if _, _, _, ok := r.take(db, last, nil); !ok {
 		t.Fatalf("the newest confirmed entry was evicted")
 	}
-	if _, _, _, ok := r.take(db, "W0"); ok {
+	if _, _, _, ok := r.take(db, "W0", nil); ok {
 		t.Fatalf("the oldest entry was kept")
 	}
 }

@@ -109,8 +109,24 @@ func TestLastHandshakeFromMemory(t *testing.T) {
 		}
 	}
 
+	// The same content under another name first (u2c sends a tree's
+	// duplicates so): that handshake takes the usual way (a copy), and
+	// the first file's last handshake is still answered from memory.
+	hs, w, data := upload("dup1.bin", 4096)
+	dup := hs
+	dup.Name = "dup2.bin"
+	if rep, err := m.Handshake(ctx, dup); err != nil || len(rep.Need) != 0 || rep.Name != "dup2.bin" {
+		t.Fatalf("duplicate: %+v %v, want complete (copied) as dup2.bin", rep, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "s", "dup2.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("duplicate's copy: %v", err)
+	}
+	if rep, reads := last(hs); len(rep.Need) != 0 || rep.Rel() != w.Rel || reads != 0 {
+		t.Fatalf("dup1.bin after its duplicate: %+v with %d record reads, want complete at %s from memory", rep, reads, w.Rel)
+	}
+
 	// Deleted through hoard before the last handshake: not complete.
-	hs, w, _ := upload("del.bin", 4096)
+	hs, w, _ = upload("del.bin", 4096)
 	if _, err := st.Delete(ctx, who, store.Loc{Vol: v, Rel: w.Rel}, store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
