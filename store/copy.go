@@ -27,11 +27,15 @@ const writebackEvery = 8 << 20
 var bufPool = sync.Pool{New: func() any { return new([ioBufSize]byte) }}
 
 // bigBufSize is the read size of a big upload once its first ioBufSize
-// bytes are in: a quarter of the reads, hand-offs to the hasher and the
-// writer, and wake-ups of each of ioBufSize ones. A body that turns out
-// small never takes one, so many small uploads at once hold no big
-// buffers.
-const bigBufSize = 1 << 20
+// bytes are in. A body that turns out small never takes one, so many small
+// uploads at once hold no big buffers. It was 1 MiB (a quarter of the
+// reads and hand-offs; ~0.08 CPU-seconds less per GiB), but with the
+// indexer's lanes re-hashing the previous upload at the same time that
+// took the peak RSS of the compare run's put-large from 59 to 70 MiB
+// (issue 19's limit is 64): three 1 GiB PUTs in a row, VmHWM 48–50 MiB
+// with 1 MiB buffers and 24 lane pieces, 40–43 MiB with ioBufSize here and
+// 8 lane pieces (up2k/hash.go), 43–45 MiB with 512 KiB.
+const bigBufSize = ioBufSize
 
 // pipeDepth is how many buffers wait for the hasher and for the writer.
 // The hasher is the slow stage; one buffer queued keeps it fed. A 1 GiB

@@ -191,9 +191,9 @@ func TestCopyPipeBigReads(t *testing.T) {
 		known bool
 		most  int
 	}{
-		{9<<20 + 333, true, 1 << 20},
-		{9<<20 + 333, false, 1 << 20},
-		{4 << 20, true, 1 << 20},
+		{9<<20 + 333, true, bigBufSize},
+		{9<<20 + 333, false, bigBufSize},
+		{4 << 20, true, bigBufSize},
 		{300 << 10, true, 256 << 10},
 		{512 << 10, true, 256 << 10},
 		{4096, false, 256 << 10},

@@ -187,8 +187,13 @@ var laneBytes atomic.Int64
 // sizes are multiples of it, so only a file's last piece is short.
 const lanePiece = 128 << 10
 
-// lanePieces bounds the pieces in flight: 3 MiB, whatever the file.
-const lanePieces = 24
+// lanePieces bounds the pieces in flight: one per lane, 1 MiB whatever
+// the file. 24 (3 MiB, reading ahead of the lanes) let the indexer's
+// reader run ahead of the lanes, but beside a big upload's buffers it
+// raised the peak RSS of three 1 GiB PUTs in a row by several MiB (issue
+// 19's memory limit); the indexer works in the background, so its speed
+// matters less than the upload's memory.
+const lanePieces = 8
 
 // hashChunksLanes hashes the n chunks of f eight at a time, one chunk per
 // lane of the SHA-512 lanes (sha512x8), on one core: the indexer's second

@@ -423,11 +423,14 @@ if (!inShare) {
 }
 let treeFor = null;
 
+// loadTree fetches the tree when the folder or its subfolders changed (a
+// folder made, renamed, moved, deleted or uploaded here shows in the tree)
 async function loadTree() {
-  if (inShare || treeFor === S.path) return;
-  treeFor = S.path;
+  const key = S.path + '\n' + (S.ls.dirs || []).map((d) => d.href).join('\n');
+  if (inShare || treeFor === key) return;
+  treeFor = key;
   const r = await fetch(S.path + '?tree', { credentials: 'same-origin' });
-  if (!r.ok || treeFor !== S.path) return;
+  if (!r.ok || treeFor !== key) return;
   const t = await r.json();
   const rel = S.path.slice(loc.length).split('/').filter(Boolean);
   const build = (node, depth, base) => {
@@ -561,7 +564,10 @@ const up = new Uploader({
   workers: Number(localStorage.getItem('hoard.workers')),
   conns: Number(localStorage.getItem('hoard.conns')),
   onchange: () => schedule(),
-  ondone: () => { clearTimeout(reloadT); reloadT = setTimeout(() => { if (S.ls && !S.search) load(S.path); }, 800); },
+  // the listing follows finished uploads: at once after the last one (it
+  // said "this folder is empty" for 0.8 s after a drop into an empty
+  // folder), at most every 0.8 s while others are still going
+  ondone: () => { clearTimeout(reloadT); reloadT = setTimeout(() => { if (S.ls && !S.search) load(S.path); }, up.busy() ? 800 : 0); },
 });
 let reloadT = 0;
 window.hoardUp = up; // for tests and the curious

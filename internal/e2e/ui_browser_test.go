@@ -311,7 +311,12 @@ func TestUIBrowserUploadTree(t *testing.T) {
 		wantFile(t, dst, rel, want)
 	}
 	wantNoPartial(t, dst)
-	b.waitJS(t, "the listing to show the new folder", `document.body.innerText.includes('drop/')`, 10*time.Second)
+	// the listing itself (the upload panel's lines say "drop/..." too,
+	// which let this pass while the list still said the folder was empty)
+	b.waitJS(t, "the listing to show the new folder", `[...document.querySelectorAll('table.ls tbody a')].some((a) => a.textContent === 'drop/')`, 10*time.Second)
+	// and the folder tree (it was fetched once per folder: a folder made by
+	// an upload, or by "new folder", never showed there)
+	b.waitJS(t, "the tree to show the new folder", `[...document.querySelectorAll('nav.tree a')].some((a) => a.textContent === 'drop')`, 10*time.Second)
 	b.shots(t, "uploaded")
 	b.quiet(t)
 }
