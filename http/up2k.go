@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -30,6 +31,12 @@ func (s *Server) postJSON(q *req) error {
 		return err
 	}
 	query := q.query
+	// The usual handshake's body is read without a map (hsjson.go); a
+	// search, and any body that walk cannot take, the general way.
+	var hf hsFields
+	if !has(query, "srch") && json.Valid(body) && objectFields(body, hf.set) && !hf.search {
+		return s.handshake(q, hf.get)
+	}
 	var fields map[string]json.RawMessage
 	jerr := json.Unmarshal(body, &fields)
 	_, hasQ := fields["q"]
@@ -38,13 +45,81 @@ func (s *Server) postJSON(q *req) error {
 		q.route = "search"
 		return s.search(q, fields, jerr)
 	}
+	if jerr != nil || fields == nil {
+		if err := notYet(query); err != nil {
+			return err
+		}
+		return errorf(http.StatusBadRequest, "you POSTed %d bytes of invalid json (an up2k handshake is a JSON object)", len(body))
+	}
+	return s.handshake(q, func(k string) []byte { return fields[k] })
+}
+
+// notYet refuses the JSON POSTs this version does not have.
+func notYet(query url.Values) error {
 	for _, k := range []string{"delete", "share"} {
 		if has(query, k) {
 			return errorf(http.StatusNotImplemented, "?%s is not available in this version of hoard yet", k)
 		}
 	}
-	if jerr != nil || fields == nil {
-		return errorf(http.StatusBadRequest, "you POSTed %d bytes of invalid json (an up2k handshake is a JSON object)", len(body))
+	return nil
+}
+
+// hsFields are the members of a handshake body that handshakeOf reads
+// (raw values, nil when absent), and whether it has a search's keys.
+type hsFields struct {
+	name, size, lmod, hash, replace, rand, umod, life []byte
+	search                                            bool
+}
+
+func (f *hsFields) set(k, v []byte) {
+	switch string(k) {
+	case "name":
+		f.name = v
+	case "size":
+		f.size = v
+	case "lmod":
+		f.lmod = v
+	case "hash":
+		f.hash = v
+	case "replace":
+		f.replace = v
+	case "rand":
+		f.rand = v
+	case "umod":
+		f.umod = v
+	case "life":
+		f.life = v
+	case "q", "srch":
+		f.search = true
+	}
+}
+
+func (f *hsFields) get(k string) []byte {
+	switch k {
+	case "name":
+		return f.name
+	case "size":
+		return f.size
+	case "lmod":
+		return f.lmod
+	case "hash":
+		return f.hash
+	case "replace":
+		return f.replace
+	case "rand":
+		return f.rand
+	case "umod":
+		return f.umod
+	case "life":
+		return f.life
+	}
+	return nil
+}
+
+// handshake answers an up2k handshake whose body's members get returns.
+func (s *Server) handshake(q *req, get func(string) []byte) error {
+	if err := notYet(q.query); err != nil {
+		return err
 	}
 	if s.up == nil {
 		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
@@ -55,7 +130,7 @@ func (s *Server) postJSON(q *req) error {
 	if q.share {
 		return errShareUp2k
 	}
-	h, err := handshakeOf(fields)
+	h, err := handshakeOf(get)
 	if err != nil {
 		return err
 	}
@@ -100,28 +175,28 @@ type hsReply struct {
 }
 
 // handshakeOf reads a handshake's fields, checking their types.
-func handshakeOf(f map[string]json.RawMessage) (up2k.Handshake, error) {
+func handshakeOf(get func(string) []byte) (up2k.Handshake, error) {
 	var h up2k.Handshake
 	bad := func(field, want string) error {
-		return errorf(http.StatusBadRequest, "handshake field %q: want %s, got %.60s", field, want, f[field])
+		return errorf(http.StatusBadRequest, "handshake field %q: want %s, got %.60s", field, want, get(field))
 	}
-	if err := json.Unmarshal(f["name"], &h.Name); err != nil || f["name"] == nil {
+	if v := get("name"); v == nil || jsonString(v, &h.Name) != nil {
 		return h, bad("name", "a string")
 	}
-	raw := bytes.TrimSpace(f["size"])
+	raw := bytes.TrimSpace(get("size"))
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
 		return h, bad("size", "an integer number of bytes")
 	}
 	h.Size = n
-	if v := f["lmod"]; v != nil {
-		var t float64
-		if json.Unmarshal(v, &t) == nil && !math.IsNaN(t) && t > 0 && t < 1<<40 {
+	if v := get("lmod"); v != nil {
+		t, ok := jsonFloat(v)
+		if ok && !math.IsNaN(t) && t > 0 && t < 1<<40 {
 			h.Lmod = int64(t) // copyparty truncates; anything else means now
 		}
 	}
-	if v := f["hash"]; v != nil && string(bytes.TrimSpace(v)) != "null" {
-		if err := json.Unmarshal(v, &h.Hashes); err != nil {
+	if v := get("hash"); v != nil && string(bytes.TrimSpace(v)) != "null" {
+		if err := jsonStrings(v, &h.Hashes); err != nil {
 			return h, bad("hash", "an array of chunk hashes (strings)")
 		}
 	} else if h.Size != 0 {
@@ -130,7 +205,7 @@ func handshakeOf(f map[string]json.RawMessage) (up2k.Handshake, error) {
 	if h.Hashes == nil {
 		h.Hashes = []string{}
 	}
-	if v := f["replace"]; v != nil {
+	if v := get("replace"); v != nil {
 		var b bool
 		var s string
 		switch {
@@ -145,7 +220,7 @@ func handshakeOf(f map[string]json.RawMessage) (up2k.Handshake, error) {
 		}
 	}
 	for _, k := range []string{"rand", "umod"} {
-		v := f[k]
+		v := get(k)
 		if v == nil {
 			continue
 		}
@@ -164,7 +239,7 @@ func handshakeOf(f map[string]json.RawMessage) (up2k.Handshake, error) {
 			h.Umod = b
 		}
 	}
-	if v := f["life"]; v != nil && string(bytes.TrimSpace(v)) != "null" {
+	if v := get("life"); v != nil && string(bytes.TrimSpace(v)) != "null" {
 		var l float64
 		if err := json.Unmarshal(v, &l); err != nil || l < 0 || l > 1<<40 {
 			return h, bad("life", "a number of seconds")

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // Free space promised to uploads that write it later (up2k sessions make
@@ -92,11 +93,11 @@ func (v *Volume) claimed() uint64 {
 // 0) fits the volume's free space less its df= reserve and the claims of
 // unfinished uploads.
 func (v *Volume) roomFor(n int64) error {
-	free, err := v.Free()
+	need, df, claimed := uint64(max(n, 0)), uint64(v.Flags().DF), v.claimed()
+	free, err := v.freeFor(need + df + claimed)
 	if err != nil {
 		return nil
 	}
-	need, df, claimed := uint64(max(n, 0)), uint64(v.Flags().DF), v.claimed()
 	switch {
 	case need == 0 && free < df:
 		return &DiskFullError{Free: free, Need: df}
@@ -108,11 +109,35 @@ func (v *Volume) roomFor(n int64) error {
 	return nil
 }
 
-// Room returns the volume's free space and what unfinished uploads hold
-// of it.
+// Room returns the volume's free space (as read at most roomFresh ago)
+// and what unfinished uploads hold of it.
 func (v *Volume) Room() (free, claimed uint64, err error) {
-	free, err = v.Free()
+	free, err = v.freeFor(0)
 	return free, v.claimed(), err
+}
+
+// freeSeen is a volume's free space as last read.
+type freeSeen struct {
+	at   time.Time
+	free uint64
+}
+
+// freeFor returns the volume's free space for a check that needs need
+// bytes of it. Every small upload checks it (two or three times for an
+// up2k file); one statfs answers them all while the answer is fresh and
+// far from need: roomMargin more than need cannot be written in
+// roomFresh (as for the state folder, state.go). Near the limit, every
+// call asks the file system.
+func (v *Volume) freeFor(need uint64) (uint64, error) {
+	now := time.Now()
+	if c := v.seen.Load(); c != nil && now.Sub(c.at) < roomFresh && c.free >= need+roomMargin {
+		return c.free, nil
+	}
+	free, err := v.Free()
+	if err == nil {
+		v.seen.Store(&freeSeen{at: now, free: free})
+	}
+	return free, err
 }
 
 // Claim checks an upload of n bytes as CheckSize does and, when it fits,

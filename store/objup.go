@@ -283,8 +283,13 @@ func (v *Volume) UpStat(ctx context.Context, rel string) (ObjectInfo, error) {
 // UpFreeName chooses the name an upload of name into the folder dir of
 // an object-store volume gets, as a PUT does: name when free (or, with
 // replace, when a file is there), else a collision name. It checks the
-// folder as Ingest does (no-sub volumes, a file in the way).
-func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace bool) (string, error) {
+// folder as Ingest does (no-sub volumes, a file in the way). With hold
+// set (up2k's holds of names for their sessions: objname.go), a
+// candidate must also be held by the caller (hold false: another upload
+// holds it, so it is taken); a name held is looked at once more, and let
+// go with unhold when a file took it meanwhile, so that a publish that
+// let its hold go just before is seen.
+func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace bool, hold func(name string) (bool, error), unhold func(name string)) (string, error) {
 	d, err := cleanRel(dir)
 	if err != nil {
 		return "", err
@@ -298,14 +303,34 @@ func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace b
 	if err := v.objParents(ctx, d); err != nil {
 		return "", err
 	}
+	free := func(try string) (bool, error) {
+		fi, err := v.objStat(ctx, path.Join(d, try))
+		if errors.Is(err, ErrNotFound) || err == nil && replace && try == name && !fi.IsDir() {
+			return true, nil
+		}
+		return false, err
+	}
 	try := name
 	for attempt := 0; ; attempt++ {
-		fi, err := v.objStat(ctx, path.Join(d, try))
-		if errors.Is(err, ErrNotFound) || err == nil && replace && !fi.IsDir() {
-			return try, nil
-		}
+		ok, err := free(try)
 		if err != nil {
 			return "", err
+		}
+		if ok && hold != nil {
+			if ok, err = hold(try); err != nil {
+				return "", err
+			}
+			if ok {
+				if ok, err = free(try); !ok {
+					unhold(try)
+				}
+				if err != nil {
+					return "", err
+				}
+			}
+		}
+		if ok {
+			return try, nil
 		}
 		if attempt >= 20 {
 			return "", &Error{Kind: KindConflict, Msg: "could not find a free name for the upload"}

@@ -88,9 +88,10 @@ type Volume struct {
 	secret []byte   // per-volume key for file keys and collision suffixes
 	store  *Store
 
-	dirs   dirSyncs  // group-committed folder fsyncs
-	claims *fsClaims // its file system's claimed free space (claim.go)
-	run    *histRun  // the state folder's run lock; nil when not held (recover.go)
+	dirs   dirSyncs                 // group-committed folder fsyncs
+	claims *fsClaims                // its file system's claimed free space (claim.go)
+	seen   atomic.Pointer[freeSeen] // its free space as last read (claim.go)
+	run    *histRun                 // the state folder's run lock; nil when not held (recover.go)
 
 	// obj, when set, holds the volume's files (flag s3=, object.go);
 	// objPre is their key prefix ("" or ending in "/").

@@ -511,9 +511,12 @@ func (v *Volume) writeErr(err error, need int64) error {
 
 // Free returns the bytes available to hoard on the volume's file system.
 func (v *Volume) Free() (uint64, error) {
-	free, _, err := statfs(v.Src)
+	free, _, err := volStatfs(v.Src)
 	return free, err
 }
+
+// volStatfs reads a volume's free space (tests count and steer it).
+var volStatfs = statfs
 
 // CheckSize applies the volume's sz= bounds and df= reserve to an upload of
 // n bytes (n < 0: unknown yet; only the reserve is checked for 0 bytes).

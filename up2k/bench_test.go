@@ -97,14 +97,20 @@ func BenchmarkWriteChunks(b *testing.B) {
 }
 
 // BenchmarkSmallFile is one small up2k upload per iteration, as u2c sends
-// many: handshake (synced session), one 4 KiB chunk, publish and finish.
+// many: handshake (synced session), one 4 KiB chunk, publish and finish;
+// u2c adds the last handshake that u2c.py and the browser send.
 // With gc=on the file is group-committed (store/gcommit.go: its bytes in
 // the state database's journal, recorded finished without a flush of its
 // own); gc=off is the per-file way (syncfs, folder fsync, synced finish).
 // Watch allocs/op; the time is the disk's.
 func BenchmarkSmallFile(b *testing.B) {
-	for _, gc := range []bool{false, true} {
-		b.Run(fmt.Sprintf("gc=%v", map[bool]string{false: "off", true: "on"}[gc]), func(b *testing.B) {
+	for _, tc := range []struct{ gc, last bool }{{false, false}, {true, false}, {true, true}} {
+		gc, last := tc.gc, tc.last
+		name := fmt.Sprintf("gc=%v", map[bool]string{false: "off", true: "on"}[gc])
+		if last {
+			name += "/u2c" // with the last handshake
+		}
+		b.Run(name, func(b *testing.B) {
 			dir := b.TempDir()
 			quiet := slog.New(slog.DiscardHandler)
 			st, err := store.Open(store.Config{Volumes: []store.VolumeSpec{{Src: dir, Perms: map[string]store.Perm{"*": store.PermRead | store.PermWrite}}}, Logger: quiet})
@@ -134,12 +140,21 @@ func BenchmarkSmallFile(b *testing.B) {
 				data[0], data[1] = byte(i), byte(i>>8) // new content: not found as a finished file
 				data[2] = byte(i >> 16)
 				h := up2k.ChunkHash(data)
-				rep, err := m.Handshake(context.Background(), up2k.Handshake{Vol: v, Dir: "s", Name: fmt.Sprintf("f%d", i), Size: int64(len(data)), Hashes: []string{h}, Lmod: 1})
+				hs := up2k.Handshake{Vol: v, Dir: "s", Name: fmt.Sprintf("f%d", i), Size: int64(len(data)), Hashes: []string{h}, Lmod: 1, MayRead: last}
+				rep, err := m.Handshake(context.Background(), hs)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if _, err := m.WriteChunks(context.Background(), up2k.ChunkPost{Vol: v, Wark: rep.Wark, Hashes: h, Subc: -1, Body: bytes.NewReader(data), Length: int64(len(data))}); err != nil {
 					b.Fatal(err)
+				}
+				if last {
+					// copyparty's clients confirm every file with one
+					// more handshake (hoard up does not).
+					fin, err := m.Handshake(context.Background(), hs)
+					if err != nil || len(fin.Need) != 0 {
+						b.Fatalf("last handshake: %+v %v", fin, err)
+					}
 				}
 			}
 		})

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"hoard/store"
@@ -35,7 +34,7 @@ func (m *Manager) existing(ctx context.Context, h Handshake, cs int64, wark stri
 			}
 			continue
 		}
-		if rel == target || (path.Dir(rel) == h.Dir && strings.HasPrefix(path.Base(rel), h.Name+"-")) {
+		if namesHere(rel, h.Dir, h.Name) {
 			// Here already (possibly under the collision name it got).
 			return m.here(ctx, h, wark, rel, fi)
 		}

@@ -15,6 +15,7 @@ import (
 // the client's next chunk gets copyparty's "unknown wark" and its next
 // handshake starts over: it never completes a file that is not whole.
 func (m *Manager) follow(e store.Event) {
+	m.recent.event(e) // recent.go
 	if !e.Tree || e.Kind != store.Removed && e.Kind != store.Moved {
 		return
 	}

@@ -88,7 +88,10 @@ type Manager struct {
 	wg     sync.WaitGroup // background goroutines
 
 	remote remoteCache // sessions of object-store volumes seen (remote.go)
+	recent recentDone  // uploads just finished, for their last handshake (recent.go)
 	rcaps  remoteCaps  // unfinished uploads of object-store volumes (remotecaps.go)
+	// holdBodies: name holds read by this node's expiry (remotename.go).
+	holdBodies holdCache
 
 	mu       sync.Mutex // protects the fields below
 	sessions map[skey]*session
@@ -185,6 +188,7 @@ func New(cfg Config) (*Manager, error) {
 	if m.now == nil {
 		m.now = time.Now
 	}
+	m.recent.init(m.now)
 	w := cfg.Workers
 	if w <= 0 {
 		w = runtime.GOMAXPROCS(0)
@@ -353,6 +357,18 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 		return Reply{}, err
 	}
 	k := skey{db, wark}
+	m.mu.Lock()
+	_, live := m.sessions[k]
+	closed := m.closed
+	m.mu.Unlock()
+	if !live && !closed {
+		// The last handshake of an upload just finished (copyparty's
+		// clients send one for every file): answered without reading
+		// the record it just wrote (recent.go).
+		if rep, ok, err := m.recentHere(ctx, h, db, wark); ok || err != nil {
+			return rep, err
+		}
+	}
 	for {
 		m.mu.Lock()
 		if m.closed {

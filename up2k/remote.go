@@ -57,6 +57,41 @@ type remoteCache struct {
 	mu  sync.Mutex
 	m   map[string]*remoteSess
 	fin map[string]*finCall // publishes in progress (remoteFinish)
+	// busy are the chunks a post on this node is writing, by volume,
+	// wark and chunk key (claimBusy).
+	busy map[string]bool
+}
+
+// claimBusy marks the chunks us of the session rs as being written by
+// the caller on this node, refusing, as on disk, a chunk another
+// request here is writing. Nodes share no such claim: two posts of one
+// chunk on two nodes at once both store it, the same bytes (docs/s3.md).
+func (c *remoteCache) claimBusy(v *store.Volume, rs *remoteSess, us []int) (release func(), err error) {
+	t := rs.t
+	keys := make([]string, len(us))
+	for i, u := range us {
+		keys[i] = v.VPath + "\x00" + rs.rec.Wark + "\x00" + t.key(u)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, u := range us {
+		if c.busy[keys[i]] {
+			return nil, invalidf("that chunk is already being written to:\n  %s\n  %s %d/%d\n  %s", rs.rec.Wark, t.sentOf(u), t.firstChunk(u), t.n, rs.rec.Name)
+		}
+	}
+	if c.busy == nil {
+		c.busy = map[string]bool{}
+	}
+	for _, k := range keys {
+		c.busy[k] = true
+	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, k := range keys {
+			delete(c.busy, k)
+		}
+	}, nil
 }
 
 type remoteSess struct {
@@ -243,6 +278,7 @@ func (m *Manager) remoteHandshake(ctx context.Context, h Handshake, cs int64, wa
 		// (its publisher died between the two, or a slower one of two
 		// publishers overwrote it): say so now.
 		if oi, err := h.Vol.UpStat(ctx, path.Join(rec.Dir, rec.Name)); err == nil && oi.Meta["hoard-wark"] == wark {
+			m.remoteUnhold(ctx, h.Vol, path.Join(rec.Dir, rec.Name), wark) // remotename.go
 			rs.rec.Final = path.Join(rec.Dir, rec.Name)
 			if err := putRemote(ctx, h.Vol, rs.rec, false); err != nil {
 				return Reply{}, err
@@ -305,13 +341,16 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 	if err != nil {
 		return Reply{}, false, err
 	}
-	name, err := v.UpFreeName(ctx, h.Dir, h.Name, h.IP, replace)
-	if err != nil {
-		return Reply{}, false, err
-	}
 	if h.Size == 0 {
+		// Published at once, at a name no other upload holds
+		// (remotename.go): held for the moment of the publish.
+		name, err := m.freeName(ctx, v, h.Dir, h.Name, h.IP, replace, wark)
+		if err != nil {
+			return Reply{}, false, err
+		}
 		rel := path.Join(h.Dir, name)
 		eoi, err := v.UpCompose(ctx, rel, nil, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Life: time.Duration(h.Life) * time.Second, Meta: publishMeta(wark, h.Lmod)})
+		m.remoteUnhold(ctx, v, rel, wark)
 		if errors.Is(err, store.ErrExists) {
 			return Reply{}, true, nil // taken meanwhile: choose again
 		}
@@ -321,27 +360,41 @@ func (m *Manager) remoteStart(ctx context.Context, h Handshake, cs int64, wark s
 		m.log.Info("upload finished", "volume", "/"+v.VPath, "path", rel, "size", 0, "user", h.User, "ip", h.IP)
 		return Reply{Name: name, Dir: h.Dir, Lmod: h.Lmod, Need: []string{}, Wark: wark, Sparse: true, Info: store.ObjectFileInfo(eoi)}, false, nil
 	}
+	// The caps on unfinished uploads, counted in the bucket (remotecaps.go).
+	key, err := m.remoteTakePlace(ctx, v, h.IP, wark)
+	if err != nil {
+		return Reply{}, false, err
+	}
+	// The name, held for the session in the bucket until the file is
+	// published or the session dropped (remotename.go): a second upload
+	// of other content to it, through any node, gets a collision name now.
+	name, err := m.freeName(ctx, v, h.Dir, h.Name, h.IP, replace, wark)
+	if err != nil {
+		m.remoteUnmark(ctx, v, h.IP, wark)
+		return Reply{}, false, err
+	}
+	rel := path.Join(h.Dir, name)
 	rec := remoteRec{record: record{
 		Wark: wark, Dir: h.Dir, Name: name, Asked: asked, Size: h.Size, Lmod: h.Lmod, CS: cs,
 		Hashes: h.Hashes, Created: m.now().UnixNano(), Life: h.Life, Replace: replace, User: h.User, IP: h.IP,
 	}}
 	t, err := newTable(h.Size, cs, h.Hashes)
 	if err != nil {
-		return Reply{}, false, err
-	}
-	// The caps on unfinished uploads, counted in the bucket (remotecaps.go).
-	key, err := m.remoteTakePlace(ctx, v, h.IP, wark)
-	if err != nil {
+		m.remoteUnmark(ctx, v, h.IP, wark)
+		m.remoteUnhold(ctx, v, rel, wark)
 		return Reply{}, false, err
 	}
 	if err := putRemote(ctx, v, rec, true); errors.Is(err, store.ErrExists) {
-		// Another node made it: resume that one (its mark is its own).
+		// Another node made it: resume that one (its mark is its own;
+		// so is the name when it chose the same).
 		if other, ok, _ := m.loadRemote(ctx, v, wark); !ok || store.ClientKey(other.rec.IP) != key {
 			m.remoteUnmark(ctx, v, h.IP, wark)
 		}
+		m.remoteUnholdStale(ctx, v, rel, wark)
 		return Reply{}, true, nil
 	} else if err != nil {
 		m.remoteUnmark(ctx, v, h.IP, wark)
+		m.remoteUnholdStale(ctx, v, rel, wark)
 		return Reply{}, false, err
 	}
 	rs := &remoteSess{rec: rec, t: t}
@@ -432,6 +485,11 @@ func (m *Manager) remoteChunks(ctx context.Context, p ChunkPost, hl HashList) (W
 			return Written{}, invalidf("already got that (%s) but thanks??", t.sentOf(u))
 		}
 	}
+	release, err := m.remote.claimBusy(v, rs, us)
+	if err != nil {
+		return Written{}, err
+	}
+	defer release()
 	m.posts.Add(1)
 	defer m.posts.Add(-1)
 	w, rs, err := m.remotePost(ctx, p, rs, us)
@@ -499,6 +557,11 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 	} else if got {
 		return Written{}, invalidf("already got that (%s) but thanks??", t.sentOf(u))
 	}
+	release, err := m.remote.claimBusy(v, rs, us)
+	if err != nil {
+		return Written{}, err
+	}
+	defer release()
 	// The pieces stored so far, in order, with their ends.
 	type piece struct {
 		name       string
@@ -507,7 +570,7 @@ func (m *Manager) remoteSubchunk(ctx context.Context, p ChunkPost, rs *remoteSes
 	var pieces []piece
 	dir := pieceDir(p.Wark, key)
 	states := map[string]bool{}
-	err := v.UpWalk(ctx, dir, func(oi store.ObjectInfo) error {
+	err = v.UpWalk(ctx, dir, func(oi store.ObjectInfo) error {
 		rest := strings.TrimPrefix(oi.Key, dir)
 		if base, ok := strings.CutSuffix(rest, ".h"); ok {
 			states[base] = true
@@ -765,11 +828,17 @@ func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark strin
 		if err == nil || published(rel) {
 			break // published, by this node or by another at once
 		}
+		if name != rec.Name {
+			m.remoteUnhold(ctx, v, rel, wark) // a collision name held for this publish (below)
+		}
 		if !errors.Is(err, store.ErrExists) || attempt >= 4 {
 			m.log.Warn("could not publish an upload", "volume", "/"+v.VPath, "path", rel, "wark", wark, "err", err)
 			return "", err
 		}
-		if name, err = v.UpFreeName(ctx, rec.Dir, rec.Name, rec.IP, false); err != nil {
+		// Another file took the name (a PUT, or another S3 client: up2k
+		// uploads respect the session's hold): a collision name that no
+		// upload holds, held until published.
+		if name, err = m.freeName(ctx, v, rec.Dir, rec.Name, rec.IP, false, wark); err != nil {
 			return "", err
 		}
 	}
@@ -779,6 +848,12 @@ func (m *Manager) remotePublish(ctx context.Context, v *store.Volume, wark strin
 // published records where the upload rec went (Final) and drops its
 // chunk objects.
 func (m *Manager) published(ctx context.Context, v *store.Volume, rec remoteRec, rel string) (string, error) {
+	// The file has its name: the holds go before the session says where
+	// (remotename.go: a hold whose session is published is stale anyway).
+	m.remoteUnhold(ctx, v, path.Join(rec.Dir, rec.Name), rec.Wark)
+	if rel != path.Join(rec.Dir, rec.Name) {
+		m.remoteUnhold(ctx, v, rel, rec.Wark)
+	}
 	rec.Final = rel
 	if err := putRemote(ctx, v, rec, false); err != nil {
 		return "", err
@@ -860,6 +935,7 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 		// Before any session goes: while its record is there, an upload
 		// at its file that it does not name is its dead node's.
 		m.sweepOrphans(ctx, v, order)
+		dropped := map[string]bool{}
 		for _, wark := range order {
 			s := all[wark]
 			if now.Sub(s.last) < m.idle {
@@ -899,8 +975,11 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 				continue
 			}
 			n++
+			dropped[wark] = true
 			m.log.Info("upload dropped", "volume", "/"+v.VPath, "wark", wark, "why", fmt.Sprintf("idle for more than %v", m.idle), "store", "object")
 		}
+		// The names held by sessions gone or dropped now (remotename.go).
+		m.sweepHolds(ctx, v, func(w string) bool { return all[w] != nil && !dropped[w] })
 		// The caps' marks (remotecaps.go) of sessions gone or dropped
 		// now; a mark is written just before its session, so a young
 		// one stays.

@@ -128,3 +128,58 @@ func FuzzDecodeRemote(f *testing.F) {
 		}
 	})
 }
+
+// claimBusy (a chunk written by a post on this node, on an object-store
+// volume): a second claim of any chunk held is refused with disk's
+// answer, claims of other chunks, of the same chunk in another session or
+// volume, and after the release, are taken.
+func TestClaimBusy(t *testing.T) {
+	const cs = 1 << 20
+	var hashes []string
+	for i := range 3 {
+		hashes = append(hashes, ChunkHash(bytes.Repeat([]byte{byte(i)}, cs)))
+	}
+	tab, err := newTable(3*cs, cs, hashes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &remoteSess{rec: remoteRec{record: record{Wark: strings.Repeat("W", 44), Name: "busy.bin"}}, t: tab}
+	other := &remoteSess{rec: remoteRec{record: record{Wark: strings.Repeat("X", 44), Name: "busy.bin"}}, t: tab}
+	v, v2 := &store.Volume{VPath: "a"}, &store.Volume{VPath: "b"}
+	var c remoteCache
+	rel, err := c.claimBusy(v, rs, []int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, us := range [][]int{{1}, {2, 0}} {
+		_, err := c.claimBusy(v, rs, us)
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != Invalid || !strings.Contains(e.Msg, "that chunk is already being written to") || !strings.Contains(e.Msg, "busy.bin") {
+			t.Fatalf("claim of %v while 0 and 1 are held: %v", us, err)
+		}
+	}
+	rel2, err := c.claimBusy(v, rs, []int{2})
+	if err != nil {
+		t.Fatalf("another chunk: %v", err)
+	}
+	rel3, err := c.claimBusy(v2, rs, []int{0})
+	if err != nil {
+		t.Fatalf("the same chunk in another volume: %v", err)
+	}
+	rel4, err := c.claimBusy(v, other, []int{0})
+	if err != nil {
+		t.Fatalf("the same chunk in another session: %v", err)
+	}
+	rel()
+	rel2()
+	rel3()
+	rel4()
+	if len(c.busy) != 0 {
+		t.Fatalf("claims left after every release: %v", c.busy)
+	}
+	if rel, err := c.claimBusy(v, rs, []int{0, 1, 2}); err != nil {
+		t.Fatalf("after the release: %v", err)
+	} else {
+		rel()
+	}
+}

@@ -119,12 +119,15 @@ func (m *Manager) remoteCopy(ctx context.Context, h Handshake, wark, src string)
 		return Reply{}, false, err
 	}
 	for range 4 {
-		name, err := v.UpFreeName(ctx, h.Dir, h.Name, h.IP, replace)
+		// A name no other upload holds, held for the moment of the copy
+		// (remotename.go).
+		name, err := m.freeName(ctx, v, h.Dir, h.Name, h.IP, replace, wark)
 		if err != nil {
 			return Reply{}, false, err
 		}
 		rel := path.Join(h.Dir, name)
 		coi, err := v.UpCopy(ctx, rel, src, store.UpPublish{Replace: replace, User: h.User, IP: h.IP, Life: time.Duration(h.Life) * time.Second, Meta: publishMeta(wark, h.Lmod)})
+		m.remoteUnhold(ctx, v, rel, wark)
 		switch {
 		case err == nil:
 			m.log.Info("upload deduplicated", "volume", "/"+v.VPath, "path", rel, "from", src, "how", "server-side copy", "size", h.Size, "user", h.User, "ip", h.IP)

@@ -384,7 +384,9 @@ var errNotAllIn = errors.New("up2k: not every chunk is in")
 // two nodes doing it at once agree).
 func (m *Manager) restage(ctx context.Context, v *store.Volume, rs *remoteSess, etag string) error {
 	rec := rs.rec
-	name, err := v.UpFreeName(ctx, rec.Dir, rec.Name, rec.IP, false)
+	// The new name is held for the session, the old one let go
+	// (remotename.go).
+	name, err := m.freeName(ctx, v, rec.Dir, rec.Name, rec.IP, false, rec.Wark)
 	if err != nil {
 		return err
 	}
@@ -394,11 +396,14 @@ func (m *Manager) restage(ctx context.Context, v *store.Volume, rs *remoteSess, 
 		// Another node changed the session first (its own restage, or a
 		// publish's touch that will find the name taken too): the next
 		// publish decides again.
+		m.remoteUnholdStale(ctx, v, path.Join(rec.Dir, name), rec.Wark)
 		m.remote.drop(v, rec.Wark)
 		return errRestaged
 	} else if err != nil {
+		m.remoteUnholdStale(ctx, v, path.Join(rec.Dir, name), rec.Wark)
 		return err
 	}
+	m.remoteUnhold(ctx, v, old, rec.Wark)
 	v.UpAbortUpload(ctx, old, rs.rec.Upload)
 	m.remote.drop(v, rec.Wark)
 	m.log.Warn("an upload's name was taken by another file; its parts are asked again", "volume", "/"+v.VPath, "path", old, "now", path.Join(rec.Dir, name), "wark", rec.Wark)

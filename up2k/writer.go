@@ -1022,6 +1022,7 @@ func (m *Manager) finish(ctx context.Context, s *session, t *store.Temp) (string
 		return rel, ferr
 	}
 	m.remove(s)
+	m.recent.confirm(s.db, s.vol, rel, s.rec.Wark, fi)
 	m.finished.Add(1)
 	m.log.Info("upload finished", "volume", "/"+s.vol.VPath, "path", rel, "size", s.rec.Size, "wark", s.rec.Wark, "user", s.rec.User, "ip", s.rec.IP)
 	return rel, nil

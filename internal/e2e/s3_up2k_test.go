@@ -41,8 +41,9 @@ func s3Sessions(t *testing.T, m *miniotest.Server, bucket, pre string) []string 
 }
 
 // wantS3Settled checks that an up2k upload left nothing staged: no chunk
-// objects and no unfinished multipart uploads (its session object, which
-// says where the file went, may stay until it expires).
+// objects, no unfinished multipart uploads, no caps' marks and no name
+// holds (its session object, which says where the file went, may stay
+// until it expires).
 func wantS3Settled(t *testing.T, m *miniotest.Server, bucket, pre string) {
 	t.Helper()
 	for _, k := range s3Sessions(t, m, bucket, pre) {
@@ -56,6 +57,9 @@ func wantS3Settled(t *testing.T, m *miniotest.Server, bucket, pre string) {
 	for _, k := range m.Keys(t, bucket) {
 		if strings.HasPrefix(k, pre+".hist/up2k-ip/") {
 			t.Errorf("the caps' mark of a finished upload left: %s", k)
+		}
+		if strings.HasPrefix(k, pre+".hist/up2k-name/") {
+			t.Errorf("the name hold of a finished upload left: %s", k)
 		}
 	}
 }

@@ -158,10 +158,7 @@ var s3MatrixTests = map[string]func(*testing.T){
 // builds them. THE one list: when a feature lands on S3, delete its
 // tests' lines here (and run `go test ./internal/e2e -run TestS3Matrix`).
 var s3NotBuilt = map[string]string{
-
-	// docs/s3.md "Not the same as on disk (yet)"; no helper builds these now.
-	"TestUp2kCollisionAndReplace": "a handshake's name reserved for its session (on S3 the second of two gets its collision name when it publishes)",
-	"TestUp2kBusyChunk":           "a chunk busy on another connection",
+	// Empty: every test of s3MatrixTests that is not disk-only runs on S3.
 }
 
 // s3DiskOnly: tests of what only a local folder has; they stay skipped.

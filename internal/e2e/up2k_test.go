@@ -11,12 +11,14 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -241,7 +243,7 @@ func TestUp2kBusyChunk(t *testing.T) {
 	req.Header.Set("X-Up2k-Hash", f.hashes[0])
 	done := make(chan int, 1)
 	go func() {
-		resp, err := (&http.Client{}).Do(req)
+		resp, err := smallSendBuffer.Do(req)
 		if err != nil {
 			done <- 0
 			return
@@ -249,16 +251,20 @@ func TestUp2kBusyChunk(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	// More than one read buffer, so that the server writes some of it:
-	// then it certainly holds the chunk.
+	// More than the connection's buffers hold (a small send buffer, the
+	// server's receive window), so the write returns only once the server
+	// has read most of it: it reads a chunk's body only after claiming
+	// the chunk, so then it certainly holds it — on disk and on S3 alike.
 	pw.Write(f.chunk(0)[:600000])
-	partial := filepath.Join(vol, "busy.bin.PARTIAL")
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if fi, err := os.Stat(partial); err == nil && fi.Sys().(*syscall.Stat_t).Blocks > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first writer's bytes never reached the work file")
+	if !onS3(t) { // and on disk the bytes are in the work file
+		partial := filepath.Join(vol, "busy.bin.PARTIAL")
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if fi, err := os.Stat(partial); err == nil && fi.Sys().(*syscall.Stat_t).Blocks > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the first writer's bytes never reached the work file")
+			}
 		}
 	}
 	code, b := postChunksNoFail(s, rep.Purl, rep.Wark, f.hashes[0], f.chunk(0))
@@ -273,6 +279,19 @@ func TestUp2kBusyChunk(t *testing.T) {
 	postChunk(t, s, rep, f, 1)
 	wantUploaded(t, filepath.Join(vol, "busy.bin"), f.data, 1600000000)
 }
+
+// smallSendBuffer is a client whose connections have a small socket
+// send buffer (no autotuning), so a body's write blocks until the server
+// reads it: a test knows then that the server's handler is consuming it.
+var smallSendBuffer = &http.Client{Transport: &http.Transport{
+	DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetWriteBuffer(8 << 10)
+		}
+		return c, err
+	},
+}}
 
 func TestUp2kTwoClients(t *testing.T) {
 	t.Parallel()
@@ -427,7 +446,7 @@ func TestUp2kCollisionAndReplace(t *testing.T) {
 	if !collisionNameRE.MatchString(rep.Name) {
 		t.Fatalf("renamed to %q, want copyparty's collision name", rep.Name)
 	}
-	if b, _ := os.ReadFile(filepath.Join(vol, "x.txt")); string(b) != "old content" {
+	if b, _ := volReadFile(filepath.Join(vol, "x.txt")); string(b) != "old content" {
 		t.Fatal("the existing file changed")
 	}
 	wantUploaded(t, filepath.Join(vol, rep.Name), f.data, 1600000000)
@@ -454,7 +473,7 @@ func TestUp2kCollisionAndReplace(t *testing.T) {
 	if r4.Name != "y.bin" {
 		t.Fatalf("replace with d: name %q", r4.Name)
 	}
-	if b, _ := os.ReadFile(filepath.Join(vol, "y.bin")); !bytes.Equal(b, g.data) {
+	if b, _ := volReadFile(filepath.Join(vol, "y.bin")); !bytes.Equal(b, g.data) {
 		t.Fatal("the file was replaced before the upload was complete")
 	}
 	postChunk(t, s, r4, k2, 0, "PW: pw")
