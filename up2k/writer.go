@@ -748,13 +748,17 @@ func (x *xfer) hashGroup(ctx context.Context, group []check) error {
 		n int
 	}
 	row := make([]read, 0, len(group))
-	// hand over the row read so far; never wait for a buffer while
-	// holding some that the lanes do not have (they give buffers back)
+	ws := make([]sha512x8.Write, 0, len(group))
+	// hand over the row read so far, in one go; never wait for a buffer
+	// while holding some that the lanes do not have (they give buffers
+	// back)
 	hand := func() {
 		for _, r := range row {
-			sts[r.j].Write(r.b[:r.n], func() { x.putBuf(r.b, true) })
+			ws = append(ws, sha512x8.Write{S: sts[r.j], P: r.b[:r.n], Release: func() { x.putBuf(r.b, true) }})
 		}
-		row = row[:0]
+		x.m.lanes.WriteAll(ws)
+		clear(ws)
+		ws, row = ws[:0], row[:0]
 	}
 	var err error
 	for p, more := int64(0), true; more && err == nil; p += bufSize {

@@ -109,6 +109,14 @@ func (h *Hasher) signal() {
 // been hashed and may be reused. Every Write but the last before Finish
 // must be a multiple of BlockSize long.
 func (s *Stream) Write(p []byte, release func()) {
+	if pc, ok := s.take(p, release); ok {
+		s.push(pc)
+	}
+}
+
+// take accounts for p as Write does and returns the piece of whole
+// blocks to hash, if any.
+func (s *Stream) take(p []byte, release func()) (piece, bool) {
 	if s.ntail != 0 {
 		panic("sha512x8: Write after a partial block")
 	}
@@ -119,9 +127,38 @@ func (s *Stream) Write(p []byte, release func()) {
 		if release != nil {
 			release()
 		}
-		return
+		return piece{}, false
 	}
-	s.push(piece{b: p[:whole], release: release})
+	return piece{b: p[:whole], release: release}, true
+}
+
+// A Write is one Stream.Write for WriteAll.
+type Write struct {
+	S       *Stream
+	P       []byte
+	Release func()
+}
+
+// WriteAll does the writes at once: the lanes take them up together
+// (one after the other, a stream with new data joins a free lane only
+// after the running step, and a lane that ran ahead leaves its lanes
+// part empty at the end). Each stream's writes follow Write's rules.
+func (h *Hasher) WriteAll(ws []Write) {
+	pcs := make([]piece, len(ws))
+	ok := make([]bool, len(ws))
+	for i, w := range ws {
+		pcs[i], ok[i] = w.S.take(w.P, w.Release)
+	}
+	h.mu.Lock()
+	for i, w := range ws {
+		if ok[i] {
+			w.S.pushLocked(pcs[i])
+		}
+	}
+	h.mu.Unlock()
+	for range min(len(ws), h.max) {
+		h.signal()
+	}
 }
 
 // Finish ends the message; Sum then returns its hash. Nothing may be
@@ -140,6 +177,14 @@ func (s *Stream) Sum() [64]byte {
 func (s *Stream) push(pc piece) {
 	h := s.h
 	h.mu.Lock()
+	s.pushLocked(pc)
+	h.mu.Unlock()
+	h.signal()
+}
+
+// pushLocked queues pc; s.h.mu is held.
+func (s *Stream) pushLocked(pc piece) {
+	h := s.h
 	s.queue = append(s.queue, pc)
 	if !s.inLane && !s.queued {
 		s.queued = true
@@ -147,8 +192,6 @@ func (s *Stream) push(pc piece) {
 		h.busy++
 		h.grow()
 	}
-	h.mu.Unlock()
-	h.signal()
 }
 
 // grow starts a goroutine when streams wait and no running one has a

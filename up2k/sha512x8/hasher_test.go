@@ -197,3 +197,72 @@ func TestWorkers(t *testing.T) {
 		t.Fatalf("busy %d, ready %d after every sum", h.busy, len(h.ready))
 	}
 }
+
+// TestWriteAll hashes rows of messages handed over with WriteAll (whole
+// blocks, the last piece of each with a tail, some rows missing a
+// stream), mixed with single Writes, and compares every sum with
+// crypto/sha512; every piece is released once.
+func TestWriteAll(t *testing.T) {
+	for _, workers := range []int{1, 3} {
+		h := newHasher(workers)
+		r := rand.New(rand.NewPCG(uint64(workers), 9))
+		const n = 8
+		msgs := make([][]byte, n)
+		sts := make([]*Stream, n)
+		for i := range n {
+			msgs[i] = make([]byte, (1+r.IntN(6))*4096+r.IntN(3000))
+			for k := range msgs[i] {
+				msgs[i][k] = byte(r.Uint32())
+			}
+			sts[i] = h.New()
+		}
+		var released atomic.Int64
+		pieces := int64(0)
+		for off := 0; ; off += 4096 {
+			var ws []Write
+			for i, m := range msgs {
+				if off >= len(m) {
+					continue
+				}
+				end := min(len(m), off+4096)
+				if len(m)-end < BlockSize && end < len(m) {
+					end = len(m) // a tail shorter than a block goes with its piece
+				}
+				if off >= end {
+					continue
+				}
+				pieces++
+				if r.IntN(6) == 0 {
+					sts[i].Write(m[off:end], func() { released.Add(1) })
+					continue
+				}
+				ws = append(ws, Write{S: sts[i], P: m[off:end], Release: func() { released.Add(1) }})
+			}
+			if pieces == 0 || (len(ws) == 0 && func() bool {
+				for _, m := range msgs {
+					if off < len(m) {
+						return false
+					}
+				}
+				return true
+			}()) {
+				break
+			}
+			h.WriteAll(ws)
+		}
+		for i := range n {
+			sts[i].Finish()
+			if got, want := sts[i].Sum(), sha512.Sum512(msgs[i]); got != want {
+				t.Fatalf("workers=%d: message %d: sum differs", workers, i)
+			}
+		}
+		h.Close()
+		deadline := time.Now().Add(5 * time.Second)
+		for released.Load() != pieces && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if released.Load() != pieces {
+			t.Fatalf("workers=%d: %d of %d pieces released", workers, released.Load(), pieces)
+		}
+	}
+}
