@@ -966,9 +966,7 @@ func (s *Server) davPut(q *req) error {
 		}
 		in.Mtime = time.Unix(0, int64(f*1e9))
 	}
-	body := s.lowat(q, q.r.Body, q.r.ContentLength)
-	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, body), in)
-	body.done()
+	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, q.r.Body), in)
 	if err != nil {
 		return err
 	}

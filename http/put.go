@@ -271,9 +271,7 @@ func (s *Server) put(q *req) error {
 		dir, name = q.rel, "put-"+store.NowString(time.Now())+"-"+q.vol.ClientTag(q.ip)+".bin"
 	}
 	ended := s.upload("put")
-	body := s.lowat(q, q.r.Body, q.r.ContentLength)
-	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, body), o.ingest(q, o.finalName(name), q.r.ContentLength))
-	body.done()
+	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, q.r.Body), o.ingest(q, o.finalName(name), q.r.ContentLength))
 	ended(err == nil)
 	if err != nil {
 		return err

@@ -123,7 +123,10 @@ func TestUp2kTrickledBodyFewReads(t *testing.T) {
 	wantUploaded(t, filepath.Join(vol, "tr.bin"), f.data, 1600000000)
 
 	// A plain PUT of 16 MiB, trickled the same way, then a listing on
-	// the same connection.
+	// the same connection: a PUT is not resumable, so it keeps the
+	// socket's default mark (a sender that slowed down after a fast start
+	// would wait for 256 KiB per read and could meet the idle deadline);
+	// it must still arrive whole and leave the connection usable.
 	c2, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -145,10 +148,7 @@ func TestUp2kTrickledBodyFewReads(t *testing.T) {
 		t.Fatalf("trickled PUT: %d %s", code, b)
 	}
 	reads = readSyscalls(t, pid) - r0
-	t.Logf("PUT of 16 MiB in 1024 writes of 16 KiB: %d read calls by the server", reads)
-	if reads > 600 {
-		t.Errorf("the server made %d read calls for a 16 MiB PUT sent in 16 KiB pieces; want it read in large reads", reads)
-	}
+	t.Logf("PUT of 16 MiB in 1024 writes of 16 KiB: %d read calls by the server (no low-water mark)", reads)
 	if _, err := c.Write([]byte("GET /?ls HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
