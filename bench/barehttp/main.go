@@ -4,7 +4,10 @@
 // writing 4 KiB from memory" that issue 19 measures get-small against);
 // larger files go through http.ServeContent on an open file, so a range
 // request is the standard library's own path (sendfile from the file).
-// Everything else (PUT, POST, listings) is refused with 405, which the
+// A PUT writes its body to a new file in an existing folder and answers
+// 201, without fsync (as nginx's dav module does): the ceiling of a Go
+// upload handler, which put-small and put-large are measured against.
+// Everything else (POST, listings) is refused with 405, which the
 // benchmark reads as "this target does not offer that".
 //
 //	go run ./bench/barehttp -p 3923 -dir DATA
@@ -16,6 +19,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -36,6 +40,10 @@ func main() {
 	}
 	var mem sync.Map // name → []byte, files up to memMax
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			put(root, w, r)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			http.Error(w, "read only", http.StatusMethodNotAllowed)
 			return
@@ -78,4 +86,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "barehttp:", err)
 		os.Exit(1)
 	}
+}
+
+// put writes r's body to the file its path names (the folder must exist)
+// and answers 201; nothing is fsynced.
+func put(root *os.Root, w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, "/")
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	_, err = io.Copy(f, r.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
 }
