@@ -6,9 +6,11 @@
 // request is the standard library's own path (sendfile from the file).
 // A PUT writes its body to a new file in an existing folder and answers
 // 201, without fsync (as nginx's dav module does): the ceiling of a Go
-// upload handler, which put-small and put-large are measured against.
-// Everything else (POST, listings) is refused with 405, which the
-// benchmark reads as "this target does not offer that".
+// upload handler, which put-small and put-large are measured against. A
+// POST speaks up2k the least a server can while storing the bytes (up2k.go:
+// no hashing, no records, no sync), the ceiling of up2k-many.
+// Everything else (listings) is refused with 405, which the benchmark reads
+// as "this target does not offer that".
 //
 //	go run ./bench/barehttp -p 3923 -dir DATA
 //
@@ -39,9 +41,14 @@ func main() {
 		os.Exit(2)
 	}
 	var mem sync.Map // name → []byte, files up to memMax
+	u2 := &up2k{root: root, sess: map[string]*u2sess{}, done: map[string]string{}}
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
+		switch r.Method {
+		case http.MethodPut:
 			put(root, w, r)
+			return
+		case http.MethodPost:
+			u2.serve(w, r)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
