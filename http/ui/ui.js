@@ -100,6 +100,10 @@ function toast(msg, bad) {
   const t = h('div', { className: 'toast' + (bad ? ' bad' : ''), role: 'alert' }, msg);
   let box = document.querySelector('.toasts');
   if (!box) { box = h('div', { className: 'toasts' }); document.body.append(box); }
+  // at most five at once (a failed move of many items says so per item):
+  // the oldest goes first; a click dismisses one
+  while (box.children.length >= 5) box.firstElementChild.remove();
+  t.addEventListener('click', () => t.remove());
   box.append(t);
   setTimeout(() => t.remove(), bad ? 8000 : 3000);
 }

@@ -262,3 +262,43 @@ func TestUIBrowserFindAll(t *testing.T) {
 	}
 	b.quiet(t)
 }
+
+// TestUIBrowserToastsCapped: a move of seven files that all fail (each
+// name is taken in the destination) says so per file, but the page shows
+// at most five messages at once, the newest; a click dismisses one; and
+// nothing moved on disk.
+func TestUIBrowserToastsCapped(t *testing.T) {
+	dir := t.TempDir()
+	for i := 1; i <= 7; i++ {
+		writeFile(t, dir, fmt.Sprintf("x%d.txt", i), []byte("src"))
+		writeFile(t, dir, fmt.Sprintf("dst/x%d.txt", i), []byte("dst"))
+	}
+	s := start(t, "-v", dir+":/:rwmd")
+	b := newBrowser(t, 1280, 800)
+	b.do(t, chromedp.Navigate(s.URL+"/"))
+	for i := 1; i <= 7; i++ {
+		b.selectRow(t, fmt.Sprintf("x%d.txt", i))
+	}
+	// the most toasts the page ever held, counted as they come
+	evalJS[bool](t, b, `(() => { window.__maxToasts = 0; new MutationObserver(() => {
+		const n = document.querySelectorAll('.toasts .toast').length;
+		if (n > window.__maxToasts) window.__maxToasts = n; }).observe(document.body, { childList: true, subtree: true }); return true; })()`)
+	b.clickButton(t, "move")
+	b.answer(t, "/dst/")
+	b.waitJS(t, "the last file's error", `[...document.querySelectorAll('.toasts .toast.bad')].some((x) => x.textContent.startsWith('x7.txt: '))`, 10*time.Second)
+	if n := evalJS[int](t, b, `window.__maxToasts`); n != 5 {
+		t.Errorf("the page held up to %d toasts at once, want 5 (seven failures, capped)", n)
+	}
+	first := evalJS[string](t, b, `document.querySelector('.toasts .toast').textContent`)
+	if !strings.HasPrefix(first, "x3.txt: ") {
+		t.Errorf("oldest toast shown is %q, want x3.txt's (x1 and x2 dropped first)", first)
+	}
+	evalJS[bool](t, b, `(document.querySelector('.toasts .toast').click(), true)`)
+	if n := evalJS[int](t, b, `document.querySelectorAll('.toasts .toast').length`); n != 4 {
+		t.Errorf("%d toasts after a click dismissed one, want 4", n)
+	}
+	for i := 1; i <= 7; i++ {
+		wantFile(t, dir, fmt.Sprintf("x%d.txt", i), []byte("src"))
+		wantFile(t, dir, fmt.Sprintf("dst/x%d.txt", i), []byte("dst"))
+	}
+}
