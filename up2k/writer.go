@@ -331,11 +331,15 @@ type xfer struct {
 const laneMin = bufSize
 
 // lanePost and laneBufs bound the buffers waiting in the lanes, per post
-// (8 MiB) and in all (64 MiB), so that a post outrunning the lanes
-// waits for them.
+// (4 MiB) and in all (32 MiB), so that a post outrunning the lanes
+// waits for them. Halved from 8 and 64 MiB: on a 1 GiB `hoard up`
+// (8 posts) the server's peak RSS went 92-96 -> 64 MiB at 1-5 % more
+// time, and under the harness's up2k-large (4 posts of 64 MiB) 90 -> 76
+// MiB; a quarter (laneBufs 64) cost 7 % (bench/RESULTS.md, eighth
+// session).
 const (
-	lanePost = 32
-	laneBufs = 256
+	lanePost = 16
+	laneBufs = 128
 )
 
 type piece struct {
