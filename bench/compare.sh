@@ -152,7 +152,7 @@ fi
 start_hoard() {
     local name=$1 scheme=$2 port; shift 2
     port=$(free_port); mkdir -p "$TMP/$name"
-    "$TMP/hoard" -p "$port" -i 127.0.0.1 -v "$DATA::rwd${VF:+:c,$VF}" -e2dsa -hist "$TMP/$name" "$@" > "$TMP/log/$name.log" 2>&1 &
+    "$TMP/hoard" -p "$port" -i 127.0.0.1 -v "$DATA::rwmd${VF:+:c,$VF}" -e2dsa -hist "$TMP/$name" "$@" > "$TMP/log/$name.log" 2>&1 &
     PID[$name]=$!
     wait_up "$name" "$port" "$scheme"
     TARGETS+=",$name=$scheme://127.0.0.1:$port"; PIDS+="$name=${PID[$name]},"
