@@ -173,7 +173,7 @@ if [[ ${TLS:-} == 1 ]]; then
     if [[ -n ${COPYPARTY_SRC:-} && " $PEERS " == *" copyparty "* ]]; then
         PORT=$(free_port); mkdir -p "$TMP/cpt/cfg" "$TMP/cpt/hist"
         (cd "$COPYPARTY_SRC" && exec env HOME="$TMP/cpt" XDG_CONFIG_HOME="$TMP/cpt/cfg" LC_ALL=C.UTF-8 \
-            "$PY" -m copyparty -i 127.0.0.1 -p "$PORT" -v "$DATA::rwd" -e2dsa \
+            "$PY" -m copyparty -i 127.0.0.1 -p "$PORT" -v "$DATA::rwmd" -e2dsa \
             --https-only --cert "$TMP/tls/both.pem" --no-thumb --hist "$TMP/cpt/hist" -q) > "$TMP/log/copyparty-tls.log" 2>&1 &
         PID[copyparty-tls]=$!
         wait_up copyparty-tls "$PORT" https
