@@ -71,47 +71,40 @@ type hsFields struct {
 	search                                            bool
 }
 
-func (f *hsFields) set(k, v []byte) {
+// field is the slot of member k, nil for a member handshakeOf does not read.
+func (f *hsFields) field(k []byte) *[]byte {
 	switch string(k) {
 	case "name":
-		f.name = v
+		return &f.name
 	case "size":
-		f.size = v
+		return &f.size
 	case "lmod":
-		f.lmod = v
+		return &f.lmod
 	case "hash":
-		f.hash = v
+		return &f.hash
 	case "replace":
-		f.replace = v
+		return &f.replace
 	case "rand":
-		f.rand = v
+		return &f.rand
 	case "umod":
-		f.umod = v
+		return &f.umod
 	case "life":
-		f.life = v
-	case "q", "srch":
+		return &f.life
+	}
+	return nil
+}
+
+func (f *hsFields) set(k, v []byte) {
+	if p := f.field(k); p != nil {
+		*p = v
+	} else if string(k) == "q" || string(k) == "srch" {
 		f.search = true
 	}
 }
 
 func (f *hsFields) get(k string) []byte {
-	switch k {
-	case "name":
-		return f.name
-	case "size":
-		return f.size
-	case "lmod":
-		return f.lmod
-	case "hash":
-		return f.hash
-	case "replace":
-		return f.replace
-	case "rand":
-		return f.rand
-	case "umod":
-		return f.umod
-	case "life":
-		return f.life
+	if p := f.field([]byte(k)); p != nil {
+		return *p
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func main() {
 		os.Exit(2)
 	}
 	var mem sync.Map // name → []byte, files up to memMax
-	u2 := &up2k{root: root, sess: map[string]*u2sess{}, done: map[string]string{}}
+	u2 := &up2k{root: root, sess: map[string]*u2sess{}, warks: map[string]string{}}
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodPut:

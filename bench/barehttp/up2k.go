@@ -21,10 +21,10 @@ import (
 // measured against (`bench/compare.sh`, PEERS="... gobare"), as
 // bench/nullup2k (which stores nothing) is u2c.py's floor.
 type up2k struct {
-	root *os.Root
-	mu   sync.Mutex
-	sess map[string]*u2sess // wark → session
-	done map[string]string  // path + size → the wark that completed it
+	root  *os.Root
+	mu    sync.Mutex
+	sess  map[string]*u2sess // wark → session, while it is not complete
+	warks map[string]string  // path + size → its wark (complete when not in sess)
 }
 
 type u2sess struct {
@@ -72,31 +72,27 @@ func (u *up2k) serve(w http.ResponseWriter, r *http.Request) {
 	key := rel + "\x00" + strconv.FormatInt(h.Size, 10)
 	need := []string{}
 	u.mu.Lock()
-	wark, ok := u.done[key]
-	if !ok {
-		for k, s := range u.sess {
-			if s.rel == rel && s.size == h.Size {
-				wark = k
-			}
+	wark, known := u.warks[key]
+	s := u.sess[wark]
+	if !known {
+		var id [22]byte
+		rand.Read(id[:])
+		wark = hex.EncodeToString(id[:])
+		s = &u2sess{rel: rel, size: h.Size, cs: chunkSize(h.Size), hashes: h.Hash, left: map[string]bool{}}
+		for _, x := range h.Hash {
+			s.left[x] = true
 		}
-		if wark == "" {
-			var id [22]byte
-			rand.Read(id[:])
-			wark = hex.EncodeToString(id[:])
-			s := &u2sess{rel: rel, size: h.Size, cs: chunkSize(h.Size), hashes: h.Hash, left: map[string]bool{}}
-			for _, x := range h.Hash {
-				s.left[x] = true
-			}
-			u.sess[wark] = s
-		}
-		for _, x := range u.sess[wark].hashes {
-			if u.sess[wark].left[x] && !slices.Contains(need, x) {
+		u.sess[wark], u.warks[key] = s, wark
+	}
+	if s != nil { // not complete: what is still missing
+		for _, x := range s.hashes {
+			if s.left[x] && !slices.Contains(need, x) {
 				need = append(need, x)
 			}
 		}
 	}
 	u.mu.Unlock()
-	if !ok && h.Size == 0 {
+	if !known && h.Size == 0 {
 		u.finish(wark)
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -167,5 +163,4 @@ func (u *up2k) finish(wark string) {
 		f.Close()
 	}
 	delete(u.sess, wark)
-	u.done[s.rel+"\x00"+strconv.FormatInt(s.size, 10)] = wark
 }
