@@ -185,3 +185,34 @@ func TestSmallLogCommitFinish(t *testing.T) {
 		t.Fatalf("%d entries, want the 2 committed", n)
 	}
 }
+
+// TestSmallLogCheckpointBytes: the checkpoint budget is a quarter of the
+// smallest memtable of the log's databases (memtables follow the block
+// cache: a sixteenth of it).
+func TestSmallLogCheckpointBytes(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := NewCache(64 << 20)
+	defer c.Release()
+	a, err := Open(filepath.Join(t.TempDir(), "a"), Options{Logger: log, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(filepath.Join(t.TempDir(), "b"), Options{Logger: log}) // private 8 MiB cache: 512 KiB memtables
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	va, vb := &store.Volume{VPath: "a"}, &store.Volume{VPath: "b"}
+	l := NewSmallLog(map[*store.Volume]*DB{va: a}, nil)
+	if got, want := l.CheckpointBytes(), int64(4<<20)/4; got != want {
+		t.Errorf("one database with a 64 MiB cache's 4 MiB memtables: budget %d, want %d", got, want)
+	}
+	l.Add(vb, b)
+	if got, want := l.CheckpointBytes(), int64(512<<10)/4; got != want {
+		t.Errorf("with a database of 512 KiB memtables too: budget %d, want %d", got, want)
+	}
+	if got := NewSmallLog(nil, nil).CheckpointBytes(); got != 0 {
+		t.Errorf("no database: budget %d, want 0 (none)", got)
+	}
+}

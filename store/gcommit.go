@@ -24,7 +24,7 @@ import (
 // write-ahead-log flush for all of them. The file is then published as
 // before (no-clobber link), with neither its own fsync nor its folder's.
 // A background checkpoint (every checkpointEvery, or sooner once
-// checkpointBytes are waiting) flushes each volume's file system
+// checkpointBytes, or the log's smaller SmallBudget, are waiting) flushes each volume's file system
 // (syncfs: the files' bytes and names, on the volume's own file system
 // even when the state folder is elsewhere) and then deletes the entries it
 // covered, synced.
@@ -88,10 +88,16 @@ type SmallFinish struct {
 	Prev       string
 }
 
+// SmallBudget is implemented by a SmallLog that knows how many bytes of
+// entries should wait at most before a checkpoint (idx: a quarter of its
+// memtables, so that entries are mostly deleted before their memtable is
+// flushed, and only their tombstones reach a table on disk).
+type SmallBudget interface {
+	CheckpointBytes() int64
+}
+
 // A checkpoint runs every checkpointEvery, and sooner once checkpointBytes
-// of entries wait: well under the database's memtable (8 MiB with the
-// default --db-cache), so that an entry is mostly deleted before its
-// memtable is flushed, and only its tombstone reaches a table on disk.
+// (or the log's SmallBudget, when smaller) of entries wait.
 var (
 	checkpointEvery       = time.Second
 	checkpointBytes int64 = 4 << 20
@@ -110,6 +116,7 @@ type gcState struct {
 	byPath   map[string]int       // pending entries by physical path (src NUL rel)
 	done     []gcEntry            // published, waiting for the checkpoint
 	bytes    int64                // their bytes
+	cpBytes  int64                // a checkpoint starts once bytes reach this
 	waiting  map[*Volume]bool     // volumes whose replay could not run yet
 	cpMu     sync.Mutex           // guards cpFlight
 	cpFlight flushGroup           // one checkpoint at a time, shared by those waiting
@@ -141,6 +148,12 @@ func (s *Store) SetSmallLog(l SmallLog) {
 		return
 	}
 	g.log = l
+	g.cpBytes = checkpointBytes
+	if b, ok := l.(SmallBudget); ok {
+		if n := b.CheckpointBytes(); n > 0 && n < g.cpBytes {
+			g.cpBytes = n
+		}
+	}
 	g.changed = sync.NewCond(&g.mu)
 	g.inflight = map[uint64]bool{}
 	g.byPath = map[string]int{}
@@ -237,7 +250,7 @@ func (g *gcState) finish(seq uint64, key string, ents ...gcEntry) {
 			g.bytes += e.n
 		}
 		g.active.Add(int64(len(ents) - 1))
-		kick = g.bytes >= checkpointBytes
+		kick = g.bytes >= g.cpBytes
 	}
 	g.changed.Broadcast()
 	g.mu.Unlock()

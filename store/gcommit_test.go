@@ -498,3 +498,45 @@ func FuzzDecodeSmall(f *testing.F) {
 		}
 	})
 }
+
+// budgetLog is a memSmallLog with a checkpoint budget (SmallBudget).
+type budgetLog struct {
+	*memSmallLog
+	budget int64
+}
+
+func (b budgetLog) CheckpointBytes() int64 { return b.budget }
+
+// TestGroupCommitBudget: a log's budget smaller than checkpointBytes
+// starts a checkpoint once that many bytes wait (here with no timer: the
+// test's checkpoints otherwise run only when asked); a larger one does not
+// raise checkpointBytes.
+func TestGroupCommitBudget(t *testing.T) {
+	if fsyncEachFile {
+		t.Skip("no syncfs here")
+	}
+	l := budgetLog{newMemSmallLog(), 100}
+	st := gcStore(t, t.TempDir(), l)
+	defer st.Close()
+	if st.gc.cpBytes != 100 {
+		t.Fatalf("checkpoint budget %d, want the log's 100", st.gc.cpBytes)
+	}
+	v := st.Volumes()[0]
+	put(t, v, "d", "a", strings.Repeat("a", 40))
+	if l.len() != 1 {
+		t.Fatalf("%d entries pending after 40 bytes, want 1 (under the budget)", l.len())
+	}
+	put(t, v, "d", "b", strings.Repeat("b", 70))
+	deadline := time.Now().Add(10 * time.Second)
+	for l.len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d entries still pending with 110 bytes waiting and a budget of 100", l.len())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	big := gcStore(t, t.TempDir(), budgetLog{newMemSmallLog(), checkpointBytes * 2})
+	defer big.Close()
+	if big.gc.cpBytes != checkpointBytes {
+		t.Errorf("checkpoint budget %d with a log asking for %d, want checkpointBytes (%d)", big.gc.cpBytes, checkpointBytes*2, checkpointBytes)
+	}
+}
