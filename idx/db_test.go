@@ -14,7 +14,10 @@ import (
 	"hoard/up2k"
 )
 
-var _ up2k.SessionStore = (*DB)(nil)
+var (
+	_ up2k.SessionStore     = (*DB)(nil)
+	_ up2k.LazySessionStore = (*DB)(nil)
+)
 
 func testDB(t *testing.T, fs vfs.FS) *DB {
 	t.Helper()
@@ -174,6 +177,40 @@ func TestMemTableSize(t *testing.T) {
 	} {
 		if got := memTableSize(c.cache); got != uint64(c.want) {
 			t.Errorf("memTableSize(%d MiB) = %d KiB, want %d KiB", c.cache>>20, got>>10, c.want>>10)
+		}
+	}
+}
+
+// TestPutSessionLazy: a session written unsynced is lost by a crash right
+// after it, and survives one once a synced write to the database followed
+// it (one write-ahead log); a bad wark is refused.
+func TestPutSessionLazy(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewCrashableMem()
+	d := testDB(t, fs)
+	a, b := w('a'), w('b')
+	if err := d.PutSessionLazy(ctx, "short", nil); err == nil {
+		t.Fatal("a wark of the wrong length was accepted")
+	}
+	if err := d.PutSessionLazy(ctx, a, []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Session(ctx, a); err != nil || string(got) != `{"a":1}` {
+		t.Fatalf("session read back: %q %v", got, err)
+	}
+	lost := testDB(t, fs.CrashClone(vfs.CrashCloneCfg{}))
+	if got, err := lost.Session(ctx, a); err == nil || got != nil {
+		t.Fatalf("after a crash right after the unsynced write: %q %v, want no session", got, err)
+	}
+	lost.Close()
+	if err := d.PutSession(ctx, b, []byte(`{"b":1}`)); err != nil { // synced
+		t.Fatal(err)
+	}
+	kept := testDB(t, fs.CrashClone(vfs.CrashCloneCfg{}))
+	defer kept.Close()
+	for _, k := range []string{a, b} {
+		if _, err := kept.Session(ctx, k); err != nil {
+			t.Errorf("session %s after a synced write followed it and a crash: %v", k[:1], err)
 		}
 	}
 }

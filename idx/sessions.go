@@ -21,6 +21,19 @@ func (d *DB) PutSession(ctx context.Context, wark string, blob []byte) error {
 	return d.db.Set(sessionKey(wark), blob, pebble.Sync)
 }
 
+// PutSessionLazy stores a session's blob without syncing it: the next
+// synced write to the database (the session's chunk receipts or its
+// Finish) carries it to the disk (up2k.LazySessionStore).
+func (d *DB) PutSessionLazy(ctx context.Context, wark string, blob []byte) error {
+	if err := checkWark(wark); err != nil {
+		return err
+	}
+	if err := d.Unavailable(); err != nil {
+		return err
+	}
+	return d.db.Set(sessionKey(wark), blob, pebble.NoSync)
+}
+
 // Session returns the blob of the session wark.
 func (d *DB) Session(ctx context.Context, wark string) ([]byte, error) {
 	if err := checkWark(wark); err != nil {

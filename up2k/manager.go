@@ -572,7 +572,11 @@ func (m *Manager) start(ctx context.Context, hold *session, h Handshake, cs int6
 	s.rec.Name = name
 	blob, err := s.blob(t)
 	if err == nil {
-		err = hold.db.PutSession(context.WithoutCancel(ctx), wark, blob)
+		if lz, ok := hold.db.(LazySessionStore); ok && rec.Lazy {
+			err = lz.PutSessionLazy(context.WithoutCancel(ctx), wark, blob)
+		} else {
+			err = hold.db.PutSession(context.WithoutCancel(ctx), wark, blob)
+		}
 	}
 	if err != nil {
 		if temp != nil {

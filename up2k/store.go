@@ -41,6 +41,18 @@ type SessionStore interface {
 	Files(ctx context.Context, wark string) (map[string][]byte, error)
 }
 
+// LazySessionStore is a SessionStore that can store a session's blob
+// without waiting for it to reach the disk: a later synced write to the
+// same store (the session's first chunk receipt, or its Finish, or the
+// group-commit batch that ends it) makes it durable with everything
+// written before it (one write-ahead log). A small file's session
+// (sent whole in one chunk post, Session.Lazy) is stored this way: until
+// that post is answered nothing of it has been acknowledged, so a crash
+// that loses the record loses only a handshake, which the client repeats.
+type LazySessionStore interface {
+	PutSessionLazy(ctx context.Context, wark string, blob []byte) error
+}
+
 // lazyFinisher is implemented by session stores that can record a
 // finished upload without a flush of its own (idx): it becomes durable
 // with the store's next synced write.
