@@ -130,6 +130,13 @@ func Open(dir string, opt Options) (*DB, error) {
 		L0CompactionThreshold: 16,
 		L0StopWritesThreshold: 40,
 	}
+	// No compactions for tombstone density: under small uploads the tables
+	// flushed to level 0 are mostly the tombstones of group-commit entries
+	// and sessions, and each such compaction rewrote the base level once
+	// more (34 of 53 compactions in 30,000 up2k files); level 0's own
+	// compactions drop them soon enough (-35 % bytes compacted, up2k-many
+	// +7 % in an A/B run).
+	o.Experimental.TombstoneDenseCompactionThreshold = -1
 	if opt.Cache != nil {
 		o.Cache = opt.Cache.c
 		o.MemTableSize = memTableSize(opt.Cache.size)
