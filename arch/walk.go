@@ -225,6 +225,7 @@ func (w *Walker) walk(ctx context.Context, p place, prefix string, up []devIno, 
 		}
 	}
 	var dirs []store.Entry
+	w.Files = slices.Grow(w.Files, len(ents)) // one allocation, not a doubling series
 	for _, e := range ents {
 		if Excluded(e.Name) {
 			continue

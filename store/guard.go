@@ -75,11 +75,14 @@ func (v *Volume) volReal() string {
 func inState(top, real string) bool {
 	rest := real
 	if top != "" {
+		t := strings.TrimSuffix(top, "/")
 		switch {
 		case real == top:
 			return false
-		case strings.HasPrefix(real, strings.TrimSuffix(top, "/")+"/"):
-			rest = real[len(strings.TrimSuffix(top, "/"))+1:]
+		case len(real) > len(t) && real[len(t)] == '/' && strings.HasPrefix(real, t):
+			// real is below top (tested without building t+"/": this
+			// runs for every file an archive or a download opens)
+			rest = real[len(t)+1:]
 		}
 	}
 	// Fast path: no component can be .hist without the text ".hist".

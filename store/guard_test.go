@@ -186,3 +186,48 @@ func TestStateLinkRace(t *testing.T) {
 	}
 	t.Logf("%d good reads, %d swaps", reads.Load(), swaps)
 }
+
+// TestInStateProperty: inState agrees with its plain statement (the
+// prefix test made by concatenation, as it was) on random paths made of
+// a few components, .hist among them in any case.
+func TestInStateProperty(t *testing.T) {
+	ref := func(top, real string) bool {
+		rest := real
+		if top != "" {
+			switch {
+			case real == top:
+				return false
+			case strings.HasPrefix(real, strings.TrimSuffix(top, "/")+"/"):
+				rest = real[len(strings.TrimSuffix(top, "/"))+1:]
+			}
+		}
+		for _, c := range strings.Split(rest, "/") {
+			if strings.EqualFold(c, HistName) {
+				return true
+			}
+		}
+		return false
+	}
+	parts := []string{"", "a", "vol", ".hist", ".HIST", "x.hist", "hist", "vol2"}
+	r := rand.New(rand.NewPCG(1, 2))
+	path := func() string {
+		n := r.IntN(4)
+		s := ""
+		for range n {
+			s += "/" + parts[r.IntN(len(parts))]
+		}
+		if r.IntN(5) == 0 {
+			s += "/"
+		}
+		return s
+	}
+	for range 20000 {
+		top, real := path(), path()
+		if r.IntN(3) == 0 {
+			real = top + path()
+		}
+		if got, want := inState(top, real), ref(top, real); got != want {
+			t.Fatalf("inState(%q, %q) = %v, want %v", top, real, got, want)
+		}
+	}
+}
