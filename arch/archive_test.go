@@ -8,6 +8,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -564,6 +565,43 @@ func TestWalkOrder(t *testing.T) {
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("walk order\n%v\nwant\n%v", got, want)
+		}
+	}
+}
+
+// TestBatchBuffers: small files read ahead share one buffer per batch;
+// an archive of many batches (sizes from empty to just under the
+// read-ahead limit, big ones between) holds every file's own bytes, the
+// buffers go back to the free list (never more than it keeps), and a
+// second archive reuses them.
+func TestBatchBuffers(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string][]byte{}
+	for i := range 700 {
+		size := []int{0, 1, 4096, 9000, 64<<10 - 1, 65 << 10, 300}[i%7]
+		name := fmt.Sprintf("d%d/f%04d", i%3, i)
+		want[name] = randBytes(size, uint64(i))
+		put(t, dir, name, want[name])
+	}
+	v := openVol(t, dir)
+	for len(batchFree) > 0 {
+		<-batchFree
+	}
+	for round := range 2 {
+		for _, fs := range []string{"tar", "zip"} {
+			var b bytes.Buffer
+			if err := Write(context.Background(), &b, parse(t, fs), walk(t, v, ""), Options{}); err != nil {
+				t.Fatal(err)
+			}
+			got := readBack(t, parse(t, fs), b.Bytes())
+			for name, data := range want {
+				if m, ok := got[name]; !ok || !bytes.Equal(m.data, data) {
+					t.Fatalf("round %d, %s: %s has %d bytes, want its own %d", round, fs, name, len(m.data), len(data))
+				}
+			}
+			if n := len(batchFree); n == 0 || n > cap(batchFree) {
+				t.Fatalf("round %d, %s: %d buffers on the free list after the archive", round, fs, n)
+			}
 		}
 	}
 }
