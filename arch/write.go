@@ -519,11 +519,10 @@ func prefetch(ctx context.Context, files []File, limit int64) *prefetcher {
 				off := 0
 				for _, i := range disk[cuts[b]:cuts[b+1]] {
 					var r ahead
-					if files[i].Size < limit && ctx.Err() == nil {
+					if n := int(files[i].Size) + 1; files[i].Size < limit && ctx.Err() == nil && off+n <= batchMax {
 						if bb == nil {
 							bb = getBatchBuf()
 						}
-						n := int(files[i].Size) + 1
 						r = readSmall(&o, &files[i], bb.b[off:off+n:off+n])
 						if r.err == nil {
 							off += n

@@ -22,8 +22,9 @@ func (d *DB) PutSession(ctx context.Context, wark string, blob []byte) error {
 }
 
 // PutSessionLazy stores a session's blob without syncing it: the next
-// synced write to the database (the session's chunk receipts or its
-// Finish) carries it to the disk (up2k.LazySessionStore).
+// synced write to the database (the session's chunk receipts, its Finish,
+// or the group-commit batch of its post; one write-ahead log) carries it
+// to the disk (up2k.LazySessionStore).
 func (d *DB) PutSessionLazy(ctx context.Context, wark string, blob []byte) error {
 	if err := checkWark(wark); err != nil {
 		return err

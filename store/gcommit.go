@@ -24,10 +24,10 @@ import (
 // write-ahead-log flush for all of them. The file is then published as
 // before (no-clobber link), with neither its own fsync nor its folder's.
 // A background checkpoint (every checkpointEvery, or sooner once
-// checkpointBytes, or the log's smaller SmallBudget, are waiting) flushes each volume's file system
-// (syncfs: the files' bytes and names, on the volume's own file system
-// even when the state folder is elsewhere) and then deletes the entries it
-// covered, synced.
+// checkpointBytes, or the log's smaller SmallBudget, are waiting) flushes
+// each volume's file system (syncfs: the files' bytes and names, on the
+// volume's own file system even when the state folder is elsewhere) and
+// then deletes the entries it covered, synced.
 //
 // At start, before anything is served, the entries a crash left are
 // replayed (ReplaySmall): a file that is missing, or is still the very
