@@ -21,6 +21,7 @@ type Dir struct {
 	v    *Volume
 	rel  string
 	root *os.Root
+	dirf *os.File // the folder as held and guarded, for the fast open (fastopen_linux.go)
 }
 
 // OpenDir opens the folder rel of the volume. The caller closes it.
@@ -52,15 +53,17 @@ func (v *Volume) OpenDir(rel string) (*Dir, error) {
 		root.Close()
 		return nil, mapErr(err)
 	}
-	f.Close()
-	return &Dir{v: v, rel: rel, root: root}, nil
+	return &Dir{v: v, rel: rel, root: root, dirf: f}, nil
 }
 
 // Rel is the folder's path inside its volume, as given to OpenDir.
 func (d *Dir) Rel() string { return d.rel }
 
 // Close releases the folder.
-func (d *Dir) Close() error { return d.root.Close() }
+func (d *Dir) Close() error {
+	d.dirf.Close()
+	return d.root.Close()
+}
 
 // Open opens the regular file name (a bare name, no slash) in the folder
 // for reading, with the same rules and results as Volume.Open. A symbolic
@@ -88,6 +91,9 @@ func (d *Dir) open(name string) (*os.File, error) {
 	// os.newFile two fcntl(2) pairs per file (it would set the flag for
 	// the poller, fail to register the file, and clear it again), and a
 	// fifo put in place of a file cannot block the open.
+	if f, ok := d.fastOpen(name, os.O_RDONLY|syscall.O_NONBLOCK); ok {
+		return f, nil
+	}
 	f, err := d.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err == nil {
 		err = d.v.guard(f, path.Join(d.rel, name)) // a link to the state folder (guard.go)

@@ -98,3 +98,37 @@ func (v *Volume) fastOpenOrMissing(r string, flag int) (*os.File, error, bool) {
 	fastOpens.Add(1)
 	return os.NewFile(uintptr(fd), v.root.Name()+"/"+r), nil, true // named as os.Root names its files
 }
+
+// fastOpen opens the file name (a bare name, not the state folder's)
+// right in the folder d holds, in one openat2 that refuses any link: the
+// file is then a plain child of the folder that OpenDir guarded, and
+// needs neither os.Root's walk nor the guard's reading of its real path
+// (an archive opens every member this way: a system call and 12 % of its
+// allocations saved per file). A link, a missing name or any error
+// reports false: the caller takes the full way. As with Volume.fastOpen,
+// a folder moved under a state folder after OpenDir is not noticed.
+func (d *Dir) fastOpen(name string, flag int) (*os.File, bool) {
+	if d.dirf == nil || d.v.outer != nil || noOpenat2.Load() || containsFold(name, HistName) {
+		return nil, false
+	}
+	how := unix.OpenHow{
+		Flags:   uint64(flag | unix.O_CLOEXEC),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Openat2(int(d.dirf.Fd()), name, &how)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		if errors.Is(err, unix.ENOSYS) {
+			noOpenat2.Store(true)
+		}
+		return nil, false
+	}
+	fastOpens.Add(1)
+	return os.NewFile(uintptr(fd), d.root.Name()+"/"+name), true
+}

@@ -245,3 +245,63 @@ func TestWriteNoReachWalk(t *testing.T) {
 		t.Fatalf("put.txt: %q %v", b, err)
 	}
 }
+
+// TestDirOpenFast: a folder held by OpenDir opens its plain files in one
+// openat2 (no guard), and everything else the full way, with the same
+// answers: a link to a file in the folder is followed, a link to the
+// state folder or out of the folder is refused, a missing name is not
+// found, a fifo is not read.
+func TestDirOpenFast(t *testing.T) {
+	st, dirs := openStore(t, "::A")
+	v, vol := st.Volumes()[0], dirs[0]
+	for rel, body := range map[string]string{"d/plain": "plain", "d/target": "target", ".hist/secret": "s", "other": "o"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(vol, rel)), 0o755)
+		if err := os.WriteFile(filepath.Join(vol, rel), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("target", filepath.Join(vol, "d/link"))
+	os.Symlink("../.hist/secret", filepath.Join(vol, "d/tostate"))
+	os.Symlink("../other", filepath.Join(vol, "d/out"))
+	syscall.Mkfifo(filepath.Join(vol, "d/fifo"), 0o644)
+	d, err := v.OpenDir("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n := fastOpens.Load()
+	read := func(name string) (string, error) {
+		f, _, err := d.Open(name)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		b, err := io.ReadAll(f)
+		return string(b), err
+	}
+	if got, err := read("plain"); err != nil || got != "plain" {
+		t.Fatalf("plain: %q %v", got, err)
+	}
+	if !noOpenat2.Load() && fastOpens.Load() == n {
+		t.Error("a plain file of a held folder did not take the fast open")
+	}
+	if got, err := read("link"); err != nil || got != "target" {
+		t.Errorf("a link to a file in the folder: %q %v, want its target", got, err)
+	}
+	if got, err := read("tostate"); err == nil {
+		t.Errorf("a link to the state folder was read: %q", got)
+	}
+	if got, err := read("out"); err == nil {
+		t.Errorf("a link out of the folder was read: %q", got)
+	}
+	if _, err := read("missing"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a missing name: %v, want ErrNotFound", err)
+	}
+	if got, err := read("fifo"); err == nil {
+		t.Errorf("a fifo was read: %q", got)
+	}
+	buf := make([]byte, 16)
+	if k, err := d.ReadSmall("plain", buf, 5); err != nil || string(buf[:k]) != "plain" {
+		t.Errorf("ReadSmall: %q %v", buf[:k], err)
+	}
+}

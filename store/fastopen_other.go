@@ -13,3 +13,5 @@ func (v *Volume) fastOpen(r string, flag int) (*os.File, bool) { return nil, fal
 func (v *Volume) fastOpenOrMissing(r string, flag int) (*os.File, error, bool) {
 	return nil, nil, false
 }
+
+func (d *Dir) fastOpen(name string, flag int) (*os.File, bool) { return nil, false }
