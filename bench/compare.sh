@@ -34,7 +34,7 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PY:-/usr/bin/python3}
-PEERS=${PEERS:-"nginx copyparty"}
+PEERS=${PEERS-"nginx copyparty"} # PEERS= (empty): hoard alone
 log() { printf '[compare] %s\n' "$*" >&2; }
 
 TMP=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/hoard-compare.XXXXXX")
