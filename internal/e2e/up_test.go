@@ -425,10 +425,15 @@ func TestUpServerRestart(t *testing.T) {
 	if !strings.Contains(o.String(), `{"event":"progress","files":`) || !strings.Contains(o.String(), `"retries":`) {
 		t.Errorf("no progress events (--pi 1) in a run of seconds:\n%s", o)
 	}
-	// Each chunk was acknowledged once: nothing the old server took was
-	// sent again.
-	if got := px.ackedBytes.Load(); got != total {
-		t.Fatalf("%d chunk bytes acknowledged across the restart, want %d (each chunk once)", got, total)
+	// No chunk was acknowledged twice: nothing the old server took was
+	// sent again. Fewer is possible: a post the old server completed and
+	// published just before the kill, whose answer never reached the
+	// client, is found complete by the next handshake (seen once in about
+	// twenty runs: one 12,962-byte file); the tree is whole either way.
+	if got := px.ackedBytes.Load(); got > total {
+		t.Fatalf("%d chunk bytes acknowledged across the restart, more than the %d of the files (a chunk sent again)", got, total)
+	} else if got < total {
+		t.Logf("%d bytes published at the kill without their answer reaching the client", total-got)
 	}
 }
 
