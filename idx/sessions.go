@@ -12,13 +12,7 @@ import (
 
 // PutSession stores a session's blob, synced.
 func (d *DB) PutSession(ctx context.Context, wark string, blob []byte) error {
-	if err := checkWark(wark); err != nil {
-		return err
-	}
-	if err := d.Unavailable(); err != nil {
-		return err
-	}
-	return d.db.Set(sessionKey(wark), blob, pebble.Sync)
+	return d.putSession(wark, blob, pebble.Sync)
 }
 
 // PutSessionLazy stores a session's blob without syncing it: the next
@@ -26,13 +20,17 @@ func (d *DB) PutSession(ctx context.Context, wark string, blob []byte) error {
 // or the group-commit batch of its post; one write-ahead log) carries it
 // to the disk (up2k.LazySessionStore).
 func (d *DB) PutSessionLazy(ctx context.Context, wark string, blob []byte) error {
+	return d.putSession(wark, blob, pebble.NoSync)
+}
+
+func (d *DB) putSession(wark string, blob []byte, o *pebble.WriteOptions) error {
 	if err := checkWark(wark); err != nil {
 		return err
 	}
 	if err := d.Unavailable(); err != nil {
 		return err
 	}
-	return d.db.Set(sessionKey(wark), blob, pebble.NoSync)
+	return d.db.Set(sessionKey(wark), blob, o)
 }
 
 // Session returns the blob of the session wark.

@@ -51,15 +51,7 @@ func TestDirConfined(t *testing.T) {
 			t.Fatalf("OpenDir(%q) = %v", rel, err)
 		}
 		defer d.Close()
-		read := func(name string) (string, error) {
-			f, _, err := d.Open(name)
-			if err != nil {
-				return "", err
-			}
-			defer f.Close()
-			b, err := io.ReadAll(f)
-			return string(b), err
-		}
+		read := func(name string) (string, error) { return readIn(d, name) }
 		for name, want := range map[string]string{"f": "in a", "same": "in a"} {
 			if got, err := read(name); err != nil || got != want {
 				t.Errorf("%s: Open(%q) = %q, %v; want %q", rel, name, got, err, want)
@@ -111,4 +103,15 @@ func TestDirConfined(t *testing.T) {
 			t.Fatalf("%s: ReadSmall(fifo) blocks", rel)
 		}
 	}
+}
+
+// readIn reads the file name of the held folder d whole.
+func readIn(d *Dir, name string) (string, error) {
+	f, _, err := d.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	return string(b), err
 }

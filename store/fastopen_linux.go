@@ -50,6 +50,26 @@ func volDir(src string, root *os.Root) *os.File {
 	return d
 }
 
+// openPlain opens r below the folder dir in one openat2 that refuses to
+// leave it and refuses every link on the way; a kernel without openat2
+// turns the fast opens off for good.
+func openPlain(dir *os.File, r string, flag int) (int, error) {
+	how := unix.OpenHow{
+		Flags:   uint64(flag | unix.O_CLOEXEC),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for {
+		fd, err := unix.Openat2(int(dir.Fd()), r, &how)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.ENOSYS) {
+			noOpenat2.Store(true)
+		}
+		return fd, err
+	}
+}
+
 // fastOpen opens r (clean, relative) below v's folder in one openat2,
 // or reports false: the caller then takes the full way.
 func (v *Volume) fastOpen(r string, flag int) (*os.File, bool) {
@@ -73,22 +93,8 @@ func (v *Volume) fastOpenOrMissing(r string, flag int) (*os.File, error, bool) {
 	if r == "." || containsFold(r, HistName) {
 		return nil, nil, false
 	}
-	how := unix.OpenHow{
-		Flags:   uint64(flag | unix.O_CLOEXEC),
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Openat2(int(v.dir.Fd()), r, &how)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
+	fd, err := openPlain(v.dir, r, flag)
 	if err != nil {
-		if errors.Is(err, unix.ENOSYS) {
-			noOpenat2.Store(true)
-		}
 		if errors.Is(err, unix.ENOENT) {
 			fastOpens.Add(1)
 			return nil, &fs.PathError{Op: "openat", Path: r, Err: err}, true
@@ -111,22 +117,8 @@ func (d *Dir) fastOpen(name string, flag int) (*os.File, bool) {
 	if d.dirf == nil || d.v.outer != nil || noOpenat2.Load() || containsFold(name, HistName) {
 		return nil, false
 	}
-	how := unix.OpenHow{
-		Flags:   uint64(flag | unix.O_CLOEXEC),
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Openat2(int(d.dirf.Fd()), name, &how)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
+	fd, err := openPlain(d.dirf, name, flag)
 	if err != nil {
-		if errors.Is(err, unix.ENOSYS) {
-			noOpenat2.Store(true)
-		}
 		return nil, false
 	}
 	fastOpens.Add(1)

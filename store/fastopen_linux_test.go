@@ -270,15 +270,7 @@ func TestDirOpenFast(t *testing.T) {
 	}
 	defer d.Close()
 	n := fastOpens.Load()
-	read := func(name string) (string, error) {
-		f, _, err := d.Open(name)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		b, err := io.ReadAll(f)
-		return string(b), err
-	}
+	read := func(name string) (string, error) { return readIn(d, name) }
 	if got, err := read("plain"); err != nil || got != "plain" {
 		t.Fatalf("plain: %q %v", got, err)
 	}
