@@ -44,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -111,6 +112,7 @@ type server struct {
 	cmd  *exec.Cmd
 	logs *syncBuf
 	done chan error
+	gone atomic.Bool // its process has ended (set before done gets Wait's result)
 }
 
 type syncBuf struct {
@@ -237,6 +239,7 @@ func launch(t testing.TB, dir string, args ...string) (*server, error) {
 	}()
 	go func() {
 		err := cmd.Wait()
+		s.gone.Store(true)
 		<-drained // the last lines are in s.logs before done says so
 		s.done <- err
 	}()
@@ -265,7 +268,7 @@ func withEnv(t testing.TB, kv ...string) {
 
 // stop sends SIGTERM and waits for a clean exit.
 func (s *server) stop() error {
-	if s.cmd.ProcessState != nil {
+	if s.gone.Load() { // not ProcessState: Wait writes it on another goroutine
 		return nil
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)

@@ -9,6 +9,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -308,6 +309,12 @@ func TestS3HalfClosed(t *testing.T) {
 			t.Fatalf("GET %s half-closed: %v: %.200q", target, err, got)
 		}
 		b, err := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusOK && errors.Is(err, io.ErrUnexpectedEOF) {
+			// Cut after the head: the body is shorter than its
+			// Content-Length (or lacks chunked's last chunk), which
+			// every client sees as a failed download, not a file.
+			continue
+		}
 		if err != nil || resp.StatusCode != http.StatusOK || (target == "/s3/half.bin" && !bytes.Equal(b, data)) || (target == "/s3/?ls" && !bytes.Contains(b, []byte("halfk.bin"))) {
 			t.Errorf("GET %s half-closed: %d, %d bytes (%v): a wrong answer", target, resp.StatusCode, len(b), err)
 		}
