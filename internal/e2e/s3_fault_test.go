@@ -9,6 +9,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,13 +66,36 @@ func startPipedPut(t *testing.T, s *server, path string, size int, hdr ...string
 // finish writes the rest and waits for the answer, which must be code.
 func (p *pipedPut) finish(t *testing.T, rest []byte, code int) {
 	t.Helper()
+	if r := p.end(t, rest); r.err != nil || r.code != code {
+		t.Fatalf("piped PUT: %d %v %s, want %d", r.code, r.err, r.body, code)
+	}
+}
+
+// end sends the rest of the body and returns the answer.
+func (p *pipedPut) end(t *testing.T, rest []byte) pipedResult {
+	t.Helper()
 	if _, err := p.w.Write(rest); err != nil {
 		t.Fatalf("writing the rest of the body: %v", err)
 	}
 	p.w.Close()
-	r := <-p.done
-	if r.err != nil || r.code != code {
-		t.Fatalf("piped PUT: %d %v %s, want %d", r.code, r.err, r.body, code)
+	return <-p.done
+}
+
+// retry503 repeats do while it answers 503 with Retry-After, as a client
+// does, for up to a minute: a distributed MinIO set that just lost a
+// process refuses some writes for a while on a loaded machine ("Resource
+// requested is unwritable"), which hoard passes on as exactly that.
+func retry503(t *testing.T, what string, do func() (int, http.Header, []byte)) (int, []byte) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		code, h, body := do()
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return code, body
+		}
+		if h.Get("Retry-After") == "" {
+			t.Fatalf("%s: 503 without Retry-After: %.200s", what, body)
+		}
+		t.Logf("%s: 503 (%.100s), again", what, body)
 	}
 }
 
@@ -103,12 +127,38 @@ func faultUploads(t *testing.T, s *server, check *miniotest.Server, fault func()
 		postChunk(t, s, rep, f, i)
 	}
 	fault()
-	put.finish(t, big[24<<20:], http.StatusCreated)
-	for i := 6; i < len(f.hashes); i++ {
-		postChunk(t, s, rep, f, i)
+	// After the fault what the store refuses for a while is a 503 with
+	// Retry-After, and the client tries again (the whole PUT: its body
+	// was streamed); what it answers 200 or 201 must be whole.
+	if r := put.end(t, big[24<<20:]); r.err != nil || r.code != http.StatusCreated {
+		if r.code != http.StatusServiceUnavailable {
+			t.Fatalf("piped PUT after the fault: %d %v %.200s", r.code, r.err, r.body)
+		}
+		code, body := retry503(t, "PUT again", func() (int, http.Header, []byte) {
+			resp, body := s.do(t, "PUT", "/s3/big.bin?replace", big)
+			return resp.StatusCode, resp.Header, body
+		})
+		if code != http.StatusCreated {
+			t.Fatalf("PUT after the fault: %d %.200s", code, body)
+		}
 	}
-	if fin := up2kHandshake(t, s, "/s3/", "u.bin", f, 1600000000, nil); len(fin.Hash) != 0 {
-		t.Fatalf("final handshake needs %d chunks", len(fin.Hash))
+	for i := 6; i < len(f.hashes); i++ {
+		code, body := retry503(t, fmt.Sprintf("chunk %d", i), func() (int, http.Header, []byte) {
+			resp, body := postChunks(t, s, rep.Purl, rep.Wark, f.hashes[i], f.chunk(i))
+			return resp.StatusCode, resp.Header, body
+		})
+		if code != http.StatusOK || string(body) != "thank" {
+			t.Fatalf("chunk %d after the fault: %d %.200s", i, code, body)
+		}
+	}
+	hs := map[string]any{"name": "u.bin", "size": len(f.data), "lmod": 1600000000, "hash": f.hashes}
+	code, body := retry503(t, "final handshake", func() (int, http.Header, []byte) {
+		resp, body := postHandshake(t, s, "/s3/", hs)
+		return resp.StatusCode, resp.Header, body
+	})
+	var fin handshakeReply
+	if code != http.StatusOK || json.Unmarshal(body, &fin) != nil || len(fin.Hash) != 0 {
+		t.Fatalf("final handshake: %d %.300s", code, body)
 	}
 	wantObject(t, check, "vol", "big.bin", big)
 	wantObject(t, check, "vol", "u.bin", f.data)
