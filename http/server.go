@@ -287,6 +287,9 @@ func (s *Server) post(q *req) error {
 	case strings.Contains(ct, "application/json"), strings.HasPrefix(ct, "text/plain"), strings.Contains(ct, "application/xml"):
 		return s.postJSON(q)
 	case strings.HasPrefix(ct, "application/octet-stream"):
+		if v := q.r.Header.Get(up2k.OneShotHeader); v != "" {
+			return s.postOneShot(q, v)
+		}
 		return s.postChunk(q)
 	case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
 		return s.urlencoded(q) // act=mkdir, or a note answered like a GET

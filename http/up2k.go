@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -127,14 +128,25 @@ func (s *Server) handshake(q *req, get func(string) []byte) error {
 	if err != nil {
 		return err
 	}
+	rep, err := s.runHandshake(q, h)
+	if err != nil {
+		return err
+	}
+	q.w.Header().Set(up2k.OneShotHeader, "1") // this server takes one-shot posts (postOneShot)
+	return writeJSON(q, http.StatusOK, s.hsReplyOf(q, rep))
+}
+
+// runHandshake runs handshake h in q's folder, as q's user.
+func (s *Server) runHandshake(q *req, h up2k.Handshake) (up2k.Reply, error) {
 	h.Vol, h.Dir = q.vol, q.rel
 	h.MayDelete = q.perm.Has(store.PermDelete)
 	h.MayRead = q.perm.Has(store.PermRead)
 	h.User, h.IP = q.user, q.ip
-	rep, err := s.up.Handshake(q.r.Context(), h)
-	if err != nil {
-		return err
-	}
+	return s.up.Handshake(q.r.Context(), h)
+}
+
+// hsReplyOf is the JSON answer to a handshake that gave rep.
+func (s *Server) hsReplyOf(q *req, rep up2k.Reply) hsReply {
 	purl := "/"
 	if p := path.Join(q.vol.VPath, rep.Dir); p != "." && p != "" {
 		purl = "/" + p + "/"
@@ -144,7 +156,89 @@ func (s *Server) handshake(q *req, get func(string) []byte) error {
 	if len(rep.Need) == 0 && rep.Info != nil && q.vol.Flags().FK > 0 && q.perm.Any(store.PermRead|store.PermUpGet) {
 		out.FK = q.vol.FileKey(rep.Rel(), rep.Info)
 	}
-	return writeJSON(q, http.StatusOK, out)
+	return out
+}
+
+// maxOneShotHeader bounds up2k.OneShotHeader (a name of a few hundred
+// bytes, one hash, a few numbers: well under it).
+const maxOneShotHeader = 8 << 10
+
+// oneShotOf reads a one-shot POST's handshake (up2k.OneShotHeader) for a
+// body of n bytes: the same fields, types and limits as a handshake's
+// JSON, and a file of exactly one chunk whose bytes are the body.
+func oneShotOf(v string, n int64) (up2k.Handshake, error) {
+	if len(v) > maxOneShotHeader {
+		return up2k.Handshake{}, errorf(http.StatusRequestHeaderFieldsTooLarge, "%s: at most %d bytes", up2k.OneShotHeader, maxOneShotHeader)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(v))
+	if err != nil {
+		return up2k.Handshake{}, errorf(http.StatusBadRequest, "%s: not base64url without padding", up2k.OneShotHeader)
+	}
+	var hf hsFields
+	if !json.Valid(raw) || !objectFields(raw, hf.set) || hf.search {
+		return up2k.Handshake{}, errorf(http.StatusBadRequest, "%s: not a handshake (a JSON object of its fields)", up2k.OneShotHeader)
+	}
+	h, err := handshakeOf(hf.get)
+	if err != nil {
+		return h, err
+	}
+	switch {
+	case n < 0:
+		return h, errorf(http.StatusLengthRequired, "a one-shot POST needs a Content-Length")
+	case h.Size != n:
+		return h, errorf(http.StatusBadRequest, "a one-shot POST's body is its file: %d bytes sent for a file of %d", n, h.Size)
+	case h.Size <= 0 || h.Size > up2k.OneShotMax || len(h.Hashes) != 1:
+		return h, errorf(http.StatusBadRequest, "a one-shot POST carries a file of 1 to %d bytes and one chunk hash (%d bytes, %d hashes)", up2k.OneShotMax, h.Size, len(h.Hashes))
+	}
+	return h, nil
+}
+
+// postOneShot answers a one-shot POST (up2k.OneShotHeader): the
+// handshake, then, when the file is needed, its one chunk from the body,
+// exactly as the two requests would (same checks, same session, same
+// durability: the reply comes after the chunk's synced batch and the
+// publish). The answer is the handshake's JSON as it stands after the
+// chunk: need is empty once the file is published (up2k.DoneHeader says
+// where) or was there already; a chunk the server could not take yet
+// (the same content being written elsewhere) leaves it in need, and the
+// client goes on with plain handshakes.
+func (s *Server) postOneShot(q *req, v string) error {
+	if s.up == nil {
+		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
+	}
+	if err := q.needUpload(); err != nil {
+		return err
+	}
+	if q.share {
+		return errShareUp2k
+	}
+	if err := notYet(q.query); err != nil {
+		return err
+	}
+	h, err := oneShotOf(v, q.r.ContentLength)
+	if err != nil {
+		return err
+	}
+	rep, err := s.runHandshake(q, h)
+	if err != nil {
+		return err
+	}
+	if len(rep.Need) == 1 && rep.Need[0] == h.Hashes[0] {
+		w, err := s.up.WriteChunks(q.r.Context(), up2k.ChunkPost{
+			Vol: q.vol, Wark: rep.Wark, Hashes: rep.Need[0], Subc: -1,
+			Body: newIdleReader(q, q.r.Body), Length: q.r.ContentLength,
+		})
+		if err != nil {
+			return err
+		}
+		if w.Done {
+			s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, w.Rel), "via", "up2k", "user", q.acct(), "ip", q.ip)
+			q.w.Header().Set(up2k.DoneHeader, q.loc+hrefOf(q.vol, w.Rel))
+			rep.Need = []string{}
+		}
+	}
+	q.w.Header().Set(up2k.OneShotHeader, "1")
+	return writeJSON(q, http.StatusOK, s.hsReplyOf(q, rep))
 }
 
 // errShareUp2k refuses up2k inside a share: its sessions, partial files

@@ -56,6 +56,18 @@ type ChunkPost struct {
 // say the same); other clients ignore it and handshake as before.
 const DoneHeader = "X-Up2k-Done"
 
+// OneShotHeader carries, on a binary POST, a whole handshake (its JSON,
+// base64url without padding) for a file of one chunk, whose bytes are the
+// body: the handshake and the chunk post in one request (hoard's own
+// client, for small files into a destination where they are new). A
+// server that takes it names it in the reply to every handshake
+// (OneShotHeader: 1); clients send it only to such a server.
+const OneShotHeader = "X-Up2k-Oneshot"
+
+// OneShotMax is the largest file a one-shot POST may carry: a client
+// sends the bytes before it knows whether the server needs them.
+const OneShotMax = 256 << 10
+
 // Written reports a chunk post that succeeded.
 type Written struct {
 	Bytes  int64

@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"hoard/up2k"
 )
 
 // upProxy forwards to a hoard that may be replaced (a restart), counting
@@ -40,6 +42,7 @@ type upProxy struct {
 	posts      atomic.Int64 // chunk posts forwarded
 	postBytes  atomic.Int64 // their bodies
 	acked      atomic.Int64 // posts answered 200
+	oneShots   atomic.Int64 // one-shot posts (handshake and chunk in one request), also counted in posts
 	ackedBytes atomic.Int64
 
 	delay  atomic.Int64                          // nanoseconds to hold each chunk post
@@ -62,7 +65,10 @@ func newUpProxy(t *testing.T, target string) *upProxy {
 			pr.Out.Host = pr.In.Host
 		},
 		ModifyResponse: func(resp *http.Response) error {
-			if resp.Request.Header.Get("X-Up2k-Hash") != "" && resp.StatusCode == 200 {
+			// A one-shot post's bytes were taken only when it says it
+			// published the file (else the file was there already).
+			oneShot := resp.Request.Header.Get(up2k.OneShotHeader) != ""
+			if resp.Request.Header.Get("X-Up2k-Hash") != "" && resp.StatusCode == 200 && (!oneShot || resp.Header.Get(up2k.DoneHeader) != "") {
 				p.acked.Add(1)
 				p.ackedBytes.Add(resp.Request.ContentLength)
 			}
@@ -74,6 +80,9 @@ func newUpProxy(t *testing.T, target string) *upProxy {
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		chunk := r.Header.Get("X-Up2k-Hash") != ""
+		if r.Header.Get(up2k.OneShotHeader) != "" {
+			p.oneShots.Add(1)
+		}
 		if chunk {
 			p.posts.Add(1)
 			p.postBytes.Add(r.ContentLength)
@@ -133,7 +142,7 @@ func (p *upProxy) setBackend(t *testing.T, target string) {
 }
 
 func (p *upProxy) reset() {
-	for _, c := range []*atomic.Int64{&p.handshakes, &p.posts, &p.postBytes, &p.acked, &p.ackedBytes} {
+	for _, c := range []*atomic.Int64{&p.handshakes, &p.posts, &p.postBytes, &p.acked, &p.ackedBytes, &p.oneShots} {
 		c.Store(0)
 	}
 }

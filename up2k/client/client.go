@@ -14,6 +14,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,6 +126,9 @@ type run struct {
 	lastErr   string
 	out       sync.Mutex // Stdout/Stderr lines
 	liveShown bool       // the live line is on the terminal; guarded by out
+
+	oneShot atomic.Bool  // the server takes one-shot posts (up2k.OneShotHeader)
+	fresh   atomic.Int64 // how new files are to the server lately (note)
 }
 
 // stats are the live counters the progress display reads.
@@ -389,13 +393,147 @@ func (r *run) handshake(ctx context.Context, it *item, srch bool) ([]byte, error
 		folder = it.purl // where the server put it (a hook may move it)
 	}
 	target := r.w.base + escapePath(folder)
-	return r.w.do(ctx, func() (*http.Request, error) {
+	reply, hdr, err := r.w.doH(ctx, func() (*http.Request, error) {
 		q, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
 		if err == nil {
 			q.Header.Set("Content-Type", "application/json")
 		}
 		return q, err
 	}, true)
+	if err == nil && !srch && hdr.Get(up2k.OneShotHeader) == "1" {
+		r.oneShot.Store(true)
+	}
+	return reply, err
+}
+
+// One-shot posts (up2k.OneShotHeader) carry a small file's handshake and
+// bytes in one request: half the requests for a tree of small files. The
+// bytes go before the client knows whether the server needs them, so
+// they are used only while the server lately needed the files it was
+// asked about (a re-run over files already there costs a handshake
+// each, not their bytes): fresh goes up by one for a file the server
+// needed and down by oneShotHad for one it had, between ±oneShotCap,
+// and one-shot posts are made while it is at least oneShotFrom. A run
+// starts with plain handshakes (they also tell whether the server takes
+// one-shot posts).
+const (
+	oneShotFrom = 8
+	oneShotHad  = 4
+	oneShotCap  = 32
+)
+
+// note counts a file the server needed (fresh) or had.
+func (r *run) note(fresh bool) {
+	for {
+		old := r.fresh.Load()
+		n := old + 1
+		if !fresh {
+			n = old - oneShotHad
+		}
+		n = max(-oneShotCap, min(oneShotCap, n))
+		if r.fresh.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// wantOneShot reports whether it goes as a one-shot post.
+func (r *run) wantOneShot(it *item) bool {
+	return r.oneShot.Load() && r.fresh.Load() >= oneShotFrom && !r.o.Overwrite && !r.o.Touch &&
+		len(it.hashes) == 1 && it.size > 0 && it.size <= up2k.OneShotMax && it.owned == "" && !it.redo
+}
+
+// postOneShot sends it whole with its handshake; the reply is the
+// handshake's, as it stands after the server took the bytes, and its
+// header (up2k.DoneHeader when this post published the file).
+func (r *run) postOneShot(ctx context.Context, it *item) (reply, http.Header, error) {
+	hs, err := json.Marshal(map[string]any{"name": it.name, "size": it.size, "lmod": it.mtime, "hash": it.hashes})
+	if err != nil {
+		return reply{}, nil, err
+	}
+	enc := base64.RawURLEncoding.EncodeToString(hs)
+	target := r.w.base + escapePath(r.folderURL(it))
+	tries := 0
+	body, hdr, err := r.w.doH(ctx, func() (*http.Request, error) {
+		if tries++; tries > 1 && it.changed() {
+			return nil, errChanged
+		}
+		q, err := http.NewRequest(http.MethodPost, target, io.NewSectionReader(it.f, 0, it.size))
+		if err != nil {
+			return nil, err
+		}
+		q.ContentLength = it.size
+		q.Header.Set("Content-Type", "application/octet-stream")
+		q.Header.Set("X-Up2k-Hash", it.hashes[0]) // the chunk it carries (what proxies and logs see)
+		q.Header.Set(up2k.OneShotHeader, enc)
+		return q, nil
+	}, true)
+	if err != nil {
+		return reply{}, nil, err
+	}
+	rep, err := parseReply(body, it.hashes)
+	return rep, hdr, err
+}
+
+// tryOneShot tries it as a one-shot post; done is false when drive goes on
+// with handshakes (the server still needs it, or took the post in a way
+// that asks for them).
+func (r *run) tryOneShot(ctx context.Context, it *item) (done bool) {
+	rep, hdr, err := r.postOneShot(ctx, it)
+	var he *HTTPError
+	switch {
+	case errors.Is(err, errChanged):
+		if err := r.rehash(ctx, it); err != nil {
+			r.failIt(it, err)
+			return true
+		}
+		return false
+	case errors.Is(err, ErrAuth) || errors.Is(err, ErrTLS):
+		r.hsFailed(it, err)
+		return true
+	case errors.As(err, &he) && he.Status == http.StatusConflict:
+		r.hsFailed(it, err) // not to be replaced: skipped, as its handshake would be
+		return true
+	case errors.As(err, &he) && he.Status < 500:
+		// Refused as a one-shot post (a server that took them once and
+		// does not now, a proxy that cuts the header): plain handshakes
+		// from now on.
+		r.oneShot.Store(false)
+		return false
+	case err != nil:
+		r.failIt(it, err)
+		return true
+	}
+	if len(rep.Need) > 0 {
+		// Started, not finished (its chunk being written elsewhere): its
+		// handshakes go on under the name the server gave it.
+		r.note(true)
+		it.owned, it.purl = rep.Name, rep.Purl
+		return false
+	}
+	where, published := parseDone(hdr)
+	if !published {
+		r.note(false) // it was there already: the bytes were not needed
+		r.finish(it, "present", rep.Purl+rep.Name)
+		return true
+	}
+	r.note(true)
+	r.st.sent.Add(it.size)
+	r.st.bytesDone.Add(it.size)
+	it.sent.Add(it.size)
+	if it.changed() {
+		// Published as it was when hashed, and changed since: hashed
+		// again, it replaces what this post published.
+		it.owned, it.purl = rep.Name, rep.Purl
+		if err := r.rehash(ctx, it); err != nil {
+			r.failIt(it, err)
+			return true
+		}
+		it.redo = true
+		return false
+	}
+	r.finish(it, "uploaded", where)
+	return true
 }
 
 // maxStale is how many handshakes in a row may bring no progress before a
@@ -407,6 +545,9 @@ const maxStale = 6
 // chunks are missing; a file that changes is hashed again.
 func (r *run) drive(ctx context.Context, it *item) {
 	stale, rehashes, prev, rounds := 0, 0, -1, 0
+	if r.wantOneShot(it) && r.tryOneShot(ctx, it) {
+		return
+	}
 	for {
 		body, err := r.handshake(ctx, it, false)
 		if err != nil {
@@ -417,6 +558,9 @@ func (r *run) drive(ctx context.Context, it *item) {
 		if err != nil {
 			r.failIt(it, err)
 			return
+		}
+		if rounds == 0 && !it.redo && it.owned == "" {
+			r.note(len(rep.Need) > 0)
 		}
 		if len(rep.Need) == 0 {
 			if rounds == 0 && it.sent.Load() == 0 {
