@@ -63,14 +63,6 @@ func startPipedPut(t *testing.T, s *server, path string, size int, hdr ...string
 	return p
 }
 
-// finish writes the rest and waits for the answer, which must be code.
-func (p *pipedPut) finish(t *testing.T, rest []byte, code int) {
-	t.Helper()
-	if r := p.end(t, rest); r.err != nil || r.code != code {
-		t.Fatalf("piped PUT: %d %v %s, want %d", r.code, r.err, r.body, code)
-	}
-}
-
 // end sends the rest of the body and returns the answer.
 func (p *pipedPut) end(t *testing.T, rest []byte) pipedResult {
 	t.Helper()

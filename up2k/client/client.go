@@ -559,8 +559,8 @@ func (r *run) drive(ctx context.Context, it *item) {
 			r.failIt(it, err)
 			return
 		}
-		if rounds == 0 && !it.redo && it.owned == "" {
-			r.note(len(rep.Need) > 0)
+		if rounds == 0 && !it.redo && it.owned == "" && it.size > 0 {
+			r.note(len(rep.Need) > 0) // (an empty file is never needed: it says nothing)
 		}
 		if len(rep.Need) == 0 {
 			if rounds == 0 && it.sent.Load() == 0 {
