@@ -115,14 +115,8 @@ func (s *Server) handshake(q *req, get func(string) []byte) error {
 	if err := notYet(q.query); err != nil {
 		return err
 	}
-	if s.up == nil {
-		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
-	}
-	if err := q.needUpload(); err != nil {
+	if err := s.mayUp2k(q); err != nil {
 		return err
-	}
-	if q.share {
-		return errShareUp2k
 	}
 	h, err := handshakeOf(get)
 	if err != nil {
@@ -203,14 +197,8 @@ func oneShotOf(v string, n int64) (up2k.Handshake, error) {
 // (the same content being written elsewhere) leaves it in need, and the
 // client goes on with plain handshakes.
 func (s *Server) postOneShot(q *req, v string) error {
-	if s.up == nil {
-		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
-	}
-	if err := q.needUpload(); err != nil {
+	if err := s.mayUp2k(q); err != nil {
 		return err
-	}
-	if q.share {
-		return errShareUp2k
 	}
 	if err := notYet(q.query); err != nil {
 		return err
@@ -232,13 +220,36 @@ func (s *Server) postOneShot(q *req, v string) error {
 			return err
 		}
 		if w.Done {
-			s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, w.Rel), "via", "up2k", "user", q.acct(), "ip", q.ip)
-			q.w.Header().Set(up2k.DoneHeader, q.loc+hrefOf(q.vol, w.Rel))
+			s.published(q, w)
 			rep.Need = []string{}
 		}
 	}
 	q.w.Header().Set(up2k.OneShotHeader, "1")
 	return writeJSON(q, http.StatusOK, s.hsReplyOf(q, rep))
+}
+
+// mayUp2k checks what every up2k request needs: up2k on, the right to
+// upload here, and not inside a share.
+func (s *Server) mayUp2k(q *req) error {
+	if s.up == nil {
+		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
+	}
+	if err := q.needUpload(); err != nil {
+		return err
+	}
+	if q.share {
+		return errShareUp2k
+	}
+	return nil
+}
+
+// published logs a chunk write that published its file and says where in
+// the reply (up2k.DoneHeader): a client that reads it needs no final
+// handshake. The path is the one that handshake would name, through the
+// proxy's prefix, as purl.
+func (s *Server) published(q *req, w up2k.Written) {
+	s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, w.Rel), "via", "up2k", "user", q.acct(), "ip", q.ip)
+	q.w.Header().Set(up2k.DoneHeader, q.loc+hrefOf(q.vol, w.Rel))
 }
 
 // errShareUp2k refuses up2k inside a share: its sessions, partial files
@@ -339,14 +350,8 @@ func handshakeOf(get func(string) []byte) (up2k.Handshake, error) {
 // postChunk answers up2k chunk uploads: the chunk must belong to a session
 // of the volume posted to, and the user must be allowed to write there.
 func (s *Server) postChunk(q *req) error {
-	if s.up == nil {
-		return errorf(http.StatusNotImplemented, "up2k uploads are not enabled on this server")
-	}
-	if err := q.needUpload(); err != nil {
+	if err := s.mayUp2k(q); err != nil {
 		return err
-	}
-	if q.share {
-		return errShareUp2k
 	}
 	h := q.r.Header
 	wark, hashes := strings.TrimSpace(h.Get("X-Up2k-Wark")), h.Get("X-Up2k-Hash")
@@ -374,11 +379,7 @@ func (s *Server) postChunk(q *req) error {
 		return err
 	}
 	if w.Done {
-		s.log.Info("upload", "id", q.id, "path", "/"+path.Join(q.vol.VPath, w.Rel), "via", "up2k", "user", q.acct(), "ip", q.ip)
-		// This post published the file (durable before this reply): a
-		// client that reads it needs no final handshake to learn so.
-		// The path is the one that handshake would name.
-		q.w.Header().Set(up2k.DoneHeader, q.loc+hrefOf(q.vol, w.Rel)) // through the proxy's prefix, as purl
+		s.published(q, w) // durable before this reply
 	}
 	q.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	q.w.WriteHeader(http.StatusOK)

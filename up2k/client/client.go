@@ -366,6 +366,25 @@ func (r *run) folderURL(it *item) string {
 
 // handshake posts the file's hashes; srch asks for a search instead.
 func (r *run) handshake(ctx context.Context, it *item, srch bool) ([]byte, error) {
+	body, target, err := r.hsRequest(it, srch)
+	if err != nil {
+		return nil, err
+	}
+	reply, hdr, err := r.w.doH(ctx, func() (*http.Request, error) {
+		q, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
+		if err == nil {
+			q.Header.Set("Content-Type", "application/json")
+		}
+		return q, err
+	}, true)
+	if err == nil && !srch && hdr.Get(up2k.OneShotHeader) == "1" {
+		r.oneShot.Store(true)
+	}
+	return reply, err
+}
+
+// hsRequest is the JSON of its handshake and the URL it goes to.
+func (r *run) hsRequest(it *item, srch bool) (body []byte, target string, err error) {
 	name := it.name
 	if it.owned != "" {
 		// The name the server gave this upload (a collision rename): the
@@ -384,26 +403,14 @@ func (r *run) handshake(ctx context.Context, it *item, srch bool) ([]byte, error
 			req["umod"] = true
 		}
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
+	if body, err = json.Marshal(req); err != nil {
+		return nil, "", err
 	}
 	folder := r.folderURL(it)
 	if it.owned != "" && it.purl != "" {
 		folder = it.purl // where the server put it (a hook may move it)
 	}
-	target := r.w.base + escapePath(folder)
-	reply, hdr, err := r.w.doH(ctx, func() (*http.Request, error) {
-		q, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
-		if err == nil {
-			q.Header.Set("Content-Type", "application/json")
-		}
-		return q, err
-	}, true)
-	if err == nil && !srch && hdr.Get(up2k.OneShotHeader) == "1" {
-		r.oneShot.Store(true)
-	}
-	return reply, err
+	return body, r.w.base + escapePath(folder), nil
 }
 
 // One-shot posts (up2k.OneShotHeader) carry a small file's handshake and
@@ -447,12 +454,11 @@ func (r *run) wantOneShot(it *item) bool {
 // handshake's, as it stands after the server took the bytes, and its
 // header (up2k.DoneHeader when this post published the file).
 func (r *run) postOneShot(ctx context.Context, it *item) (reply, http.Header, error) {
-	hs, err := json.Marshal(map[string]any{"name": it.name, "size": it.size, "lmod": it.mtime, "hash": it.hashes})
+	hs, target, err := r.hsRequest(it, false)
 	if err != nil {
 		return reply{}, nil, err
 	}
 	enc := base64.RawURLEncoding.EncodeToString(hs)
-	target := r.w.base + escapePath(r.folderURL(it))
 	tries := 0
 	body, hdr, err := r.w.doH(ctx, func() (*http.Request, error) {
 		if tries++; tries > 1 && it.changed() {
