@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 // one request, up2k.OneShotHeader) against the built binary: the same
 // permissions as a handshake and a chunk post (anonymous refused where it
 // may only read, nothing written), a write-only folder takes them and its
-// answer names no file key, the file lands whole with its time, and a
-// second one finds it there.
+// answer names no file key, a wrong password and a share are refused, the
+// file lands whole with its time, and a second one finds it there.
 func TestUp2kOneShot(t *testing.T) {
 	t.Parallel()
 	vol, drop := t.TempDir(), t.TempDir()
@@ -46,6 +47,21 @@ func TestUp2kOneShot(t *testing.T) {
 		t.Fatal("a refused one-shot wrote its file")
 	}
 	wantNoPartial(t, vol)
+
+	resp, _, body = oneShot("/", "PW: wrong")
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("one-shot with a wrong password: %d %s", resp.StatusCode, body)
+	}
+	// A share that may write: up2k is not served inside shares (a
+	// one-shot post no more than a handshake): refused, nothing written.
+	makeShare(t, s, "pw", map[string]any{"k": "os", "vp": []string{"/"}, "perms": []string{"read", "write"}}, 201)
+	resp, _, body = oneShot("/shr/os/")
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "share") {
+		t.Fatalf("one-shot into a share: %d %s", resp.StatusCode, body)
+	}
+	if pathExists(vol, "one shot.bin") {
+		t.Fatal("a refused one-shot wrote its file")
+	}
 
 	resp, rep, body := oneShot("/", "PW: pw")
 	if resp.StatusCode != 200 || len(rep.Hash) != 0 || resp.Header.Get(up2k.DoneHeader) != "/one%20shot.bin" {
