@@ -97,7 +97,8 @@ function confirmBox(title, lines) {
 }
 
 function toast(msg, bad) {
-  const t = h('div', { className: 'toast' + (bad ? ' bad' : ''), role: 'alert' }, msg);
+  // an error is an alert (read out at once); a success a polite status
+  const t = h('div', { className: 'toast' + (bad ? ' bad' : ''), role: bad ? 'alert' : 'status' }, msg);
   let box = document.querySelector('.toasts');
   if (!box) { box = h('div', { className: 'toasts' }); document.body.append(box); }
   // at most five at once (a failed move of many items says so per item):
@@ -524,7 +525,8 @@ async function del() {
   if (!sel.length || !(await confirmBox(`delete ${sel.length} item(s)?`, sel.map((e) => e.name + (e.dir ? '/' : ''))))) return;
   const paths = sel.map((e) => decPath(S.path.slice(loc.length) + bare(e)));
   const r = await req('POST', loc + '/?delete', JSON.stringify(paths), 'application/json');
-  r.ok ? toast(r.text.trim()) : toast(errText(r), true);
+  // the server's answer is copyparty's ("deleted 1 files (and 0/0 folders)"); the page says it plainly
+  r.ok ? toast(sel.length === 1 ? `deleted ${sel[0].name}` : `deleted ${sel.length} items`) : toast(errText(r), true);
   load(S.path);
 }
 

@@ -289,6 +289,19 @@ func TestUIBrowserToastsCapped(t *testing.T) {
 	if n := evalJS[int](t, b, `window.__maxToasts`); n != 5 {
 		t.Errorf("the page held up to %d toasts at once, want 5 (seven failures, capped)", n)
 	}
+	// in the bottom right corner, clear of the middle of the listing: the
+	// names (left) and the grid's first tiles stay visible
+	if where := evalJS[string](t, b, `(() => { const r = document.querySelector('.toasts').getBoundingClientRect();
+		const bad = [];
+		if (r.left < innerWidth / 2) bad.push('starts at x=' + Math.round(r.left) + ' of ' + innerWidth);
+		if (r.bottom > innerHeight || r.right > innerWidth) bad.push('runs off the page');
+		if (r.width > 420) bad.push('is ' + Math.round(r.width) + ' px wide');
+		const nm = document.querySelector('table.ls tbody tr td a');
+		if (nm) { const n = nm.getBoundingClientRect(); if (n.right > r.left && n.left < r.right && n.bottom > r.top && n.top < r.bottom) bad.push('covers the first name'); }
+		if ([...document.querySelectorAll('.toasts .toast.bad')].some((x) => x.getAttribute('role') !== 'alert')) bad.push('an error is not role=alert');
+		return bad.join(', '); })()`); where != "" {
+		t.Errorf("the messages' box %s", where)
+	}
 	first := evalJS[string](t, b, `document.querySelector('.toasts .toast').textContent`)
 	if !strings.HasPrefix(first, "x3.txt: ") {
 		t.Errorf("oldest toast shown is %q, want x3.txt's (x1 and x2 dropped first)", first)
