@@ -38,11 +38,15 @@ var bufPool = sync.Pool{New: func() any { return new([ioBufSize]byte) }}
 const bigBufSize = ioBufSize
 
 // pipeDepth is how many buffers wait for the hasher and for the writer.
-// The hasher is the slow stage; one buffer queued keeps it fed. A 1 GiB
-// PUT, 5 alternating rounds against 256 KiB reads queued 4 deep: 1.38 vs
-// 1.52 CPU-seconds, 1066 vs 1038 MB/s, peak RSS 51.8 vs 50.1 MB (2 deep:
-// 1.40 CPU-seconds, 55.4 MB; 512 KiB 2 deep: 1.48; issue 19).
-const pipeDepth = 1
+// The hasher is the slow stage (one core's SHA-512) and must never wait:
+// with one buffer queued it stood idle a fifth of a 1 GiB PUT whenever the
+// socket or the writer paused. On the 2-core VM of the eleventh session
+// (bench/ab.sh, put-large 1 GiB, alternating rounds): 1 deep 590 MB/s, 4
+// deep 644 (+9 %, 9 rounds), hashing queue alone 4 deep 638, 8 deep 667
+// against 4 deep's 672; the same CPU per byte, peak RSS 53 MiB either way.
+// (On the earlier VM 4 deep had cost 3 %: 1038 vs 1066 MB/s.) At most
+// 2 × pipeDepth + 2 buffers of bigBufSize are held per upload.
+const pipeDepth = 4
 
 var bigPool = sync.Pool{New: func() any { return new([bigBufSize]byte) }}
 
