@@ -44,8 +44,10 @@ const bigBufSize = ioBufSize
 // (bench/ab.sh, put-large 1 GiB, alternating rounds): 1 deep 590 MB/s, 4
 // deep 644 (+9 %, 9 rounds), hashing queue alone 4 deep 638, 8 deep 667
 // against 4 deep's 672; the same CPU per byte, peak RSS 53 MiB either way.
-// (On the earlier VM 4 deep had cost 3 %: 1038 vs 1066 MB/s.) At most
-// 2 × pipeDepth + 2 buffers of bigBufSize are held per upload.
+// (On the earlier VM 4 deep had cost 3 %: 1038 vs 1066 MB/s.) An upload
+// holds at most 2 × pipeDepth + 3 buffers of bigBufSize (one being read,
+// one being hashed, one being written, the queues'); as the hasher is the
+// slow stage, about pipeDepth + 2 in practice (1.5 MiB).
 const pipeDepth = 4
 
 var bigPool = sync.Pool{New: func() any { return new([bigBufSize]byte) }}
