@@ -49,3 +49,16 @@ func startMinio(t *testing.T, bucket string) *miniotest.Server {
 	t.Setenv("AWS_ENDPOINT_URL", m.Endpoint())
 	return m
 }
+
+// startMinioParallel is startMinio for a test that runs in parallel with
+// the others (it calls t.Parallel): the AWS_* variables go to the hoards
+// the test starts (setHoardEnv), not to the test process. For the tests
+// that mostly wait for an expiry (--snap-drop 1, holdGrace): serial, they
+// held the whole package up for over three minutes.
+func startMinioParallel(t *testing.T, bucket string) *miniotest.Server {
+	t.Helper()
+	t.Parallel()
+	m := miniotest.Start(t, bucket)
+	setHoardEnv(t, m.Endpoint())
+	return m
+}

@@ -27,7 +27,7 @@ func s3HoldKey(pre, fileKey string) string {
 // without its session (killed between the two) holds the name for
 // holdGrace, then the expiry drops it.
 func TestS3Up2kNameHeld(t *testing.T) {
-	m := startMinio(t, "vol")
+	m := startMinioParallel(t, "vol")
 	auth := basicAuth("u:pw")
 	args := func() []string {
 		return []string{"-a", "u:pw", "--snap-drop", "1", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre"}
