@@ -186,7 +186,7 @@ var loginTmpl = template.Must(template.New("login").Parse(`<!DOCTYPE html>
 <form method="post" action="{{.Action}}" class="loginf"><input type="hidden" name="act" value="login">
 <label for="cppwd">password</label> <input type="password" id="cppwd" name="cppwd" autocomplete="current-password" autofocus required>
 <button>log in</button></form>
-{{if .User}}<form method="post" action="{{.Action}}"><input type="hidden" name="act" value="logout"><p>logged in as <b>{{.User}}</b> <button>log out</button></p></form>{{end}}
+{{if .User}}<form method="post" action="{{.Action}}"><input type="hidden" name="act" value="logout"><p>logged in as <b>{{.User}}</b> <button>logout</button></p></form>{{end}}
 <p><a href="{{.Home}}">back to the top</a></p></main>
 </body></html>
 `))
