@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -435,17 +436,32 @@ func startAs(t *testing.T, uid int, args ...string) *server {
 	for d := filepath.Dir(bin); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
 		os.Chmod(d, 0o755)
 	}
-	cmd := exec.Command(bin, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
-	cmd.Dir = "/"
-	cmd.SysProcAttr = runAsUser(uid)
-	s := &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
-	cmd.Stderr = s.logs
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	// The copy was just written: a process another parallel test forks
+	// meanwhile holds its write descriptor until it execs, and exec of
+	// the copy fails with ETXTBSY (golang/go#22315) until then. Try again.
+	var (
+		cmd *exec.Cmd
+		s   *server
+		out io.ReadCloser
+	)
+	for try := 0; ; try++ {
+		cmd = exec.Command(bin, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
+		cmd.Dir = "/"
+		cmd.SysProcAttr = runAsUser(uid)
+		s = &server{cmd: cmd, logs: &syncBuf{}, done: make(chan error, 1)}
+		cmd.Stderr = s.logs
+		if out, err = cmd.StdoutPipe(); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Start()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ETXTBSY) || try == 50 {
+			t.Fatal(err)
+		}
+		out.Close()
+		time.Sleep(20 * time.Millisecond)
 	}
 	go func() { s.done <- cmd.Wait() }()
 	line := make([]byte, 200)
