@@ -23,6 +23,8 @@
 # BENCH_TMP (a real disk; default ${TMPDIR:-/tmp}), U2C_ARGS (extra u2c
 # options for every run, e.g. "-j 8"), UP_ARGS (extra hoard up options),
 # CLIENTS (default "u2c up"), SERVERS (default "hoard copyparty floor").
+# UP_BASE=/path/to/another/hoard adds a client "base": that binary's
+# `hoard up`, for an A/B of a client change (add "base" to CLIENTS).
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PY:-/usr/bin/python3}
@@ -75,6 +77,9 @@ one() { # server client mode round
     # 3 GB a round; a big file is one inode).
     RUN=$((RUN + 1))
     if [[ $mode != small ]]; then rm -rf "$TMP"/dst.*; fi
+    # copyparty does not fsync: without this, the kernel writes its last
+    # round's gigabyte back during the next client's run, on its CPU time.
+    sync
     local dst=$TMP/dst.$RUN
     mkdir "$dst"
     if [[ $srv == hoard ]]; then
@@ -89,6 +94,8 @@ one() { # server client mode round
     t0=$(cpu "$SPID")
     if [[ $cl == u2c ]]; then
         out=$( { /usr/bin/time -f "clientcpu %e %U %S %M" "$PY" "$CP/bin/u2c.py" -ns ${U2C_ARGS:-} "http://127.0.0.1:$PORT/" "$TMP/src/$mode"; } 2>&1 | tr '\r' '\n')
+    elif [[ $cl == base ]]; then
+        out=$( { /usr/bin/time -f "clientcpu %e %U %S %M" "${UP_BASE:?set UP_BASE for client base}" up -q ${UP_ARGS:-} "http://127.0.0.1:$PORT/" "$TMP/src/$mode"; } 2>&1 | tr '\r' '\n')
     else
         out=$( { /usr/bin/time -f "clientcpu %e %U %S %M" "$TMP/hoard" up -q ${UP_ARGS:-} "http://127.0.0.1:$PORT/" "$TMP/src/$mode"; } 2>&1 | tr '\r' '\n')
     fi
@@ -122,7 +129,7 @@ files = {"big": 1, "small": 5000, "many": 100000}
 for mode in dict.fromkeys(r[0] for r in rows):
     med = {}
     for srv in ("hoard", "copyparty", "floor"):
-        for cl in ("u2c", "up"):
+        for cl in ("u2c", "up", "base"):
             xs = [r for r in rows if r[0] == mode and r[1] == srv and r[2] == cl]
             if not xs:
                 continue
@@ -137,4 +144,6 @@ for mode in dict.fromkeys(r[0] for r in rows):
     ratio(("copyparty", "u2c"), ("hoard", "up"), "u2c.py into copyparty / hoard up into hoard")
     ratio(("copyparty", "u2c"), ("copyparty", "up"), "u2c.py into copyparty / hoard up into copyparty")
     ratio(("floor", "u2c"), ("floor", "up"), "client floors: u2c.py / hoard up")
+    for srv in ("hoard", "copyparty", "floor"):
+        ratio((srv, "base"), (srv, "up"), "into %s: UP_BASE's hoard up / this hoard up" % srv)
 EOF

@@ -464,7 +464,7 @@ func (r *run) postOneShot(ctx context.Context, it *item) (reply, http.Header, er
 		if tries++; tries > 1 && it.changed() {
 			return nil, errChanged
 		}
-		q, err := http.NewRequest(http.MethodPost, target, io.NewSectionReader(it.f, 0, it.size))
+		q, err := http.NewRequest(http.MethodPost, target, chunkBody(it.f, 0, it.size))
 		if err != nil {
 			return nil, err
 		}
@@ -797,7 +797,7 @@ func (r *run) send(ctx context.Context, p *post) error {
 		if tries++; tries > 1 && p.it.changed() {
 			return nil, errChanged
 		}
-		q, err := http.NewRequest(http.MethodPost, p.url, io.NewSectionReader(p.it.f, p.off, p.n))
+		q, err := http.NewRequest(http.MethodPost, p.url, chunkBody(p.it.f, p.off, p.n))
 		if err != nil {
 			return nil, err
 		}
