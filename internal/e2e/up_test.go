@@ -620,6 +620,33 @@ func TestUpBadArgs(t *testing.T) {
 	if code, _, errOut := hoardUp(t, "-a", "wrong", s.URL+"/", dir); code != 1 || !strings.Contains(errOut, "wrong password") {
 		t.Errorf("wrong password: exit %d, want 1\n%s", code, errOut)
 	}
+	// So does a failure every file would meet, for a whole tree: the
+	// cause said at the end, the files in flight counted as stopped, not
+	// each listed as failed ("context canceled").
+	many := t.TempDir()
+	for i := range 100 {
+		writeFile(t, many, fmt.Sprintf("t/f%03d", i), []byte(fmt.Sprint(i)))
+	}
+	noSearch := start(t, "-v", t.TempDir()+"::rw") // no -e2d
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"wrong password", []string{"-a", "wrong", s.URL + "/", many}, "wrong password"},
+		{"-s without -e2d", []string{"-s", noSearch.URL + "/", many}, "the server cannot search"},
+	} {
+		t0 := time.Now()
+		code, _, errOut := hoardUp(t, c.args...)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		last := lines[len(lines)-1]
+		if code != 1 || !strings.HasPrefix(last, "hoard up: ") || !strings.Contains(last, c.want) || strings.Contains(errOut, "canceled") || strings.Count(errOut, "failed: ") > 40 {
+			t.Errorf("%s over 100 files: exit %d; want 1, the cause last, no file failed as cancelled\n%s", c.name, code, errOut)
+		}
+		if d := time.Since(t0); d > 20*time.Second {
+			t.Errorf("%s over 100 files took %v: not stopped at once", c.name, d)
+		}
+	}
 	// The password from a file (-a $FILE, as u2c) and from HOARD_PW.
 	pwFile := writeFile(t, t.TempDir(), "pw", []byte("pw\n"))
 	if code, _, errOut := hoardUp(t, "-a", "$"+pwFile, s.URL+"/", dir); code != 0 {

@@ -69,6 +69,7 @@ type Summary struct {
 	Present  int64     `json:"present"`  // already on the server: one handshake
 	Skipped  int64     `json:"skipped"`  // refused as already there (409)
 	Failed   int64     `json:"failed"`
+	Stopped  int64     `json:"stopped,omitempty"`  // in flight when the run stopped (a fatal error, an interrupt): not failed, not done
 	Found    int64     `json:"found,omitempty"`    // -s
 	NotFound int64     `json:"notfound,omitempty"` // -s
 	Bytes    int64     `json:"bytes"`              // size of the files handled
@@ -118,6 +119,7 @@ type run struct {
 	folder string // URL path of the target folder, /…/
 	h      *hasher
 	posts  chan *post
+	ctx    context.Context // the run's; cancelled with the cause that stops it
 	cancel context.CancelCauseFunc
 
 	st        stats
@@ -179,7 +181,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &run{o: &o, folder: folder, cancel: cancel}
+	r := &run{o: &o, folder: folder, ctx: ctx, cancel: cancel}
 	r.w = &wire{base: base, pw: o.Password, hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, retries: o.Retries, onRetry: r.retried}
 	t0 := time.Now()
 
@@ -651,6 +653,13 @@ func (r *run) search(ctx context.Context, it *item) {
 	}
 	body, err := r.handshake(ctx, it, true)
 	if err != nil {
+		if he, ok := isHTTP(err, http.StatusInternalServerError); ok && !errors.Is(err, ErrAuth) {
+			// The server cannot search (hoard without -e2d says so with a
+			// 500): every other file would get the same answer, after
+			// the same retries. Said once, and the run ends.
+			err = fmt.Errorf("the server cannot search: %w", he)
+			r.cancel(err)
+		}
 		r.hsFailed(it, err)
 		return
 	}

@@ -678,3 +678,40 @@ func TestRunPostsOnGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStopsOnSearchRefused: with -s, a server that answers a search
+// handshake with 500 (hoard without -e2d) stops the run after the first
+// such answer; files in flight are stopped, not failed, and the cause is
+// the run's error.
+func TestRunStopsOnSearchRefused(t *testing.T) {
+	src := t.TempDir()
+	for i := range 200 {
+		os.WriteFile(filepath.Join(src, fmt.Sprintf("f%03d", i)), []byte(fmt.Sprint(i)), 0o644)
+	}
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		hits.Add(1)
+		http.Error(w, `{"error":"search is disabled"}`, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	tg, err := NewTarget(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sum, err := Run(context.Background(), Options{URL: srv.URL + "/", Targets: []Target{tg}, Search: true, Handshakes: 8, JSON: true, Stdout: &out})
+	if err == nil || !strings.Contains(err.Error(), "the server cannot search") {
+		t.Fatalf("run error %v, want the server cannot search", err)
+	}
+	if sum.Failed < 1 || sum.Failed > 8 || sum.Failed+sum.Stopped > 200 || sum.Found+sum.NotFound != 0 {
+		t.Errorf("failed %d, stopped %d of 200: want the first answers failed, the rest not tried or stopped", sum.Failed, sum.Stopped)
+	}
+	// Each handshake in flight is tried three times (a 500 may pass):
+	// far fewer requests than 200 files × 3.
+	if n := hits.Load(); n > 8*3 {
+		t.Errorf("%d search requests for 200 files: the run did not stop", n)
+	}
+	if strings.Contains(out.String(), "canceled") {
+		t.Errorf("a file reported as cancelled:\n%s", out.String())
+	}
+}

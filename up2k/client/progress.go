@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -17,7 +18,8 @@ import (
 //
 //	{"event":"file","path":"a/b.txt","size":5,"status":"uploaded","url":"/up/a/b.txt"}
 //	    status: uploaded | present | skipped | failed (with "error") |
-//	    found (with "hits") | notfound | dry-run
+//	    found (with "hits") | notfound | dry-run | stopped (in flight when
+//	    the run stopped: the summary's "error" says why)
 //	{"event":"delete","url":"/up/a/gone.txt"}
 //	{"event":"progress","files":3,"files_total":9,"bytes":…,"bytes_total":…,"sent":…,"rate":…,"eta":…,"errors":0}
 //	{"event":"summary", …Summary…, "ok":true}
@@ -88,6 +90,17 @@ func (r *run) fail(rel string, size int64, err error) { r.failSent(rel, size, 0,
 // were counted done.
 func (r *run) failSent(rel string, size, sent int64, err error) {
 	r.done(size, sent)
+	if errors.Is(err, context.Canceled) && r.ctx != nil && r.ctx.Err() != nil {
+		// The run stopped (its cause is said once, at the end): this
+		// file was only in flight.
+		r.mu.Lock()
+		r.sum.Stopped++
+		r.mu.Unlock()
+		if r.o.JSON {
+			r.emit(event{Event: "file", Path: rel, Size: &size, Status: "stopped"})
+		}
+		return
+	}
 	r.st.errors.Add(1)
 	msg := err.Error()
 	r.mu.Lock()
@@ -337,6 +350,9 @@ func (r *run) final(runErr error) {
 	}
 	if s.Deleted > 0 {
 		r.line(true, "deleted %d remote files or folders", s.Deleted)
+	}
+	if s.Stopped > 0 {
+		r.line(true, "%d files were in flight when the run stopped (run it again to resume)", s.Stopped)
 	}
 	if s.Failed > 0 {
 		r.line(true, "these %d files failed:", s.Failed)
