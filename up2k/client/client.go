@@ -14,7 +14,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -460,7 +459,7 @@ func (r *run) postOneShot(ctx context.Context, it *item) (reply, http.Header, er
 	if err != nil {
 		return reply{}, nil, err
 	}
-	enc := base64.RawURLEncoding.EncodeToString(hs)
+	enc := b64.EncodeToString(hs)
 	tries := 0
 	body, hdr, err := r.w.doH(ctx, func() (*http.Request, error) {
 		if tries++; tries > 1 && it.changed() {
