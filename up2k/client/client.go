@@ -121,12 +121,13 @@ type run struct {
 	ctx    context.Context // the run's; cancelled with the cause that stops it
 	cancel context.CancelCauseFunc
 
-	st        stats
-	mu        sync.Mutex
-	sum       Summary
-	lastErr   string
-	out       sync.Mutex // Stdout/Stderr lines
-	liveShown bool       // the live line is on the terminal; guarded by out
+	st          stats
+	mu          sync.Mutex
+	sum         Summary
+	lastErr     string
+	serverFails int        // files failed by the server in a row (serverFailed); guarded by mu
+	out         sync.Mutex // Stdout/Stderr lines
+	liveShown   bool       // the live line is on the terminal; guarded by out
 
 	oneShot atomic.Bool  // the server takes one-shot posts (up2k.OneShotHeader)
 	fresh   atomic.Int64 // how new files are to the server lately (note)

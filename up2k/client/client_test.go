@@ -715,3 +715,59 @@ func TestRunStopsOnSearchRefused(t *testing.T) {
 		t.Errorf("a file reported as cancelled:\n%s", out.String())
 	}
 }
+
+// TestRunStopsWhenServerFailsAll: when the server fails every file with
+// an error of its own (a 5xx after the retries: a full disk, a broken
+// store), the run stops after maxServerFails files in a row instead of
+// trying each of the rest; when some files get through, it does not.
+func TestRunStopsWhenServerFailsAll(t *testing.T) {
+	src := t.TempDir()
+	const n = 300
+	for i := range n {
+		os.WriteFile(filepath.Join(src, fmt.Sprintf("f%03d", i)), []byte(fmt.Sprint("file ", i)), 0o644)
+	}
+	tg, err := NewTarget(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &fakeServer{t: t, files: map[string]*fakeFile{}, inflight: map[string]int{}}
+	var hs atomic.Int64
+	var failOdd atomic.Bool // the server's goroutines read it
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, q *http.Request) {
+		if q.Header.Get("X-Up2k-Hash") == "" || q.Header.Get(up2k.OneShotHeader) != "" {
+			hs.Add(1)
+			b, _ := io.ReadAll(q.Body)
+			var h struct{ Name string }
+			json.Unmarshal(b, &h)
+			var k int
+			fmt.Sscanf(h.Name, "f%d", &k)
+			if !failOdd.Load() || k%2 == 1 {
+				http.Error(w, `{"error":"disk full: 0 B free"}`, http.StatusInternalServerError)
+				return
+			}
+			q.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		fs.ServeHTTP(w, q)
+	}))
+	defer srv.Close()
+
+	var out bytes.Buffer
+	sum, err := Run(context.Background(), Options{URL: srv.URL + "/up/", Targets: []Target{tg}, JSON: true, Stdout: &out})
+	if err == nil || !strings.Contains(err.Error(), "failed on the server's side") || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("every file refused: run error %v, want the stop naming the last error", err)
+	}
+	if sum.Failed < maxServerFails || sum.Failed+sum.Stopped >= n || sum.Uploaded != 0 {
+		t.Errorf("every file refused: %d failed, %d stopped, %d uploaded of %d", sum.Failed, sum.Stopped, sum.Uploaded, n)
+	}
+	if got := hs.Load(); got > 3*(maxServerFails+40) {
+		t.Errorf("every file refused: %d handshakes for %d files: the run did not stop", got, n)
+	}
+
+	failOdd.Store(true)
+	hs.Store(0)
+	out.Reset()
+	sum, err = Run(context.Background(), Options{URL: srv.URL + "/up/", Targets: []Target{tg}, JSON: true, Stdout: &out})
+	if err != nil || sum.Failed != n/2 || sum.Uploaded != n/2 || sum.Stopped != 0 {
+		t.Errorf("every other file refused: err %v, %d failed, %d uploaded, %d stopped; want the run to go on to the end", err, sum.Failed, sum.Uploaded, sum.Stopped)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,9 @@ func (r *run) fail(rel string, size int64, err error) { r.failSent(rel, size, 0,
 // were counted done.
 func (r *run) failSent(rel string, size, sent int64, err error) {
 	r.done(size, sent)
+	if serverSide(err) {
+		r.serverFailed(err)
+	}
 	if errors.Is(err, context.Canceled) && r.ctx != nil && r.ctx.Err() != nil {
 		// The run stopped (its cause is said once, at the end): this
 		// file was only in flight.
@@ -124,6 +128,7 @@ func (r *run) finish(it *item, status, where string) {
 	sent := it.sent.Load()
 	r.done(it.size, sent)
 	r.mu.Lock()
+	r.serverFails = 0
 	r.sum.Files++
 	r.sum.Bytes += it.size
 	switch status {
@@ -150,6 +155,7 @@ func (r *run) finish(it *item, status, where string) {
 func (r *run) found(it *item, hits []string) {
 	r.done(it.size, 0)
 	r.mu.Lock()
+	r.serverFails = 0
 	r.sum.Files++
 	r.sum.Bytes += it.size
 	if len(hits) > 0 {
@@ -400,5 +406,34 @@ func (r *run) dryRun(ctx context.Context) {
 		} else {
 			r.line(false, "would send: %s (%s) to %s", clean(l.rel), human(l.size), clean(url))
 		}
+	}
+}
+
+// maxServerFails is how many files in a row may fail by the server's
+// fault (5xx after the retries, or no connection) before the run stops:
+// with nothing getting through, the rest would only fail the same way,
+// each after its retries. Twice the handshakes in flight by default, so
+// that one wave of files that were already under way does not decide.
+const maxServerFails = 64
+
+// serverSide reports whether err is the server's or the network's, not
+// the file's: a 5xx (after the retries) or a request that got no answer.
+func serverSide(err error) bool {
+	if he, ok := isHTTP(err, 0); ok {
+		return he.Status >= 500
+	}
+	var ue *url.Error
+	return errors.As(err, &ue) && !errors.Is(err, context.Canceled)
+}
+
+// serverFailed counts a file failed by the server; maxServerFails in a
+// row, with no file done between them, stop the run.
+func (r *run) serverFailed(err error) {
+	r.mu.Lock()
+	r.serverFails++
+	stop := r.serverFails == maxServerFails
+	r.mu.Unlock()
+	if stop {
+		r.cancel(fmt.Errorf("the last %d files failed on the server's side, none got through (the last: %w); stopping: run it again once the server is fixed", maxServerFails, err))
 	}
 }
