@@ -368,7 +368,14 @@ func TestSearchFirstScan(t *testing.T) {
 	sparseFile(t, dir, "huge.img", 1<<30) // about 2 s of SHA-512
 	s := start(t, "-v", dir+"::rw", "-e2dsa")
 	resp, body := s.do(t, "POST", "/", []byte(`{"q":"huge"}`), "Content-Type: application/json")
-	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "indexing") {
+	switch {
+	case resp.StatusCode == 200 && onS3(t):
+		// On S3 the scan reads the object from MinIO and hashes its
+		// chunks in the lanes together: it can be over before the first
+		// query (seen once in a loaded race run). The 503 is the local
+		// leg's to show; the rest holds either way.
+		t.Logf("the first scan was over before the first search: %s", body)
+	case resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "indexing"):
 		t.Fatalf("search during the first scan: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	resp, body = s.do(t, "PUT", "/during.txt", []byte("uploaded while scanning"))
