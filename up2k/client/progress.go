@@ -358,7 +358,11 @@ func (r *run) final(runErr error) {
 		r.line(true, "deleted %d remote files or folders", s.Deleted)
 	}
 	if s.Stopped > 0 {
-		r.line(true, "%d files were in flight when the run stopped (run it again to resume)", s.Stopped)
+		were := "files were"
+		if s.Stopped == 1 {
+			were = "file was"
+		}
+		r.line(true, "%d %s in flight when the run stopped (run it again to resume)", s.Stopped, were)
 	}
 	if s.Failed > 0 {
 		r.line(true, "these %d files failed:", s.Failed)
