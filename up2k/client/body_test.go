@@ -20,17 +20,7 @@ import (
 // one open file, and whatever the file holds after the range.
 func TestChunkBody(t *testing.T) {
 	const size = 3<<20 + 12345
-	data := make([]byte, size)
-	rand.Read(data)
-	p := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	data, f := randomFile(t, size)
 
 	ranges := [][2]int64{{0, 1 << 20}, {1 << 20, 1 << 20}, {2 << 20, size - 2<<20}, {5, 100}, {size - 1, 1}, {123, minSendfile}}
 	for _, r := range ranges {
@@ -138,4 +128,22 @@ func TestReopenChecksTheFile(t *testing.T) {
 		g.Close()
 		t.Error("reopen of a closed file gave a file")
 	}
+}
+
+// randomFile writes size random bytes to a file of the test's and opens
+// it (closed when the test ends).
+func randomFile(tb testing.TB, size int) ([]byte, *os.File) {
+	tb.Helper()
+	data := make([]byte, size)
+	rand.Read(data)
+	p := filepath.Join(tb.TempDir(), "f")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return data, f
 }

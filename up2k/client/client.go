@@ -653,7 +653,7 @@ func (r *run) search(ctx context.Context, it *item) {
 	}
 	body, err := r.handshake(ctx, it, true)
 	if err != nil {
-		if he, ok := isHTTP(err, http.StatusInternalServerError); ok && !errors.Is(err, ErrAuth) {
+		if he, ok := isHTTP(err, http.StatusInternalServerError); ok {
 			// The server cannot search (hoard without -e2d says so with a
 			// 500): every other file would get the same answer, after
 			// the same retries. Said once, and the run ends.

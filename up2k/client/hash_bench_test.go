@@ -2,9 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 )
@@ -14,17 +11,7 @@ import (
 // speed on this machine, reads included.
 func BenchmarkHashFile(b *testing.B) {
 	const size = 256 << 20
-	p := filepath.Join(b.TempDir(), "f")
-	buf := make([]byte, size)
-	rand.Read(buf)
-	if err := os.WriteFile(p, buf, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
+	_, f := randomFile(b, size)
 	h := newHasher(runtime.GOMAXPROCS(0))
 	defer h.close()
 	b.SetBytes(size)

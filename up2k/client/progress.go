@@ -94,7 +94,7 @@ func (r *run) failSent(rel string, size, sent int64, err error) {
 	if serverSide(err) {
 		r.serverFailed(err)
 	}
-	if errors.Is(err, context.Canceled) && r.ctx != nil && r.ctx.Err() != nil {
+	if errors.Is(err, context.Canceled) && r.ctx.Err() != nil {
 		// The run stopped (its cause is said once, at the end): this
 		// file was only in flight.
 		r.mu.Lock()
