@@ -175,6 +175,9 @@ func TestParseURL(t *testing.T) {
 // TestHasherMatches: chunk hashes from the pool (lanes or not) equal
 // up2k.HashFile's for sizes around the chunk and piece edges.
 func TestHasherMatches(t *testing.T) {
+	// Chunks of several windows, hashed from mappings in turn.
+	defer func(w int64) { mapWindow = w }(mapWindow)
+	mapWindow = 256 << 10
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, lanes := range []bool{true, false} {
@@ -214,6 +217,9 @@ func TestHasherMatches(t *testing.T) {
 		f.Close()
 		if len(h.bufs) != cap(h.bufs) {
 			t.Fatalf("lanes=%v: %d of %d buffers back", lanes, len(h.bufs), cap(h.bufs))
+		}
+		if len(h.maps) != 0 {
+			t.Fatalf("lanes=%v: %d mappings left", lanes, len(h.maps))
 		}
 		h.close()
 	}

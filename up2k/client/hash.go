@@ -26,17 +26,24 @@ const pieceSize = 256 << 10
 type hasher struct {
 	lanes *sha512x8.Hasher // nil without the lanes
 	bufs  chan []byte
+	maps  chan struct{} // a place for each mapping of a file being hashed
 	par   int           // chunks of one file hashed at once
 	done  func(n int64) // called with each chunk's length once hashed (progress); may be nil
 }
 
 func newHasher(cores int) *hasher {
-	h := &hasher{par: max(1, cores)}
+	cores = max(1, cores)
+	h := &hasher{par: cores}
 	nbuf := 8 * h.par
 	if sha512x8.Available() {
-		h.lanes = sha512x8.NewHasher()
-		h.par = 8 * max(1, cores/2)
-		nbuf = 4 * h.par
+		// One goroutine of lanes per core: the client hashes a big file
+		// before it sends any of it, with the machine to itself, and
+		// big files are hashed from mappings (hashMapped), which keep
+		// every lane full. Small files are read into buffers.
+		h.lanes = sha512x8.NewMapped(cores)
+		h.par = 8 * cores
+		nbuf = 32 * max(1, cores/2)
+		h.maps = make(chan struct{}, 2*h.par)
 	}
 	h.bufs = make(chan []byte, nbuf)
 	for range nbuf {
@@ -125,6 +132,9 @@ func (h *hasher) hashFile(ctx context.Context, f *os.File, size int64) ([]string
 		return []string{}, nil
 	}
 	cs := up2k.ChunkSize(size)
+	if canMap && h.maps != nil && size >= mapMin {
+		return h.hashMapped(ctx, f, size, cs)
+	}
 	n := int(up2k.NumChunks(size, cs))
 	out := make([]string, n)
 	if n == 1 {

@@ -3,8 +3,10 @@ package sha512x8
 import (
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Available reports whether this CPU runs the lanes. Without them a
@@ -35,6 +37,8 @@ type Hasher struct {
 	// blocks hashed for streams, and lane-blocks run (eight per block
 	// step, full or not): Fill
 	hashed, run8 atomic.Int64
+
+	mapped bool // NewMapped: a memory fault in the kernel fails streams
 }
 
 // Fill reports the blocks hashed for streams and the lane-blocks the
@@ -64,6 +68,8 @@ type Stream struct {
 	ntail int
 	fin   [2 * BlockSize]byte
 	done  chan struct{}
+
+	faulted bool // written by the lane before done is closed
 }
 
 // NewHasher returns a Hasher of up to one goroutine per two cores
@@ -71,6 +77,28 @@ type Stream struct {
 // Close they end whenever they run out of work, and data written after
 // that starts one again, so no stream is ever left waiting.
 func NewHasher() *Hasher { return newHasher(max(1, runtime.GOMAXPROCS(0)/2)) }
+
+// NewHasherN returns a Hasher of up to n goroutines (at least one), for
+// a caller that has the machine to itself, such as a client hashing a
+// file before it sends anything.
+func NewHasherN(n int) *Hasher { return newHasher(max(1, n)) }
+
+// NewMapped returns a Hasher of up to n goroutines (at least one) for
+// data in memory-mapped files, for a caller that has the machine to
+// itself (a client hashing files before it sends them). Reading a mapped
+// page of a file truncated under the mapping faults (SIGBUS), which would
+// end the program; here it fails the streams then in the lanes instead
+// (Faulted reports it) and the Hasher goes on.
+func NewMapped(n int) *Hasher {
+	h := newHasher(max(1, n))
+	h.mapped = true
+	return h
+}
+
+// Faulted reports whether reading the stream's data faulted (only with a
+// Hasher from NewMapped), in which case Sum is meaningless. It may be
+// called once Sum has returned.
+func (s *Stream) Faulted() bool { return s.faulted }
 
 func newHasher(workers int) *Hasher {
 	return &Hasher{wake: make(chan struct{}, workers), max: workers}
@@ -204,8 +232,52 @@ func (h *Hasher) grow() {
 	}
 }
 
+// compressMapped runs the kernel over data that may be a mapping of a
+// file truncated since it was mapped; if reading it faulted, it returns
+// the address and false. The calling goroutine must have
+// debug.SetPanicOnFault set.
+func compressMapped(st *[8][8]uint64, ptrs *[8]*byte, strides *[8]uint64, mask uint8, n int) (addr uintptr, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, fault := r.(interface{ Addr() uintptr })
+			if !fault {
+				panic(r)
+			}
+			addr, ok = f.Addr(), false
+		}
+	}()
+	compress(st, ptrs, strides, mask, n)
+	return 0, true
+}
+
+// faulted finds the lane whose data holds addr, where the kernel faulted,
+// and how many blocks every lane had hashed by then: the kernel stores
+// the state after each block and reads a block only at its start, and a
+// block never crosses a page (a mapping starts on a page, blocks are
+// 128 bytes), so the first blocks of every lane are hashed and the rest
+// untouched. bad is -1 if no lane's data holds addr, or without the
+// lanes (the Go kernel hashes lane after lane).
+func faulted(addr uintptr, cur *[8]piece, mask uint8) (n, bad int) {
+	if !useLanes {
+		return 0, -1
+	}
+	for l := range cur {
+		if mask&(1<<l) == 0 {
+			continue
+		}
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(cur[l].b)))
+		if addr >= p && addr < p+uintptr(len(cur[l].b)) {
+			return int(addr-p) / BlockSize, l
+		}
+	}
+	return 0, -1
+}
+
 // run is a goroutine of eight lanes.
 func (h *Hasher) run() {
+	if h.mapped {
+		debug.SetPanicOnFault(true)
+	}
 	var (
 		st      [8][8]uint64
 		lanes   [8]*Stream
@@ -220,6 +292,9 @@ func (h *Hasher) run() {
 		var mask uint8
 		for l := range lanes {
 			s := lanes[l]
+			if s != nil && s.faulted {
+				cur[l].b = nil // the rest of a faulted stream is not hashed
+			}
 			if s != nil && len(cur[l].b) > 0 {
 				mask |= 1 << l
 				continue
@@ -293,13 +368,29 @@ func (h *Hasher) run() {
 				ptrs[l], strides[l] = &idle[0], 0
 			}
 		}
-		compress(&st, &ptrs, &strides, mask, n)
+		bad := -1 // a lane whose data faulted
+		if !h.mapped {
+			compress(&st, &ptrs, &strides, mask, n)
+		} else if addr, ok := compressMapped(&st, &ptrs, &strides, mask, n); !ok {
+			n, bad = faulted(addr, &cur, mask)
+			if bad < 0 { // not in any lane's data: fail them all
+				for l := range lanes {
+					if mask&(1<<l) != 0 {
+						lanes[l].faulted, cur[l].b = true, nil
+					}
+				}
+				mask, n = 0, 0
+			}
+		}
 		h.hashed.Add(int64(n * bits.OnesCount8(mask)))
 		h.run8.Add(int64(8 * n))
 		for l := range lanes {
 			if mask&(1<<l) != 0 {
 				cur[l].b = cur[l].b[n*BlockSize:]
 			}
+		}
+		if bad >= 0 {
+			lanes[bad].faulted, cur[bad].b = true, nil
 		}
 		clear(ptrs[:])
 	}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package client
+
+import (
+	"context"
+	"errors"
+	"os"
+)
+
+const (
+	canMap = false
+	mapMin = 0
+)
+
+var mapWindow int64
+
+func (h *hasher) hashMapped(ctx context.Context, f *os.File, size, cs int64) ([]string, error) {
+	return nil, errors.ErrUnsupported
+}
