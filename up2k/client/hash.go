@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -133,7 +134,10 @@ func (h *hasher) hashFile(ctx context.Context, f *os.File, size int64) ([]string
 	}
 	cs := up2k.ChunkSize(size)
 	if canMap && h.maps != nil && size >= mapMin {
-		return h.hashMapped(ctx, f, size, cs)
+		hs, err := h.hashMapped(ctx, f, size, cs)
+		if !errors.Is(err, errNoMap) {
+			return hs, err
+		}
 	}
 	n := int(up2k.NumChunks(size, cs))
 	out := make([]string, n)

@@ -8,7 +8,8 @@ import (
 
 // BenchmarkHashFile hashes a 256 MiB file (from the page cache) as
 // `hoard up` does before its handshake: MB/s is the client's hashing
-// speed on this machine, reads included.
+// speed on this machine, reading the file included (from mappings where
+// the lanes run).
 func BenchmarkHashFile(b *testing.B) {
 	const size = 256 << 20
 	_, f := randomFile(b, size)

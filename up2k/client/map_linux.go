@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"os"
 	"syscall"
 
@@ -14,17 +15,24 @@ import (
 // every lane of every core full, where reading into buffers leaves the
 // lanes waiting for the reads.
 const (
-	canMap   = true
-	mapMin   = 2 << 20 // the smallest file hashed from mappings
-	mapGroup = 16      // chunks hashed at once
+	canMap = true
+	mapMin = 2 << 20 // the smallest file hashed from mappings
 )
 
 // mapWindow is how much of a chunk is mapped at a time (a multiple of
 // the page size; tests make it smaller).
 var mapWindow int64 = 1 << 20
 
+// mmap is syscall.Mmap (tests make it fail).
+var mmap = syscall.Mmap
+
+// errNoMap sends a file back to hashing by reads: it cannot be mapped
+// (a file system without mmap), or reading a mapping faulted though the
+// file is as long as it was (an I/O error, which a read reports as one).
+var errNoMap = errors.New("the file cannot be hashed from a mapping")
+
 // hashMapped computes the chunk hashes of f (size bytes, cs per chunk)
-// from mappings: mapGroup chunks at a time, a window of each in turn, so
+// from mappings: h.par chunks at a time, a window of each in turn, so
 // that the streams advance together and fill the lanes; at most
 // cap(h.maps) windows are mapped at once. A file truncated under a
 // mapping faults in the lanes, which sha512x8.NewMapped turns into
@@ -32,13 +40,13 @@ var mapWindow int64 = 1 << 20
 func (h *hasher) hashMapped(ctx context.Context, f *os.File, size, cs int64) ([]string, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return nil, err
+		return nil, errNoMap
 	}
 	n := (size + cs - 1) / cs
 	out := make([]string, n)
 	var werr error
-	for g := int64(0); g < n && werr == nil; g += mapGroup {
-		ss := make([]*sha512x8.Stream, min(mapGroup, n-g))
+	for g := int64(0); g < n && werr == nil; g += int64(h.par) {
+		ss := make([]*sha512x8.Stream, min(int64(h.par), n-g))
 		for i := range ss {
 			ss[i] = h.lanes.New()
 		}
@@ -49,7 +57,6 @@ func (h *hasher) hashMapped(ctx context.Context, f *os.File, size, cs int64) ([]
 				if off >= end {
 					continue
 				}
-				k := min(mapWindow, end-off)
 				select {
 				case h.maps <- struct{}{}:
 				case <-ctx.Done():
@@ -60,12 +67,15 @@ func (h *hasher) hashMapped(ctx context.Context, f *os.File, size, cs int64) ([]
 				}
 				var m []byte
 				if err := rc.Control(func(fd uintptr) {
-					m, werr = syscall.Mmap(int(fd), off, int(k), syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE)
+					m, werr = mmap(int(fd), off, int(min(mapWindow, end-off)), syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE)
 				}); err != nil {
 					werr = err
 				}
 				if werr != nil {
 					<-h.maps
+					if g == 0 && w == 0 && i == 0 {
+						werr = errNoMap
+					}
 					break
 				}
 				s.Write(m, func() { syscall.Munmap(m); <-h.maps })
@@ -80,6 +90,9 @@ func (h *hasher) hashMapped(ctx context.Context, f *os.File, size, cs int64) ([]
 			sum := s.Sum()
 			if s.Faulted() && werr == nil {
 				werr = errChanged
+				if fi, err := f.Stat(); err == nil && fi.Size() >= size {
+					werr = errNoMap
+				}
 			}
 			out[g+int64(i)] = b64.EncodeToString(sum[:33])
 		}

@@ -4,7 +4,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"os"
 )
 
@@ -13,8 +12,11 @@ const (
 	mapMin = 0
 )
 
-var mapWindow int64
+var (
+	mapWindow int64
+	errNoMap  error
+)
 
 func (h *hasher) hashMapped(ctx context.Context, f *os.File, size, cs int64) ([]string, error) {
-	return nil, errors.ErrUnsupported
+	return nil, errNoMap
 }
