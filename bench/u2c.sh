@@ -24,7 +24,9 @@
 # options for every run, e.g. "-j 8"), UP_ARGS (extra hoard up options),
 # CLIENTS (default "u2c up"), SERVERS (default "hoard copyparty floor").
 # UP_BASE=/path/to/another/hoard adds a client "base": that binary's
-# `hoard up`, for an A/B of a client change (add "base" to CLIENTS).
+# `hoard up`, for an A/B of a client change (add "base" to CLIENTS), and
+# a server "hoardbase": that binary serving, for an A/B of a server
+# change (add "hoardbase" to SERVERS).
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PY:-/usr/bin/python3}
@@ -84,6 +86,8 @@ one() { # server client mode round
     mkdir "$dst"
     if [[ $srv == hoard ]]; then
         "$TMP/hoard" -p "$PORT" -i 127.0.0.1 -v "$dst::rw" --log-level warn > "$TMP/srv.log" 2>&1 &
+    elif [[ $srv == hoardbase ]]; then
+        "${UP_BASE:?set UP_BASE for server hoardbase}" -p "$PORT" -i 127.0.0.1 -v "$dst::rw" --log-level warn > "$TMP/srv.log" 2>&1 &
     elif [[ $srv == floor ]]; then
         "$TMP/nullup2k" -p "$PORT" > "$TMP/srv.log" 2>&1 &
     else
@@ -128,7 +132,7 @@ rows = [l.split() for l in open(sys.argv[1])]
 files = {"big": 1, "small": 5000, "many": 100000}
 for mode in dict.fromkeys(r[0] for r in rows):
     med = {}
-    for srv in ("hoard", "copyparty", "floor"):
+    for srv in ("hoard", "hoardbase", "copyparty", "floor"):
         for cl in ("u2c", "up", "base"):
             xs = [r for r in rows if r[0] == mode and r[1] == srv and r[2] == cl]
             if not xs:
@@ -146,4 +150,6 @@ for mode in dict.fromkeys(r[0] for r in rows):
     ratio(("floor", "u2c"), ("floor", "up"), "client floors: u2c.py / hoard up")
     for srv in ("hoard", "copyparty", "floor"):
         ratio((srv, "base"), (srv, "up"), "into %s: UP_BASE's hoard up / this hoard up" % srv)
+    for cl in ("up", "u2c"):
+        ratio(("hoardbase", cl), ("hoard", cl), "%s: into UP_BASE's hoard / into this hoard" % cl)
 EOF
