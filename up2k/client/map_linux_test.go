@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,5 +41,79 @@ func TestHashUnmappable(t *testing.T) {
 	}
 	if calls != 1 || len(h.maps) != 0 {
 		t.Fatalf("%d mappings tried (want 1), %d left", calls, len(h.maps))
+	}
+}
+
+// TestHashTruncatedMeanwhile: a file cut short and grown again while it
+// is hashed from mappings (a fault in the lanes at any moment) never
+// crashes the client: each hash either succeeds or says the file
+// changed, every mapping is removed, and the hasher goes on to hash an
+// untouched file correctly.
+func TestHashTruncatedMeanwhile(t *testing.T) {
+	defer func(w int64) { mapWindow = w }(mapWindow)
+	mapWindow = 256 << 10
+	h := newHasher(2)
+	defer h.close()
+	if h.maps == nil {
+		t.Skip("no SHA-512 lanes on this CPU: files are never mapped")
+	}
+	const size = 24 << 20
+	data := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "cut")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.Truncate(int64(i%7) << 20)
+			w.WriteAt(data, 0)
+		}
+	}()
+	changed, ok := 0, 0
+	for range 20 {
+		_, err := h.hashFile(context.Background(), f, size)
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, errChanged):
+			changed++
+		default:
+			t.Fatalf("hashing a file cut meanwhile: %v", err)
+		}
+	}
+	close(stop)
+	<-done
+	t.Logf("%d hashed, %d changed", ok, changed)
+	if len(h.maps) != 0 {
+		t.Fatalf("%d mappings left", len(h.maps))
+	}
+	// The hasher is fine afterwards.
+	q := filepath.Join(dir, "whole")
+	os.WriteFile(q, data, 0o644)
+	g, _ := os.Open(q)
+	defer g.Close()
+	got, err := h.hashFile(context.Background(), g, size)
+	_, want, _ := up2k.HashFile(context.Background(), bytes.NewReader(data), size, "s", 0, "", "f")
+	if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after the faults: %v", err)
 	}
 }
