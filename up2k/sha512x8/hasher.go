@@ -78,17 +78,12 @@ type Stream struct {
 // that starts one again, so no stream is ever left waiting.
 func NewHasher() *Hasher { return newHasher(max(1, runtime.GOMAXPROCS(0)/2)) }
 
-// NewHasherN returns a Hasher of up to n goroutines (at least one), for
-// a caller that has the machine to itself, such as a client hashing a
-// file before it sends anything.
-func NewHasherN(n int) *Hasher { return newHasher(max(1, n)) }
-
 // NewMapped returns a Hasher of up to n goroutines (at least one) for
 // data in memory-mapped files, for a caller that has the machine to
 // itself (a client hashing files before it sends them). Reading a mapped
 // page of a file truncated under the mapping faults (SIGBUS), which would
-// end the program; here it fails the streams then in the lanes instead
-// (Faulted reports it) and the Hasher goes on.
+// end the program; here it fails the stream whose data faulted instead
+// (Faulted reports it), and the Hasher goes on with the others.
 func NewMapped(n int) *Hasher {
 	h := newHasher(max(1, n))
 	h.mapped = true
@@ -251,12 +246,12 @@ func compressMapped(st *[8][8]uint64, ptrs *[8]*byte, strides *[8]uint64, mask u
 }
 
 // faulted finds the lane whose data holds addr, where the kernel faulted,
-// and how many blocks every lane had hashed by then: the kernel stores
-// the state after each block and reads a block only at its start, and a
-// block never crosses a page (a mapping starts on a page, blocks are
-// 128 bytes), so the first blocks of every lane are hashed and the rest
-// untouched. bad is -1 if no lane's data holds addr, or without the
-// lanes (the Go kernel hashes lane after lane).
+// and how many blocks every lane had hashed by then: the lanes step
+// through their blocks together and the kernel stores the state only
+// after a whole block, so the blocks before the one at addr are hashed
+// in every lane and that one in none. (Another lane faulting in the same
+// step faults again on the next call.) bad is -1 if no lane's data holds
+// addr, or without the lanes (the Go kernel hashes lane after lane).
 func faulted(addr uintptr, cur *[8]piece, mask uint8) (n, bad int) {
 	if !useLanes {
 		return 0, -1
