@@ -207,14 +207,21 @@ func TestHasherMatches(t *testing.T) {
 				t.Fatalf("lanes=%v size %d: %v %v\n%q\n%q", lanes, size, err, werr, got, want)
 			}
 		}
-		// A file shorter than the size it was announced with: errChanged.
+		// A file shorter than the size it was announced with: errChanged,
+		// and nothing of it counted as hashed.
+		var hashed atomic.Int64
+		h.done = func(n int64) { hashed.Add(n) }
 		p := filepath.Join(dir, "short")
-		os.WriteFile(p, make([]byte, 1000), 0o644)
+		os.WriteFile(p, make([]byte, 20<<20), 0o644)
 		f, _ := os.Open(p)
-		if _, err := h.hashFile(context.Background(), f, 3<<20); !errors.Is(err, errChanged) {
+		if _, err := h.hashFile(context.Background(), f, 40<<20); !errors.Is(err, errChanged) {
 			t.Fatalf("lanes=%v: a short file gave %v", lanes, err)
 		}
+		if n := hashed.Load(); n != 0 {
+			t.Fatalf("lanes=%v: a file that failed to hash left %d bytes counted as hashed", lanes, n)
+		}
 		f.Close()
+		h.done = nil
 		if len(h.bufs) != cap(h.bufs) {
 			t.Fatalf("lanes=%v: %d of %d buffers back", lanes, len(h.bufs), cap(h.bufs))
 		}

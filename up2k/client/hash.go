@@ -150,6 +150,7 @@ func (h *hasher) hashFile(ctx context.Context, f *os.File, size int64) ([]string
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
+		done  int64 // bytes of chunks hashed (and reported to progress)
 		next  = make(chan int)
 	)
 	for range min(n, h.par) {
@@ -160,6 +161,9 @@ func (h *hasher) hashFile(ctx context.Context, f *os.File, size int64) ([]string
 				mu.Lock()
 				if err != nil && first == nil {
 					first = err
+				}
+				if err == nil {
+					done += min(cs, size-off)
 				}
 				out[i] = k
 				mu.Unlock()
@@ -177,5 +181,8 @@ func (h *hasher) hashFile(ctx context.Context, f *os.File, size int64) ([]string
 	}
 	close(next)
 	wg.Wait()
+	if first != nil {
+		h.progress(-done) // the file is not hashed after all
+	}
 	return out, first
 }

@@ -45,6 +45,7 @@ func (h *hasher) hashMapped(ctx context.Context, f *os.File, size, cs int64) ([]
 	n := (size + cs - 1) / cs
 	out := make([]string, n)
 	var werr error
+	var done int64 // bytes reported to progress
 	for g := int64(0); g < n && werr == nil; g += int64(h.par) {
 		ss := make([]*sha512x8.Stream, min(int64(h.par), n-g))
 		for i := range ss {
@@ -97,10 +98,13 @@ func (h *hasher) hashMapped(ctx context.Context, f *os.File, size, cs int64) ([]
 			out[g+int64(i)] = b64.EncodeToString(sum[:33])
 		}
 		if werr == nil {
-			h.progress(min(int64(len(ss))*cs, size-g*cs))
+			k := min(int64(len(ss))*cs, size-g*cs)
+			h.progress(k)
+			done += k
 		}
 	}
 	if werr != nil {
+		h.progress(-done) // the file is not hashed after all (or is again by reads)
 		return nil, werr
 	}
 	return out, nil
