@@ -338,6 +338,13 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 	if cut := cb.cut.Load(); cut != nil {
 		return store.ObjectInfo{}, *cut
 	}
+	if r := minio.ToErrorResponse(err); r.Code == "InvalidPart" || r.Code == "NoSuchUpload" {
+		// Every part of this upload was stored and answered for, and then
+		// the store did not find one when it joined them: it lost it (a
+		// node of a distributed set killed during the upload). The
+		// store's failure, and the whole PUT can be tried again: 503.
+		return store.ObjectInfo{}, fmt.Errorf("%w: it lost a part of the upload: %v", store.ErrObjectStoreDown, err)
+	}
 	if err != nil {
 		return store.ObjectInfo{}, mapCtx(w.ctx, err)
 	}

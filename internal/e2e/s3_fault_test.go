@@ -130,7 +130,8 @@ func faultUploads(t *testing.T, s *server, check *miniotest.Server, fault func()
 	fault()
 	// After the fault what the store refuses for a while is a 503 with
 	// Retry-After, and the client tries again (the whole PUT: its body
-	// was streamed); what it answers 200 or 201 must be whole.
+	// was streamed, and replacing needs the volume's d); what it answers
+	// 200 or 201 must be whole.
 	if r := put.end(t, big[24<<20:]); r.err != nil || r.code != http.StatusCreated {
 		if r.code != http.StatusServiceUnavailable {
 			t.Fatalf("piped PUT after the fault: %d %v %.200s\nserver log:\n%s", r.code, r.err, r.body, tail(s.logs.String(), 3000))
@@ -182,7 +183,7 @@ func TestS3FaultDriveLost(t *testing.T) {
 	t.Parallel()
 	m := miniotest.Start(t, "vol")
 	setHoardEnv(t, m.Endpoint())
-	s := start(t, "-v", t.TempDir()+":s3:rw:c,s3=vol")
+	s := start(t, "-v", t.TempDir()+":s3:rwd:c,s3=vol")
 	faultUploads(t, s, m, func() { m.BreakDrive(t, 2) })
 	// The drive really is gone: what was written after holds no part on it.
 	resp, body := s.do(t, "PUT", "/s3/after.txt", []byte("after the drive went"))
@@ -197,7 +198,7 @@ func TestS3FaultNodeKilled(t *testing.T) {
 	t.Parallel()
 	set := miniotest.StartDistributed(t, 4, "vol")
 	setHoardEnv(t, set.Endpoint())
-	s := start(t, "-v", t.TempDir()+":s3:rw:c,s3=vol")
+	s := start(t, "-v", t.TempDir()+":s3:rwd:c,s3=vol")
 	faultUploads(t, s, set.Nodes[1], func() { set.Nodes[2].Kill() })
 	resp, body := s.do(t, "GET", "/s3/?ls", nil)
 	wantStatus(t, resp, body, http.StatusOK)
