@@ -338,7 +338,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.Obj
 	if cut := cb.cut.Load(); cut != nil {
 		return store.ObjectInfo{}, *cut
 	}
-	if r := minio.ToErrorResponse(err); r.Code == "InvalidPart" || r.Code == "NoSuchUpload" {
+	if er := minio.ToErrorResponse(err); er.Code == "InvalidPart" || er.Code == "NoSuchUpload" {
 		// Every part of this upload was stored and answered for, and then
 		// the store did not find one when it joined them: it lost it (a
 		// node of a distributed set killed during the upload). The

@@ -44,12 +44,23 @@ type upProxy struct {
 	acked      atomic.Int64 // posts answered 200
 	oneShots   atomic.Int64 // one-shot posts (handshake and chunk in one request), also counted in posts
 	ackedBytes atomic.Int64
+	inflight   atomic.Int64 // requests in the proxy now
 
 	delay  atomic.Int64                          // nanoseconds to hold each chunk post
 	drop   atomic.Int64                          // per mille of requests whose connection is cut
 	onPost atomic.Pointer[func(r *http.Request)] // called before a chunk post is forwarded
 	rnd    *rand.Rand
 	mu     sync.Mutex
+}
+
+// idle waits until no request is in the proxy.
+func (p *upProxy) idle(t *testing.T, limit time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(limit); p.inflight.Load() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d requests still in the proxy after %v", p.inflight.Load(), limit)
+		}
+	}
 }
 
 func newUpProxy(t *testing.T, target string) *upProxy {
@@ -79,6 +90,8 @@ func newUpProxy(t *testing.T, target string) *upProxy {
 		},
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.inflight.Add(1)
+		defer p.inflight.Add(-1)
 		chunk := r.Header.Get("X-Up2k-Hash") != ""
 		if r.Header.Get(up2k.OneShotHeader) != "" {
 			p.oneShots.Add(1)
@@ -388,7 +401,11 @@ func TestUpKilledResumes(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
-	time.Sleep(100 * time.Millisecond) // the proxy sees the last answers
+	// A post whose body was in the proxy's socket when the client died
+	// is still forwarded and answered: give the proxy time to read what
+	// the dead client sent, then wait for it to be idle.
+	time.Sleep(100 * time.Millisecond)
+	px.idle(t, 10*time.Second)
 	first := px.ackedBytes.Load()
 	if first >= total {
 		t.Fatalf("the first run finished (%d of %d bytes) before it was killed", first, total)

@@ -136,6 +136,13 @@ func randomFile(tb testing.TB, size int) ([]byte, *os.File) {
 	tb.Helper()
 	data := make([]byte, size)
 	rand.Read(data)
+	return data, dataFile(tb, data)
+}
+
+// dataFile writes data to a new file of the test's and opens it (closed
+// when the test ends; f.Name() is its path).
+func dataFile(tb testing.TB, data []byte) *os.File {
+	tb.Helper()
 	p := filepath.Join(tb.TempDir(), "f")
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		tb.Fatal(err)
@@ -145,5 +152,5 @@ func randomFile(tb testing.TB, size int) ([]byte, *os.File) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { f.Close() })
-	return data, f
+	return f
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,18 +24,8 @@ func TestHashUnmappable(t *testing.T) {
 		t.Skip("no SHA-512 lanes on this CPU: files are never mapped")
 	}
 	data := bytes.Repeat([]byte("unmappable "), 500_000) // 5.5 MB, 6 chunks
-	p := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, err := h.hashFile(context.Background(), f, int64(len(data)))
-	_, want, _ := up2k.HashFile(context.Background(), bytes.NewReader(data), int64(len(data)), "s", 0, "", "f")
-	if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+	got, err := h.hashFile(context.Background(), dataFile(t, data), int64(len(data)))
+	if want := refHashes(data); err != nil || strings.Join(got, ",") != want {
 		t.Fatalf("got %v %q, want %q", err, got, want)
 	}
 	if calls != 1 || len(h.maps) != 0 {
@@ -59,16 +48,8 @@ func TestHashTruncatedMeanwhile(t *testing.T) {
 	}
 	const size = 24 << 20
 	data := bytes.Repeat([]byte("0123456789abcdef"), size/16)
-	dir := t.TempDir()
-	p := filepath.Join(dir, "cut")
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := dataFile(t, data)
+	p := f.Name()
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -107,13 +88,14 @@ func TestHashTruncatedMeanwhile(t *testing.T) {
 		t.Fatalf("%d mappings left", len(h.maps))
 	}
 	// The hasher is fine afterwards.
-	q := filepath.Join(dir, "whole")
-	os.WriteFile(q, data, 0o644)
-	g, _ := os.Open(q)
-	defer g.Close()
-	got, err := h.hashFile(context.Background(), g, size)
-	_, want, _ := up2k.HashFile(context.Background(), bytes.NewReader(data), size, "s", 0, "", "f")
-	if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+	got, err := h.hashFile(context.Background(), dataFile(t, data), size)
+	if err != nil || strings.Join(got, ",") != refHashes(data) {
 		t.Fatalf("after the faults: %v", err)
 	}
+}
+
+// refHashes is data's chunk hashes as the server computes them, joined.
+func refHashes(data []byte) string {
+	_, hs, _ := up2k.HashFile(context.Background(), bytes.NewReader(data), int64(len(data)), "s", 0, "", "f")
+	return strings.Join(hs, ",")
 }
