@@ -19,6 +19,9 @@
 # bench/barehttp). Sizes: pass -big, -small-n, -search-n ... both to the
 # prepare step and the run: this script passes all its arguments to both.
 #
+# HOARD_TAGS=pprof builds the spawned hoard with net/http/pprof; it serves
+# it on HOARD_PPROF (say 127.0.0.1:6061) for a profile during a run.
+#
 # Variants (environment, any together):
 #   ACCESSLOG=1  adds hoard-quiet, a hoard with --log-level warn (no access
 #                log), beside the spawned hoard (info: one access line per
@@ -74,7 +77,7 @@ wait_up() { # name port [scheme]
 
 cd "$REPO"
 go build -o "$TMP/bench" ./bench
-go build -o "$TMP/hoard" .   # the spawned hoard and the variants' are this one
+go build ${HOARD_TAGS:+-tags $HOARD_TAGS} -o "$TMP/hoard" .   # the spawned hoard and the variants' are this one
 log "fixtures in $DATA"
 "$TMP/bench" -prepare -dir "$DATA" "$@"
 chmod -R a+rX "$DATA"

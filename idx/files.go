@@ -2,6 +2,7 @@ package idx
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -178,8 +179,31 @@ func (d *DB) PutRecord(rec *Record) error { return d.putRecord(rec, 0) }
 func (d *DB) PutRecordDropNote(rec *Record, note uint64) error { return d.putRecord(rec, note) }
 
 func (d *DB) putRecord(rec *Record, note uint64) error {
-	if rec.Rel == "" || strings.IndexByte(rec.Rel, 0) >= 0 {
-		return fmt.Errorf("idx: bad path %q", rec.Rel)
+	return d.PutRecords([]*Record{rec}, []uint64{note})
+}
+
+// PutRecords is PutRecord for several files (each path once) in one
+// batch, dropping notes[i] (0: none) with recs[i]. The block postings of
+// all of them are folded into one merge operand per block key: uploads
+// that land together share most trigrams of their folder's path, and one
+// operand per key instead of one per file and key saves the memtable's
+// inserts and the flushes' and compactions' merging (issue 19).
+func (d *DB) PutRecords(recs []*Record, notes []uint64) error {
+	if len(recs) != len(notes) || len(recs) > maxBatch {
+		return fmt.Errorf("idx: %d records, %d notes", len(recs), len(notes))
+	}
+	seen := make(map[string]bool, len(recs))
+	for _, rec := range recs {
+		if rec.Rel == "" || strings.IndexByte(rec.Rel, 0) >= 0 {
+			return fmt.Errorf("idx: bad path %q", rec.Rel)
+		}
+		if seen[rec.Rel] {
+			return fmt.Errorf("idx: %q twice in one batch", rec.Rel)
+		}
+		seen[rec.Rel] = true
+	}
+	if len(recs) == 0 {
+		return nil
 	}
 	if err := d.writable(); err != nil {
 		return err
@@ -188,43 +212,121 @@ func (d *DB) putRecord(rec *Record, note uint64) error {
 	defer d.wmu.Unlock()
 	b := d.db.NewBatch()
 	defer b.Close()
-	id, err := d.dropRecord(b, rec.Rel)
-	if err != nil {
-		return err
-	}
-	added := id == 0
-	if added {
-		id = d.nextID.Add(1)
-	}
-	if err := b.Set(relKey(rec.Rel), u64(id), nil); err != nil {
-		return err
-	}
-	if err := b.Set(recKey(id), rec.encode(), nil); err != nil {
-		return err
-	}
-	for _, k := range postings(id, rec) {
-		if err := b.Set(k, nil, nil); err != nil {
+	ops := blockOps{direct: len(recs) == 1}
+	added := 0
+	for i, rec := range recs {
+		id, err := d.dropRecordOps(b, rec.Rel, &ops)
+		if err != nil {
 			return err
 		}
-	}
-	op := blockOp(id, true)
-	for _, l := range lists(rec) {
-		if err := b.Merge(blockKey(l, id), op, nil); err != nil {
+		if id == 0 {
+			id = d.nextID.Add(1)
+			added++
+		}
+		if err := b.Set(relKey(rec.Rel), u64(id), nil); err != nil {
 			return err
 		}
-	}
-	if note != 0 {
-		if err := b.Delete(noteKey(note), nil); err != nil {
+		if err := b.Set(recKey(id), rec.encode(), nil); err != nil {
 			return err
 		}
+		for _, k := range postings(id, rec) {
+			if err := b.Set(k, nil, nil); err != nil {
+				return err
+			}
+		}
+		for _, l := range lists(rec) {
+			if err := ops.add(b, l, id, true); err != nil {
+				return err
+			}
+		}
+		if notes[i] != 0 {
+			if err := b.Delete(noteKey(notes[i]), nil); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ops.write(b); err != nil {
+		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return err
 	}
-	if added {
-		d.files.Add(1)
+	d.files.Add(int64(added))
+	return nil
+}
+
+// maxBatch bounds the records of one PutRecords: a block operand holds at
+// most two changes per record in it, well under the array set's limit.
+const maxBatch = 256
+
+// blockOps folds the block posting changes of one batch: for each block
+// key, each id's last change (added or removed), in the order made. A
+// direct one writes each change to the batch at once (one record: nothing
+// to fold; operands in order are what folding gives).
+type blockOps struct {
+	direct bool
+	keys   []string            // in first-use order
+	by     map[string][]change // block key → changes in order
+}
+
+type change struct {
+	off uint16 // the id's offset in its block
+	add bool
+}
+
+// add notes that id joins (or leaves) list.
+func (o *blockOps) add(b *pebble.Batch, list []byte, id uint64, add bool) error {
+	if o.direct {
+		return b.Merge(blockKey(list, id), blockOp(id, add), nil)
+	}
+	if o.by == nil {
+		o.by = map[string][]change{}
+	}
+	k := string(blockKey(list, id))
+	cs, ok := o.by[k]
+	if !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.by[k] = append(cs, change{uint16(id), add})
+	return nil
+}
+
+// write adds one merge operand per block key to b: the ids whose last
+// change adds them, and those whose last change removes them (the two
+// sets disjoint, as the merger keeps them).
+func (o *blockOps) write(b *pebble.Batch) error {
+	var val []byte
+	var adds, dels []uint16
+	for _, k := range o.keys {
+		cs := o.by[k]
+		adds, dels = adds[:0], dels[:0]
+		for i, c := range cs {
+			if slices.ContainsFunc(cs[i+1:], func(n change) bool { return n.off == c.off }) {
+				continue // a later change to the same id wins
+			}
+			if c.add {
+				adds = append(adds, c.off)
+			} else {
+				dels = append(dels, c.off)
+			}
+		}
+		slices.Sort(adds)
+		slices.Sort(dels)
+		val = appendArray(appendArray(val[:0], adds), dels)
+		if err := b.Merge([]byte(k), val, nil); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// appendArray appends the array set of the ascending offsets offs.
+func appendArray(out []byte, offs []uint16) []byte {
+	out = binary.AppendUvarint(append(out, 'A'), uint64(len(offs)))
+	for _, o := range offs {
+		out = binary.LittleEndian.AppendUint16(out, o)
+	}
+	return out
 }
 
 // DeleteRecord forgets the file rel and its postings (no error when it
@@ -292,6 +394,17 @@ func (d *DB) countFiles() {
 // dropRecord adds the deletion of rel's postings to b and returns its id
 // (0 when rel is not indexed). The caller holds wmu.
 func (d *DB) dropRecord(b *pebble.Batch, rel string) (uint64, error) {
+	ops := blockOps{direct: true}
+	id, err := d.dropRecordOps(b, rel, &ops)
+	if err != nil {
+		return 0, err
+	}
+	return id, ops.write(b)
+}
+
+// dropRecordOps is dropRecord with the block postings' removals noted in
+// ops, for the caller to write.
+func (d *DB) dropRecordOps(b *pebble.Batch, rel string, ops *blockOps) (uint64, error) {
 	id, old, err := d.lookup(d.db, rel)
 	if err != nil || old == nil {
 		return 0, err
@@ -301,9 +414,8 @@ func (d *DB) dropRecord(b *pebble.Batch, rel string) (uint64, error) {
 			return 0, err
 		}
 	}
-	op := blockOp(id, false)
 	for _, l := range lists(old) {
-		if err := b.Merge(blockKey(l, id), op, nil); err != nil {
+		if err := ops.add(b, l, id, false); err != nil {
 			return 0, err
 		}
 	}

@@ -115,7 +115,7 @@ type Indexer struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	queue    []queued
-	applying *store.Event // the change being applied (UploadOf looks at it)
+	applying []store.Event // the changes being applied (UploadOf looks at them)
 	stop     bool
 
 	ctx    context.Context // scans
@@ -265,8 +265,9 @@ func (x *Indexer) enqueue(e store.Event) {
 	x.mu.Unlock()
 }
 
-// events applies store events in order, one batch per change, until
-// Close has been called and the queue is empty (or evctx is cancelled).
+// events applies store events in order, one batch per change (uploads
+// queued together: one batch for them all, batchLen), until Close has
+// been called and the queue is empty (or evctx is cancelled).
 func (x *Indexer) events() {
 	defer x.evwg.Done()
 	for {
@@ -278,57 +279,147 @@ func (x *Indexer) events() {
 			x.mu.Unlock()
 			return
 		}
-		q := x.queue[0]
-		x.queue = x.queue[1:]
-		e := q.e
-		x.applying = &e
+		n := x.batchLen()
+		batch := slices.Clone(x.queue[:n])
+		x.queue = x.queue[n:]
+		x.applying = x.applying[:0]
+		for _, q := range batch {
+			x.applying = append(x.applying, q.e)
+		}
 		x.mu.Unlock()
-		vi := x.vol(e.Vol)
-		var err error
-		noteDropped := false
-		switch {
-		case q.replay:
-			err = x.replayNote(e)
-		case e.Kind == store.Moved || e.Kind == store.Copied:
-			err = x.applyManaged(x.evctx, e) // manage.go
-		case vi == nil: // re-pointed by a move to a volume without an index
-		case e.Kind == store.Removed && e.Tree:
-			err = x.removeTree(x.evctx, vi, e.Rel)
-		case e.Kind == store.Removed:
-			err = vi.db.DeleteRecord(e.Rel)
-		case e.Kind == store.Created && !isDotPath(e.Rel):
-			// The note is dropped in the record's own batch when both
-			// live in one database.
-			var note uint64
-			ndb := q.noteDB
-			if ndb == nil {
-				ndb = x.noteDB(e)
-			}
-			if e.Note != 0 && ndb == vi.db {
-				note = e.Note
-			}
-			noteDropped, err = x.indexFileNote(x.evctx, vi, e.Rel, nil, &e, note)
-		case e.Kind == store.Touched && !isDotPath(e.Rel):
-			err = x.touch(vi, e.Rel)
+		if n > 1 {
+			x.applyBatch(batch)
+		} else {
+			x.apply(batch[0])
 		}
 		x.mu.Lock()
 		x.applying = nil
 		x.mu.Unlock()
-		if err != nil && x.evctx.Err() == nil {
-			x.log.Warn("could not index a change", "change", e.Kind, "volume", "/"+e.Vol.VPath, "path", e.Rel, "err", err)
+	}
+}
+
+// apply indexes one queued change.
+func (x *Indexer) apply(q queued) {
+	e := q.e
+	vi := x.vol(e.Vol)
+	var err error
+	noteDropped := false
+	switch {
+	case q.replay:
+		err = x.replayNote(e)
+	case e.Kind == store.Moved || e.Kind == store.Copied:
+		err = x.applyManaged(x.evctx, e) // manage.go
+	case vi == nil: // re-pointed by a move to a volume without an index
+	case e.Kind == store.Removed && e.Tree:
+		err = x.removeTree(x.evctx, vi, e.Rel)
+	case e.Kind == store.Removed:
+		err = vi.db.DeleteRecord(e.Rel)
+	case e.Kind == store.Created && !isDotPath(e.Rel):
+		// The note is dropped in the record's own batch when both
+		// live in one database.
+		noteDropped, err = x.indexFileNote(x.evctx, vi, e.Rel, nil, &e, x.sameDBNote(q, vi))
+	case e.Kind == store.Touched && !isDotPath(e.Rel):
+		err = x.touch(vi, e.Rel)
+	}
+	x.applied(q, noteDropped, err)
+}
+
+// sameDBNote is q's journal note when it lives in vi's database (so the
+// record's batch can drop it), else 0.
+func (x *Indexer) sameDBNote(q queued, vi *volIdx) uint64 {
+	ndb := q.noteDB
+	if ndb == nil {
+		ndb = x.noteDB(q.e)
+	}
+	if q.e.Note != 0 && ndb == vi.db {
+		return q.e.Note
+	}
+	return 0
+}
+
+// applied finishes a change: its failure logged, its journal note dropped
+// unless the record's batch did.
+func (x *Indexer) applied(q queued, noteDropped bool, err error) {
+	e := q.e
+	if err != nil && x.evctx.Err() == nil {
+		x.log.Warn("could not index a change", "change", e.Kind, "volume", "/"+e.Vol.VPath, "path", e.Rel, "err", err)
+	}
+	if e.Note != 0 && !noteDropped && x.evctx.Err() == nil {
+		// After the record (in the write-ahead log's order): a crash
+		// between the two replays the note once more.
+		if db := q.noteDB; db != nil {
+			db.dropNote(e.Note)
+		} else if db := x.noteDB(e); db != nil {
+			db.dropNote(e.Note)
 		}
-		if e.Note != 0 && !noteDropped && x.evctx.Err() == nil {
-			// After the record (in the write-ahead log's order): a crash
-			// between the two replays the note once more.
-			if db := q.noteDB; db != nil {
-				db.dropNote(e.Note)
-			} else if db := x.noteDB(e); db != nil {
-				db.dropNote(e.Note)
-			}
+	}
+	if q.replay {
+		q.vi.replaying.Add(-1)
+	}
+}
+
+// batchLen is how many queued changes from the front are indexed in one
+// batch (x.mu held): uploads that carry their up2k identity (nothing to
+// hash, no tags to read), to one local volume, each path once. Anything
+// else goes alone, so changes keep their order.
+func (x *Indexer) batchLen() int {
+	first := x.vol(x.queue[0].e.Vol)
+	if first == nil {
+		return 1
+	}
+	var rels map[string]bool
+	n := 0
+	for n < len(x.queue) && n < maxBatch {
+		q := &x.queue[n]
+		e := &q.e
+		if q.replay || e.Kind != store.Created || e.Wark == "" || isDotPath(e.Rel) || x.vol(e.Vol) != first ||
+			first.v.Remote() || (first.tags && mediaExts[ext(path.Base(e.Rel))]) || rels[e.Rel] {
+			break
 		}
-		if q.replay {
-			q.vi.replaying.Add(-1)
+		if rels == nil {
+			rels = map[string]bool{}
 		}
+		rels[e.Rel] = true
+		n++
+	}
+	return max(n, 1)
+}
+
+// applyBatch indexes uploads (batchLen's) with one PutRecords.
+func (x *Indexer) applyBatch(batch []queued) {
+	vi := x.vol(batch[0].e.Vol)
+	recs := make([]*Record, 0, len(batch))
+	notes := make([]uint64, 0, len(batch))
+	in := make([]int, 0, len(batch)) // batch index of each record
+	errs := make([]error, len(batch))
+	var alone []int // deleted while hashed (a file changed since its upload): indexFileNote's retries
+	for i := range batch {
+		e := &batch[i].e
+		rec, gone, err := x.localRecord(x.evctx, vi, e.Rel, nil, e)
+		switch {
+		case errors.Is(err, errGone):
+			alone = append(alone, i)
+		case gone:
+			errs[i] = vi.db.DeleteRecord(e.Rel)
+		case err != nil || rec == nil:
+			errs[i] = err
+		default:
+			recs = append(recs, rec)
+			notes = append(notes, x.sameDBNote(batch[i], vi))
+			in = append(in, i)
+		}
+	}
+	err := vi.db.PutRecords(recs, notes)
+	dropped := make([]bool, len(batch))
+	for k, i := range in {
+		errs[i], dropped[i] = err, err == nil && notes[k] != 0
+	}
+	for _, i := range alone {
+		q := batch[i]
+		dropped[i], errs[i] = x.indexFileNote(x.evctx, vi, q.e.Rel, nil, &q.e, x.sameDBNote(q, vi))
+	}
+	for i, q := range batch {
+		x.applied(q, dropped[i], errs[i])
 	}
 }
 
@@ -436,18 +527,35 @@ func (g *goneReader) ReadAt(p []byte, off int64) (int, error) {
 
 // indexLocal is indexFileNote for a file of a local volume.
 func (x *Indexer) indexLocal(ctx context.Context, vi *volIdx, rel string, old *Record, e *store.Event, note uint64) (dropped bool, err error) {
-	f, fi, err := vi.v.Open(rel)
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+	rec, gone, err := x.localRecord(ctx, vi, rel, old, e)
+	if gone {
 		return false, vi.db.DeleteRecord(rel)
 	}
-	if err != nil {
+	if err != nil || rec == nil {
 		return false, err
+	}
+	if note != 0 {
+		err = vi.db.PutRecordDropNote(rec, note)
+		return err == nil, err
+	}
+	return false, vi.db.PutRecord(rec)
+}
+
+// localRecord makes the record of the file rel as it is now; gone when
+// there is none, rec nil when it is no regular file.
+func (x *Indexer) localRecord(ctx context.Context, vi *volIdx, rel string, old *Record, e *store.Event) (rec *Record, gone bool, err error) {
+	f, fi, err := vi.v.Open(rel)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, err
 	}
 	defer f.Close()
 	if !fi.Mode().IsRegular() {
-		return false, nil
+		return nil, false, nil
 	}
-	rec := &Record{Rel: rel, Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+	rec = &Record{Rel: rel, Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
 	if e != nil {
 		rec.At, rec.Uploader, rec.IP = e.At.Unix(), e.Uploader, e.ClientIP
 	} else if old != nil {
@@ -465,7 +573,7 @@ func (x *Indexer) indexLocal(ctx context.Context, vi *volIdx, rel string, old *R
 		}
 		rec.Wark, rec.Chunks, err = x.cfg.Hasher(ctx, &goneReader{f: f}, rec.Size, fi.ModTime().Unix(), dir, path.Base(rel))
 		if err != nil {
-			return false, fmt.Errorf("hashing: %w", err)
+			return nil, false, fmt.Errorf("hashing: %w", err)
 		}
 	}
 	if vi.tags && rec.Tags == nil && mediaExts[ext(path.Base(rel))] {
@@ -477,11 +585,7 @@ func (x *Indexer) indexLocal(ctx context.Context, vi *volIdx, rel string, old *R
 		}
 		rec.Tags = tags
 	}
-	if note != 0 {
-		err = vi.db.PutRecordDropNote(rec, note)
-		return err == nil, err
-	}
-	return false, vi.db.PutRecord(rec)
+	return rec, false, nil
 }
 
 // scans runs the first scan of every scanning volume, then the periodic

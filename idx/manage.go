@@ -365,9 +365,7 @@ func (x *Indexer) UploadOf(v *store.Volume, rel string) (store.UploadInfo, bool,
 	for _, q := range x.queue {
 		pending = append(pending, q.e)
 	}
-	if x.applying != nil {
-		pending = append([]store.Event{*x.applying}, pending...)
-	}
+	pending = append(slices.Clone(x.applying), pending...)
 	x.mu.Unlock()
 	type place struct {
 		v   *store.Volume
