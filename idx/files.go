@@ -190,7 +190,7 @@ func (d *DB) putRecord(rec *Record, note uint64) error {
 // inserts and the flushes' and compactions' merging (issue 19).
 func (d *DB) PutRecords(recs []*Record, notes []uint64) error {
 	if len(recs) != len(notes) || len(recs) > maxBatch {
-		return fmt.Errorf("idx: %d records, %d notes", len(recs), len(notes))
+		return fmt.Errorf("idx: %d records and %d notes in one batch (at most %d, as many of each)", len(recs), len(notes), maxBatch)
 	}
 	seen := make(map[string]bool, len(recs))
 	for _, rec := range recs {
@@ -299,10 +299,13 @@ func (o *blockOps) write(b *pebble.Batch) error {
 	var adds, dels []uint16
 	for _, k := range o.keys {
 		cs := o.by[k]
+		// By id, each id's changes still in the order made: its last
+		// one is what holds.
+		slices.SortStableFunc(cs, func(a, b change) int { return int(a.off) - int(b.off) })
 		adds, dels = adds[:0], dels[:0]
 		for i, c := range cs {
-			if slices.ContainsFunc(cs[i+1:], func(n change) bool { return n.off == c.off }) {
-				continue // a later change to the same id wins
+			if i+1 < len(cs) && cs[i+1].off == c.off {
+				continue
 			}
 			if c.add {
 				adds = append(adds, c.off)
@@ -310,8 +313,6 @@ func (o *blockOps) write(b *pebble.Batch) error {
 				dels = append(dels, c.off)
 			}
 		}
-		slices.Sort(adds)
-		slices.Sort(dels)
 		val = appendArray(appendArray(val[:0], adds), dels)
 		if err := b.Merge([]byte(k), val, nil); err != nil {
 			return err
