@@ -15,7 +15,8 @@ import (
 // (each with its up2k identity and a journal note) and lets the events
 // loop take them in batches: every file is indexed with its uploader and
 // identity, found by a search, its note dropped; a file gone before it
-// was indexed is not indexed; one changed since its upload is hashed; a
+// was indexed is not indexed; one changed since its upload, and a small
+// one without its identity, are hashed; a
 // removal and a path uploaded twice end batches and keep their order.
 func TestEventsBatched(t *testing.T) {
 	f := newManageFixture(t, false)
@@ -65,6 +66,10 @@ func TestEventsBatched(t *testing.T) {
 			e := store.Event{Kind: store.Removed, Vol: v, Rel: rel}
 			f.x.queue = append(f.x.queue, queued{e: e, noteDB: f.x.noteDB(e)})
 			continue
+		case i == 500: // no up2k identity (a PUT under ck=no): hashed in the batch
+			e := upload(rel, "no wark", false)
+			e.Wark, e.Chunks = "", nil
+			queue(e)
 		case i == 400: // the same path twice: the second upload wins
 			queue(upload(rel, "first", false))
 			queue(upload(rel, "second!", false))
@@ -82,8 +87,8 @@ func TestEventsBatched(t *testing.T) {
 	f.x.evwg.Add(1)
 	f.x.events()
 
-	if f.hashed.Load() != 2 {
-		t.Errorf("%d files hashed, want 2 (the one changed since its upload, and f400's first upload)", f.hashed.Load())
+	if f.hashed.Load() != 3 {
+		t.Errorf("%d files hashed, want 3 (the one changed since its upload, f400's first upload, f500)", f.hashed.Load())
 	}
 	for _, rel := range want {
 		rec, err := vi.db.Record(rel)

@@ -359,9 +359,10 @@ func (x *Indexer) applied(q queued, noteDropped bool, err error) {
 }
 
 // batchLen is how many queued changes from the front are indexed in one
-// batch (x.mu held): uploads that carry their up2k identity (nothing to
-// hash, no tags to read), to one local volume, each path once. Anything
-// else goes alone, so changes keep their order.
+// batch (x.mu held): uploads to one local volume, each path once, that
+// carry their up2k identity or are small enough to hash at once (a PUT
+// under ck=no or another checksum), with no tags to read. Anything else
+// goes alone, so changes keep their order.
 func (x *Indexer) batchLen() int {
 	first := x.vol(x.queue[0].e.Vol)
 	if first == nil {
@@ -372,7 +373,7 @@ func (x *Indexer) batchLen() int {
 	for n < len(x.queue) && n < maxBatch {
 		q := &x.queue[n]
 		e := &q.e
-		if q.replay || e.Kind != store.Created || e.Wark == "" || isDotPath(e.Rel) || x.vol(e.Vol) != first ||
+		if q.replay || e.Kind != store.Created || (e.Wark == "" && e.Size > batchHashMax) || isDotPath(e.Rel) || x.vol(e.Vol) != first ||
 			first.v.Remote() || (first.tags && mediaExts[ext(path.Base(e.Rel))]) || rels[e.Rel] {
 			break
 		}
@@ -384,6 +385,10 @@ func (x *Indexer) batchLen() int {
 	}
 	return max(n, 1)
 }
+
+// batchHashMax is the largest upload without its up2k identity that is
+// hashed in a batch: more would hold the batch's other uploads back.
+const batchHashMax = 1 << 20
 
 // applyBatch indexes uploads (batchLen's) with one PutRecords.
 func (x *Indexer) applyBatch(batch []queued) {
