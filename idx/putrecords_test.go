@@ -155,3 +155,33 @@ func dump(t *testing.T, d *DB) map[string]string {
 	}
 	return out
 }
+
+// TestPutRecordsBadInput: a batch with a bad path, a path twice, notes
+// that do not match its records or too many records is refused whole.
+func TestPutRecordsBadInput(t *testing.T) {
+	d := testDB(t, vfs.NewMem())
+	defer d.Close()
+	before := len(dump(t, d)) // the schema keys
+	ok := &Record{Rel: "fine.txt", Size: 1}
+	many := make([]*Record, maxBatch+1)
+	for i := range many {
+		many[i] = &Record{Rel: fmt.Sprint("f", i)}
+	}
+	for _, c := range []struct {
+		recs  []*Record
+		notes []uint64
+	}{
+		{[]*Record{ok, {Rel: ""}}, []uint64{0, 0}},
+		{[]*Record{ok, {Rel: "a\x00b"}}, []uint64{0, 0}},
+		{[]*Record{ok, {Rel: "fine.txt", Size: 2}}, []uint64{0, 0}},
+		{[]*Record{ok}, nil},
+		{many, make([]uint64, len(many))},
+	} {
+		if err := d.PutRecords(c.recs, c.notes); err == nil {
+			t.Errorf("%d records, %d notes: no error", len(c.recs), len(c.notes))
+		}
+	}
+	if len(dump(t, d)) != before || d.files.Load() != 0 {
+		t.Fatalf("a refused batch wrote something: %v", dump(t, d))
+	}
+}
