@@ -10,7 +10,8 @@
 # Arguments after the two binaries go to the harness (both the prepare step
 # and the run). Environment: BENCH_TMP (parent of the data folder, a real
 # disk; default ${TMPDIR:-/tmp}), HOARD_ARGS (extra flags for both
-# servers), ENV_A / ENV_B (environment for one of them, e.g.
+# servers), VFLAGS (volume flags for both, e.g. VFLAGS=put_ck=no),
+# ENV_A / ENV_B (environment for one of them, e.g.
 # ENV_B="GODEBUG=gctrace=1 GOGC=300"), KEEP=1 (keep the temporary folder
 # with the servers' logs, base.log and new.log).
 set -euo pipefail
@@ -37,7 +38,7 @@ start() { # start NAME BIN ENV
     local port; port=$(free_port)
     mkdir -p "$TMP/$1"
     # shellcheck disable=SC2086
-    env ${3:-} "$2" -p "$port" -i 127.0.0.1 -v "$TMP/data::rwmd" -e2dsa -hist "$TMP/$1" ${HOARD_ARGS:-} > "$TMP/$1.log" 2>&1 &
+    env ${3:-} "$2" -p "$port" -i 127.0.0.1 -v "$TMP/data::rwmd${VFLAGS:+:c,$VFLAGS}" -e2dsa -hist "$TMP/$1" ${HOARD_ARGS:-} > "$TMP/$1.log" 2>&1 &
     PIDS+=($!)
     for _ in $(seq 100); do
         curl -s -o /dev/null "http://127.0.0.1:$port/" && break
