@@ -120,7 +120,11 @@ func (m *Server) connect(t testing.TB) {
 func (m *Server) makeBuckets(t testing.TB, buckets []string) {
 	t.Helper()
 	for _, b := range buckets {
-		if err := m.Client.MakeBucket(context.Background(), b, minio.MakeBucketOptions{}); err != nil {
+		err := m.Client.MakeBucket(context.Background(), b, minio.MakeBucketOptions{})
+		// minio-go retries a request whose answer was slow or a 5xx (a
+		// distributed set just come up); when the first try had made
+		// the bucket, the retry hears that it is already ours.
+		if err != nil && minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
 			t.Fatalf("making bucket %s: %v\nminio log:\n%s", b, err, m.logs)
 		}
 	}
