@@ -358,9 +358,7 @@ func TestBucketWalkMeta(t *testing.T) {
 func TestBucketCopyAndIfMatch(t *testing.T) {
 	b, m := open(t)
 	ctx := context.Background()
-	if err := m.Client.MakeBucket(ctx, "bk2", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m.MakeBuckets(t, "bk2")
 	b2, err := Open(ctx, Config{Endpoint: m.Endpoint(), AccessKey: miniotest.User, SecretKey: miniotest.Pass, Region: "us-east-1"}, "bk2")
 	if err != nil {
 		t.Fatal(err)

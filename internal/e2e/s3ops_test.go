@@ -50,9 +50,7 @@ func parity(t *testing.T, s *server, want int, method, p string, body []byte, hd
 // for the same requests, nothing lost.
 func TestS3MoveCopy(t *testing.T) {
 	m := startMinio(t, "vol")
-	if err := m.Client.MakeBucket(context.Background(), "other", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m.MakeBuckets(t, "other")
 	u := basicAuth("u:pw")
 	s := start(t, "-a", "u:pw", "-a", "r:rpw",
 		"-v", t.TempDir()+":s3:r:rwmd,u:c,s3=vol/pre",

@@ -104,7 +104,7 @@ func Start(t testing.TB, buckets ...string) *Server {
 	m.Run(t)
 	t.Cleanup(m.Halt)
 	m.connect(t)
-	m.makeBuckets(t, buckets)
+	m.MakeBuckets(t, buckets...)
 	return m
 }
 
@@ -117,7 +117,9 @@ func (m *Server) connect(t testing.TB) {
 	m.Client = c
 }
 
-func (m *Server) makeBuckets(t testing.TB, buckets []string) {
+// MakeBuckets makes the buckets (one minio-go's retry finds already ours
+// counts as made).
+func (m *Server) MakeBuckets(t testing.TB, buckets ...string) {
 	t.Helper()
 	for _, b := range buckets {
 		err := m.Client.MakeBucket(context.Background(), b, minio.MakeBucketOptions{})
@@ -185,7 +187,7 @@ func StartDistributed(t testing.TB, n int, buckets ...string) *Set {
 	for _, m := range s.Nodes {
 		m.connect(t)
 	}
-	s.Nodes[0].makeBuckets(t, buckets)
+	s.Nodes[0].MakeBuckets(t, buckets...)
 	return s
 }
 
