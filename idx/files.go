@@ -192,10 +192,16 @@ func (d *DB) PutRecords(recs []*Record, notes []uint64) error {
 	if len(recs) != len(notes) || len(recs) > maxBatch {
 		return fmt.Errorf("idx: %d records and %d notes in one batch (at most %d, as many of each)", len(recs), len(notes), maxBatch)
 	}
-	seen := make(map[string]bool, len(recs))
+	var seen map[string]bool // one record (every scanned file): no map
 	for _, rec := range recs {
 		if rec.Rel == "" || strings.IndexByte(rec.Rel, 0) >= 0 {
 			return fmt.Errorf("idx: bad path %q", rec.Rel)
+		}
+		if len(recs) == 1 {
+			break
+		}
+		if seen == nil {
+			seen = make(map[string]bool, len(recs))
 		}
 		if seen[rec.Rel] {
 			return fmt.Errorf("idx: %q twice in one batch", rec.Rel)

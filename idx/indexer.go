@@ -282,9 +282,9 @@ func (x *Indexer) events() {
 		n := x.batchLen()
 		batch := slices.Clone(x.queue[:n])
 		x.queue = x.queue[n:]
-		x.applying = x.applying[:0]
-		for _, q := range batch {
-			x.applying = append(x.applying, q.e)
+		x.applying = make([]store.Event, n)
+		for i, q := range batch {
+			x.applying[i] = q.e
 		}
 		x.mu.Unlock()
 		if n > 1 {
@@ -365,7 +365,7 @@ func (x *Indexer) applied(q queued, noteDropped bool, err error) {
 // goes alone, so changes keep their order.
 func (x *Indexer) batchLen() int {
 	first := x.vol(x.queue[0].e.Vol)
-	if first == nil {
+	if first == nil || first.v.Remote() {
 		return 1
 	}
 	var rels map[string]bool
@@ -374,7 +374,7 @@ func (x *Indexer) batchLen() int {
 		q := &x.queue[n]
 		e := &q.e
 		if q.replay || e.Kind != store.Created || (e.Wark == "" && e.Size > batchHashMax) || isDotPath(e.Rel) || x.vol(e.Vol) != first ||
-			first.v.Remote() || (first.tags && mediaExts[ext(path.Base(e.Rel))]) || rels[e.Rel] {
+			(first.tags && mediaExts[ext(path.Base(e.Rel))]) || rels[e.Rel] {
 			break
 		}
 		if rels == nil {
