@@ -20,35 +20,36 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // options are the parsed command line and config files.
 type options struct {
-	ports, addrs            string
-	accounts, volumes       listFlag
-	e2d, e2ds, e2dsa        bool
-	e2t, e2ts, e2tsr        bool
-	e2s, e2a                bool
-	dedup, singleHash       bool
-	noGroupSync             bool
-	srchHits, srchMax       int
-	hist, warksalt, df      string
-	snapDrop, dbCache, thMT int
-	reMaxAge                int
-	srchSlowMS              int
-	maxRanges               int
-	archMT                  int
-	logLevel, logFormat     string
-	stats                   bool
-	xffSrc, xffHdr, rpLoc   string
-	tailTmax, tailCmax      int
-	upsRing                 int
-	unpost                  int
-	noDav, davInf           bool
-	shr                     string
-	s3Endpoint              string
-	s3Timeout               int
-	thConvt, thQueue        int
-	thCacheMax, thMaxMpx    int
-	ffmpeg, ffprobe         string
-	regCap, regCapIP        int
-	prod                    prodOptions // cli.go, tls.go, config.go
+	ports, addrs          string
+	accounts, volumes     listFlag
+	e2d, e2ds, e2dsa      bool
+	e2t, e2ts, e2tsr      bool
+	e2s, e2a              bool
+	dedup, singleHash     bool
+	noGroupSync           bool
+	srchHits, srchMax     int
+	hist, warksalt, df    string
+	dbCache, thMT         int
+	snapDrop              float64 // minutes
+	reMaxAge              int
+	srchSlowMS            int
+	maxRanges             int
+	archMT                int
+	logLevel, logFormat   string
+	stats                 bool
+	xffSrc, xffHdr, rpLoc string
+	tailTmax, tailCmax    int
+	upsRing               int
+	unpost                int
+	noDav, davInf         bool
+	shr                   string
+	s3Endpoint            string
+	s3Timeout             int
+	thConvt, thQueue      int
+	thCacheMax, thMaxMpx  int
+	ffmpeg, ffprobe       string
+	regCap, regCapIP      int
+	prod                  prodOptions // cli.go, tls.go, config.go
 }
 
 // flagGroup is one heading of -h and docs/flags.md, with its flags in the
@@ -87,6 +88,13 @@ func (f *flagSet) str(p *string, name, arg, def, usage string) {
 // num registers a number flag (N in -h).
 func (f *flagSet) num(p *int, name string, def int, usage string) {
 	f.IntVar(p, name, def, usage)
+	f.listed(name, "N")
+}
+
+// dec registers a decimal number (copyparty's integer flags that take a
+// fraction here too).
+func (f *flagSet) dec(p *float64, name string, def float64, usage string) {
+	f.Float64Var(p, name, def, usage)
 	f.listed(name, "N")
 }
 
@@ -147,7 +155,7 @@ func newFlags() (*flagSet, *options) {
 	f.bool(&o.dedup, "dedup", "link duplicate uploads to the existing file instead of copying it")
 	f.str(&o.warksalt, "warksalt", "SALT", "hunter2", "salt of up2k file identifiers (warks)")
 	f.str(&o.df, "df", "SIZE", "", "keep this much disk free on every volume (plain number: GiB)")
-	f.num(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded")
+	f.dec(&o.snapDrop, "snap-drop", 1440, "minutes before an idle unfinished up2k upload is discarded (a decimal: 0.5 is 30 s; at least 0.1)")
 	f.num(&o.regCap, "reg-cap", up2k.DefaultMaxUnfinished, "most unfinished up2k uploads in all (503 beyond)")
 	f.num(&o.regCapIP, "reg-cap-ip", up2k.DefaultMaxUnfinishedIP, "most unfinished up2k uploads from one client address, an IPv6 client's /64 (429 beyond)")
 	f.num(&o.unpost, "unpost", 43200, "seconds after an upload that its uploader may still delete it without the d permission (needs -e2d; 0: off)")

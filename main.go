@@ -230,8 +230,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--reg-cap %d: want at least 1", o.regCap)
 	case o.regCapIP < 1:
 		return fmt.Errorf("--reg-cap-ip %d: want at least 1", o.regCapIP)
-	case o.snapDrop < 1:
-		return fmt.Errorf("--snap-drop %d: want at least 1 minute", o.snapDrop)
+	case !(o.snapDrop >= minSnapDrop && o.snapDrop <= maxSnapDrop): // NaN too
+		return fmt.Errorf("--snap-drop %v: want %v to %v minutes", o.snapDrop, minSnapDrop, maxSnapDrop)
 	case o.dbCache < 1:
 		return fmt.Errorf("--db-cache %d: want at least 1 MiB", o.dbCache)
 	case o.thMT < 1:
@@ -266,6 +266,18 @@ func (o *options) validate() error {
 		return errors.New("--warksalt: must not be empty")
 	}
 	return nil
+}
+
+// --snap-drop's range, in minutes: 6 s (the expiry sweeps every eighth
+// of it, at least a second apart) to about two years.
+const (
+	minSnapDrop = 0.1
+	maxSnapDrop = 1e6
+)
+
+// snapDropTime is --snap-drop (validated) as a duration.
+func snapDropTime(minutes float64) time.Duration {
+	return time.Duration(minutes * float64(time.Minute))
 }
 
 // parsePorts reads -p: comma-separated ports, 0 to 65535.

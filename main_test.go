@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"hoard/idx"
 )
@@ -97,6 +98,11 @@ func TestValidate(t *testing.T) {
 		{[]string{"--reg-cap", "0"}, "--reg-cap"},
 		{[]string{"--reg-cap-ip", "0"}, "--reg-cap-ip"},
 		{[]string{"--snap-drop", "0"}, "--snap-drop"},
+		{[]string{"--snap-drop", "0.05"}, "--snap-drop"},
+		{[]string{"--snap-drop", "-1"}, "--snap-drop"},
+		{[]string{"--snap-drop", "NaN"}, "--snap-drop"},
+		{[]string{"--snap-drop", "+Inf"}, "--snap-drop"},
+		{[]string{"--snap-drop", "1e7"}, "--snap-drop"},
 		{[]string{"--db-cache", "0"}, "--db-cache"},
 		{[]string{"--th-mt", "0"}, "--th-mt"},
 		{[]string{"--th-convt", "0"}, "--th-convt"},
@@ -127,5 +133,21 @@ func TestValidate(t *testing.T) {
 	_, o := newFlags()
 	if err := o.validate(); err != nil {
 		t.Fatalf("the defaults do not validate: %v", err)
+	}
+	// --snap-drop takes a fraction of a minute.
+	for arg, want := range map[string]time.Duration{"0.5": 30 * time.Second, "0.1": 6 * time.Second, "1440": 24 * time.Hour} {
+		fs, o := newFlags()
+		if err := fs.Parse([]string{"--snap-drop", arg}); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.validate(); err != nil {
+			t.Errorf("--snap-drop %s: %v", arg, err)
+		}
+		if got := snapDropTime(o.snapDrop); got != want {
+			t.Errorf("--snap-drop %s: %v, want %v", arg, got, want)
+		}
+	}
+	if fs, _ := newFlags(); fs.Parse([]string{"--snap-drop", "a while"}) == nil {
+		t.Error("--snap-drop a while: parsed")
 	}
 }

@@ -115,7 +115,7 @@ func openServices(o *options, cfg store.Config, cl *closers, log *slog.Logger) (
 	for v, db := range s.dbs {
 		sessions[v] = db
 	}
-	s.up2k, err = up2k.New(up2k.Config{Store: s.store, DBs: sessions, Salt: o.warksalt, Drop: time.Duration(o.snapDrop) * time.Minute, SingleHash: o.singleHash, MaxUnfinished: o.regCap, MaxUnfinishedIP: o.regCapIP, Logger: log})
+	s.up2k, err = up2k.New(up2k.Config{Store: s.store, DBs: sessions, Salt: o.warksalt, Drop: snapDropTime(o.snapDrop), SingleHash: o.singleHash, MaxUnfinished: o.regCap, MaxUnfinishedIP: o.regCapIP, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -960,7 +960,7 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 				// A publish begins within moments of the session
 				// object's touch; one begun before that ended with its
 				// node.
-				if err := v.UpAbort(ctx, path.Join(rs.rec.Dir, rs.rec.Name), s.last.Add(time.Minute)); err != nil {
+				if err := v.UpAbort(ctx, path.Join(rs.rec.Dir, rs.rec.Name), s.last.Add(m.moments())); err != nil {
 					m.log.Warn("could not abort an abandoned upload", "volume", "/"+v.VPath, "wark", wark, "err", err)
 				}
 			}
@@ -983,7 +983,7 @@ func (m *Manager) expireRemote(ctx context.Context) int {
 		// The caps' marks (remotecaps.go) of sessions gone or dropped
 		// now; a mark is written just before its session, so a young
 		// one stays.
-		if k, err := v.UpSweepMarks(ctx, now.Add(-time.Minute), func(w string) bool {
+		if k, err := v.UpSweepMarks(ctx, now.Add(-m.moments()), func(w string) bool {
 			s, ok := all[w]
 			return ok && now.Sub(s.last) < m.idle
 		}); err != nil {

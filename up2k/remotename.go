@@ -17,13 +17,13 @@ package up2k
 //   - let go when the file is published (after the object is there,
 //     before the session says where), when a session is not made after
 //     all, and when a session moves;
-//   - stale when its session is not there (after holdGrace: a hold is
+//   - stale when its session is not there (after moments(): a hold is
 //     written just before its session), is published, or names another
 //     path: a handshake that meets a stale hold takes it over with
 //     If-Match on its version (two at once: one wins), and every node's
-//     expiry drops stale holds older than holdGrace;
+//     expiry drops stale holds older than moments();
 //   - a node that dies holding one: before its session was written, the
-//     hold is stale after holdGrace; after, the session is in the bucket
+//     hold is stale after moments(); after, the session is in the bucket
 //     and the name stays held until it is published or expires, as a
 //     work file on disk holds it; between the publish and letting go, the
 //     file itself has the name.
@@ -38,9 +38,14 @@ import (
 	"hoard/store"
 )
 
-// holdGrace is how long a hold without its session is taken as live: the
-// session object is written moments after the hold.
-const holdGrace = time.Minute
+// moments is how long a write that follows another "within moments"
+// on an object-store volume is waited for: a hold without its session is
+// taken as live (the session object is written moments after the hold),
+// a mark without its session stays (remotecaps.go), a multipart upload
+// begun after a session's last touch is its publish. A minute, or the
+// idle time (--snap-drop) when that is shorter: nothing is kept longer
+// than the session it stands for would be.
+func (m *Manager) moments() time.Duration { return min(time.Minute, m.idle) }
 
 // holdLive says whether the hold h (of the path rel) is its session's:
 // the session of h.Wark is in the bucket, unpublished, at rel. An
@@ -55,7 +60,7 @@ func (m *Manager) holdLive(ctx context.Context, v *store.Volume, h store.Hold, r
 		return true
 	}
 	if !ok {
-		return m.now().Sub(h.ModTime) < holdGrace
+		return m.now().Sub(h.ModTime) < m.moments()
 	}
 	return rs.rec.Final == "" && path.Join(rs.rec.Dir, rs.rec.Name) == rel
 }
@@ -128,7 +133,7 @@ func (m *Manager) freeName(ctx context.Context, v *store.Volume, dir, name, ip s
 		func(n string) { m.remoteUnhold(ctx, v, path.Join(dir, n), wark) })
 }
 
-// sweepHolds drops the holds of v older than holdGrace whose session is
+// sweepHolds drops the holds of v older than moments() whose session is
 // not in the bucket (present says, from the expiry's listing of the
 // sessions; a session dropped by this expiry is not): a node died between
 // writing the hold and the session, or the session expired. A hold whose
@@ -142,7 +147,7 @@ func (m *Manager) sweepHolds(ctx context.Context, v *store.Volume, present func(
 	now := m.now()
 	var old []store.Hold
 	err := v.UpHolds(ctx, func(h store.Hold) error {
-		if now.Sub(h.ModTime) >= holdGrace {
+		if now.Sub(h.ModTime) >= m.moments() {
 			old = append(old, h)
 		}
 		return nil

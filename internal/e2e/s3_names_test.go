@@ -25,12 +25,12 @@ func s3HoldKey(pre, fileKey string) string {
 // that made the session dies; the holds of published uploads go; a hold
 // object that is not one is taken over at once; a hold a node left
 // without its session (killed between the two) holds the name for
-// holdGrace, then the expiry drops it.
+// holdGrace (here --snap-drop's 18 s), then the expiry drops it.
 func TestS3Up2kNameHeld(t *testing.T) {
 	m := startMinioParallel(t, "vol")
 	auth := basicAuth("u:pw")
 	args := func() []string {
-		return []string{"-a", "u:pw", "--snap-drop", "1", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre"}
+		return []string{"-a", "u:pw", "--snap-drop", "0.3", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre"}
 	}
 	a, b := start(t, args()...), start(t, args()...)
 	holds := func() (out []string) {
@@ -108,8 +108,9 @@ func TestS3Up2kNameHeld(t *testing.T) {
 		t.Fatalf("a name under a foreign object in the hold area: %q", r.Name)
 	}
 	// A node killed between writing its hold and its session: the hold
-	// names a session that never came. For holdGrace (a minute) it holds
-	// the name, as the session may be on its way ...
+	// names a session that never came. For holdGrace (a minute, or the
+	// idle time when shorter: 18 s) it holds the name, as the session
+	// may be on its way ...
 	dead := "#" + strings.Repeat("D", 43)
 	held := time.Now()
 	m.Put(t, "vol", s3HoldKey("pre/", "pre/dead.bin"), []byte("hoard-hold 1\n"+dead+"\ndead.bin\n"))
@@ -117,7 +118,7 @@ func TestS3Up2kNameHeld(t *testing.T) {
 	if r := up2kHandshake(t, b, "/s3/", "dead.bin", d1, 1600000000, nil, auth); !collided(r.Name, "dead.bin") {
 		t.Fatalf("a young hold without its session: name %q", r.Name)
 	}
-	// ... then the expiry (every 7.5 s with --snap-drop 1) drops it.
+	// ... then the expiry (every 2.25 s with --snap-drop 0.3) drops it.
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(2 * time.Second) {
 		if _, ok := m.Object(t, "vol", s3HoldKey("pre/", "pre/dead.bin")); !ok {
 			break
@@ -126,7 +127,7 @@ func TestS3Up2kNameHeld(t *testing.T) {
 			t.Fatalf("the dead node's hold was not dropped; holds %q", holds())
 		}
 	}
-	if time.Since(held) < 55*time.Second {
+	if time.Since(held) < 15*time.Second {
 		t.Fatalf("the hold was dropped after %v, before its grace", time.Since(held))
 	}
 	d2 := newUp2kFile(seededBytes(66, 800))

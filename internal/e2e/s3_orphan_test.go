@@ -14,13 +14,13 @@ import (
 // A node that dies between beginning the multipart upload of a session's
 // file and recording its id in the session object leaves an upload no
 // session names (up2k/remoteorphan.go). The sweep aborts it once it is
-// idle for --snap-drop, while the session goes on; the upload the
+// idle for --snap-drop (12 s here), while the session goes on; the upload the
 // session names, idle as long, is never aborted and the file publishes
 // byte-identical; another key's young upload no session names is left.
 func TestS3Up2kOrphanUpload(t *testing.T) {
 	m := startMinioParallel(t, "vol")
 	auth := basicAuth("u:pw")
-	s := start(t, "-a", "u:pw", "--snap-drop", "1", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
+	s := start(t, "-a", "u:pw", "--snap-drop", "0.2", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
 	f := newUp2kFile(seededBytes(91, 15<<20))
 	if f.cs != 1<<20 || len(f.hashes) != 15 {
 		t.Fatalf("chunk size %d, %d chunks", f.cs, len(f.hashes))
@@ -51,22 +51,28 @@ func TestS3Up2kOrphanUpload(t *testing.T) {
 		return slices.ContainsFunc(m.Incomplete(t, "vol"), func(u string) bool { return strings.Contains(u, "("+id+")") })
 	}
 
-	// The session stays busy (a staged chunk every 15 s) while the
-	// orphan ages past --snap-drop.
+	// The session stays busy (a staged chunk every 4 s, never a whole
+	// second group, which would be part 2) while the orphan ages past
+	// --snap-drop, and for a few sweeps (every 1.5 s) after it is gone:
+	// the named upload and the young stranger stay.
 	next, last := 5, time.Now()
 	deadline := time.Now().Add(3 * time.Minute)
+	busy := func() {
+		if time.Since(last) > 4*time.Second && next < 9 {
+			postChunk(t, s, rep, f, next, auth)
+			next, last = next+1, time.Now()
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	for has(orphan) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the orphaned upload was not aborted: %q", m.Incomplete(t, "vol"))
 		}
-		if time.Since(last) > 15*time.Second && next < 14 {
-			postChunk(t, s, rep, f, next, auth)
-			next, last = next+1, time.Now()
-		}
-		time.Sleep(time.Second)
+		busy()
 	}
-	// Another sweep or two: the named upload and the young stranger stay.
-	time.Sleep(10 * time.Second)
+	for gone := time.Now(); time.Since(gone) < 5*time.Second; {
+		busy()
+	}
 	if !has(other) {
 		t.Fatalf("a young upload no session names was aborted: %q", m.Incomplete(t, "vol"))
 	}

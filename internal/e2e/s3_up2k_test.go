@@ -411,13 +411,13 @@ func TestS3Up2kU2C(t *testing.T) {
 	}
 }
 
-// An abandoned session on an S3 volume is cleaned after --snap-drop by
+// An abandoned session on an S3 volume is cleaned after --snap-drop (12 s) by
 // any node: its chunk objects and session object deleted, the multipart
 // upload a node left while it published aborted; other uploads are left.
 func TestS3Up2kExpire(t *testing.T) {
 	m := startMinioParallel(t, "vol")
 	auth := basicAuth("u:pw")
-	s := start(t, "-a", "u:pw", "--snap-drop", "1", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
+	s := start(t, "-a", "u:pw", "--snap-drop", "0.2", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
 	f := newUp2kFile(seededBytes(51, 3<<20))
 	rep := up2kHandshake(t, s, "/s3/", "gone.bin", f, 1600000000, nil, auth)
 	postChunk(t, s, rep, f, 0, auth)
