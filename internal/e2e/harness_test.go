@@ -407,6 +407,7 @@ func runHoard(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, append([]string{"-p", "0", "-i", "127.0.0.1"}, args...)...)
 	cmd.Dir = t.TempDir()
+	cmd.Env = testEnv(t) // nil: the test's environment
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -37,25 +37,13 @@ func testEnv(t testing.TB) []string {
 	return nil
 }
 
-// startMinio starts a real MinIO (internal/miniotest) with the bucket made,
-// and sets the AWS_* variables hoard reads (so the test may not be
-// parallel).
+// startMinio starts a real MinIO (internal/miniotest) with the bucket
+// made, for a test that runs in parallel with the others (it calls
+// t.Parallel): the AWS_* variables go to the hoards the test starts
+// (setHoardEnv, through launch and runHoard), not to the test process.
+// Serial, with the variables set by t.Setenv, the S3 tests held the
+// package up for minutes (the expiry tests most).
 func startMinio(t *testing.T, bucket string) *miniotest.Server {
-	t.Helper()
-	m := miniotest.Start(t, bucket)
-	t.Setenv("AWS_ACCESS_KEY_ID", miniotest.User)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", miniotest.Pass)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ENDPOINT_URL", m.Endpoint())
-	return m
-}
-
-// startMinioParallel is startMinio for a test that runs in parallel with
-// the others (it calls t.Parallel): the AWS_* variables go to the hoards
-// the test starts (setHoardEnv), not to the test process. For the tests
-// that mostly wait for an expiry (--snap-drop 1, holdGrace): serial, they
-// held the whole package up for over three minutes.
-func startMinioParallel(t *testing.T, bucket string) *miniotest.Server {
 	t.Helper()
 	t.Parallel()
 	m := miniotest.Start(t, bucket)

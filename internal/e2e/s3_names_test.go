@@ -27,7 +27,7 @@ func s3HoldKey(pre, fileKey string) string {
 // without its session (killed between the two) holds the name for
 // holdGrace (here --snap-drop's 18 s), then the expiry drops it.
 func TestS3Up2kNameHeld(t *testing.T) {
-	m := startMinioParallel(t, "vol")
+	m := startMinio(t, "vol")
 	auth := basicAuth("u:pw")
 	args := func() []string {
 		return []string{"-a", "u:pw", "--snap-drop", "0.3", "-v", t.TempDir() + ":s3:r:rw,u:c,s3=vol/pre"}

@@ -18,7 +18,7 @@ import (
 // session names, idle as long, is never aborted and the file publishes
 // byte-identical; another key's young upload no session names is left.
 func TestS3Up2kOrphanUpload(t *testing.T) {
-	m := startMinioParallel(t, "vol")
+	m := startMinio(t, "vol")
 	auth := basicAuth("u:pw")
 	s := start(t, "-a", "u:pw", "--snap-drop", "0.2", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
 	f := newUp2kFile(seededBytes(91, 15<<20))

@@ -415,7 +415,7 @@ func TestS3Up2kU2C(t *testing.T) {
 // any node: its chunk objects and session object deleted, the multipart
 // upload a node left while it published aborted; other uploads are left.
 func TestS3Up2kExpire(t *testing.T) {
-	m := startMinioParallel(t, "vol")
+	m := startMinio(t, "vol")
 	auth := basicAuth("u:pw")
 	s := start(t, "-a", "u:pw", "--snap-drop", "0.2", "-v", t.TempDir()+":s3:r:rw,u:c,s3=vol/pre")
 	f := newUp2kFile(seededBytes(51, 3<<20))
