@@ -25,7 +25,8 @@ func s3HoldKey(pre, fileKey string) string {
 // that made the session dies; the holds of published uploads go; a hold
 // object that is not one is taken over at once; a hold a node left
 // without its session (killed between the two) holds the name for
-// holdGrace (here --snap-drop's 18 s), then the expiry drops it.
+// its grace (up2k's moments: here --snap-drop's 18 s), then the expiry
+// drops it.
 func TestS3Up2kNameHeld(t *testing.T) {
 	m := startMinio(t, "vol")
 	auth := basicAuth("u:pw")
@@ -108,7 +109,7 @@ func TestS3Up2kNameHeld(t *testing.T) {
 		t.Fatalf("a name under a foreign object in the hold area: %q", r.Name)
 	}
 	// A node killed between writing its hold and its session: the hold
-	// names a session that never came. For holdGrace (a minute, or the
+	// names a session that never came. For its grace (a minute, or the
 	// idle time when shorter: 18 s) it holds the name, as the session
 	// may be on its way ...
 	dead := "#" + strings.Repeat("D", 43)
