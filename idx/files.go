@@ -2,7 +2,6 @@ package idx
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -325,15 +324,6 @@ func (o *blockOps) write(b *pebble.Batch) error {
 		}
 	}
 	return nil
-}
-
-// appendArray appends the array set of the ascending offsets offs.
-func appendArray(out []byte, offs []uint16) []byte {
-	out = binary.AppendUvarint(append(out, 'A'), uint64(len(offs)))
-	for _, o := range offs {
-		out = binary.LittleEndian.AppendUint16(out, o)
-	}
-	return out
 }
 
 // DeleteRecord forgets the file rel and its postings (no error when it

@@ -174,6 +174,16 @@ func appendSet(out []byte, b *bitmap) []byte {
 	return out
 }
 
+// appendArray encodes the ascending offsets offs as an array set (what
+// appendSet writes for a small set, from a list instead of a bitmap).
+func appendArray(out []byte, offs []uint16) []byte {
+	out = binary.AppendUvarint(append(out, 'A'), uint64(len(offs)))
+	for _, o := range offs {
+		out = binary.LittleEndian.AppendUint16(out, o)
+	}
+	return out
+}
+
 // merger folds the operands of a block posting; for any other key it is
 // Pebble's default, concatenation (hoard writes no other merge operands).
 //
