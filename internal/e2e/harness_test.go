@@ -153,6 +153,10 @@ func startInDir(t *testing.T, dir string, args ...string) *server {
 	t.Cleanup(func() {
 		if err := s.stop(); err != nil {
 			t.Errorf("hoard did not stop cleanly: %v\nlog:\n%s", err, s.logs)
+		} else if t.Failed() {
+			// What the server said about the failed requests (a dropped
+			// connection is logged there, not sent).
+			t.Logf("the test failed; the end of hoard's log:\n%s", tail(s.logs.String(), 8<<10))
 		}
 	})
 	return s
