@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,52 @@ func TestDAVStatusEveryKind(t *testing.T) {
 	}
 	if got := propPatchStatus(errors.New("an I/O error")); got != 0 {
 		t.Errorf("an unclassified error fails the whole PROPPATCH: %d, want 0", got)
+	}
+}
+
+// TestFailContextEnded: a context error is the client gone only when the
+// request's own context ended. One that ended inside the server (its own
+// deadline, its shutdown) while the client waits is answered 503 with
+// Retry-After, never a connection dropped without an answer.
+func TestFailContextEnded(t *testing.T) {
+	s, _ := newTestServer(t, "r")
+	for _, tc := range []struct {
+		name    string
+		err     error
+		gone    bool // the request's context is cancelled: the client left
+		dropped bool
+	}{
+		{name: "own deadline, client waits", err: fmt.Errorf("waiting on the store: %w", context.DeadlineExceeded)},
+		{name: "own cancel, client waits", err: context.Canceled},
+		{name: "client gone", err: context.Canceled, gone: true, dropped: true},
+		{name: "client gone, deadline error", err: context.DeadlineExceeded, gone: true, dropped: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest("PUT", "/x", strings.NewReader("abc"))
+			if tc.gone {
+				ctx, cancel := context.WithCancel(r.Context())
+				cancel()
+				r = r.WithContext(ctx)
+			}
+			rec := httptest.NewRecorder()
+			q := &req{r: r}
+			q.rw.ResponseWriter = rec
+			q.w = &q.rw
+			if dropped := s.fail(q, tc.err); dropped != tc.dropped {
+				t.Fatalf("fail reported the client gone = %v, want %v", dropped, tc.dropped)
+			}
+			if tc.dropped {
+				if q.w.wrote {
+					t.Errorf("an answer (%d) was written to a client that left", rec.Code)
+				}
+				return
+			}
+			if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+				t.Errorf("status %d, Retry-After %q; want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+			}
+			if !strings.Contains(rec.Body.String(), "try again") {
+				t.Errorf("body %q does not say to try again", rec.Body.String())
+			}
+		})
 	}
 }

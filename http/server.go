@@ -328,9 +328,16 @@ func (q *req) needUpload() error {
 func (s *Server) fail(q *req, err error) bool {
 	code, msg := statusOf(err)
 	switch {
-	case code == statusCanceled:
+	case code == statusCanceled && q.r.Context().Err() != nil:
 		s.log.Debug("client went away", "id", q.id, "path", q.r.URL.Path, "err", err)
 		return true
+	case code == statusCanceled:
+		// A context ended inside the server (a deadline of its own, its
+		// shutdown) while the client still waits: that is no reason to
+		// drop the connection unanswered. The client is told to try
+		// again, and the log says where it came from.
+		code, msg = http.StatusServiceUnavailable, "the server stopped this request before it finished (a deadline or shutdown inside it); try again"
+		s.log.Error("request failed", "id", q.id, "method", q.r.Method, "path", q.r.URL.Path, "status", code, "err", err)
 	case code == http.StatusServiceUnavailable, code == http.StatusInsufficientStorage:
 		// Load shedding and a full state folder are logged where they are
 		// decided, once per interval, not once per request.
