@@ -50,7 +50,7 @@ func credentials(r *http.Request, query url.Values) (pws []string, fromCookie bo
 // matches no account is refused with 401 (copyparty would fall back to
 // anonymous; hoard does not), after a delay that grows with the address's
 // recent failures. A stale cookie is cleared and the request goes on as
-// anonymous.
+// anonymous, after the same delay.
 func (s *Server) authenticate(q *req) error {
 	pws, fromCookie := credentials(q.r, q.query)
 	if len(pws) == 0 {
@@ -76,12 +76,15 @@ func (s *Server) authenticate(q *req) error {
 			return nil
 		}
 	}
+	s.log.Warn("wrong password", "id", q.id, "ip", q.ip, "method", q.r.Method, "path", logPath(q.r.URL))
+	// A wrong cookie is a guess like any other: the right one answers
+	// differently, so it must not be free to try.
+	s.slowGuess(q)
 	if fromCookie {
-		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: "/", Expires: time.Unix(0, 0), HttpOnly: true, Secure: q.scheme == "https", SameSite: http.SameSiteStrictMode})
+		// Cleared where the login form set it (under --rp-loc too).
+		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: q.loc + "/", Expires: time.Unix(0, 0), HttpOnly: true, Secure: q.scheme == "https", SameSite: http.SameSiteStrictMode})
 		return nil
 	}
-	s.log.Warn("wrong password", "id", q.id, "ip", q.ip, "method", q.r.Method, "path", logPath(q.r.URL))
-	s.slowGuess(q)
 	return &httpError{code: http.StatusUnauthorized, msg: "wrong password"}
 }
 
