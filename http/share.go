@@ -339,6 +339,14 @@ func (s *Server) shareRoute(q *req) error {
 		if fromCookie { // the login form's cookie: the page offers to log out
 			shareOut = q.loc + "/" + escapeName(s.shrName) + "/" + key + "/"
 		}
+		if fromCookie || viaBasic(q) {
+			// A browser sends these on its own, from another site's page
+			// too: refuse such a page's changes (CSRF), as authenticate
+			// does for account passwords.
+			if err := s.cop.Check(q.r); err != nil {
+				return errorf(http.StatusForbidden, "rejected by the cross-origin check: %v", err)
+			}
+		}
 	}
 	rest := q.parts[2:]
 	for _, k := range []string{"tree", "ups", "ru", "dls", "shares", "share"} {
