@@ -326,9 +326,17 @@ func (s *Server) shareRoute(q *req) error {
 	shareOut := ""
 	if sh.HasPassword() {
 		pws, fromCookie := credentials(q.r, q.query)
+		if len(pws) > 0 {
+			if err := s.guessTurn(q, pws); err != nil {
+				return err
+			}
+		}
 		ok := false
 		for _, pw := range pws {
-			ok = ok || sh.CheckPassword(pw)
+			if !ok && sh.CheckPassword(pw) {
+				ok = true
+				s.fails.worked(q.ip, pw)
+			}
 		}
 		if !ok {
 			if len(pws) > 0 {
