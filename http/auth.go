@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,17 +52,21 @@ func credentials(r *http.Request, query url.Values) (pws []string, fromCookie bo
 // matches no account is refused with 401 (copyparty would fall back to
 // anonymous; hoard does not), after a delay that grows with the address's
 // recent failures. A stale cookie is cleared and the request goes on as
-// anonymous.
+// anonymous, after the same delay.
 func (s *Server) authenticate(q *req) error {
 	pws, fromCookie := credentials(q.r, q.query)
 	if len(pws) == 0 {
 		return nil
+	}
+	if err := s.guessTurn(q, pws); err != nil {
+		return err
 	}
 	for _, pw := range pws {
 		if pw == "" {
 			continue
 		}
 		if user, ok := s.st.AuthenticateContext(q.r.Context(), pw); ok {
+			s.fails.worked(q.ip, pw)
 			if fromCookie || viaBasic(q) {
 				// A browser sends the cookie, and Basic credentials it
 				// has cached, on cross-site requests too; refuse those
@@ -76,12 +82,15 @@ func (s *Server) authenticate(q *req) error {
 			return nil
 		}
 	}
+	s.log.Warn("wrong password", "id", q.id, "ip", q.ip, "method", q.r.Method, "path", logPath(q.r.URL))
+	// A wrong cookie is a guess like any other: the right one answers
+	// differently, so it must not be free to try.
+	s.slowGuess(q)
 	if fromCookie {
-		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: "/", Expires: time.Unix(0, 0), HttpOnly: true, Secure: q.scheme == "https", SameSite: http.SameSiteStrictMode})
+		// Cleared where the login form set it (under --rp-loc too).
+		http.SetCookie(q.w, &http.Cookie{Name: "cppwd", Value: "x", Path: q.loc + "/", Expires: time.Unix(0, 0), HttpOnly: true, Secure: q.scheme == "https", SameSite: http.SameSiteStrictMode})
 		return nil
 	}
-	s.log.Warn("wrong password", "id", q.id, "ip", q.ip, "method", q.r.Method, "path", logPath(q.r.URL))
-	s.slowGuess(q)
 	return &httpError{code: http.StatusUnauthorized, msg: "wrong password"}
 }
 
@@ -94,14 +103,21 @@ func viaBasic(q *req) bool {
 // failTracker counts wrong passwords per client address so that guessing
 // gets slower, never faster.
 type failTracker struct {
-	mu    sync.Mutex
-	byIP  map[string]*failRec
-	limit int // addresses remembered at once (failCap)
+	mu     sync.Mutex
+	byIP   map[string]*failRec
+	limit  int                      // addresses remembered at once (failCap)
+	digest func(pw string) [32]byte // how failRec.good remembers a password (store.Store.PasswordKey)
 }
 
 type failRec struct {
 	n     int
 	first time.Time
+	// next is when the address's next password may be tried, once it
+	// has used its free failures (turn).
+	next time.Time
+	// good are digests of passwords that worked from the address since
+	// its first failure (at most failGood): they wait for no turn.
+	good [][32]byte
 }
 
 const (
@@ -110,10 +126,70 @@ const (
 	failStep   = 500 * time.Millisecond
 	failMax    = 5 * time.Second
 	failCap    = 8192 // addresses remembered at once
+	failGood   = 4    // passwords remembered as good per address
+	// failQueue bounds the wait for a turn: a client with more tries in
+	// flight than that covers is refused at once, its passwords untried.
+	failQueue = 30 * time.Second
 )
 
-func newFailTracker() *failTracker {
-	return &failTracker{byIP: map[string]*failRec{}, limit: failCap}
+// newFailTracker returns an empty tracker that remembers the passwords
+// that worked by digest (a keyed one: store.Store.PasswordKey).
+func newFailTracker(digest func(pw string) [32]byte) *failTracker {
+	return &failTracker{byIP: map[string]*failRec{}, limit: failCap, digest: digest}
+}
+
+// turn returns how long the client at ip must wait before its passwords
+// pws are tried, and takes that turn. An address that has used its free
+// failures has one password tried at a time, each turn a penalty after
+// the last: the answer to a wrong password is slowed down, and a client
+// that sends many at once and gives up on slow answers must not learn the
+// right one sooner than one that waits. A password that already worked
+// from the address waits for nothing (its user is not held back by
+// someone guessing from the same address). ok is false when the turn is
+// more than failQueue away: the passwords are not to be tried at all.
+func (f *failTracker) turn(ip string, pws []string) (wait time.Duration, ok bool) {
+	key := store.ClientKey(ip)
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rec := f.byIP[key]
+	if rec == nil || now.Sub(rec.first) > failWindow || rec.n < failFree {
+		return 0, true
+	}
+	for _, pw := range pws {
+		if pw != "" && slices.Contains(rec.good, f.digest(pw)) {
+			return 0, true
+		}
+	}
+	at := rec.next
+	if at.Before(now) {
+		at = now
+	}
+	if at.Sub(now) > failQueue {
+		return 0, false
+	}
+	rec.next = at.Add(min(time.Duration(rec.n+1-failFree)*failStep, failMax))
+	return at.Sub(now), true
+}
+
+// worked notes that pw was right from ip, when the address is remembered
+// for its failures: it then takes no turn (turn).
+func (f *failTracker) worked(ip, pw string) {
+	key := store.ClientKey(ip)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rec := f.byIP[key]
+	if rec == nil {
+		return
+	}
+	d := f.digest(pw)
+	if slices.Contains(rec.good, d) {
+		return
+	}
+	if len(rec.good) >= failGood {
+		rec.good = rec.good[1:]
+	}
+	rec.good = append(rec.good, d)
 }
 
 // add records a failure from ip (counted under its store.ClientKey: an
@@ -155,6 +231,28 @@ func (f *failTracker) add(ip string) time.Duration {
 		return 0
 	}
 	return min(time.Duration(rec.n-failFree)*failStep, failMax)
+}
+
+// guessTurn waits q's address's turn to have its passwords tried
+// (failTracker.turn). It fails when the client left meanwhile, or when the
+// turn is too far away (429: nothing is tried).
+func (s *Server) guessTurn(q *req, pws []string) error {
+	d, ok := s.fails.turn(q.ip, pws)
+	if !ok {
+		q.w.Header().Set("Retry-After", strconv.Itoa(int(failMax/time.Second)))
+		return errorf(http.StatusTooManyRequests, "too many wrong passwords from your address; try again later")
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-q.r.Context().Done():
+		return q.r.Context().Err()
+	}
 }
 
 // slowGuess records a wrong password from q's address and waits the

@@ -70,6 +70,20 @@ func param(q *req, query, header string) (string, bool) {
 	return "", false
 }
 
+// overwriteCheck refuses an upload that overwrites or appends (what the
+// d permission grants) from another site's page, whoever asks: like
+// ?delete (manageCheck), it must not be reachable through a LAN server's
+// anonymous d by any page its users open. A new file is not checked.
+func (s *Server) overwriteCheck(q *req, o upOpts) error {
+	if !o.replace && !o.apnd {
+		return nil
+	}
+	if err := s.cop.Check(q.r); err != nil {
+		return errorf(http.StatusForbidden, "overwriting (replace, apnd) rejected by the cross-origin check: %v", err)
+	}
+	return nil
+}
+
 // uploadOptions parses the modifiers; defCK is the volume's default checksum.
 func (q *req) uploadOptions(defCK string) (upOpts, error) {
 	r := q.r
@@ -259,6 +273,9 @@ func (s *Server) put(q *req) error {
 	if err != nil {
 		return err
 	}
+	if err := s.overwriteCheck(q, o); err != nil {
+		return err
+	}
 	dir, name := path.Split(q.rel)
 	dir = strings.TrimSuffix(dir, "/")
 	nameless := q.slash || q.rel == ""
@@ -356,6 +373,9 @@ func (s *Server) multipart(q *req) error {
 	}
 	o, err := q.uploadOptions(q.vol.Flags().BupCK)
 	if err != nil {
+		return err
+	}
+	if err := s.overwriteCheck(q, o); err != nil {
 		return err
 	}
 	if o.apnd || o.codec != "" {

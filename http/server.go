@@ -90,7 +90,8 @@ type Server struct {
 
 // New returns the handler for cfg.
 func New(cfg Config) *Server {
-	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, fails: newFailTracker(), cop: http.NewCrossOriginProtection(), up: cfg.Up2k, idx: cfg.Index, srchHits: cfg.SrchHits, srchMax: cfg.SrchMax, media: cfg.Media, recvLowat: cfg.RecvLowat}
+	s := &Server{st: cfg.Store, log: cfg.Logger, maxRanges: cfg.MaxRanges, cop: http.NewCrossOriginProtection(), up: cfg.Up2k, idx: cfg.Index, srchHits: cfg.SrchHits, srchMax: cfg.SrchMax, media: cfg.Media, recvLowat: cfg.RecvLowat}
+	s.fails = newFailTracker(s.st.PasswordKey)
 	if s.log == nil {
 		s.log = slog.Default()
 	}

@@ -326,9 +326,17 @@ func (s *Server) shareRoute(q *req) error {
 	shareOut := ""
 	if sh.HasPassword() {
 		pws, fromCookie := credentials(q.r, q.query)
+		if len(pws) > 0 {
+			if err := s.guessTurn(q, pws); err != nil {
+				return err
+			}
+		}
 		ok := false
 		for _, pw := range pws {
-			ok = ok || sh.CheckPassword(pw)
+			if !ok && sh.CheckPassword(pw) {
+				ok = true
+				s.fails.worked(q.ip, pw)
+			}
 		}
 		if !ok {
 			if len(pws) > 0 {
@@ -338,6 +346,14 @@ func (s *Server) shareRoute(q *req) error {
 		}
 		if fromCookie { // the login form's cookie: the page offers to log out
 			shareOut = q.loc + "/" + escapeName(s.shrName) + "/" + key + "/"
+		}
+		if fromCookie || viaBasic(q) {
+			// A browser sends these on its own, from another site's page
+			// too: refuse such a page's changes (CSRF), as authenticate
+			// does for account passwords.
+			if err := s.cop.Check(q.r); err != nil {
+				return errorf(http.StatusForbidden, "rejected by the cross-origin check: %v", err)
+			}
 		}
 	}
 	rest := q.parts[2:]

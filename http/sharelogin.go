@@ -115,10 +115,14 @@ func (s *Server) shareLogin(q *req, key string, sh store.Share, f url.Values) er
 		if pw == "" {
 			return errorf(http.StatusBadRequest, "the password is empty")
 		}
+		if err := s.guessTurn(q, []string{pw}); err != nil {
+			return err
+		}
 		if !sh.CheckPassword(pw) {
 			s.slowGuess(q)
 			return &httpError{code: http.StatusUnauthorized, msg: "wrong password"}
 		}
+		s.fails.worked(q.ip, pw)
 		ck.Value, ck.MaxAge = cookieValue(pw), 30*24*3600
 	}
 	http.SetCookie(q.w, ck)

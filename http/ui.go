@@ -135,10 +135,14 @@ func (s *Server) login(q *req, f url.Values) error {
 		if pw == "" {
 			return errorf(http.StatusBadRequest, "the password is empty")
 		}
+		if err := s.guessTurn(q, []string{pw}); err != nil {
+			return err
+		}
 		if _, ok := s.st.AuthenticateContext(q.r.Context(), pw); !ok {
 			s.slowGuess(q)
 			return &httpError{code: http.StatusUnauthorized, msg: "wrong password"}
 		}
+		s.fails.worked(q.ip, pw)
 		ck.Value, ck.MaxAge = cookieValue(pw), 30*24*3600
 	}
 	http.SetCookie(q.w, ck)

@@ -133,7 +133,10 @@ func (s *Server) handshake(q *req, get func(string) []byte) error {
 // runHandshake runs handshake h in q's folder, as q's user.
 func (s *Server) runHandshake(q *req, h up2k.Handshake) (up2k.Reply, error) {
 	h.Vol, h.Dir = q.vol, q.rel
-	h.MayDelete = q.perm.Has(store.PermDelete)
+	// From another site's page a handshake has no d (its replace and
+	// umod are dropped, as without the permission), whoever asks: see
+	// overwriteCheck.
+	h.MayDelete = q.perm.Has(store.PermDelete) && s.cop.Check(q.r) == nil
 	h.MayRead = q.perm.Has(store.PermRead)
 	h.User, h.IP = q.user, q.ip
 	return s.up.Handshake(q.r.Context(), h)

@@ -425,6 +425,11 @@ func (s *Store) Volumes() []*Volume { return slices.Clone(*s.served.Load()) }
 // stops serving a volume, it never unmounts it), deepest mount first.
 func (s *Store) Mounted() []*Volume { return slices.Clone(s.mounted()) }
 
+// PasswordKey is the keyed digest accounts are looked up by: what a
+// caller may remember a password by without keeping the password (the
+// key is random per process and never stored).
+func (s *Store) PasswordKey(pw string) [32]byte { return s.pwKey(pw) }
+
 func (s *Store) pwKey(pw string) [32]byte {
 	m := hmac.New(sha256.New, s.authKey)
 	m.Write([]byte(pw))
