@@ -607,6 +607,9 @@ func (s *Store) deleteObjectTree(ctx context.Context, who Actor, v *Volume, r st
 	if s.mountsInside(v, r) {
 		return DeleteResult{}, refuse(op, KindConflict, "other volumes are mounted inside this folder")
 	}
+	if err := s.objTreeFree(op, v, r); err != nil { // objmanage.go
+		return DeleteResult{}, err
+	}
 	var res DeleteResult
 	dirs := map[string]bool{r: true}
 	prefix := v.key(r) + "/"
