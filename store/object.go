@@ -236,6 +236,21 @@ func (v *Volume) key(r string) string {
 	return v.objPre + r
 }
 
+// keyFits says whether the volume path r (cleaned; dir: as a folder
+// marker, "r/") has an object key S3 takes: ErrKeyTooLong when not. A
+// name checks out component by component (checkName), but S3 bounds the
+// whole key, prefix included.
+func (v *Volume) keyFits(r string, dir bool) error {
+	n := len(v.key(r))
+	if dir {
+		n++
+	}
+	if n > maxKey {
+		return ErrKeyTooLong
+	}
+	return nil
+}
+
 // objectFileInfo is an object as fs.FileInfo; Sys is its ObjectInfo.
 type objectFileInfo struct{ oi ObjectInfo }
 
@@ -281,7 +296,7 @@ func (v *Volume) objStat(ctx context.Context, r string) (fs.FileInfo, error) {
 	if r == "." {
 		return objectFileInfo{ObjectInfo{Key: v.objPre, Dir: true}}, nil
 	}
-	if !v.objInView(r) { // objshare.go
+	if !v.objInView(r) || v.keyFits(r, false) != nil { // objshare.go; no object has a longer key
 		return nil, ErrNotFound
 	}
 	oi, err := v.obj.Stat(ctx, v.key(r))
@@ -307,6 +322,9 @@ var errStop = errors.New("stop")
 // objFolder reports whether r (cleaned, not ".") is a folder: a key lies
 // below it (a folder marker "r/" included).
 func (v *Volume) objFolder(ctx context.Context, r string) (bool, error) {
+	if v.keyFits(r, true) != nil {
+		return false, nil // nothing lies below a key no object can have
+	}
 	found := false
 	err := v.obj.List(ctx, v.key(r)+"/", func(ObjectInfo) error {
 		found = true
@@ -352,6 +370,9 @@ func (v *Volume) OpenObject(ctx context.Context, rel string) (io.ReadSeekCloser,
 func (v *Volume) eachObject(ctx context.Context, r string, opt ListOptions, fn func(Entry) error) error {
 	if v.only != nil && r != "." {
 		return ErrNotFound // a view of files has no folders
+	}
+	if v.keyFits(r, true) != nil {
+		return ErrNotFound
 	}
 	prefix := v.key(r)
 	if r != "." {
@@ -400,6 +421,9 @@ func (v *Volume) objParents(ctx context.Context, d string) error {
 	p := ""
 	for c := range strings.SplitSeq(d, "/") {
 		p = path.Join(p, c)
+		if v.keyFits(p, false) != nil {
+			return nil // no object has this key, nor a longer one
+		}
 		_, err := v.obj.Stat(ctx, v.key(p))
 		if err == nil {
 			return ErrNotDir
@@ -444,6 +468,9 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 		name = v.collisionName(opt.Name, opt.ClientIP, attempt)
 	}
 	rel := path.Join(d, name)
+	if err := v.keyFits(rel, false); err != nil {
+		return IngestResult{}, err
+	}
 	now := v.store.now()
 	sr := &sizedReader{r: body, h: h, min: v.Flags().SzMin, max: v.Flags().SzMax, want: opt.Size}
 	var src io.Reader = sr
@@ -569,6 +596,9 @@ func (s *Store) mkdirObject(ctx context.Context, who Actor, v *Volume, rel strin
 	}
 	if v.Flags().NoSub {
 		return "", opErr(op, ErrNoSub)
+	}
+	if err := v.keyFits(r, true); err != nil {
+		return "", opErr(op, err)
 	}
 	dir := path.Dir(r)
 	if err := v.objParents(ctx, dir); err != nil {

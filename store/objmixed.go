@@ -332,6 +332,9 @@ func (s *Store) diskToObject(ctx context.Context, op string, who Actor, sv *Volu
 		return DestResult{}, err
 	}
 	drel := joinRel(ddir, dname)
+	if err := dv.keyFits(drel, isDir); err != nil {
+		return DestResult{}, opErr(op, err)
+	}
 	res := DestResult{Rel: drel, Dir: isDir}
 	var replace bool
 	res.Replaced, replace, err = s.objClearDest(ctx, op, who, dv, drel, isDir, opt.Overwrite, nil)

@@ -312,6 +312,9 @@ func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace b
 	}
 	try := name
 	for attempt := 0; ; attempt++ {
+		if err := v.keyFits(path.Join(d, try), false); err != nil {
+			return "", err
+		}
 		ok, err := free(try)
 		if err != nil {
 			return "", err

@@ -533,3 +533,69 @@ func TestS3FileKeysTwoNodes(t *testing.T) {
 		}
 	}
 }
+
+// S3 takes keys of at most 1024 bytes. A path whose key (prefix "pre/"
+// included) is longer is refused with 400 by every write, and is not
+// found by every read; nothing is written, and no request is a 500.
+func TestS3LongNames(t *testing.T) {
+	s, m, auth := startS3(t)
+	d := strings.Repeat("a", 250)
+	dir := "/" + d + "/" + d + "/" + d + "/" + d         // 1004 bytes of key with "pre/" and the last slash
+	fits := dir + "/" + strings.Repeat("b", 12) + ".txt" // a key of 1024 bytes
+	long := dir + "/" + strings.Repeat("b", 13) + ".txt" // 1025
+	resp, body := s.do(t, "PUT", "/s3"+fits, []byte("fits"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	before := m.Keys(t, "vol")
+	if !slices.Equal(before, []string{"pre" + fits}) {
+		t.Fatalf("bucket holds %q", before)
+	}
+	form := "Content-Type: application/x-www-form-urlencoded"
+	for _, c := range []struct {
+		what, method, path string
+		body               []byte
+		hdr                []string
+		want               int
+	}{
+		{"PUT", "PUT", long, []byte("long"), nil, http.StatusBadRequest},
+		{"PUT, chunked", "PUT", long, nil, nil, http.StatusBadRequest},
+		{"PUT below", "PUT", long + "/x", []byte("long"), nil, http.StatusBadRequest},
+		{"multipart POST", "POST", dir + "/", nil, nil, http.StatusBadRequest},
+		{"GET", "GET", long, nil, nil, http.StatusNotFound},
+		{"HEAD", "HEAD", long, nil, nil, http.StatusNotFound},
+		{"listing", "GET", long + "/?ls", nil, nil, http.StatusNotFound},
+		{"tar", "GET", long + "/?tar", nil, nil, http.StatusNotFound},
+		{"mkdir", "POST", dir + "/", []byte("act=mkdir&name=" + strings.Repeat("b", 12) + ".dir"), []string{form}, http.StatusBadRequest},
+		{"move", "POST", fits + "?move=/s3" + long, nil, nil, http.StatusBadRequest},
+		{"copy", "POST", fits + "?copy=/s3" + long, nil, nil, http.StatusBadRequest},
+		{"delete", "POST", long + "?delete", nil, nil, http.StatusNotFound},
+	} {
+		hdr := append([]string{auth}, c.hdr...)
+		switch c.what {
+		case "PUT, chunked":
+			resp, body = doChunked(t, s, c.method, "/s3"+c.path, []byte("long, in chunks"), hdr...)
+		case "multipart POST":
+			mb, ct := multipartFiles(t, [2]string{strings.Repeat("b", 13) + ".txt", "long"})
+			resp, body = s.do(t, c.method, "/s3"+c.path, mb, append(hdr, ct)...)
+		default:
+			resp, body = s.do(t, c.method, "/s3"+c.path, c.body, hdr...)
+		}
+		if resp.StatusCode != c.want {
+			t.Errorf("%s of a path too long for a key: %d, want %d: %.200s", c.what, resp.StatusCode, c.want, body)
+		}
+	}
+	f := newUp2kFile(seededBytes(5, 300_000))
+	resp, body = postHandshake(t, s, "/s3"+dir+"/", map[string]any{"name": strings.Repeat("b", 13) + ".txt", "size": len(f.data), "lmod": 1, "hash": f.hashes}, auth)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("up2k handshake of a path too long for a key: %d: %.200s", resp.StatusCode, body)
+	}
+	if after := m.Keys(t, "vol"); !slices.Equal(before, after) {
+		t.Errorf("refused requests changed the bucket: %q → %q", before, after)
+	}
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
+		t.Errorf("incomplete multipart uploads left: %q", inc)
+	}
+	resp, body = s.do(t, "GET", "/s3"+fits, nil)
+	if resp.StatusCode != http.StatusOK || string(body) != "fits" {
+		t.Errorf("GET of a path of 1024 bytes of key: %d %q", resp.StatusCode, body)
+	}
+}
