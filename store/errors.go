@@ -33,6 +33,10 @@ var ErrPartialName = &Error{Kind: KindInvalid, Msg: "invalid file name: names en
 // with the volume's key prefix, is longer than S3 takes a key (maxKey).
 var ErrKeyTooLong = &Error{Kind: KindInvalid, Msg: "invalid file name: the path is too long for object storage (at most 1024 bytes with the volume's prefix)", is: ErrBadName}
 
+// ErrStoreName is an ErrBadName on an object-store volume: a name the
+// object store keeps for itself (MinIO's folder markers, "*__XLDIR__").
+var ErrStoreName = &Error{Kind: KindInvalid, Msg: "invalid file name: names ending in " + storeDirSuffix + " are reserved by the object store", is: ErrBadName}
+
 // SizeError is an upload outside the volume's size bounds.
 type SizeError struct {
 	Size, Min, Max int64

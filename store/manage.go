@@ -134,6 +134,8 @@ func opErr(op string, err error) error {
 		return &OpError{Op: op, Kind: KindInvalid, Msg: ErrPartialName.Msg, Err: err}
 	case errors.Is(err, ErrKeyTooLong):
 		return &OpError{Op: op, Kind: KindInvalid, Msg: ErrKeyTooLong.Msg, Err: err}
+	case errors.Is(err, ErrStoreName):
+		return &OpError{Op: op, Kind: KindInvalid, Msg: ErrStoreName.Msg, Err: err}
 	case errors.Is(err, ErrBadName):
 		return &OpError{Op: op, Kind: KindInvalid, Msg: "invalid file name", Err: err}
 	case errors.Is(err, ErrOutside):

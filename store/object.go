@@ -251,6 +251,29 @@ func (v *Volume) keyFits(r string, dir bool) error {
 	return nil
 }
 
+// storeDirSuffix is how MinIO keeps a folder marker ("a/" is stored as
+// "a__XLDIR__"): a key with a component ending in it is an alias of a
+// marker there. An upload named so would land in the marker (listed as a
+// folder, not as the file), and anything below it would be left out of
+// every listing (hidden from listings, archives, the index and folder
+// deletes, yet served by its URL).
+const storeDirSuffix = "__XLDIR__"
+
+// objNameOK is keyFits for a path a write is about to create, which also
+// may not be one an object store takes for something else: ErrStoreName
+// for a component ending in storeDirSuffix.
+func (v *Volume) objNameOK(r string, dir bool) error {
+	if err := v.keyFits(r, dir); err != nil {
+		return err
+	}
+	for c := range strings.SplitSeq(r, "/") {
+		if strings.HasSuffix(c, storeDirSuffix) {
+			return ErrStoreName
+		}
+	}
+	return nil
+}
+
 // objectFileInfo is an object as fs.FileInfo; Sys is its ObjectInfo.
 type objectFileInfo struct{ oi ObjectInfo }
 
@@ -444,6 +467,11 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 	if v.Flags().NoSub && d != "." {
 		return IngestResult{}, ErrNoSub
 	}
+	if d != "." {
+		if err := v.objNameOK(d, true); err != nil {
+			return IngestResult{}, err
+		}
+	}
 	if err := v.objParents(ctx, d); err != nil {
 		return IngestResult{}, err
 	}
@@ -468,7 +496,7 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 		name = v.collisionName(opt.Name, opt.ClientIP, attempt)
 	}
 	rel := path.Join(d, name)
-	if err := v.keyFits(rel, false); err != nil {
+	if err := v.objNameOK(rel, false); err != nil {
 		return IngestResult{}, err
 	}
 	now := v.store.now()
@@ -597,7 +625,7 @@ func (s *Store) mkdirObject(ctx context.Context, who Actor, v *Volume, rel strin
 	if v.Flags().NoSub {
 		return "", opErr(op, ErrNoSub)
 	}
-	if err := v.keyFits(r, true); err != nil {
+	if err := v.objNameOK(r, true); err != nil {
 		return "", opErr(op, err)
 	}
 	dir := path.Dir(r)

@@ -90,7 +90,7 @@ func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, d
 		return DestResult{}, err
 	}
 	isDir := sfi.IsDir()
-	if err := dv.keyFits(drel, isDir); err != nil {
+	if err := dv.objNameOK(drel, isDir); err != nil {
 		return DestResult{}, opErr(op, err)
 	}
 	if err := dv.objDestFolder(ctx, op, ddir, opt.Parents); err != nil {

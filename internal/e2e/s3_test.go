@@ -599,3 +599,75 @@ func TestS3LongNames(t *testing.T) {
 		t.Errorf("GET of a path of 1024 bytes of key: %d %q", resp.StatusCode, body)
 	}
 }
+
+// MinIO keeps a folder marker "a/" as "a__XLDIR__": a file of that name
+// became the marker (listed as a folder, the file gone from view), and
+// files below such a folder were left out of every listing (hidden from
+// listings, archives, the index and folder deletes, yet served by their
+// URL). Such names are refused on S3 volumes with 400 by every write, and
+// nothing is stored; a name with the suffix elsewhere is an ordinary one.
+func TestS3StoreReservedNames(t *testing.T) {
+	m := startMinio(t, "vol")
+	auth := basicAuth("u:pw")
+	loc := t.TempDir()
+	s := start(t, "-a", "u:pw", "-v", t.TempDir()+":s3:r:rwmd,u:c,s3=vol/pre", "-v", loc+":loc:r:rwmd,u")
+	resp, body := s.do(t, "PUT", "/s3/keep.txt", []byte("keep"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "PUT", "/loc/d__XLDIR__", []byte("on disk"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "PUT", "/loc/t/f.txt", []byte("on disk"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "PUT", "/loc/t/g__XLDIR__", []byte("on disk"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	before := m.Keys(t, "vol")
+	form := "Content-Type: application/x-www-form-urlencoded"
+	for _, c := range []struct {
+		what, method, path string
+		body               []byte
+		hdr                []string
+	}{
+		{"PUT", "PUT", "/s3/g__XLDIR__", []byte("x"), nil},
+		{"PUT below", "PUT", "/s3/h__XLDIR__/secret.txt", []byte("x"), nil},
+		{"PUT into a folder", "PUT", "/s3/h__XLDIR__/", []byte("x"), nil},
+		{"mkdir", "POST", "/s3/", []byte("act=mkdir&name=m__XLDIR__"), []string{form}},
+		{"move", "POST", "/s3/keep.txt?move=/s3/k__XLDIR__", nil, nil},
+		{"copy", "POST", "/s3/keep.txt?copy=/s3/k__XLDIR__/keep.txt", nil, nil},
+		{"copy from disk", "POST", "/loc/d__XLDIR__?copy=/s3/d.txt", nil, nil},
+		{"copy of a folder from disk", "POST", "/loc/t?copy=/s3/t", nil, nil},
+	} {
+		resp, body := s.do(t, c.method, c.path, c.body, append([]string{auth}, c.hdr...)...)
+		switch {
+		case c.what == "copy from disk" && resp.StatusCode == http.StatusCreated:
+			// the destination's name is an ordinary one: fine
+		case c.what == "copy of a folder from disk" && resp.StatusCode == http.StatusConflict:
+			// in part, and says so; nothing hidden (checked below)
+		case resp.StatusCode != http.StatusBadRequest:
+			t.Errorf("%s of a name ending in __XLDIR__: %d, want 400: %.200s", c.what, resp.StatusCode, body)
+		}
+	}
+	f := newUp2kFile(seededBytes(6, 300_000))
+	resp, body = postHandshake(t, s, "/s3/", map[string]any{"name": "u__XLDIR__", "size": len(f.data), "lmod": 1, "hash": f.hashes}, auth)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("up2k handshake of a name ending in __XLDIR__: %d: %.200s", resp.StatusCode, body)
+	}
+	f = newUp2kFile(seededBytes(7, 300_000))
+	resp, body = postHandshake(t, s, "/s3/v__XLDIR__/", map[string]any{"name": "u.bin", "size": len(f.data), "lmod": 1, "hash": f.hashes}, auth)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("up2k handshake into a folder ending in __XLDIR__: %d: %.200s", resp.StatusCode, body)
+	}
+	// What was taken: the file from disk at an ordinary name, and the
+	// folder from disk up to the name refused (sorted: f.txt first).
+	want := append(slices.Clone(before), "pre/d.txt", "pre/t/", "pre/t/f.txt")
+	slices.Sort(want)
+	if after := m.Keys(t, "vol"); !slices.Equal(after, want) {
+		t.Errorf("bucket %q, want %q", after, want)
+	}
+	resp, body = s.do(t, "PUT", "/s3/a__XLDIR__b.txt", []byte("ordinary"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	if got, ok := m.Object(t, "vol", "pre/a__XLDIR__b.txt"); !ok || string(got) != "ordinary" {
+		t.Errorf("an ordinary name with __XLDIR__ inside: %q %v", got, ok)
+	}
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
+		t.Errorf("incomplete multipart uploads left: %q", inc)
+	}
+}
