@@ -168,6 +168,8 @@ func mapErr(err error) error {
 	switch {
 	case r.Code == "NoSuchKey" || r.StatusCode == 404 && r.Code != "NoSuchBucket":
 		return fmt.Errorf("%w: %v", store.ErrNotFound, err)
+	case r.Code == "KeyTooLongError":
+		return fmt.Errorf("%w: %v", store.ErrKeyTooLong, err)
 	case r.Code == "PreconditionFailed" || r.StatusCode == 412:
 		return fmt.Errorf("%w: %v", store.ErrExists, err)
 	case r.Code == "SlowDown" || r.StatusCode == 0 || r.StatusCode >= 500:
@@ -176,6 +178,21 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", errRefused, err)
 	}
 	return err
+}
+
+// maxKey is S3's longest key, in bytes. minio-go refuses a longer one
+// before it sends anything, with an error of no status that mapErr would
+// take for a store that is down (503, and clients retry it for ever): a
+// longer key is checked here instead. No object has one, so a read finds
+// nothing and a write is the client's bad name.
+const maxKey = 1024
+
+// keyFits is ErrKeyTooLong for a key S3 does not take.
+func keyFits(key string) error {
+	if len(key) > maxKey {
+		return fmt.Errorf("%w: %d bytes", store.ErrKeyTooLong, len(key))
+	}
+	return nil
 }
 
 func info(oi minio.ObjectInfo) store.ObjectInfo {
@@ -190,7 +207,7 @@ func info(oi minio.ObjectInfo) store.ObjectInfo {
 
 // Stat describes the object key.
 func (b *Bucket) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
-	if key == "" || strings.HasSuffix(key, "/") {
+	if key == "" || strings.HasSuffix(key, "/") || keyFits(key) != nil {
 		return store.ObjectInfo{}, store.ErrNotFound
 	}
 	ctx, cancel := b.call(ctx, 0)
@@ -295,6 +312,9 @@ func (r *reader) Close() error {
 // Put streams r into key as a multipart upload, a part at a time. A key
 // ending in "/" is a folder marker: an empty object, r unread.
 func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opt store.ObjectPut) (store.ObjectInfo, error) {
+	if err := keyFits(key); err != nil {
+		return store.ObjectInfo{}, err
+	}
 	done, err := b.slot(ctx)
 	if err != nil {
 		return store.ObjectInfo{}, err
@@ -591,6 +611,9 @@ func (b *Bucket) Compose(ctx context.Context, dst string, srcs []store.ObjectInf
 
 // newUpload begins a multipart upload of key, under a call's cap.
 func (b *Bucket) newUpload(ctx context.Context, key string, po minio.PutObjectOptions) (string, error) {
+	if err := keyFits(key); err != nil {
+		return "", err
+	}
 	ctx, cancel := b.call(ctx, 0)
 	defer cancel()
 	id, err := b.core.NewMultipartUpload(ctx, b.bucket, key, po)
@@ -874,6 +897,9 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(store.ObjectIn
 // list runs a listing, page by page, under a watch whose clock runs only
 // while the next entry is awaited (not while fn works).
 func (b *Bucket) list(ctx context.Context, lo minio.ListObjectsOptions, fn func(minio.ObjectInfo) error) error {
+	if keyFits(lo.Prefix) != nil {
+		return nil // no key lies below it
+	}
 	w := b.watched(ctx)
 	defer w.end()
 	ch := b.c.ListObjects(w.ctx, b.bucket, lo)
@@ -895,6 +921,9 @@ func (b *Bucket) list(ctx context.Context, lo minio.ListObjectsOptions, fn func(
 
 // Delete removes the object key.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
+	if keyFits(key) != nil {
+		return nil // no such object
+	}
 	ctx, cancel := b.call(ctx, 0)
 	defer cancel()
 	return mapCtx(ctx, b.c.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{}))

@@ -580,3 +580,36 @@ func TestBucketUploads(t *testing.T) {
 		t.Fatalf("uploads below pre/: %v, want %v", got, want)
 	}
 }
+
+// A key longer than S3 takes is the client's bad name (400), never "the
+// store is down" (503: clients would retry it for ever) or a bare error
+// (500); nothing is stored.
+func TestBucketKeyTooLong(t *testing.T) {
+	b, m := open(t)
+	ctx := context.Background()
+	long := strings.Repeat("k", 1025)
+	for _, opt := range []store.ObjectPut{{}, {Size: 4}, {NoClobber: true}} {
+		if _, err := b.Put(ctx, long, strings.NewReader("data"), opt); !errors.Is(err, store.ErrKeyTooLong) || store.KindOf(err) != store.KindInvalid {
+			t.Errorf("Put %+v of a key of 1025 bytes: %v, want ErrKeyTooLong", opt, err)
+		}
+	}
+	if _, err := b.NewUpload(ctx, long, nil); !errors.Is(err, store.ErrKeyTooLong) {
+		t.Errorf("NewUpload of a key of 1025 bytes: %v, want ErrKeyTooLong", err)
+	}
+	// No object has such a key: reads find nothing, without an error.
+	if _, err := b.Stat(ctx, long); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Stat of a key of 1025 bytes: %v, want ErrNotFound", err)
+	}
+	if err := b.Walk(ctx, long+"/", func(store.ObjectInfo) error { return errors.New("listed") }); err != nil {
+		t.Errorf("Walk below a key of 1025 bytes: %v", err)
+	}
+	if err := b.Delete(ctx, long); err != nil {
+		t.Errorf("Delete of a key of 1025 bytes: %v", err)
+	}
+	if keys := m.Keys(t, "bk1"); len(keys) != 0 {
+		t.Errorf("bucket holds %q", keys)
+	}
+	if inc := m.Incomplete(t, "bk1"); len(inc) != 0 {
+		t.Errorf("multipart uploads left: %q", inc)
+	}
+}

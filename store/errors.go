@@ -29,6 +29,14 @@ var (
 // ErrPartialName is an ErrBadName whose message says why the name is refused.
 var ErrPartialName = &Error{Kind: KindInvalid, Msg: "invalid file name: names ending in " + PartialSuffix + " are reserved for uploads in progress", is: ErrBadName}
 
+// ErrKeyTooLong is an ErrBadName on an object-store volume: the path,
+// with the volume's key prefix, is longer than S3 takes a key (maxKey).
+var ErrKeyTooLong = &Error{Kind: KindInvalid, Msg: "invalid file name: the path is too long for object storage (at most 1024 bytes with the volume's prefix)", is: ErrBadName}
+
+// ErrStoreName is an ErrBadName on an object-store volume: a name the
+// object store keeps for itself (MinIO's folder markers, "*__XLDIR__").
+var ErrStoreName = &Error{Kind: KindInvalid, Msg: "invalid file name: names ending in " + storeDirSuffix + " are reserved by the object store", is: ErrBadName}
+
 // SizeError is an upload outside the volume's size bounds.
 type SizeError struct {
 	Size, Min, Max int64

@@ -132,6 +132,10 @@ func opErr(op string, err error) error {
 		return &OpError{Op: op, Kind: KindForbidden, Msg: "this volume takes files only into its top folder", Err: err}
 	case errors.Is(err, ErrPartialName):
 		return &OpError{Op: op, Kind: KindInvalid, Msg: ErrPartialName.Msg, Err: err}
+	case errors.Is(err, ErrKeyTooLong):
+		return &OpError{Op: op, Kind: KindInvalid, Msg: ErrKeyTooLong.Msg, Err: err}
+	case errors.Is(err, ErrStoreName):
+		return &OpError{Op: op, Kind: KindInvalid, Msg: ErrStoreName.Msg, Err: err}
 	case errors.Is(err, ErrBadName):
 		return &OpError{Op: op, Kind: KindInvalid, Msg: "invalid file name", Err: err}
 	case errors.Is(err, ErrOutside):

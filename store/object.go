@@ -236,6 +236,44 @@ func (v *Volume) key(r string) string {
 	return v.objPre + r
 }
 
+// keyFits says whether the volume path r (cleaned; dir: as a folder
+// marker, "r/") has an object key S3 takes: ErrKeyTooLong when not. A
+// name checks out component by component (checkName), but S3 bounds the
+// whole key, prefix included.
+func (v *Volume) keyFits(r string, dir bool) error {
+	n := len(v.key(r))
+	if dir {
+		n++
+	}
+	if n > maxKey {
+		return ErrKeyTooLong
+	}
+	return nil
+}
+
+// storeDirSuffix is how MinIO keeps a folder marker ("a/" is stored as
+// "a__XLDIR__"): a key with a component ending in it is an alias of a
+// marker there. An upload named so would land in the marker (listed as a
+// folder, not as the file), and anything below it would be left out of
+// every listing (hidden from listings, archives, the index and folder
+// deletes, yet served by its URL).
+const storeDirSuffix = "__XLDIR__"
+
+// objNameOK is keyFits for a path a write is about to create, which also
+// may not be one an object store takes for something else: ErrStoreName
+// for a component ending in storeDirSuffix.
+func (v *Volume) objNameOK(r string, dir bool) error {
+	if err := v.keyFits(r, dir); err != nil {
+		return err
+	}
+	for c := range strings.SplitSeq(r, "/") {
+		if strings.HasSuffix(c, storeDirSuffix) {
+			return ErrStoreName
+		}
+	}
+	return nil
+}
+
 // objectFileInfo is an object as fs.FileInfo; Sys is its ObjectInfo.
 type objectFileInfo struct{ oi ObjectInfo }
 
@@ -281,7 +319,7 @@ func (v *Volume) objStat(ctx context.Context, r string) (fs.FileInfo, error) {
 	if r == "." {
 		return objectFileInfo{ObjectInfo{Key: v.objPre, Dir: true}}, nil
 	}
-	if !v.objInView(r) { // objshare.go
+	if !v.objInView(r) || v.keyFits(r, false) != nil { // objshare.go; no object has a longer key
 		return nil, ErrNotFound
 	}
 	oi, err := v.obj.Stat(ctx, v.key(r))
@@ -307,6 +345,9 @@ var errStop = errors.New("stop")
 // objFolder reports whether r (cleaned, not ".") is a folder: a key lies
 // below it (a folder marker "r/" included).
 func (v *Volume) objFolder(ctx context.Context, r string) (bool, error) {
+	if v.keyFits(r, true) != nil {
+		return false, nil // nothing lies below a key no object can have
+	}
 	found := false
 	err := v.obj.List(ctx, v.key(r)+"/", func(ObjectInfo) error {
 		found = true
@@ -352,6 +393,9 @@ func (v *Volume) OpenObject(ctx context.Context, rel string) (io.ReadSeekCloser,
 func (v *Volume) eachObject(ctx context.Context, r string, opt ListOptions, fn func(Entry) error) error {
 	if v.only != nil && r != "." {
 		return ErrNotFound // a view of files has no folders
+	}
+	if v.keyFits(r, true) != nil {
+		return ErrNotFound
 	}
 	prefix := v.key(r)
 	if r != "." {
@@ -400,6 +444,9 @@ func (v *Volume) objParents(ctx context.Context, d string) error {
 	p := ""
 	for c := range strings.SplitSeq(d, "/") {
 		p = path.Join(p, c)
+		if v.keyFits(p, false) != nil {
+			return nil // no object has this key, nor a longer one
+		}
 		_, err := v.obj.Stat(ctx, v.key(p))
 		if err == nil {
 			return ErrNotDir
@@ -419,6 +466,11 @@ func (v *Volume) objParents(ctx context.Context, d string) error {
 func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h hash.Hash, opt IngestOptions) (IngestResult, error) {
 	if v.Flags().NoSub && d != "." {
 		return IngestResult{}, ErrNoSub
+	}
+	if d != "." {
+		if err := v.objNameOK(d, true); err != nil {
+			return IngestResult{}, err
+		}
 	}
 	if err := v.objParents(ctx, d); err != nil {
 		return IngestResult{}, err
@@ -444,6 +496,9 @@ func (v *Volume) ingestObject(ctx context.Context, d string, body io.Reader, h h
 		name = v.collisionName(opt.Name, opt.ClientIP, attempt)
 	}
 	rel := path.Join(d, name)
+	if err := v.objNameOK(rel, false); err != nil {
+		return IngestResult{}, err
+	}
 	now := v.store.now()
 	sr := &sizedReader{r: body, h: h, min: v.Flags().SzMin, max: v.Flags().SzMax, want: opt.Size}
 	var src io.Reader = sr
@@ -570,6 +625,9 @@ func (s *Store) mkdirObject(ctx context.Context, who Actor, v *Volume, rel strin
 	if v.Flags().NoSub {
 		return "", opErr(op, ErrNoSub)
 	}
+	if err := v.objNameOK(r, true); err != nil {
+		return "", opErr(op, err)
+	}
 	dir := path.Dir(r)
 	if err := v.objParents(ctx, dir); err != nil {
 		return "", opErr(op, err)
@@ -606,6 +664,9 @@ func (s *Store) deleteObjectTree(ctx context.Context, who Actor, v *Volume, r st
 	const op = "delete"
 	if s.mountsInside(v, r) {
 		return DeleteResult{}, refuse(op, KindConflict, "other volumes are mounted inside this folder")
+	}
+	if err := s.objTreeFree(op, v, r); err != nil { // objmanage.go
+		return DeleteResult{}, err
 	}
 	var res DeleteResult
 	dirs := map[string]bool{r: true}

@@ -43,6 +43,21 @@ func keyWithin(k, p string) bool {
 	return k == p || strings.HasPrefix(k, strings.TrimSuffix(p, "/")+"/")
 }
 
+// objTreeFree is treeFree for the folder r (cleaned) of the object-store
+// volume v: it refuses a folder whose keys hold those of another volume
+// (one on a nested prefix of the same bucket), which deleting, moving or
+// replacing the folder would pull out from under that volume, as a
+// volume's folder inside a folder on disk is.
+func (s *Store) objTreeFree(op string, v *Volume, r string) error {
+	base := v.key(r) + "/"
+	for _, w := range s.mounted() {
+		if w.obj != nil && w.objPre != "" && sameBucket(w, v) && strings.HasPrefix(w.objPre, base) {
+			return refuse(op, KindConflict, "another volume's folder (/%s) lies inside it", w.VPath)
+		}
+	}
+	return nil
+}
+
 // transferObject is Move and Copy where an end is on an object store;
 // the caller checked the permissions at both ends.
 func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, dst Loc, opt DestOptions) (DestResult, error) {
@@ -75,6 +90,9 @@ func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, d
 		return DestResult{}, err
 	}
 	isDir := sfi.IsDir()
+	if err := dv.objNameOK(drel, isDir); err != nil {
+		return DestResult{}, opErr(op, err)
+	}
 	if err := dv.objDestFolder(ctx, op, ddir, opt.Parents); err != nil {
 		return DestResult{}, err
 	}
@@ -368,6 +386,11 @@ func (s *Store) objSource(ctx context.Context, op string, sv *Volume, sr string,
 	}
 	if sfi.IsDir() && op == "move" && s.mountsInside(sv, sr) {
 		return nil, refuse(op, KindConflict, "other volumes are mounted inside this folder")
+	}
+	if sfi.IsDir() && op == "move" {
+		if err := s.objTreeFree(op, sv, sr); err != nil {
+			return nil, err
+		}
 	}
 	return sfi, nil
 }

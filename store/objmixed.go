@@ -328,10 +328,13 @@ func (s *Store) diskToObject(ctx context.Context, op string, who Actor, sv *Volu
 			return DestResult{}, err
 		}
 	}
+	drel := joinRel(ddir, dname)
+	if err := dv.objNameOK(drel, isDir); err != nil {
+		return DestResult{}, opErr(op, err)
+	}
 	if err := dv.objDestFolder(ctx, op, ddir, opt.Parents); err != nil {
 		return DestResult{}, err
 	}
-	drel := joinRel(ddir, dname)
 	res := DestResult{Rel: drel, Dir: isDir}
 	var replace bool
 	res.Replaced, replace, err = s.objClearDest(ctx, op, who, dv, drel, isDir, opt.Overwrite, nil)
@@ -380,6 +383,9 @@ func (v *Volume) diskFileToObject(ctx context.Context, sv *Volume, rel, drel str
 	if err := v.CheckSize(fi.Size()); err != nil {
 		return diskFile{}, err
 	}
+	if err := v.objNameOK(drel, false); err != nil {
+		return diskFile{}, err
+	}
 	_, ino, _ := FileID(fi)
 	df := diskFile{rel: rel, ino: ino, size: fi.Size(), mtime: fi.ModTime()}
 	put := ObjectPut{NoClobber: !replace, Meta: map[string]string{"hoard-lmod": strconv.FormatInt(fi.ModTime().Unix(), 10)}}
@@ -401,6 +407,9 @@ func (v *Volume) diskFileToObject(ctx context.Context, sv *Volume, rel, drel str
 // empty ones stay). A move does not take links (they have no object
 // form); kept counts them.
 func (v *Volume) diskTreeToObjects(ctx context.Context, sv *Volume, sr, drel string, move bool, res *DestResult, copied *[]diskFile, kept *int) error {
+	if err := v.objNameOK(drel, true); err != nil {
+		return err
+	}
 	if _, err := v.obj.Put(ctx, v.key(drel)+"/", strings.NewReader(""), ObjectPut{NoClobber: true}); err != nil && !errors.Is(err, ErrExists) {
 		return err
 	}

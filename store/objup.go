@@ -300,6 +300,11 @@ func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace b
 	if v.Flags().NoSub && d != "." {
 		return "", ErrNoSub
 	}
+	if d != "." {
+		if err := v.objNameOK(d, true); err != nil {
+			return "", err
+		}
+	}
 	if err := v.objParents(ctx, d); err != nil {
 		return "", err
 	}
@@ -312,6 +317,9 @@ func (v *Volume) UpFreeName(ctx context.Context, dir, name, ip string, replace b
 	}
 	try := name
 	for attempt := 0; ; attempt++ {
+		if err := v.objNameOK(path.Join(d, try), false); err != nil {
+			return "", err
+		}
 		ok, err := free(try)
 		if err != nil {
 			return "", err

@@ -533,3 +533,141 @@ func TestS3FileKeysTwoNodes(t *testing.T) {
 		}
 	}
 }
+
+// S3 takes keys of at most 1024 bytes. A path whose key (prefix "pre/"
+// included) is longer is refused with 400 by every write, and is not
+// found by every read; nothing is written, and no request is a 500.
+func TestS3LongNames(t *testing.T) {
+	s, m, auth := startS3(t)
+	d := strings.Repeat("a", 250)
+	dir := "/" + d + "/" + d + "/" + d + "/" + d         // 1004 bytes of key with "pre/" and the last slash
+	fits := dir + "/" + strings.Repeat("b", 12) + ".txt" // a key of 1024 bytes
+	long := dir + "/" + strings.Repeat("b", 13) + ".txt" // 1025
+	resp, body := s.do(t, "PUT", "/s3"+fits, []byte("fits"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	before := m.Keys(t, "vol")
+	if !slices.Equal(before, []string{"pre" + fits}) {
+		t.Fatalf("bucket holds %q", before)
+	}
+	form := "Content-Type: application/x-www-form-urlencoded"
+	for _, c := range []struct {
+		what, method, path string
+		body               []byte
+		hdr                []string
+		want               int
+	}{
+		{"PUT", "PUT", long, []byte("long"), nil, http.StatusBadRequest},
+		{"PUT, chunked", "PUT", long, nil, nil, http.StatusBadRequest},
+		{"PUT below", "PUT", long + "/x", []byte("long"), nil, http.StatusBadRequest},
+		{"multipart POST", "POST", dir + "/", nil, nil, http.StatusBadRequest},
+		{"GET", "GET", long, nil, nil, http.StatusNotFound},
+		{"HEAD", "HEAD", long, nil, nil, http.StatusNotFound},
+		{"listing", "GET", long + "/?ls", nil, nil, http.StatusNotFound},
+		{"tar", "GET", long + "/?tar", nil, nil, http.StatusNotFound},
+		{"mkdir", "POST", dir + "/", []byte("act=mkdir&name=" + strings.Repeat("b", 12) + ".dir"), []string{form}, http.StatusBadRequest},
+		{"move", "POST", fits + "?move=/s3" + long, nil, nil, http.StatusBadRequest},
+		{"copy", "POST", fits + "?copy=/s3" + long, nil, nil, http.StatusBadRequest},
+		{"delete", "POST", long + "?delete", nil, nil, http.StatusNotFound},
+	} {
+		hdr := append([]string{auth}, c.hdr...)
+		switch c.what {
+		case "PUT, chunked":
+			resp, body = doChunked(t, s, c.method, "/s3"+c.path, []byte("long, in chunks"), hdr...)
+		case "multipart POST":
+			mb, ct := multipartFiles(t, [2]string{strings.Repeat("b", 13) + ".txt", "long"})
+			resp, body = s.do(t, c.method, "/s3"+c.path, mb, append(hdr, ct)...)
+		default:
+			resp, body = s.do(t, c.method, "/s3"+c.path, c.body, hdr...)
+		}
+		if resp.StatusCode != c.want {
+			t.Errorf("%s of a path too long for a key: %d, want %d: %.200s", c.what, resp.StatusCode, c.want, body)
+		}
+	}
+	f := newUp2kFile(seededBytes(5, 300_000))
+	resp, body = postHandshake(t, s, "/s3"+dir+"/", map[string]any{"name": strings.Repeat("b", 13) + ".txt", "size": len(f.data), "lmod": 1, "hash": f.hashes}, auth)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("up2k handshake of a path too long for a key: %d: %.200s", resp.StatusCode, body)
+	}
+	if after := m.Keys(t, "vol"); !slices.Equal(before, after) {
+		t.Errorf("refused requests changed the bucket: %q → %q", before, after)
+	}
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
+		t.Errorf("incomplete multipart uploads left: %q", inc)
+	}
+	resp, body = s.do(t, "GET", "/s3"+fits, nil)
+	if resp.StatusCode != http.StatusOK || string(body) != "fits" {
+		t.Errorf("GET of a path of 1024 bytes of key: %d %q", resp.StatusCode, body)
+	}
+}
+
+// MinIO keeps a folder marker "a/" as "a__XLDIR__": a file of that name
+// became the marker (listed as a folder, the file gone from view), and
+// files below such a folder were left out of every listing (hidden from
+// listings, archives, the index and folder deletes, yet served by their
+// URL). Such names are refused on S3 volumes with 400 by every write, and
+// nothing is stored; a name with the suffix elsewhere is an ordinary one.
+func TestS3StoreReservedNames(t *testing.T) {
+	m := startMinio(t, "vol")
+	auth := basicAuth("u:pw")
+	loc := t.TempDir()
+	s := start(t, "-a", "u:pw", "-v", t.TempDir()+":s3:r:rwmd,u:c,s3=vol/pre", "-v", loc+":loc:r:rwmd,u")
+	resp, body := s.do(t, "PUT", "/s3/keep.txt", []byte("keep"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "PUT", "/loc/d__XLDIR__", []byte("on disk"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "PUT", "/loc/t/f.txt", []byte("on disk"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	resp, body = s.do(t, "PUT", "/loc/t/g__XLDIR__", []byte("on disk"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	before := m.Keys(t, "vol")
+	form := "Content-Type: application/x-www-form-urlencoded"
+	for _, c := range []struct {
+		what, method, path string
+		body               []byte
+		hdr                []string
+	}{
+		{"PUT", "PUT", "/s3/g__XLDIR__", []byte("x"), nil},
+		{"PUT below", "PUT", "/s3/h__XLDIR__/secret.txt", []byte("x"), nil},
+		{"PUT into a folder", "PUT", "/s3/h__XLDIR__/", []byte("x"), nil},
+		{"mkdir", "POST", "/s3/", []byte("act=mkdir&name=m__XLDIR__"), []string{form}},
+		{"move", "POST", "/s3/keep.txt?move=/s3/k__XLDIR__", nil, nil},
+		{"copy", "POST", "/s3/keep.txt?copy=/s3/k__XLDIR__/keep.txt", nil, nil},
+		{"copy from disk", "POST", "/loc/d__XLDIR__?copy=/s3/d.txt", nil, nil},
+		{"copy of a folder from disk", "POST", "/loc/t?copy=/s3/t", nil, nil},
+	} {
+		resp, body := s.do(t, c.method, c.path, c.body, append([]string{auth}, c.hdr...)...)
+		switch {
+		case c.what == "copy from disk" && resp.StatusCode == http.StatusCreated:
+			// the destination's name is an ordinary one: fine
+		case c.what == "copy of a folder from disk" && resp.StatusCode == http.StatusConflict:
+			// in part, and says so; nothing hidden (checked below)
+		case resp.StatusCode != http.StatusBadRequest:
+			t.Errorf("%s of a name ending in __XLDIR__: %d, want 400: %.200s", c.what, resp.StatusCode, body)
+		}
+	}
+	f := newUp2kFile(seededBytes(6, 300_000))
+	resp, body = postHandshake(t, s, "/s3/", map[string]any{"name": "u__XLDIR__", "size": len(f.data), "lmod": 1, "hash": f.hashes}, auth)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("up2k handshake of a name ending in __XLDIR__: %d: %.200s", resp.StatusCode, body)
+	}
+	f = newUp2kFile(seededBytes(7, 300_000))
+	resp, body = postHandshake(t, s, "/s3/v__XLDIR__/", map[string]any{"name": "u.bin", "size": len(f.data), "lmod": 1, "hash": f.hashes}, auth)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("up2k handshake into a folder ending in __XLDIR__: %d: %.200s", resp.StatusCode, body)
+	}
+	// What was taken: the file from disk at an ordinary name, and the
+	// folder from disk up to the name refused (sorted: f.txt first).
+	want := append(slices.Clone(before), "pre/d.txt", "pre/t/", "pre/t/f.txt")
+	slices.Sort(want)
+	if after := m.Keys(t, "vol"); !slices.Equal(after, want) {
+		t.Errorf("bucket %q, want %q", after, want)
+	}
+	resp, body = s.do(t, "PUT", "/s3/a__XLDIR__b.txt", []byte("ordinary"), auth)
+	wantStatus(t, resp, body, http.StatusCreated)
+	if got, ok := m.Object(t, "vol", "pre/a__XLDIR__b.txt"); !ok || string(got) != "ordinary" {
+		t.Errorf("an ordinary name with __XLDIR__ inside: %q %v", got, ok)
+	}
+	if inc := m.Incomplete(t, "vol"); len(inc) != 0 {
+		t.Errorf("incomplete multipart uploads left: %q", inc)
+	}
+}

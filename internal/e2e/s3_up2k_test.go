@@ -615,14 +615,17 @@ http {
 
 // Deleting a folder of an S3 volume never deletes the up2k sessions of
 // another volume whose prefix lies inside it (they are below a state
-// folder name, which is no user's file).
+// folder name, which is no user's file), also on a node that does not
+// serve that volume (one that does refuses the delete:
+// TestS3NestedPrefixVolumeKept).
 func TestS3Up2kNestedPrefixDelete(t *testing.T) {
 	m := startMinio(t, "vol")
 	auth := basicAuth("u:pw")
-	s := start(t, "-a", "u:pw", "-v", t.TempDir()+":x:r:rwd,u:c,s3=vol/pre", "-v", t.TempDir()+":y:r:rwd,u:c,s3=vol/pre/sub")
+	s := start(t, "-a", "u:pw", "-v", t.TempDir()+":x:r:rwd,u:c,s3=vol/pre")
+	sy := start(t, "-a", "u:pw", "-v", t.TempDir()+":y:r:rwd,u:c,s3=vol/pre/sub")
 	f := newUp2kFile(seededBytes(61, 2<<20+3))
-	rep := up2kHandshake(t, s, "/y/", "keep.bin", f, 1600000000, nil, auth)
-	postChunk(t, s, rep, f, 0, auth)
+	rep := up2kHandshake(t, sy, "/y/", "keep.bin", f, 1600000000, nil, auth)
+	postChunk(t, sy, rep, f, 0, auth)
 	m.Put(t, "vol", "pre/sub/mine.txt", []byte("x's file"))
 	resp, body := s.do(t, "POST", "/x/sub/?delete", nil, auth)
 	wantStatus(t, resp, body, 200)
@@ -632,12 +635,12 @@ func TestS3Up2kNestedPrefixDelete(t *testing.T) {
 	if n := len(s3Sessions(t, m, "vol", "pre/sub/")); n != 2 {
 		t.Fatalf("the nested volume's session has %d objects left, want 2", n)
 	}
-	again := up2kHandshake(t, s, "/y/", "keep.bin", f, 1600000000, nil, auth)
+	again := up2kHandshake(t, sy, "/y/", "keep.bin", f, 1600000000, nil, auth)
 	if len(again.Need) != len(f.hashes)-1 {
 		t.Fatalf("the session needs %d of %d", len(again.Need), len(f.hashes))
 	}
 	for i := 1; i < len(f.hashes); i++ {
-		postChunk(t, s, again, f, i, auth)
+		postChunk(t, sy, again, f, i, auth)
 	}
 	if got, _ := m.Object(t, "vol", "pre/sub/keep.bin"); !bytes.Equal(got, f.data) {
 		t.Fatal("the nested volume's upload is not intact")

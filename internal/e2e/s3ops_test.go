@@ -658,3 +658,48 @@ func TestS3MoveCopyMixed(t *testing.T) {
 		}
 	}
 }
+
+// A volume on a nested prefix of the same bucket (s3=vol/pre/sub inside
+// s3=vol/pre) is another volume's folder inside a folder, as on disk: a
+// user who may delete or move in the outer volume cannot delete, move or
+// replace the folder that holds it, which would take the inner volume's
+// files with it. The answers are those of the same volumes on disk.
+func TestS3NestedPrefixVolumeKept(t *testing.T) {
+	m := startMinio(t, "vol")
+	u := basicAuth("u:pw")
+	loc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(loc, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(loc, "sub", "inner.txt"), []byte("the inner volume's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// /in and /lin are readable by everyone, and nobody may change them;
+	// u may do anything in /s3 and /loc.
+	s := start(t, "-a", "u:pw",
+		"-v", t.TempDir()+":s3:r:rwmd,u:c,s3=vol/pre",
+		"-v", t.TempDir()+":in:r:c,s3=vol/pre/sub",
+		"-v", loc+":loc:r:rwmd,u",
+		"-v", filepath.Join(loc, "sub")+":lin:r")
+	m.Put(t, "vol", "pre/sub/inner.txt", []byte("the inner volume's"))
+	parity(t, s, http.StatusCreated, "PUT", "VOL/other/o.txt", []byte("other"), u)
+
+	parity(t, s, http.StatusConflict, "POST", "VOL/sub/?delete", nil, u)
+	parity(t, s, http.StatusConflict, "POST", "VOL/sub?move=VOL/moved", nil, u)
+	parity(t, s, http.StatusConflict, "POST", "VOL/other?move=VOL/sub&replace", nil, u)
+	parity(t, s, http.StatusConflict, "POST", "VOL/other?copy=VOL/sub&replace", nil, u)
+	parity(t, s, http.StatusConflict, "POST", "VOL/other/o.txt?copy=VOL/sub&replace", nil, u)
+	// What lies beside the inner volume stays the outer one's.
+	parity(t, s, http.StatusCreated, "POST", "VOL/other?copy=VOL/other2", nil, u)
+	parity(t, s, http.StatusOK, "POST", "VOL/other2/?delete", nil, u)
+
+	for _, p := range []string{"/in/inner.txt", "/lin/inner.txt", "/s3/sub/inner.txt", "/loc/sub/inner.txt"} {
+		resp, body := s.do(t, "GET", p, nil)
+		if resp.StatusCode != http.StatusOK || string(body) != "the inner volume's" {
+			t.Errorf("GET %s: %d %q; the inner volume's file is not intact", p, resp.StatusCode, body)
+		}
+	}
+	if keys := m.Keys(t, "vol"); !slices.Equal(keys, []string{"pre/other/o.txt", "pre/sub/inner.txt"}) {
+		t.Errorf("bucket keys %q", keys)
+	}
+}
