@@ -44,6 +44,10 @@ type Lock struct {
 	Timeout  time.Duration
 	Expires  time.Time
 	Made     bool // the LOCK made the (empty) file at Root
+	// vol is the mount point of the locked resource's volume: a lock
+	// covers nothing in another volume, even one mounted below Root
+	// (whose files are another account's business).
+	vol string
 }
 
 // LockRequest asks for a new lock.
@@ -63,9 +67,24 @@ type davLocks struct {
 // lockPath is the key of a location in the lock table: its URL path.
 func lockPath(at Loc) string { return at.URLPath() }
 
-// covers reports whether l applies to the resource at p.
-func (l *Lock) covers(p string) bool {
-	return l.Root == p || (l.Infinite && under(p, l.Root))
+// covers reports whether l applies to the resource at p (its URL path)
+// in the volume mounted at vol.
+func (l *Lock) covers(vol, p string) bool {
+	return l.vol == vol && (l.Root == p || (l.Infinite && under(p, l.Root)))
+}
+
+// below reports whether l is on a resource strictly below the folder at p
+// in the volume mounted at vol.
+func (l *Lock) below(vol, p string) bool {
+	return l.vol == vol && under(l.Root, p)
+}
+
+// lockVol is the key of a location's volume in the lock table.
+func lockVol(at Loc) string {
+	if at.Vol == nil {
+		return ""
+	}
+	return at.Vol.VPath
 }
 
 // under reports whether p is strictly below the folder dir.
@@ -113,20 +132,21 @@ func (s *Store) lockTable() *davLocks {
 // for a tree, of everything below it): a lock does not move with its
 // resource (RFC 4918 section 7.7).
 func (s *Store) locksFollow(e Event) {
-	var gone string
+	var at Loc
 	switch e.Kind {
 	case Removed:
-		gone = Loc{e.Vol, e.Rel}.URLPath()
+		at = Loc{e.Vol, e.Rel}
 	case Moved:
-		gone = Loc{e.FromVol, e.From}.URLPath()
+		at = Loc{e.FromVol, e.From}
 	default:
 		return
 	}
+	vol, gone := lockVol(at), at.URLPath()
 	d := &s.dav
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for t, l := range d.byTok {
-		if l.Root == gone || under(l.Root, gone) {
+		if l.vol == vol && (l.Root == gone || under(l.Root, gone)) {
 			delete(d.byTok, t)
 		}
 	}
@@ -157,7 +177,7 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 	if _, err := cleanRel(strings.Trim(at.Rel, "/")); err != nil {
 		return Lock{}, opErr(op, err)
 	}
-	p := lockPath(at)
+	p, vol := lockPath(at), lockVol(at)
 	if r.Timeout <= 0 || r.Timeout > MaxLockTimeout {
 		r.Timeout = MaxLockTimeout
 	}
@@ -178,12 +198,12 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 		return Lock{}, refuse(op, KindRateLimited, "this account holds %d WebDAV locks already; unlock some first", mine)
 	}
 	for _, l := range d.byTok {
-		overlap := l.covers(p) || (r.Infinite && under(l.Root, p))
+		overlap := l.covers(vol, p) || (r.Infinite && l.below(vol, p))
 		if overlap && !(l.Shared && r.Shared) {
 			return Lock{}, lockedErr(op, p)
 		}
 	}
-	l := &Lock{Token: newLockToken(), User: who.User, Root: p, Infinite: r.Infinite, Shared: r.Shared, Owner: r.Owner, Timeout: r.Timeout, Expires: s.now().Add(r.Timeout)}
+	l := &Lock{Token: newLockToken(), User: who.User, Root: p, Infinite: r.Infinite, Shared: r.Shared, Owner: r.Owner, Timeout: r.Timeout, Expires: s.now().Add(r.Timeout), vol: vol}
 	d.byTok[l.Token] = l
 	return *l, nil
 }
@@ -240,7 +260,7 @@ func (s *Store) RefreshLock(who Actor, at Loc, token string, timeout time.Durati
 	s.lockTable()
 	l := d.byTok[token]
 	switch {
-	case l == nil || !l.covers(p):
+	case l == nil || !l.covers(lockVol(at), p):
 		return Lock{}, refuse(op, KindConflict, "no lock with that token covers %s", p)
 	case l.User != who.User:
 		return Lock{}, lockedErr(op, p)
@@ -259,7 +279,7 @@ func (s *Store) Unlock(who Actor, at Loc, token string) error {
 	s.lockTable()
 	l := d.byTok[token]
 	switch {
-	case l == nil || !l.covers(p):
+	case l == nil || !l.covers(lockVol(at), p):
 		return refuse(op, KindConflict, "no lock with that token covers %s", p)
 	case l.User != who.User:
 		return lockedErr(op, p)
@@ -290,7 +310,7 @@ func (s *Store) LockNullHeld(who Actor, at Loc, tokens []string) bool {
 	defer d.mu.Unlock()
 	s.lockTable()
 	for _, t := range tokens {
-		if l := d.byTok[t]; l != nil && l.Made && l.Root == p && l.User == who.User {
+		if l := d.byTok[t]; l != nil && l.Made && l.Root == p && l.vol == lockVol(at) && l.User == who.User {
 			return true
 		}
 	}
@@ -328,7 +348,7 @@ func (s *Store) LockCovers(at Loc, token string) bool {
 	defer d.mu.Unlock()
 	s.lockTable()
 	l := d.byTok[token]
-	return l != nil && l.covers(lockPath(at))
+	return l != nil && l.covers(lockVol(at), lockPath(at))
 }
 
 // LocksOn lists the locks that cover at, for DAV:lockdiscovery.
@@ -339,11 +359,11 @@ func (s *Store) LocksOn(at Loc) []Lock {
 	if len(d.byTok) == 0 {
 		return nil // the common case, asked for every member of a PROPFIND
 	}
-	p := lockPath(at)
+	p, vol := lockPath(at), lockVol(at)
 	s.lockTable()
 	var out []Lock
 	for _, l := range d.byTok {
-		if l.covers(p) {
+		if l.covers(vol, p) {
 			out = append(out, *l)
 		}
 	}
@@ -363,7 +383,7 @@ type WriteCheck struct {
 // at's folder when c.Member. Of shared locks on one resource, one is
 // enough.
 func (s *Store) CheckLocks(who Actor, at Loc, c WriteCheck, tokens []string) error {
-	p := lockPath(at)
+	p, vol := lockPath(at), lockVol(at)
 	parent := parentPath(p)
 	d := &s.dav
 	d.mu.Lock()
@@ -385,7 +405,10 @@ func (s *Store) CheckLocks(who Actor, at Loc, c WriteCheck, tokens []string) err
 	}
 	sharedNeed := map[string]bool{} // resource → satisfied by one of its shared locks
 	for _, l := range d.byTok {
-		hit := l.covers(p) || (c.Tree && under(l.Root, p)) || (c.Member && p != "/" && l.covers(parent))
+		// Only locks of at's own volume: at's folder in the URL space may
+		// be another volume's (at is a volume's top), and a tree never
+		// reaches into a volume mounted below it.
+		hit := l.covers(vol, p) || (c.Tree && l.below(vol, p)) || (c.Member && at.Rel != "" && l.covers(vol, parent))
 		if !hit {
 			continue
 		}
