@@ -214,7 +214,7 @@ func TestPutCheck(t *testing.T) {
 // its members (Overwrite, with d); a file is copied whole; the
 // permissions are the store's (r at the source, d to replace).
 func TestCopyShallow(t *testing.T) {
-	st, dirs := openStore(t, "::rwmd", ":ro:r")
+	st, dirs := openStore(t, "::rwmd", ":ro:rw")
 	var v, ro *Volume
 	for _, x := range st.Volumes() {
 		if x.VPath == "" {
@@ -258,7 +258,7 @@ func TestCopyShallow(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dirs[0], "a2.txt")); err != nil || string(b) != "a" {
 		t.Fatalf("shallow copy of a file copies it whole: %q %v", b, err)
 	}
-	// ro: everyone r (no d).
+	// ro: everyone rw (no d).
 	var e *Error
 	if _, err := st.Copy(ctx, who, Loc{v, "d"}, Loc{ro, "have"}, shOver); !errors.As(err, &e) || e.Kind != KindForbidden || e.Need != PermDelete {
 		t.Fatalf("replacing without d: %v, want KindForbidden needing d", err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,4 +51,69 @@ func TestDAVLockStaysInItsVolume(t *testing.T) {
 	}
 	resp, body = davReq(t, s, "PUT", "/x.txt", "x", eve, davUA, "If: ("+tok+")")
 	wantStatus(t, resp, body, http.StatusCreated)
+}
+
+// TestManageNoExistenceOracle: someone with no permission in a volume
+// learns nothing of what it holds from file management: deleting (also
+// as an unpost), copying or moving into it (copyparty's API and WebDAV,
+// COPY with Depth: 0 included), making a folder there. An existing file,
+// an existing folder and a missing name get the same answer, and nothing
+// there changes.
+func TestManageNoExistenceOracle(t *testing.T) {
+	t.Parallel()
+	top, priv, drop := t.TempDir(), oracleSetup(t), oracleSetup(t)
+	writeFile(t, top, "a.txt", []byte("A"))
+	writeFile(t, top, "src/b.txt", []byte("B"))
+	s := start(t, "-a", "eve:evepw", "-a", "adm:admpw", "-v", top+"::r:rwmd,eve", "-v", priv+":priv:rwmd,adm", "-v", drop+":drop:w,eve:rwmd,adm", "--unpost", "3600", "-e2d")
+	before, dropBefore := snapshot(t, priv), snapshot(t, drop)
+	type probe struct {
+		method, path, body string
+		hdr                []string
+	}
+	probes := []probe{
+		{"POST", "/priv/{}?delete&unpost", "", nil},
+		{"POST", "/priv/{}?delete", "", nil},
+		{"POST", "/?delete&unpost", `["/priv/{}"]`, []string{"Content-Type: application/json"}},
+		{"POST", "/a.txt?copy=/priv/{}", "", nil},
+		{"POST", "/a.txt?move=/priv/{}", "", nil},
+		{"POST", "/src/?copy=/priv/{}&replace", "", nil},
+		{"COPY", "/src/", "", []string{"Destination: /priv/{}", "Depth: 0", "Overwrite: F"}},
+		{"COPY", "/src/", "", []string{"Destination: /priv/{}", "Depth: 0", "Overwrite: T"}},
+		{"COPY", "/src/", "", []string{"Destination: /priv/{}/x", "Depth: 0"}},
+		{"COPY", "/a.txt", "", []string{"Destination: /priv/{}", "Overwrite: F"}},
+		{"MOVE", "/a.txt", "", []string{"Destination: /priv/{}", "Overwrite: F"}},
+		{"DELETE", "/priv/{}", "", nil},
+		{"MKCOL", "/priv/{}", "", nil},
+		{"PROPFIND", "/priv/{}", "", []string{"Depth: 0"}},
+		{"LOCK", "/priv/{}", lockBody, nil},
+		{"UNLOCK", "/priv/{}", "", []string{"Lock-Token: <opaquelocktoken:x>"}},
+		// eve may write /drop, not read it: her unpost of what is not
+		// her upload says the same whatever is there.
+		{"POST", "/drop/{}?delete&unpost", "", nil},
+		{"POST", "/?delete&unpost", `["/drop/{}"]`, []string{"Content-Type: application/json"}},
+	}
+	for _, who := range []struct {
+		name string
+		hdr  []string
+	}{{"eve", []string{basicAuth("eve:evepw")}}, {"anonymous", nil}} {
+		for _, p := range probes {
+			var first string
+			for i, name := range []string{probeFile, probeFolder, probeMissing} {
+				sub := func(x string) string { return strings.ReplaceAll(x, "{}", name) }
+				var hdr []string
+				for _, h := range p.hdr {
+					hdr = append(hdr, sub(h))
+				}
+				resp, body := davReq(t, s, p.method, sub(p.path), sub(p.body), append(hdr, who.hdr...)...)
+				got := strconv.Itoa(resp.StatusCode) + " " + strings.ReplaceAll(string(body), name, "{}")
+				if i == 0 {
+					first = got
+				} else if got != first {
+					t.Errorf("%s: %s %s tells %s from %s:\n  %s\n  %s", who.name, p.method, p.path, name, probeFile, first, got)
+				}
+			}
+		}
+	}
+	wantSameSnapshot(t, before, snapshot(t, priv))
+	wantSameSnapshot(t, dropBefore, snapshot(t, drop))
 }
