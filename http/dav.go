@@ -353,7 +353,10 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 			if err := s.propResponse(q, bw, pf, c); err != nil {
 				return err
 			}
-			if c.dir && depth < 0 {
+			// A link to a folder is listed, not walked (as archives
+			// and the indexer do): links back up, or several to one
+			// folder, would make the answer endless.
+			if c.dir && depth < 0 && !e.Link {
 				return s.propChildren(q, bw, pf, c, depth, level+1, false)
 			}
 			return nil

@@ -1,10 +1,17 @@
 package e2e
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDAVLockStaysInItsVolume: a WebDAV lock is a right over one volume's
@@ -116,4 +123,50 @@ func TestManageNoExistenceOracle(t *testing.T) {
 	}
 	wantSameSnapshot(t, before, snapshot(t, priv))
 	wantSameSnapshot(t, dropBefore, snapshot(t, drop))
+}
+
+// TestDAVPropfindInfinityLinkLoops: with --dav-inf, a PROPFIND of Depth:
+// infinity lists a symbolic link to a folder as a folder but does not
+// walk into it (as archives and the indexer do not): two links back to
+// their own folder (made outside hoard) would otherwise make the answer
+// 2^64 responses long, one request holding a core and the disk for good.
+func TestDAVPropfindInfinityLinkLoops(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "d/f.txt", []byte("f"))
+	writeFile(t, dir, "d/sub/g.txt", []byte("g"))
+	for _, l := range []string{"d/a", "d/b", "d/sub/up"} {
+		if err := os.Symlink(".", filepath.Join(dir, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "d/tosub")); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, "-v", dir+"::r", "--dav-inf")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "PROPFIND", s.URL+"/d/", nil)
+	req.Header.Set("Depth", "infinity")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		t.Fatalf("PROPFIND Depth: infinity over link loops did not end: %v (%d bytes read)", err, len(body))
+	}
+	if len(body) >= 1<<20 {
+		t.Fatalf("PROPFIND Depth: infinity over link loops: more than 1 MiB of answer")
+	}
+	var hrefs []string
+	for _, m := range regexp.MustCompile(`<D:href>([^<]*)</D:href>`).FindAllStringSubmatch(string(body), -1) {
+		hrefs = append(hrefs, m[1])
+	}
+	slices.Sort(hrefs)
+	want := []string{"/d/", "/d/a/", "/d/b/", "/d/f.txt", "/d/sub/", "/d/sub/g.txt", "/d/sub/up/", "/d/tosub/"}
+	if !slices.Equal(hrefs, want) {
+		t.Errorf("PROPFIND Depth: infinity lists %q, want %q", hrefs, want)
+	}
 }
