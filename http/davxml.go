@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"hoard/store"
 )
 
 // The parsers of WebDAV requests: XML bodies (PROPFIND, PROPPATCH, LOCK),
@@ -43,12 +45,16 @@ type xnode struct {
 
 // content is the element's content as a self-contained XML fragment:
 // every element declares its namespace itself, so the fragment means the
-// same wherever it is later written (a dead property's value).
-func (n *xnode) content() string {
+// same wherever it is later written (a dead property's value). Written
+// out so, a body's namespace declared once is repeated on every element
+// (a body of 1 MiB could make gigabytes), so it is built to at most limit
+// bytes: ok is false when it is longer, and then what is returned is its
+// first limit+1 bytes (too long to be kept, and not a whole fragment).
+func (n *xnode) content(limit int) (frag string, ok bool) {
 	if n.doc == nil || n.t1 <= n.t0 {
-		return ""
+		return "", true
 	}
-	return fragment((*n.doc)[n.t0+1 : n.t1])
+	return fragment((*n.doc)[n.t0+1:n.t1], limit)
 }
 
 // xmlNS is the namespace of the reserved prefix xml (xml:lang).
@@ -57,12 +63,16 @@ const xmlNS = "http://www.w3.org/XML/1998/namespace"
 // fragment writes tokens (balanced, namespaces resolved by the decoder)
 // as XML: each element as <local xmlns="space">, each namespaced
 // attribute with a prefix declared on its element; namespace
-// declarations, comments and processing instructions are dropped.
-func fragment(toks []xml.Token) string {
+// declarations, comments and processing instructions are dropped. It
+// stops once it has more than limit bytes (ok false; see content).
+func fragment(toks []xml.Token, limit int) (string, bool) {
 	var b strings.Builder
 	var stack []string
 	esc := func(s string) { xml.EscapeText(&b, []byte(s)) }
 	for _, t := range toks {
+		if b.Len() > limit {
+			return b.String()[:limit+1], false
+		}
 		switch t := t.(type) {
 		case xml.StartElement:
 			b.WriteString("<" + t.Name.Local + ` xmlns="`)
@@ -98,7 +108,10 @@ func fragment(toks []xml.Token) string {
 			esc(string(t))
 		}
 	}
-	return b.String()
+	if b.Len() > limit {
+		return b.String()[:limit+1], false
+	}
+	return b.String(), true
 }
 
 func (n *xnode) is(space, local string) bool {
@@ -299,7 +312,10 @@ func parseProppatch(body []byte) ([]patchOp, error) {
 				continue
 			}
 			for _, v := range p.kids {
-				ops = append(ops, patchOp{remove: rm, name: v.name, value: v.text, frag: v.content()})
+				// A value too long to be kept is cut just past the
+				// store's limit, which refuses it (507).
+				frag, _ := v.content(store.MaxPropsBytes)
+				ops = append(ops, patchOp{remove: rm, name: v.name, value: v.text, frag: frag})
 			}
 		}
 	}
@@ -338,7 +354,11 @@ func parseLockinfo(body []byte) (lockReq, error) {
 	if o := root.child(nsDAV, "owner"); o != nil {
 		// Self-contained: a prefix the client declared on its root means
 		// the same in every lockdiscovery it is written into.
-		r.owner = strings.TrimSpace(o.content())
+		owner, ok := o.content(store.MaxLockOwner)
+		if !ok {
+			return lockReq{}, errorf(http.StatusRequestEntityTooLarge, "the lock's owner is longer than %d bytes", store.MaxLockOwner)
+		}
+		r.owner = strings.TrimSpace(owner)
 	}
 	return r, nil
 }

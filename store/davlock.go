@@ -33,6 +33,10 @@ const (
 	maxUserLocks = 1000
 )
 
+// MaxLockOwner caps a lock's DAV:owner (as kept: a self-contained XML
+// fragment). Locks live in memory; clients send a name or a URL.
+const MaxLockOwner = 4096
+
 // Lock is one WebDAV lock.
 type Lock struct {
 	Token    string // "opaquelocktoken:" + a random UUID
@@ -176,6 +180,9 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 	}
 	if _, err := cleanRel(strings.Trim(at.Rel, "/")); err != nil {
 		return Lock{}, opErr(op, err)
+	}
+	if len(r.Owner) > MaxLockOwner {
+		return Lock{}, refuse(op, KindInvalid, "the lock's owner is longer than %d bytes", MaxLockOwner)
 	}
 	p, vol := lockPath(at), lockVol(at)
 	if r.Timeout <= 0 || r.Timeout > MaxLockTimeout {

@@ -339,3 +339,20 @@ func TestLockOrMake(t *testing.T) {
 		t.Error("a lock without r made a file or holds")
 	}
 }
+
+// TestLockOwnerBounded: locks live in memory, so the owner each keeps is
+// capped; a bigger one is refused and no lock is taken.
+func TestLockOwnerBounded(t *testing.T) {
+	st, _ := openStore(t, "::rw")
+	v := st.Volumes()[0]
+	who := Actor{User: "x"}
+	if _, err := st.Lock(who, Loc{v, "a"}, LockRequest{Owner: strings.Repeat("o", MaxLockOwner+1)}); KindOf(err) != KindInvalid {
+		t.Fatalf("an owner of %d bytes: %v, want KindInvalid", MaxLockOwner+1, err)
+	}
+	if len(st.LocksOn(Loc{v, "a"})) != 0 {
+		t.Fatal("a refused lock is held")
+	}
+	if _, err := st.Lock(who, Loc{v, "a"}, LockRequest{Owner: strings.Repeat("o", MaxLockOwner)}); err != nil {
+		t.Fatal(err)
+	}
+}

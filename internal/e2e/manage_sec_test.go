@@ -170,3 +170,29 @@ func TestDAVPropfindInfinityLinkLoops(t *testing.T) {
 		t.Errorf("PROPFIND Depth: infinity lists %q, want %q", hrefs, want)
 	}
 }
+
+// TestDAVLockOwnerBounded: a LOCK body is parsed before any permission
+// is checked, so its DAV:owner must be bounded as it is kept (a
+// self-contained fragment repeats the body's namespace on each element:
+// 1 MiB could have made gigabytes). Anonymous, who may do nothing here,
+// gets 413 at once and the server goes on; an owner of a normal size
+// still works for a writer.
+func TestDAVLockOwnerBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "a.txt", []byte("a"))
+	s := start(t, "-a", "u:pw", "-v", dir+"::rwmd,u")
+	ns := "urn:" + strings.Repeat("n", 800_000)
+	els := strings.Repeat(`<a:x a:y="1"/>`, 9000)
+	body := `<D:lockinfo xmlns:D="DAV:" xmlns:a="` + ns + `"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner>` + els + `</D:owner></D:lockinfo>`
+	t0 := time.Now()
+	resp, rb := davReq(t, s, "LOCK", "/a.txt", body)
+	wantStatus(t, resp, rb, http.StatusRequestEntityTooLarge)
+	if dt := time.Since(t0); dt > 5*time.Second {
+		t.Errorf("the refusal took %v", dt)
+	}
+	resp, rb = davReq(t, s, "LOCK", "/a.txt", `<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner><D:href>mailto:`+strings.Repeat("u", 3000)+`@example.com</D:href></D:owner></D:lockinfo>`, basicAuth("u:pw"))
+	wantStatus(t, resp, rb, http.StatusOK)
+	resp, rb = davReq(t, s, "LOCK", "/a.txt", body, basicAuth("u:pw"))
+	wantStatus(t, resp, rb, http.StatusRequestEntityTooLarge)
+}
