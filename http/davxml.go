@@ -26,6 +26,11 @@ const (
 	maxDAVNodes = 10000
 	maxIfLists  = 64
 	maxIfConds  = 64
+	// maxDAVNames caps the bytes of the property names (namespace and
+	// local name) a PROPFIND or PROPPATCH names: each is written back
+	// with its namespace, a PROPFIND's once per member, so a namespace
+	// declared once and used on every name would multiply the body.
+	maxDAVNames = 64 << 10
 )
 
 const nsDAV = "DAV:"
@@ -271,6 +276,9 @@ func parsePropfind(body []byte) (propfindReq, error) {
 			for _, p := range k.kids {
 				r.props = append(r.props, p.name)
 			}
+			if err := namesFit(r.props); err != nil {
+				return propfindReq{}, err
+			}
 		}
 	}
 	if r.mode == "" {
@@ -322,7 +330,26 @@ func parseProppatch(body []byte) ([]patchOp, error) {
 	if len(ops) == 0 {
 		return nil, badXML("propertyupdate names no property")
 	}
+	names := make([]xml.Name, len(ops))
+	for i, o := range ops {
+		names[i] = o.name
+	}
+	if err := namesFit(names); err != nil {
+		return nil, err
+	}
 	return ops, nil
+}
+
+// namesFit refuses property names of more than maxDAVNames bytes in all.
+func namesFit(names []xml.Name) error {
+	n := 0
+	for _, x := range names {
+		n += len(x.Space) + len(x.Local)
+		if n > maxDAVNames {
+			return badXML("the properties named take more than %d bytes", maxDAVNames)
+		}
+	}
+	return nil
 }
 
 // lockReq is a parsed LOCK body; a refresh has none.

@@ -51,3 +51,23 @@ func TestDAVFragmentBounded(t *testing.T) {
 		t.Errorf("the small value beside it: %d ops", len(ops))
 	}
 }
+
+// TestDAVNamesBounded: the property names a PROPFIND or PROPPATCH asks
+// about are written back with their namespaces, for a PROPFIND once per
+// member of the answer. A namespace declared once in a body of under
+// 1 MiB and used by 9,000 names would be written 9,000 times per member
+// (7 GB for each file listed): the names' total size is capped.
+func TestDAVNamesBounded(t *testing.T) {
+	ns := "urn:" + strings.Repeat("n", 100_000)
+	names := strings.Repeat(`<a:x/>`, 9000)
+	if _, err := parsePropfind([]byte(`<D:propfind xmlns:D="DAV:" xmlns:a="` + ns + `"><D:prop>` + names + `</D:prop></D:propfind>`)); err == nil {
+		t.Error("a PROPFIND asking for 900 MB of names was accepted")
+	}
+	if _, err := parseProppatch([]byte(`<D:propertyupdate xmlns:D="DAV:" xmlns:a="` + ns + `"><D:remove><D:prop>` + names + `</D:prop></D:remove></D:propertyupdate>`)); err == nil {
+		t.Error("a PROPPATCH naming 900 MB of names was accepted")
+	}
+	// What clients send passes.
+	if _, err := parsePropfind([]byte(`<D:propfind xmlns:D="DAV:" xmlns:oc="http://owncloud.org/ns"><D:prop><D:getetag/><oc:checksums/><D:getlastmodified/></D:prop></D:propfind>`)); err != nil {
+		t.Error(err)
+	}
+}
