@@ -730,7 +730,11 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 	if isDir && dv.Flags().NoSub {
 		return DestResult{}, opErr(op, ErrNoSub)
 	}
-	if isDir && move {
+	if isDir {
+		// A move would pull another volume's files out from under it; a
+		// copy would put them (or a folder a mount hides, whose files
+		// have no URL) where that volume's permissions no longer guard
+		// them.
 		if s.mountsInside(sv, se.rel) {
 			return DestResult{}, refuse(op, KindConflict, "other volumes are mounted inside this folder")
 		}

@@ -196,3 +196,41 @@ func TestDAVLockOwnerBounded(t *testing.T) {
 	resp, rb = davReq(t, s, "LOCK", "/a.txt", body, basicAuth("u:pw"))
 	wantStatus(t, resp, rb, http.StatusRequestEntityTooLarge)
 }
+
+// TestCopyLeavesOtherVolumesOut: a folder whose tree on disk holds
+// another volume's folder (a private volume nested in a public one, as
+// -v /srv::rw -v /srv/docs/private:docs/private:r,adm) or a folder a
+// mount hides must not be copied: the copy would put that volume's files
+// where its URL no longer guards them. Refused like a move of it (409),
+// by copyparty's API and WebDAV, and nothing is made.
+func TestCopyLeavesOtherVolumesOut(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	writeFile(t, top, "docs/readme.txt", []byte("hi"))
+	writeFile(t, top, "docs/private/secret.txt", []byte("CANARY-7f3a"))
+	writeFile(t, top, "pics/hidden/shadowed.txt", []byte("CANARY-7f3a"))
+	other := t.TempDir()
+	s := start(t, "-a", "eve:evepw", "-a", "adm:admpw",
+		"-v", top+"::rw,eve:A,adm", "-v", top+"/docs/private:docs/private:r,adm", "-v", other+":pics/hidden:r,adm")
+	eve := basicAuth("eve:evepw")
+	resp, body := s.do(t, "GET", "/docs/private/secret.txt", nil, eve)
+	wantStatus(t, resp, body, http.StatusForbidden)
+	for _, src := range []string{"/docs", "/pics"} {
+		resp, body = s.do(t, "POST", src+"?copy=/stolen"+src, nil, eve)
+		wantStatus(t, resp, body, http.StatusConflict)
+		resp, body = davReq(t, s, "COPY", src+"/", "", eve, "Destination: /dav"+src)
+		wantStatus(t, resp, body, http.StatusConflict)
+	}
+	for _, p := range []string{"/stolen/docs/private/secret.txt", "/dav/docs/private/secret.txt", "/stolen/pics/hidden/shadowed.txt", "/dav/pics/hidden/shadowed.txt"} {
+		resp, body = s.do(t, "GET", p, nil, eve)
+		if strings.Contains(string(body), "CANARY-7f3a") {
+			t.Errorf("GET %s: another volume's file was copied where eve reads it", p)
+		}
+	}
+	if pathExists(top, "stolen") || pathExists(top, "dav") {
+		t.Error("a refused copy made something")
+	}
+	// A folder without any is copied as before.
+	resp, body = s.do(t, "POST", "/docs/readme.txt?copy=/mine/readme.txt", nil, eve)
+	wantStatus(t, resp, body, http.StatusCreated)
+}
