@@ -257,6 +257,16 @@ func (s *Store) LockOrMake(ctx context.Context, who Actor, at Loc, r LockRequest
 // to who; timeout as in LockRequest.
 func (s *Store) RefreshLock(who Actor, at Loc, token string, timeout time.Duration) (Lock, error) {
 	const op = "lock"
+	if at.Vol == nil {
+		return Lock{}, refuse(op, KindConflict, "no lock with that token covers %s", at.URLPath())
+	}
+	// Only while its holder may still take it: rights taken away (a
+	// reload) end the lock at its timeout.
+	for _, need := range []Perm{PermWrite, PermRead} {
+		if !at.Vol.Perms(who.User).Has(need) {
+			return Lock{}, forbid(op, who, at.Vol, need, "lock files")
+		}
+	}
 	if timeout <= 0 || timeout > MaxLockTimeout {
 		timeout = MaxLockTimeout
 	}

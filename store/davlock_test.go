@@ -356,3 +356,41 @@ func TestLockOwnerBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRefreshLockNeedsPermission: a lock is refreshed only while its
+// holder may still take it (w and r): an account whose rights were taken
+// away by a reload cannot keep its locks, holding off the volume's
+// writers, for ever.
+func TestRefreshLockNeedsPermission(t *testing.T) {
+	var cfg Config
+	cfg.Accounts = []Account{{"x", "pw"}}
+	dir := t.TempDir()
+	spec, err := ParseVolume(dir + "::rw,x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Volumes = []VolumeSpec{spec}
+	st, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	who := Actor{User: "x"}
+	v := st.Volumes()[0]
+	l, err := st.Lock(who, Loc{v, "a"}, LockRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RefreshLock(who, Loc{v, "a"}, l.Token, 0); err != nil {
+		t.Fatalf("refresh while allowed: %v", err)
+	}
+	spec, _ = ParseVolume(dir + "::r,x")
+	cfg.Volumes = []VolumeSpec{spec}
+	if _, err := st.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	v = st.Volumes()[0]
+	if _, err := st.RefreshLock(who, Loc{v, "a"}, l.Token, 0); KindOf(err) != KindForbidden {
+		t.Fatalf("refresh after w was taken away: %v, want KindForbidden", err)
+	}
+}
