@@ -868,10 +868,11 @@ func (s *Server) davLock(q *req) error {
 	if depth == 1 {
 		return errorf(http.StatusBadRequest, "Depth: 1 is not allowed for LOCK")
 	}
-	if _, err := s.ifHeader(q); err != nil {
+	toks, err := s.ifHeader(q)
+	if err != nil {
 		return err
 	}
-	l, made, err := s.st.LockOrMake(q.r.Context(), q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
+	l, made, err := s.st.LockOrMake(q.r.Context(), q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout, Tokens: toks})
 	if err != nil {
 		return q.davErr(err, nil)
 	}

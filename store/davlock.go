@@ -60,6 +60,10 @@ type LockRequest struct {
 	Shared   bool
 	Owner    string
 	Timeout  time.Duration // 0 or more than MaxLockTimeout: MaxLockTimeout
+	// Tokens are the lock tokens the request presents (If header): a
+	// LOCK that makes its file adds a member to a folder that may be
+	// locked (LockOrMake).
+	Tokens []string
 }
 
 type davLocks struct {
@@ -235,6 +239,11 @@ func (s *Store) LockOrMake(ctx context.Context, who Actor, at Loc, r LockRequest
 		dir := path.Dir("/" + at.Rel)
 		if fi, err := at.Vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
 			return Lock{}, false, refuse(op, KindConflict, "the parent folder of %s does not exist", at.URLPath())
+		}
+		// Making the file adds a member to its folder: a lock there
+		// holds it off, as it holds off a PUT.
+		if err := s.CheckLocks(who, at, WriteCheck{Member: true}, r.Tokens); err != nil {
+			return Lock{}, false, err
 		}
 	}
 	l, err = s.Lock(who, at, r)

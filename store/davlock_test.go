@@ -394,3 +394,30 @@ func TestRefreshLockNeedsPermission(t *testing.T) {
 		t.Fatalf("refresh after w was taken away: %v, want KindForbidden", err)
 	}
 }
+
+// TestLockOrMakeUnderLockedFolder: a LOCK that makes its empty file adds
+// a member to the folder, which a lock on the folder holds: without that
+// lock's token (of its own account) it is refused and nothing is made.
+func TestLockOrMakeUnderLockedFolder(t *testing.T) {
+	st, dirs := openStore(t, "::rw")
+	v := st.Volumes()[0]
+	mkfiles(t, dirs[0], map[string]string{"d/have.txt": "h"})
+	x, y := Actor{User: "x"}, Actor{User: "y"}
+	l, err := st.Lock(x, Loc{v, "d"}, LockRequest{}) // Depth: 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.LockOrMake(t.Context(), y, Loc{v, "d/new.txt"}, LockRequest{Tokens: []string{l.Token}}); KindOf(err) != KindLocked {
+		t.Fatalf("a LOCK making a file in another's locked folder: %v, want KindLocked", err)
+	}
+	if exists(filepath.Join(dirs[0], "d/new.txt")) || len(st.LocksOn(Loc{v, "d/new.txt"})) != 0 {
+		t.Fatal("the refused LOCK made a file or holds")
+	}
+	// An existing member is no change of the folder.
+	if _, _, err := st.LockOrMake(t.Context(), y, Loc{v, "d/have.txt"}, LockRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, made, err := st.LockOrMake(t.Context(), x, Loc{v, "d/new.txt"}, LockRequest{Tokens: []string{l.Token}}); err != nil || !made {
+		t.Fatalf("the folder's lock holder: made=%v %v", made, err)
+	}
+}
