@@ -353,7 +353,10 @@ func (s *Server) propChildren(q *req, bw *bufio.Writer, pf propfindReq, r davRes
 			if err := s.propResponse(q, bw, pf, c); err != nil {
 				return err
 			}
-			if c.dir && depth < 0 {
+			// A link to a folder is listed, not walked (as archives
+			// and the indexer do): links back up, or several to one
+			// folder, would make the answer endless.
+			if c.dir && depth < 0 && !e.Link {
 				return s.propChildren(q, bw, pf, c, depth, level+1, false)
 			}
 			return nil
@@ -865,10 +868,11 @@ func (s *Server) davLock(q *req) error {
 	if depth == 1 {
 		return errorf(http.StatusBadRequest, "Depth: 1 is not allowed for LOCK")
 	}
-	if _, err := s.ifHeader(q); err != nil {
+	toks, err := s.ifHeader(q)
+	if err != nil {
 		return err
 	}
-	l, made, err := s.st.LockOrMake(q.r.Context(), q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout})
+	l, made, err := s.st.LockOrMake(q.r.Context(), q.actor(), at, store.LockRequest{Infinite: depth < 0, Shared: lr.shared, Owner: lr.owner, Timeout: timeout, Tokens: toks})
 	if err != nil {
 		return q.davErr(err, nil)
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"hoard/store"
 )
 
 // The parsers of WebDAV requests: XML bodies (PROPFIND, PROPPATCH, LOCK),
@@ -24,6 +26,11 @@ const (
 	maxDAVNodes = 10000
 	maxIfLists  = 64
 	maxIfConds  = 64
+	// maxDAVNames caps the bytes of the property names (namespace and
+	// local name) a PROPFIND or PROPPATCH names: each is written back
+	// with its namespace, a PROPFIND's once per member, so a namespace
+	// declared once and used on every name would multiply the body.
+	maxDAVNames = 64 << 10
 )
 
 const nsDAV = "DAV:"
@@ -43,12 +50,16 @@ type xnode struct {
 
 // content is the element's content as a self-contained XML fragment:
 // every element declares its namespace itself, so the fragment means the
-// same wherever it is later written (a dead property's value).
-func (n *xnode) content() string {
+// same wherever it is later written (a dead property's value). Written
+// out so, a body's namespace declared once is repeated on every element
+// (a body of 1 MiB could make gigabytes), so it is built to at most limit
+// bytes: ok is false when it is longer, and then what is returned is its
+// first limit+1 bytes (too long to be kept, and not a whole fragment).
+func (n *xnode) content(limit int) (frag string, ok bool) {
 	if n.doc == nil || n.t1 <= n.t0 {
-		return ""
+		return "", true
 	}
-	return fragment((*n.doc)[n.t0+1 : n.t1])
+	return fragment((*n.doc)[n.t0+1:n.t1], limit)
 }
 
 // xmlNS is the namespace of the reserved prefix xml (xml:lang).
@@ -57,12 +68,16 @@ const xmlNS = "http://www.w3.org/XML/1998/namespace"
 // fragment writes tokens (balanced, namespaces resolved by the decoder)
 // as XML: each element as <local xmlns="space">, each namespaced
 // attribute with a prefix declared on its element; namespace
-// declarations, comments and processing instructions are dropped.
-func fragment(toks []xml.Token) string {
+// declarations, comments and processing instructions are dropped. It
+// stops once it has more than limit bytes (ok false; see content).
+func fragment(toks []xml.Token, limit int) (string, bool) {
 	var b strings.Builder
 	var stack []string
 	esc := func(s string) { xml.EscapeText(&b, []byte(s)) }
 	for _, t := range toks {
+		if b.Len() > limit {
+			return b.String()[:limit+1], false
+		}
 		switch t := t.(type) {
 		case xml.StartElement:
 			b.WriteString("<" + t.Name.Local + ` xmlns="`)
@@ -98,7 +113,10 @@ func fragment(toks []xml.Token) string {
 			esc(string(t))
 		}
 	}
-	return b.String()
+	if b.Len() > limit {
+		return b.String()[:limit+1], false
+	}
+	return b.String(), true
 }
 
 func (n *xnode) is(space, local string) bool {
@@ -258,6 +276,9 @@ func parsePropfind(body []byte) (propfindReq, error) {
 			for _, p := range k.kids {
 				r.props = append(r.props, p.name)
 			}
+			if err := namesFit(r.props); err != nil {
+				return propfindReq{}, err
+			}
 		}
 	}
 	if r.mode == "" {
@@ -299,14 +320,36 @@ func parseProppatch(body []byte) ([]patchOp, error) {
 				continue
 			}
 			for _, v := range p.kids {
-				ops = append(ops, patchOp{remove: rm, name: v.name, value: v.text, frag: v.content()})
+				// A value too long to be kept is cut just past the
+				// store's limit, which refuses it (507).
+				frag, _ := v.content(store.MaxPropsBytes)
+				ops = append(ops, patchOp{remove: rm, name: v.name, value: v.text, frag: frag})
 			}
 		}
 	}
 	if len(ops) == 0 {
 		return nil, badXML("propertyupdate names no property")
 	}
+	names := make([]xml.Name, len(ops))
+	for i, o := range ops {
+		names[i] = o.name
+	}
+	if err := namesFit(names); err != nil {
+		return nil, err
+	}
 	return ops, nil
+}
+
+// namesFit refuses property names of more than maxDAVNames bytes in all.
+func namesFit(names []xml.Name) error {
+	n := 0
+	for _, x := range names {
+		n += len(x.Space) + len(x.Local)
+		if n > maxDAVNames {
+			return badXML("the properties named take more than %d bytes", maxDAVNames)
+		}
+	}
+	return nil
 }
 
 // lockReq is a parsed LOCK body; a refresh has none.
@@ -338,7 +381,11 @@ func parseLockinfo(body []byte) (lockReq, error) {
 	if o := root.child(nsDAV, "owner"); o != nil {
 		// Self-contained: a prefix the client declared on its root means
 		// the same in every lockdiscovery it is written into.
-		r.owner = strings.TrimSpace(o.content())
+		owner, ok := o.content(store.MaxLockOwner)
+		if !ok {
+			return lockReq{}, errorf(http.StatusRequestEntityTooLarge, "the lock's owner is longer than %d bytes", store.MaxLockOwner)
+		}
+		r.owner = strings.TrimSpace(owner)
 	}
 	return r, nil
 }

@@ -33,6 +33,10 @@ const (
 	maxUserLocks = 1000
 )
 
+// MaxLockOwner caps a lock's DAV:owner (as kept: a self-contained XML
+// fragment). Locks live in memory; clients send a name or a URL.
+const MaxLockOwner = 4096
+
 // Lock is one WebDAV lock.
 type Lock struct {
 	Token    string // "opaquelocktoken:" + a random UUID
@@ -44,6 +48,10 @@ type Lock struct {
 	Timeout  time.Duration
 	Expires  time.Time
 	Made     bool // the LOCK made the (empty) file at Root
+	// vol is the mount point of the locked resource's volume: a lock
+	// covers nothing in another volume, even one mounted below Root
+	// (whose files are another account's business).
+	vol string
 }
 
 // LockRequest asks for a new lock.
@@ -52,6 +60,10 @@ type LockRequest struct {
 	Shared   bool
 	Owner    string
 	Timeout  time.Duration // 0 or more than MaxLockTimeout: MaxLockTimeout
+	// Tokens are the lock tokens the request presents (If header): a
+	// LOCK that makes its file adds a member to a folder that may be
+	// locked (LockOrMake).
+	Tokens []string
 }
 
 type davLocks struct {
@@ -63,9 +75,24 @@ type davLocks struct {
 // lockPath is the key of a location in the lock table: its URL path.
 func lockPath(at Loc) string { return at.URLPath() }
 
-// covers reports whether l applies to the resource at p.
-func (l *Lock) covers(p string) bool {
-	return l.Root == p || (l.Infinite && under(p, l.Root))
+// covers reports whether l applies to the resource at p (its URL path)
+// in the volume mounted at vol.
+func (l *Lock) covers(vol, p string) bool {
+	return l.vol == vol && (l.Root == p || (l.Infinite && under(p, l.Root)))
+}
+
+// below reports whether l is on a resource strictly below the folder at p
+// in the volume mounted at vol.
+func (l *Lock) below(vol, p string) bool {
+	return l.vol == vol && under(l.Root, p)
+}
+
+// lockVol is the key of a location's volume in the lock table.
+func lockVol(at Loc) string {
+	if at.Vol == nil {
+		return ""
+	}
+	return at.Vol.VPath
 }
 
 // under reports whether p is strictly below the folder dir.
@@ -113,20 +140,21 @@ func (s *Store) lockTable() *davLocks {
 // for a tree, of everything below it): a lock does not move with its
 // resource (RFC 4918 section 7.7).
 func (s *Store) locksFollow(e Event) {
-	var gone string
+	var at Loc
 	switch e.Kind {
 	case Removed:
-		gone = Loc{e.Vol, e.Rel}.URLPath()
+		at = Loc{e.Vol, e.Rel}
 	case Moved:
-		gone = Loc{e.FromVol, e.From}.URLPath()
+		at = Loc{e.FromVol, e.From}
 	default:
 		return
 	}
+	vol, gone := lockVol(at), at.URLPath()
 	d := &s.dav
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for t, l := range d.byTok {
-		if l.Root == gone || under(l.Root, gone) {
+		if l.vol == vol && (l.Root == gone || under(l.Root, gone)) {
 			delete(d.byTok, t)
 		}
 	}
@@ -157,7 +185,10 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 	if _, err := cleanRel(strings.Trim(at.Rel, "/")); err != nil {
 		return Lock{}, opErr(op, err)
 	}
-	p := lockPath(at)
+	if len(r.Owner) > MaxLockOwner {
+		return Lock{}, refuse(op, KindInvalid, "the lock's owner is longer than %d bytes", MaxLockOwner)
+	}
+	p, vol := lockPath(at), lockVol(at)
 	if r.Timeout <= 0 || r.Timeout > MaxLockTimeout {
 		r.Timeout = MaxLockTimeout
 	}
@@ -178,12 +209,12 @@ func (s *Store) Lock(who Actor, at Loc, r LockRequest) (Lock, error) {
 		return Lock{}, refuse(op, KindRateLimited, "this account holds %d WebDAV locks already; unlock some first", mine)
 	}
 	for _, l := range d.byTok {
-		overlap := l.covers(p) || (r.Infinite && under(l.Root, p))
+		overlap := l.covers(vol, p) || (r.Infinite && l.below(vol, p))
 		if overlap && !(l.Shared && r.Shared) {
 			return Lock{}, lockedErr(op, p)
 		}
 	}
-	l := &Lock{Token: newLockToken(), User: who.User, Root: p, Infinite: r.Infinite, Shared: r.Shared, Owner: r.Owner, Timeout: r.Timeout, Expires: s.now().Add(r.Timeout)}
+	l := &Lock{Token: newLockToken(), User: who.User, Root: p, Infinite: r.Infinite, Shared: r.Shared, Owner: r.Owner, Timeout: r.Timeout, Expires: s.now().Add(r.Timeout), vol: vol}
 	d.byTok[l.Token] = l
 	return *l, nil
 }
@@ -209,6 +240,11 @@ func (s *Store) LockOrMake(ctx context.Context, who Actor, at Loc, r LockRequest
 		if fi, err := at.Vol.Stat(strings.TrimPrefix(dir, "/")); err != nil || !fi.IsDir() {
 			return Lock{}, false, refuse(op, KindConflict, "the parent folder of %s does not exist", at.URLPath())
 		}
+		// Making the file adds a member to its folder: a lock there
+		// holds it off, as it holds off a PUT.
+		if err := s.CheckLocks(who, at, WriteCheck{Member: true}, r.Tokens); err != nil {
+			return Lock{}, false, err
+		}
 	}
 	l, err = s.Lock(who, at, r)
 	if err != nil {
@@ -230,6 +266,16 @@ func (s *Store) LockOrMake(ctx context.Context, who Actor, at Loc, r LockRequest
 // to who; timeout as in LockRequest.
 func (s *Store) RefreshLock(who Actor, at Loc, token string, timeout time.Duration) (Lock, error) {
 	const op = "lock"
+	if at.Vol == nil {
+		return Lock{}, refuse(op, KindConflict, "no lock with that token covers %s", at.URLPath())
+	}
+	// Only while its holder may still take it: rights taken away (a
+	// reload) end the lock at its timeout.
+	for _, need := range []Perm{PermWrite, PermRead} {
+		if !at.Vol.Perms(who.User).Has(need) {
+			return Lock{}, forbid(op, who, at.Vol, need, "lock files")
+		}
+	}
 	if timeout <= 0 || timeout > MaxLockTimeout {
 		timeout = MaxLockTimeout
 	}
@@ -240,7 +286,7 @@ func (s *Store) RefreshLock(who Actor, at Loc, token string, timeout time.Durati
 	s.lockTable()
 	l := d.byTok[token]
 	switch {
-	case l == nil || !l.covers(p):
+	case l == nil || !l.covers(lockVol(at), p):
 		return Lock{}, refuse(op, KindConflict, "no lock with that token covers %s", p)
 	case l.User != who.User:
 		return Lock{}, lockedErr(op, p)
@@ -259,7 +305,7 @@ func (s *Store) Unlock(who Actor, at Loc, token string) error {
 	s.lockTable()
 	l := d.byTok[token]
 	switch {
-	case l == nil || !l.covers(p):
+	case l == nil || !l.covers(lockVol(at), p):
 		return refuse(op, KindConflict, "no lock with that token covers %s", p)
 	case l.User != who.User:
 		return lockedErr(op, p)
@@ -290,7 +336,7 @@ func (s *Store) LockNullHeld(who Actor, at Loc, tokens []string) bool {
 	defer d.mu.Unlock()
 	s.lockTable()
 	for _, t := range tokens {
-		if l := d.byTok[t]; l != nil && l.Made && l.Root == p && l.User == who.User {
+		if l := d.byTok[t]; l != nil && l.Made && l.Root == p && l.vol == lockVol(at) && l.User == who.User {
 			return true
 		}
 	}
@@ -328,7 +374,7 @@ func (s *Store) LockCovers(at Loc, token string) bool {
 	defer d.mu.Unlock()
 	s.lockTable()
 	l := d.byTok[token]
-	return l != nil && l.covers(lockPath(at))
+	return l != nil && l.covers(lockVol(at), lockPath(at))
 }
 
 // LocksOn lists the locks that cover at, for DAV:lockdiscovery.
@@ -339,11 +385,11 @@ func (s *Store) LocksOn(at Loc) []Lock {
 	if len(d.byTok) == 0 {
 		return nil // the common case, asked for every member of a PROPFIND
 	}
-	p := lockPath(at)
+	p, vol := lockPath(at), lockVol(at)
 	s.lockTable()
 	var out []Lock
 	for _, l := range d.byTok {
-		if l.covers(p) {
+		if l.covers(vol, p) {
 			out = append(out, *l)
 		}
 	}
@@ -363,7 +409,7 @@ type WriteCheck struct {
 // at's folder when c.Member. Of shared locks on one resource, one is
 // enough.
 func (s *Store) CheckLocks(who Actor, at Loc, c WriteCheck, tokens []string) error {
-	p := lockPath(at)
+	p, vol := lockPath(at), lockVol(at)
 	parent := parentPath(p)
 	d := &s.dav
 	d.mu.Lock()
@@ -385,7 +431,10 @@ func (s *Store) CheckLocks(who Actor, at Loc, c WriteCheck, tokens []string) err
 	}
 	sharedNeed := map[string]bool{} // resource → satisfied by one of its shared locks
 	for _, l := range d.byTok {
-		hit := l.covers(p) || (c.Tree && under(l.Root, p)) || (c.Member && p != "/" && l.covers(parent))
+		// Only locks of at's own volume: at's folder in the URL space may
+		// be another volume's (at is a volume's top), and a tree never
+		// reaches into a volume mounted below it.
+		hit := l.covers(vol, p) || (c.Tree && l.below(vol, p)) || (c.Member && at.Rel != "" && l.covers(vol, parent))
 		if !hit {
 			continue
 		}

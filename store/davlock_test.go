@@ -214,7 +214,7 @@ func TestPutCheck(t *testing.T) {
 // its members (Overwrite, with d); a file is copied whole; the
 // permissions are the store's (r at the source, d to replace).
 func TestCopyShallow(t *testing.T) {
-	st, dirs := openStore(t, "::rwmd", ":ro:r")
+	st, dirs := openStore(t, "::rwmd", ":ro:rw")
 	var v, ro *Volume
 	for _, x := range st.Volumes() {
 		if x.VPath == "" {
@@ -258,7 +258,7 @@ func TestCopyShallow(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dirs[0], "a2.txt")); err != nil || string(b) != "a" {
 		t.Fatalf("shallow copy of a file copies it whole: %q %v", b, err)
 	}
-	// ro: everyone r (no d).
+	// ro: everyone rw (no d).
 	var e *Error
 	if _, err := st.Copy(ctx, who, Loc{v, "d"}, Loc{ro, "have"}, shOver); !errors.As(err, &e) || e.Kind != KindForbidden || e.Need != PermDelete {
 		t.Fatalf("replacing without d: %v, want KindForbidden needing d", err)
@@ -337,5 +337,87 @@ func TestLockOrMake(t *testing.T) {
 	}
 	if exists(filepath.Join(dirs[2], "d/new3.txt")) || len(st.LocksOn(Loc{wo, "d/have.txt"})) != 0 {
 		t.Error("a lock without r made a file or holds")
+	}
+}
+
+// TestLockOwnerBounded: locks live in memory, so the owner each keeps is
+// capped; a bigger one is refused and no lock is taken.
+func TestLockOwnerBounded(t *testing.T) {
+	st, _ := openStore(t, "::rw")
+	v := st.Volumes()[0]
+	who := Actor{User: "x"}
+	if _, err := st.Lock(who, Loc{v, "a"}, LockRequest{Owner: strings.Repeat("o", MaxLockOwner+1)}); KindOf(err) != KindInvalid {
+		t.Fatalf("an owner of %d bytes: %v, want KindInvalid", MaxLockOwner+1, err)
+	}
+	if len(st.LocksOn(Loc{v, "a"})) != 0 {
+		t.Fatal("a refused lock is held")
+	}
+	if _, err := st.Lock(who, Loc{v, "a"}, LockRequest{Owner: strings.Repeat("o", MaxLockOwner)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRefreshLockNeedsPermission: a lock is refreshed only while its
+// holder may still take it (w and r): an account whose rights were taken
+// away by a reload cannot keep its locks, holding off the volume's
+// writers, for ever.
+func TestRefreshLockNeedsPermission(t *testing.T) {
+	var cfg Config
+	cfg.Accounts = []Account{{"x", "pw"}}
+	dir := t.TempDir()
+	spec, err := ParseVolume(dir + "::rw,x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Volumes = []VolumeSpec{spec}
+	st, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	who := Actor{User: "x"}
+	v := st.Volumes()[0]
+	l, err := st.Lock(who, Loc{v, "a"}, LockRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RefreshLock(who, Loc{v, "a"}, l.Token, 0); err != nil {
+		t.Fatalf("refresh while allowed: %v", err)
+	}
+	spec, _ = ParseVolume(dir + "::r,x")
+	cfg.Volumes = []VolumeSpec{spec}
+	if _, err := st.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	v = st.Volumes()[0]
+	if _, err := st.RefreshLock(who, Loc{v, "a"}, l.Token, 0); KindOf(err) != KindForbidden {
+		t.Fatalf("refresh after w was taken away: %v, want KindForbidden", err)
+	}
+}
+
+// TestLockOrMakeUnderLockedFolder: a LOCK that makes its empty file adds
+// a member to the folder, which a lock on the folder holds: without that
+// lock's token (of its own account) it is refused and nothing is made.
+func TestLockOrMakeUnderLockedFolder(t *testing.T) {
+	st, dirs := openStore(t, "::rw")
+	v := st.Volumes()[0]
+	mkfiles(t, dirs[0], map[string]string{"d/have.txt": "h"})
+	x, y := Actor{User: "x"}, Actor{User: "y"}
+	l, err := st.Lock(x, Loc{v, "d"}, LockRequest{}) // Depth: 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.LockOrMake(t.Context(), y, Loc{v, "d/new.txt"}, LockRequest{Tokens: []string{l.Token}}); KindOf(err) != KindLocked {
+		t.Fatalf("a LOCK making a file in another's locked folder: %v, want KindLocked", err)
+	}
+	if exists(filepath.Join(dirs[0], "d/new.txt")) || len(st.LocksOn(Loc{v, "d/new.txt"})) != 0 {
+		t.Fatal("the refused LOCK made a file or holds")
+	}
+	// An existing member is no change of the folder.
+	if _, _, err := st.LockOrMake(t.Context(), y, Loc{v, "d/have.txt"}, LockRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, made, err := st.LockOrMake(t.Context(), x, Loc{v, "d/new.txt"}, LockRequest{Tokens: []string{l.Token}}); err != nil || !made {
+		t.Fatalf("the folder's lock holder: made=%v %v", made, err)
 	}
 }

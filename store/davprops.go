@@ -466,6 +466,8 @@ func (s *Store) PatchProps(ctx context.Context, who Actor, at Loc, ops []PropOp,
 		case o.Remove && i >= 0:
 			ps = slices.Delete(ps, i, i+1)
 		case o.Remove:
+		case len(o.Prop.Value) > MaxPropsBytes:
+			return errPropsFull(fmt.Sprintf("%d bytes per file", MaxPropsBytes))
 		case !ValidFragment(o.Prop.Value):
 			return &Error{Kind: KindInvalid, Msg: "a property's value is not well-formed XML"}
 		case i >= 0:

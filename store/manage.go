@@ -460,11 +460,33 @@ func (s *Store) del(ctx context.Context, who Actor, at Loc, opt DeleteOptions) (
 	}
 	unpost := false
 	if !v.Perms(who.User).Has(PermDelete) {
-		if !opt.Unpost {
+		if !opt.Unpost || !v.Perms(who.User).Has(PermWrite) {
+			// Unpost needs w: refused before anything is looked at, so
+			// that the answer tells nothing of what exists.
 			return DeleteResult{}, forbid(op, who, v, PermDelete, "delete")
+		}
+		if err := s.unpostOn(); err != nil {
+			return DeleteResult{}, err
 		}
 		unpost = true
 	}
+	res, err := s.delIn(ctx, who, v, at.Rel, unpost)
+	if unpost && err != nil && !v.Perms(who.User).Has(PermRead) && !errors.Is(err, errOwnUpload) {
+		if k := KindOf(err); k == KindNotFound || k == KindInvalid || k == KindConflict || k == KindForbidden {
+			// An unposter who may not read learns nothing of what is
+			// there that is not their own recent upload: a missing
+			// name, a folder, someone else's file get one answer.
+			return res, &OpError{Op: op, Kind: KindForbidden, Need: PermDelete, Msg: "you cannot delete this: not uploaded by (You)"}
+		}
+	}
+	return res, err
+}
+
+// delIn is del of rel in v, the permission decided (unpost: as its
+// uploader).
+func (s *Store) delIn(ctx context.Context, who Actor, v *Volume, rel string, unpost bool) (DeleteResult, error) {
+	const op = "delete"
+	at := Loc{v, rel}
 	r, err := cleanRel(strings.Trim(at.Rel, "/"))
 	if err != nil {
 		return DeleteResult{}, opErr(op, err)
@@ -633,6 +655,11 @@ func (s *Store) shallowCopy(ctx context.Context, who Actor, src, dst Loc, opt De
 	}
 	res = DestResult{Dir: true}
 	if dst.Vol != nil {
+		if !dst.Vol.Perms(who.User).Has(PermWrite) {
+			// Before anything there is looked at: whoever may not write
+			// learns nothing of what exists there.
+			return DestResult{}, true, forbid(op, who, dst.Vol, PermWrite, "write files")
+		}
 		if dfi, err := dst.Vol.Stat(dst.Rel); err == nil {
 			if !opt.Overwrite {
 				return res, true, refuse(op, KindExists, "the destination exists")
@@ -707,7 +734,11 @@ func (s *Store) transfer(ctx context.Context, op string, who Actor, src, dst Loc
 	if isDir && dv.Flags().NoSub {
 		return DestResult{}, opErr(op, ErrNoSub)
 	}
-	if isDir && move {
+	if isDir {
+		// A move would pull another volume's files out from under it; a
+		// copy would put them (or a folder a mount hides, whose files
+		// have no URL) where that volume's permissions no longer guard
+		// them.
 		if s.mountsInside(sv, se.rel) {
 			return DestResult{}, refuse(op, KindConflict, "other volumes are mounted inside this folder")
 		}

@@ -669,8 +669,9 @@ func TestUnpost(t *testing.T) {
 	dir := t.TempDir()
 	spec, _ := ParseVolume(dir + "::w:rwmd,boss")
 	cfg.Volumes = []VolumeSpec{spec}
-	cfg.Accounts = []Account{{"boss", "pw1"}, {"ann", "pw2"}}
+	cfg.Accounts = []Account{{"boss", "pw1"}, {"ann", "pw2"}, {"rita", "pw3"}}
 	spec.Perms["ann"] = PermWrite
+	spec.Perms["rita"] = PermWrite | PermRead
 	cfg.Now = func() time.Time { return now }
 	cfg.Unpost = 12 * time.Hour
 	st, err := Open(cfg)
@@ -680,6 +681,7 @@ func TestUnpost(t *testing.T) {
 	defer st.Close()
 	v := st.Volumes()[0]
 	ann := Actor{User: "ann", IP: "10.0.0.5"}
+	rita := Actor{User: "rita", IP: "10.0.0.7"}
 	mkfiles(t, dir, map[string]string{"mine": "m", "old": "o", "theirs": "t", "dir/x": "x", "changed": "c"})
 	fi := func(name string) (int64, time.Time) {
 		s, _ := os.Stat(filepath.Join(dir, name))
@@ -705,12 +707,18 @@ func TestUnpost(t *testing.T) {
 		rel string
 		msg string
 	}{
-		"too old":      {ann, "old", "too long ago"},
-		"other ip":     {ann, "theirs", "not uploaded by (You)"},
-		"other user":   {Actor{User: "", IP: ann.IP}, "mine", "not uploaded by (You)"},
-		"changed":      {ann, "changed", "changed since"},
-		"unknown file": {ann, "dir/x", "file not found"},
-		"folder":       {ann, "dir", "cannot unpost folders"},
+		"too old":    {ann, "old", "too long ago"},
+		"other ip":   {ann, "theirs", "not uploaded by (You)"},
+		"other user": {Actor{User: "", IP: ann.IP}, "mine", "not uploaded by (You)"},
+		"changed":    {ann, "changed", "changed since"},
+		// ann may not read: what is not her upload gets one answer,
+		// whatever is there (no existence oracle).
+		"unknown file":           {ann, "dir/x", "not uploaded by (You)"},
+		"folder":                 {ann, "dir", "not uploaded by (You)"},
+		"missing":                {ann, "nothere", "not uploaded by (You)"},
+		"unknown file to reader": {rita, "dir/x", "file not found"},
+		"folder to reader":       {rita, "dir", "cannot unpost folders"},
+		"missing to reader":      {rita, "nothere", "not found"},
 	} {
 		_, err := st.Delete(ctx, tc.who, Loc{v, tc.rel}, DeleteOptions{Unpost: true})
 		if err == nil || !strings.Contains(err.Error(), tc.msg) {

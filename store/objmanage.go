@@ -384,7 +384,7 @@ func (s *Store) objSource(ctx context.Context, op string, sv *Volume, sr string,
 	if sfi.IsDir() && dv.Flags().NoSub {
 		return nil, opErr(op, ErrNoSub)
 	}
-	if sfi.IsDir() && op == "move" && s.mountsInside(sv, sr) {
+	if sfi.IsDir() && s.mountsInside(sv, sr) { // a copy too: see transfer
 		return nil, refuse(op, KindConflict, "other volumes are mounted inside this folder")
 	}
 	if sfi.IsDir() && op == "move" {

@@ -320,7 +320,7 @@ func (s *Store) diskToObject(ctx context.Context, op string, who Actor, sv *Volu
 	if isDir && dv.Flags().NoSub {
 		return DestResult{}, opErr(op, ErrNoSub)
 	}
-	if isDir && move {
+	if isDir { // a copy too: see transfer
 		if s.mountsInside(sv, sr) {
 			return DestResult{}, refuse(op, KindConflict, "other volumes are mounted inside this folder")
 		}

@@ -35,7 +35,7 @@ func (s *Store) checkUnpostObject(who Actor, v *Volume, oi ObjectInfo) error {
 	case ip != who.IP || oi.Meta["hoard-uploader"] != who.User:
 		return no("not uploaded by (You)")
 	case s.now().Sub(at) > window:
-		return no("uploaded too long ago")
+		return own(no("uploaded too long ago"))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,22 @@ func (s *Store) SetUnpost(d time.Duration) {
 	s.ops.mu.Unlock()
 }
 
+// errOwnUpload marks an unpost refused for a file the asker did upload
+// (too long ago, changed since): telling them so reveals nothing.
+var errOwnUpload = errors.New("store: own upload")
+
+// unpostOn refuses unpost when the server has it off, before anything is
+// looked at.
+func (s *Store) unpostOn() error {
+	s.ops.mu.RLock()
+	window := s.ops.unpost
+	s.ops.mu.RUnlock()
+	if window <= 0 {
+		return &OpError{Op: "delete", Kind: KindForbidden, Need: PermDelete, Msg: "the unpost feature is disabled in server config"}
+	}
+	return nil
+}
+
 // checkUnpost decides whether who may delete the file rel of v (described
 // by st) as its uploader. The messages are copyparty's.
 func (s *Store) checkUnpost(who Actor, v *Volume, rel string, st *unix.Stat_t) error {
@@ -75,9 +92,18 @@ func (s *Store) checkUnpost(who Actor, v *Volume, rel string, st *unix.Stat_t) e
 	case info.IP != who.IP || info.User != who.User:
 		return no("not uploaded by (You)")
 	case s.now().Sub(info.At) > window:
-		return no("uploaded too long ago")
+		return own(no("uploaded too long ago"))
 	case info.Size != st.Size || !info.Mtime.IsZero() && !info.Mtime.Equal(mt):
-		return no("it changed since it was uploaded")
+		return own(no("it changed since it was uploaded"))
 	}
 	return nil
+}
+
+// own marks an unpost refusal about the asker's own upload (errOwnUpload).
+func own(err error) error {
+	var e *OpError
+	if errors.As(err, &e) {
+		e.Err = errOwnUpload
+	}
+	return err
 }
