@@ -45,6 +45,14 @@ func (s *Store) SetUnpost(d time.Duration) {
 	s.ops.mu.Unlock()
 }
 
+// UnpostWindow is how long after an upload its uploader may still delete
+// it (0: unpost is off). ?ups lists completed uploads only within it.
+func (s *Store) UnpostWindow() time.Duration {
+	s.ops.mu.RLock()
+	defer s.ops.mu.RUnlock()
+	return s.ops.unpost
+}
+
 // checkUnpost decides whether who may delete the file rel of v (described
 // by st) as its uploader. The messages are copyparty's.
 func (s *Store) checkUnpost(who Actor, v *Volume, rel string, st *unix.Stat_t) error {
