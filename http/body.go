@@ -9,8 +9,20 @@ import (
 // bodyIdle is how long an upload may go without a single byte arriving
 // before the connection is dropped. The server has no global read timeout
 // (it would cut multi-gigabyte uploads), so each upload body pushes its own
-// read deadline forward as data flows.
-const bodyIdle = 2 * time.Minute
+// read deadline forward as data flows. (A variable for tests.)
+var bodyIdle = 2 * time.Minute
+
+// setReadDeadline sets the read deadline of q's connection (an HTTP/2
+// stream's with --h2), as http.ResponseController would, without its
+// allocations on the HTTP/1 connection every request has.
+func (q *req) setReadDeadline(t time.Time) {
+	switch {
+	case q.fconn != nil:
+		q.fconn.SetReadDeadline(t)
+	case q.r.ProtoMajor == 2:
+		http.NewResponseController(q.w).SetReadDeadline(t)
+	}
+}
 
 // idleReader extends the connection's read deadline while a body is read.
 type idleReader struct {

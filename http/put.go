@@ -178,7 +178,11 @@ func (q *req) uploadOptions(defCK string) (upOpts, error) {
 		if n > 0 && q.vol.Flags().Lifetime == 0 {
 			return o, errorf(http.StatusBadRequest, "life= needs a volume with a lifetime (volume flag lifetime=SECONDS); this one has none")
 		}
-		o.life = time.Duration(n) * time.Second
+		// Beyond the volume's lifetime it is the volume's (and so never
+		// overflows a Duration).
+		if lt := q.vol.Flags().Lifetime; n < int64(lt/time.Second) {
+			o.life = time.Duration(n) * time.Second
+		}
 	}
 	return o, nil
 }

@@ -64,7 +64,7 @@ type upsRow struct {
 
 // ups lists the requester's own recent uploads: same address and same
 // account (copyparty's default), in volumes where the requester may still
-// read or write. The body carries copyparty's newer shape (f: unfinished
+// read or write; completed ones only within the unpost window. The body carries copyparty's newer shape (f: unfinished
 // up2k uploads, then finished ones; nu, nc) and its older one (u, c).
 func (s *Server) ups(q *req) error {
 	match := uploadFilter(q.query.Get("filter"))
@@ -83,12 +83,25 @@ func (s *Server) ups(q *req) error {
 			}
 		}
 	}
-	recs := s.recent.Recent(recentMax, func(u *idx.Upload) bool { return mine(u.Vol, u.Rel, u.IP, u.User) })
-	rows := make([]upsRow, 0, len(recs))
-	for _, u := range recs {
-		rows = append(rows, upsRow{At: u.At.Unix(), Vp: q.loc + uploadHref(u.Vol, u.Rel), Sz: u.Size})
+	// Completed uploads only while their uploader may still unpost them
+	// (copyparty's rule): account and address are all that tell
+	// uploaders apart, so anonymous uploaders behind one address see
+	// each other's, for that long and no longer; none with unpost off.
+	rows := []upsRow{}
+	body := map[string]any{}
+	if window := s.st.UnpostWindow(); window > 0 {
+		since := time.Now().Add(-window)
+		recs := s.recent.Recent(recentMax, func(u *idx.Upload) bool {
+			return !u.At.Before(since) && mine(u.Vol, u.Rel, u.IP, u.User)
+		})
+		for _, u := range recs {
+			rows = append(rows, upsRow{At: u.At.Unix(), Vp: q.loc + uploadHref(u.Vol, u.Rel), Sz: u.Size})
+		}
+	} else {
+		body["noc"] = 1 // copyparty: unpost is off
 	}
-	return sendJSON(q, map[string]any{"f": append(slices.Clone(unf), rows...), "nu": len(unf), "nc": len(rows), "u": unf, "c": rows})
+	body["f"], body["nu"], body["nc"], body["u"], body["c"] = append(slices.Clone(unf), rows...), len(unf), len(rows), unf, rows
+	return sendJSON(q, body)
 }
 
 // ruRow is one record of ?ru.

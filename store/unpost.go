@@ -53,13 +53,18 @@ var errOwnUpload = errors.New("store: own upload")
 // unpostOn refuses unpost when the server has it off, before anything is
 // looked at.
 func (s *Store) unpostOn() error {
-	s.ops.mu.RLock()
-	window := s.ops.unpost
-	s.ops.mu.RUnlock()
-	if window <= 0 {
+	if s.UnpostWindow() <= 0 {
 		return &OpError{Op: "delete", Kind: KindForbidden, Need: PermDelete, Msg: "the unpost feature is disabled in server config"}
 	}
 	return nil
+}
+
+// UnpostWindow is how long after an upload its uploader may still delete
+// it (0: unpost is off). ?ups lists completed uploads only within it.
+func (s *Store) UnpostWindow() time.Duration {
+	s.ops.mu.RLock()
+	defer s.ops.mu.RUnlock()
+	return s.ops.unpost
 }
 
 // checkUnpost decides whether who may delete the file rel of v (described

@@ -321,8 +321,11 @@ func (m *Manager) Handshake(ctx context.Context, h Handshake) (Reply, error) {
 	if now := m.now().Unix(); h.Lmod <= 0 || h.Lmod > 0xAAAAAAAA {
 		h.Lmod = now
 	}
-	if h.Life < 0 || h.Vol.Flags().Lifetime == 0 {
-		h.Life = 0 // copyparty ignores life on volumes without a lifetime
+	if lt := h.Vol.Flags().Lifetime; h.Life < 0 || h.Life >= int64(lt/time.Second) {
+		// copyparty ignores life on volumes without a lifetime, and one
+		// beyond the volume's (which then applies); so it never
+		// overflows a Duration.
+		h.Life = 0
 	}
 	switch h.Replace {
 	case "", "skip":

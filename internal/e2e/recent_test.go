@@ -339,3 +339,30 @@ func TestRecentUploadsUnfinished(t *testing.T) {
 		t.Fatalf("anonymous ?ups after the upload: %+v", b)
 	}
 }
+
+// TestRecentUploadsUnpostWindow: ?ups lists completed uploads only while
+// their uploader may still unpost them (--unpost, copyparty's rule), and
+// none with --unpost 0. Uploaders are told apart by account and address
+// only, so anonymous uploaders behind one address (a NAT, a proxy) see
+// each other's: the window bounds that, and turning unpost off ends it.
+func TestRecentUploadsUnpostWindow(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		unpost string
+		wait   time.Duration
+	}{{"0", 0}, {"1", 2100 * time.Millisecond}} {
+		dir := t.TempDir()
+		s := start(t, "-v", dir+"::w", "--unpost", c.unpost)
+		resp, b := s.do(t, "PUT", "/drop.txt", []byte("secret name"))
+		wantStatus(t, resp, b, 201)
+		if c.wait > 0 {
+			if got := upsPaths(t, s, ""); !slices.Equal(got, []string{"/drop.txt"}) {
+				t.Fatalf("--unpost %s: ?ups inside the window: %v", c.unpost, got)
+			}
+			time.Sleep(c.wait)
+		}
+		if got := upsPaths(t, s, ""); len(got) != 0 {
+			t.Fatalf("--unpost %s: ?ups lists %v after the window", c.unpost, got)
+		}
+	}
+}

@@ -7,6 +7,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -343,5 +344,26 @@ func TestUploadBadSizeLimits(t *testing.T) {
 			wantStatus(t, resp, body, http.StatusCreated)
 			wantFile(t, dir, fmt.Sprintf("okcl%d.bin", n), data)
 		})
+	}
+}
+
+// TestLifeBeyondVolume: a life longer than the volume's lifetime means
+// the volume's (copyparty ignores it), however long: one of more than
+// 292 years overflowed a time.Duration, and the upload then failed only
+// at its end (a negative life: 400 on the last chunk, the session stuck)
+// or got a life nobody asked for.
+func TestLifeBeyondVolume(t *testing.T) {
+	t.Parallel()
+	s := start(t, "-v", t.TempDir()+"::rwd:c,lifetime=60")
+	for _, life := range []string{"10000000000", "1099511627776"} {
+		resp, body := s.do(t, "PUT", "/put-"+life+".txt?life="+life, []byte("x"))
+		wantStatus(t, resp, body, http.StatusCreated)
+		f := newUp2kFile(seededBytes(uint64(len(life)), 3000))
+		rep := up2kHandshake(t, s, "/", "up-"+life+".bin", f, 1700000000, map[string]any{"life": json.Number(life)})
+		postChunk(t, s, rep, f, 0)
+		for _, p := range []string{"/put-" + life + ".txt", "/up-" + life + ".bin"} {
+			resp, body := s.do(t, "GET", p, nil)
+			wantStatus(t, resp, body, http.StatusOK)
+		}
 	}
 }

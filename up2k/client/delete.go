@@ -149,9 +149,9 @@ func (r *run) deletePaths(ctx context.Context, paths []string) (int, error) {
 // listRemote returns the names in a remote folder (nil when it does not
 // exist).
 func (r *run) listRemote(ctx context.Context, folder string) ([]string, error) {
-	body, err := r.w.do(ctx, func() (*http.Request, error) {
+	body, _, err := r.w.doLimit(ctx, func() (*http.Request, error) {
 		return http.NewRequest(http.MethodGet, r.w.base+escapePath(folder)+"?ls", nil)
-	}, false)
+	}, false, maxListing)
 	if _, ok := isHTTP(err, http.StatusNotFound); ok {
 		return nil, nil
 	}

@@ -142,9 +142,16 @@ func newTransport(o *Options, conns int) (*http.Transport, error) {
 		}
 		tc.RootCAs = pool
 	}
+	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &stallConn{Conn: c}, nil
+		},
 		TLSClientConfig:       tc,
 		TLSHandshakeTimeout:   10 * time.Second,
 		MaxIdleConns:          conns,
@@ -155,9 +162,69 @@ func newTransport(o *Options, conns int) (*http.Transport, error) {
 	}, nil
 }
 
-// maxBody is the most of a reply body read (handshake replies and
-// listings can be big; anything more is a broken server).
-const maxBody = 64 << 20
+// maxReply is the most of a reply body read: a handshake's reply (4096
+// hashes at most), a search's, a chunk post's "thank". maxListing is a
+// folder listing's (--dr). Anything more is a broken or hostile server,
+// and an error: a few dozen files handshake at once.
+const (
+	maxReply   = 8 << 20
+	maxListing = 64 << 20
+)
+
+// A server that stops reading a request's body, or sends the head of its
+// reply and never all of its body, would hold a try (and its file, and
+// in the end the run) forever: TCP keeps such a connection alive. So a
+// body being sent fails once sendStep bytes take longer than sendStall
+// to go out (a write deadline on the connection, per step), and a
+// reply's body once it takes longer than replyBodyTime after its head;
+// the try is then retried as a dropped connection is. Waiting for the
+// head is the transport's ResponseHeaderTimeout.
+var (
+	sendStall     = 2 * time.Minute
+	replyBodyTime = 5 * time.Minute
+)
+
+// sendStep is how much of a body (sent by sendfile) one write deadline
+// covers: 1 MiB in sendStall is about 8.7 kB/s.
+const sendStep = 1 << 20
+
+// stallConn is a connection whose writes fail when they stall (sendStall).
+// It keeps net's sendfile for bodies that are files (ReadFrom).
+type stallConn struct {
+	net.Conn
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	c.Conn.SetWriteDeadline(time.Now().Add(sendStall))
+	return c.Conn.Write(p)
+}
+
+// writerOnly hides a writer's ReadFrom (for io.Copy's fallback).
+type writerOnly struct{ io.Writer }
+
+// ReadFrom sends r in steps of sendStep, each with its own deadline,
+// through the connection's own ReadFrom (sendfile when r is a file's
+// range, as the transport gives it: an *io.LimitedReader).
+func (c *stallConn) ReadFrom(r io.Reader) (int64, error) {
+	rf, ok := c.Conn.(io.ReaderFrom)
+	lr, lok := r.(*io.LimitedReader)
+	if !ok || !lok {
+		return io.Copy(writerOnly{c}, r)
+	}
+	var total int64
+	for lr.N > 0 {
+		step := &io.LimitedReader{R: lr.R, N: min(lr.N, sendStep)}
+		want := step.N
+		c.Conn.SetWriteDeadline(time.Now().Add(sendStall))
+		n, err := rf.ReadFrom(step)
+		total += n
+		lr.N -= n
+		if err != nil || n < want {
+			return total, err // an error, or the end of r
+		}
+	}
+	return total, nil
+}
 
 // transient reports whether a status is worth another try.
 func transient(code int) bool {
@@ -176,6 +243,15 @@ func (w *wire) do(ctx context.Context, mk func() (*http.Request, error), retry42
 
 // doH is do that also returns the reply's header (nil on error).
 func (w *wire) doH(ctx context.Context, mk func() (*http.Request, error), retry422 bool) ([]byte, http.Header, error) {
+	return w.doLimit(ctx, mk, retry422, maxReply)
+}
+
+// errReplyTime is a reply whose body did not arrive in replyBodyTime.
+var errReplyTime = errors.New("the reply's body did not arrive in time")
+
+// doLimit is doH for replies of at most limit bytes (a longer one is an
+// error).
+func (w *wire) doLimit(ctx context.Context, mk func() (*http.Request, error), retry422 bool, limit int64) ([]byte, http.Header, error) {
 	var (
 		last    error
 		wait422 time.Time // when the first 422 came
@@ -185,18 +261,27 @@ func (w *wire) doH(ctx context.Context, mk func() (*http.Request, error), retry4
 		if err != nil {
 			return nil, nil, err
 		}
-		req = req.WithContext(ctx)
+		tctx, cancel := context.WithCancelCause(ctx)
+		req = req.WithContext(tctx)
 		if w.pw != "" {
 			req.Header.Set("PW", w.pw)
 		}
 		var wait time.Duration
 		resp, err := w.hc.Do(req)
 		if err == nil {
-			body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+			late := time.AfterFunc(replyBodyTime, func() { cancel(errReplyTime) })
+			body, rerr := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+			late.Stop()
 			resp.Body.Close()
+			if rerr != nil && context.Cause(tctx) == errReplyTime {
+				rerr = errReplyTime
+			}
+			cancel(nil) // the body is read: the try's context is done with
 			switch {
 			case rerr != nil:
 				err = rerr
+			case int64(len(body)) > limit:
+				return nil, nil, fmt.Errorf("HTTP %d: the reply is larger than the %d bytes expected at most", resp.StatusCode, limit)
 			case resp.StatusCode >= 200 && resp.StatusCode < 300:
 				return body, resp.Header, nil
 			case resp.StatusCode < 400:
@@ -233,6 +318,7 @@ func (w *wire) doH(ctx context.Context, mk func() (*http.Request, error), retry4
 				return nil, nil, &HTTPError{resp.StatusCode, firstLine(body)}
 			}
 		}
+		cancel(nil)
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
