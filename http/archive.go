@@ -220,23 +220,24 @@ func (s *Server) archivePost(q *req) error {
 	return s.archive(q, names)
 }
 
-func readLimited(q *req, r io.Reader) ([]byte, error) {
+// readLimited reads one field of a selection form (at most maxSelection
+// bytes).
+func readLimited(r io.Reader) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxSelection+1))
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return nil, errorf(http.StatusRequestEntityTooLarge, "the selection may be at most %d bytes", maxSelection)
+		if err := bodyErr(err, "the selection", maxSelection); isHTTPError(err) {
+			return nil, err
 		}
 		return nil, errorf(http.StatusBadRequest, "reading the selection: %v", err)
 	}
 	if len(b) > maxSelection {
-		return nil, errorf(http.StatusRequestEntityTooLarge, "the selection may be at most %d bytes", maxSelection)
+		return nil, tooBig("the selection", maxSelection)
 	}
 	return b, nil
 }
 
 func selectionJSON(q *req) ([]string, error) {
-	body, err := readLimited(q, http.MaxBytesReader(q.w, q.r.Body, maxSelection+64<<10))
+	body, err := q.readWhole(maxSelection, "the selection")
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +249,10 @@ func selectionJSON(q *req) ([]string, error) {
 }
 
 func selectionForm(q *req) ([]string, error) {
+	// The whole form is bounded like a JSON selection (its fields, not
+	// only each one), and read within one deadline.
+	q.r.Body = http.MaxBytesReader(q.w, q.r.Body, maxSelection+64<<10)
+	lift := q.wholeBody()
 	mr, err := q.r.MultipartReader()
 	if err != nil {
 		return nil, errorf(http.StatusBadRequest, "bad multipart body: %v", err)
@@ -260,9 +265,12 @@ func selectionForm(q *req) ([]string, error) {
 			break
 		}
 		if err != nil {
+			if err := bodyErr(err, "the selection", maxSelection); isHTTPError(err) {
+				return nil, err
+			}
 			return nil, errorf(http.StatusBadRequest, "bad multipart body: %v", err)
 		}
-		v, err := readLimited(q, p)
+		v, err := readLimited(p)
 		if err != nil {
 			return nil, err
 		}
@@ -285,6 +293,7 @@ func selectionForm(q *req) ([]string, error) {
 		}
 		first = false
 	}
+	lift()
 	if !seen {
 		return nil, errorf(http.StatusBadRequest, `the selection form has no "files" field`)
 	}

@@ -1,8 +1,10 @@
 package http
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -24,11 +26,71 @@ func (q *req) setReadDeadline(t time.Time) {
 	}
 }
 
+// readWhole reads a small body that is read whole before anything is done
+// (a handshake, a selection, a form, an XML body): at most limit bytes
+// (more: 413, naming what), all of them within bodyIdle of the head
+// (wholeBody: 408).
+func (q *req) readWhole(limit int64, what string) ([]byte, error) {
+	if q.r.Body == nil || q.r.Body == http.NoBody {
+		return nil, nil
+	}
+	if q.r.ContentLength > limit {
+		return nil, tooBig(what, limit)
+	}
+	lift := q.wholeBody()
+	b, err := io.ReadAll(io.LimitReader(q.r.Body, limit+1))
+	if err != nil {
+		return nil, bodyErr(err, what, limit)
+	}
+	if int64(len(b)) > limit {
+		return nil, tooBig(what, limit)
+	}
+	lift()
+	return b, nil
+}
+
+// wholeBody starts the one deadline of a body read whole: all of it must
+// arrive within bodyIdle of the head, so that a body trickled a byte at a
+// time ends too, not only one that stops (the server has no global read
+// timeout). lift ends it, once the body is read: the work may then take
+// long (a handshake copying a big file), and an expired deadline would
+// cancel it through net/http's background read. It stays on a body cut
+// short: net/http reads on to its end.
+func (q *req) wholeBody() (lift func()) {
+	q.setReadDeadline(time.Now().Add(bodyIdle))
+	return func() { q.setReadDeadline(time.Time{}) }
+}
+
+// bodyErr is the answer to err from reading a body read whole: 413 past
+// its limit (an http.MaxBytesReader's), 408 past its deadline (wholeBody);
+// any other error as it is.
+func bodyErr(err error, what string, limit int64) error {
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &mb):
+		return tooBig(what, limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errorf(http.StatusRequestTimeout, "%s did not arrive within %v of the request's head", what, bodyIdle)
+	}
+	return err
+}
+
+// isHTTPError reports whether err is an answer already (an *httpError).
+func isHTTPError(err error) bool {
+	var he *httpError
+	return errors.As(err, &he)
+}
+
+func tooBig(what string, limit int64) error {
+	return errorf(http.StatusRequestEntityTooLarge, "%s may be at most %d bytes", what, limit)
+}
+
 // idleReader extends the connection's read deadline while a body is read.
 type idleReader struct {
 	r    io.Reader
 	rc   *http.ResponseController
 	next time.Time
+	done bool // the body ended: no deadline any more
 }
 
 func newIdleReader(q *req, r io.Reader) io.Reader {
@@ -36,11 +98,19 @@ func newIdleReader(q *req, r io.Reader) io.Reader {
 }
 
 func (d *idleReader) Read(p []byte) (int, error) {
-	if now := time.Now(); now.After(d.next) {
+	if now := time.Now(); !d.done && now.After(d.next) {
 		d.rc.SetReadDeadline(now.Add(bodyIdle))
 		d.next = now.Add(time.Second)
 	}
-	return d.r.Read(p)
+	n, err := d.r.Read(p)
+	if err == io.EOF && !d.done {
+		// All of it arrived: net/http now reads on in the background
+		// (for the client leaving), and a deadline that expires while the
+		// upload is still being finished would cancel it.
+		d.rc.SetReadDeadline(time.Time{})
+		d.done = true
+	}
+	return n, err
 }
 
 // A big body from a fast sender arrives in many small pieces when the

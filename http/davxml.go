@@ -142,20 +142,7 @@ func badXML(format string, args ...any) error {
 // readDAVBody reads a request body of at most maxDAVBody bytes; nil for
 // none.
 func readDAVBody(q *req) ([]byte, error) {
-	if q.r.ContentLength > maxDAVBody {
-		return nil, errorf(http.StatusRequestEntityTooLarge, "the XML body is larger than %d bytes", maxDAVBody)
-	}
-	if q.r.Body == nil {
-		return nil, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(q.r.Body, maxDAVBody+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxDAVBody {
-		return nil, errorf(http.StatusRequestEntityTooLarge, "the XML body is larger than %d bytes", maxDAVBody)
-	}
-	return b, nil
+	return q.readWhole(maxDAVBody, "the XML body")
 }
 
 // parseXML parses a whole body into its root element, checking that it is

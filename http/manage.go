@@ -69,12 +69,13 @@ func (s *Server) postDelete(q *req) error {
 	}
 	locs := []store.Loc{{Vol: q.vol, Rel: q.rel}}
 	if isJSONType(q.r.Header.Get("Content-Type")) {
-		body, err := io.ReadAll(io.LimitReader(q.r.Body, maxDeleteBody+1))
+		body, err := q.readWhole(maxDeleteBody, "the list of paths")
 		if err != nil {
+			var he *httpError
+			if errors.As(err, &he) && he.code == http.StatusRequestEntityTooLarge {
+				return errorf(http.StatusRequestEntityTooLarge, "json 2big (more than %d bytes); send fewer paths at a time", maxDeleteBody)
+			}
 			return err
-		}
-		if len(body) > maxDeleteBody {
-			return errorf(http.StatusRequestEntityTooLarge, "json 2big (more than %d bytes); send fewer paths at a time", maxDeleteBody)
 		}
 		paths, err := parseDeleteList(body)
 		if err != nil {
@@ -252,7 +253,7 @@ func (s *Server) mkdirMultipart(q *req, mr *multipart.Reader) error {
 // else is the note copyparty's clients post when a batch is done
 // (msg=upload-queue-empty;...), answered like a GET.
 func (s *Server) urlencoded(q *req) error {
-	body, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, 64<<10))
+	body, err := q.readWhole(64<<10, "a form")
 	if err != nil {
 		return err
 	}

@@ -180,6 +180,15 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w := &q.rw
 	q.w = w
 	s.decodeProxy(q)
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		// A body must keep arriving (the server has no global read
+		// timeout): its readers move this deadline on (idleReader) or
+		// lift it once read (wholeBody). It bounds a body no handler
+		// reads too, which net/http discards, up to 256 KiB, before it
+		// answers: a client that stops sending one held the connection
+		// for ever.
+		q.setReadDeadline(start.Add(bodyIdle))
+	}
 	var body *countedBody
 	if s.obs != nil && r.Body != nil && r.Body != http.NoBody {
 		body = &countedBody{ReadCloser: r.Body}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
-	"io"
 	"math"
 	"net/http"
 	"path"
@@ -114,7 +113,7 @@ func parseShareReq(body []byte, now time.Time) (sh store.Share, pw string, vps [
 
 // postShare reads the body of POST ?share (at most 64 KiB).
 func (s *Server) postShare(q *req) error {
-	body, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, 64<<10))
+	body, err := q.readWhole(64<<10, "a share's JSON")
 	if err != nil {
 		return err
 	}

@@ -37,12 +37,16 @@ func shareLoginForm(q *req) (url.Values, bool, error) {
 		return nil, false, nil
 	}
 	body := q.r.Body
+	// What is looked at arrives within one deadline (wholeBody); lifted
+	// once read, and on handing the body on (an upload has its own).
+	lift := q.wholeBody()
+	defer lift()
 	switch {
 	case ct == "application/x-www-form-urlencoded":
 		// hoard's own handler reads at most 64 KiB of such a form too
 		buf, err := io.ReadAll(io.LimitReader(body, 64<<10+1))
 		if err != nil {
-			return nil, false, err
+			return nil, false, bodyErr(err, "a form", 64<<10)
 		}
 		q.r.Body = struct {
 			io.Reader
@@ -64,7 +68,7 @@ func shareLoginForm(q *req) (url.Values, bool, error) {
 		}{br, body}
 		head, err := br.Peek(maxLoginPeek)
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-			return nil, false, err
+			return nil, false, bodyErr(err, "a form", maxLoginForm)
 		}
 		act := firstAct(multipart.NewReader(bytes.NewReader(head), params["boundary"]))
 		if act != "login" && act != "logout" {
@@ -77,6 +81,9 @@ func shareLoginForm(q *req) (url.Values, bool, error) {
 			return nil, false, errorf(http.StatusBadRequest, "bad multipart body")
 		}
 		f, err := loginFields(mr, act)
+		if err != nil {
+			err = bodyErr(err, "a login form", maxLoginForm)
+		}
 		return f, err == nil, err
 	}
 	return nil, false, nil

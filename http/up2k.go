@@ -9,11 +9,9 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	"hoard/store"
 	"hoard/up2k"
@@ -25,24 +23,11 @@ const maxJSON = 1 << 20
 // postJSON answers JSON POSTs: up2k handshakes, and searches (a search
 // when the URL has ?srch or the body has "q" or "srch").
 func (s *Server) postJSON(q *req) error {
-	// The body is read whole before anything is done: all of it must
-	// arrive within bodyIdle of the head (one deadline, so that a body
-	// trickled a byte at a time ends too, not only one that stops). The
-	// deadline is lifted once it is read: a handshake may then work for
-	// long (copying a big file), and an expired deadline would cancel it.
-	// (It stays on a body cut short: net/http reads on to its end.)
-	q.setReadDeadline(time.Now().Add(bodyIdle))
-	body, err := io.ReadAll(http.MaxBytesReader(q.w, q.r.Body, maxJSON))
-	if err == nil {
-		q.setReadDeadline(time.Time{})
-	}
+	body, err := q.readWhole(maxJSON, "a JSON body")
 	if err != nil {
-		var mb *http.MaxBytesError
-		switch {
-		case errors.As(err, &mb):
+		var he *httpError
+		if errors.As(err, &he) && he.code == http.StatusRequestEntityTooLarge {
 			return errorf(http.StatusRequestEntityTooLarge, "json 2big: a JSON body may be at most %d bytes", maxJSON)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return errorf(http.StatusRequestTimeout, "the JSON body did not arrive within %v of the request's head", bodyIdle)
 		}
 		return err
 	}
