@@ -38,9 +38,46 @@ func invalid(err error, format string, args ...any) error {
 	return &store.Error{Kind: store.KindInvalid, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
+// ZipDirMax bounds the bytes archive/zip may read to open a zip: its end
+// records and its central directory (a variable so tests can lower it).
+// archive/zip keeps every directory entry, ~300 bytes of memory for the
+// 47 bytes of the smallest, and reads entries until one does not parse,
+// whatever count the end record declares; so a zip that is little but
+// central directory would cost six times its size per request. 16 MiB
+// is ~120,000 members of ordinary names.
+var ZipDirMax int64 = 16 << 20
+
+var errZipDir = errors.New("zip central directory over the limit")
+
+// dirCap is the io.ReaderAt archive/zip opens a zip through: it counts
+// what the opening reads, failing past ZipDirMax, and then, once opened,
+// lets the members' reads through.
+type dirCap struct {
+	r      io.ReaderAt
+	left   int64
+	opened bool
+}
+
+func (d *dirCap) ReadAt(p []byte, off int64) (int, error) {
+	if d.opened {
+		return d.r.ReadAt(p, off)
+	}
+	if int64(len(p)) > d.left {
+		return 0, errZipDir
+	}
+	n, err := d.r.ReadAt(p, off)
+	d.left -= int64(n)
+	return n, err
+}
+
 func openZip(r io.ReaderAt, size int64) (*zip.Reader, error) {
-	zr, err := zip.NewReader(r, size)
-	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+	dc := &dirCap{r: r, left: ZipDirMax}
+	zr, err := zip.NewReader(dc, size)
+	dc.opened = true
+	switch {
+	case errors.Is(err, errZipDir):
+		return nil, invalid(err, "this zip's central directory is larger than %d MiB; it is not read", ZipDirMax>>20)
+	case err != nil && !errors.Is(err, zip.ErrInsecurePath):
 		return nil, invalid(err, zipNotValidText)
 	}
 	return zr, nil

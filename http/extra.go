@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,8 @@ type ExtraConfig struct {
 type extra struct {
 	tails    atomic.Int64
 	tailMax  int
+	tailMu   sync.Mutex
+	tailsOf  map[string]int // streams per client (store.ClientKey)
 	tailTime time.Duration
 	closing  context.Context // canceled by StopStreams
 	stopAll  context.CancelFunc
@@ -45,6 +48,7 @@ func (s *Server) initExtra(cfg Config) {
 	if s.tailMax <= 0 {
 		s.tailMax = defTailMax
 	}
+	s.tailsOf = map[string]int{}
 	s.closing, s.stopAll = context.WithCancel(context.Background())
 	s.recent = e.Recent
 	if s.recent == nil {

@@ -118,15 +118,19 @@ func (s *Server) search(q *req, fields map[string]json.RawMessage, jerr error) e
 	}
 	ctx, cancel := context.WithTimeout(q.r.Context(), searchTimeout)
 	defer cancel()
-	var res *idx.Result
-	var err error
-	if text != nil {
-		res, err = s.idx.Search(ctx, vols, *text, n)
-	} else {
-		res, err = s.idx.HashSearch(ctx, vols, hashes, n)
-	}
-	end := time.Now()
-	s.idx.Limit.Done(q.ip, end.Sub(now), end)
+	var end time.Time
+	res, err := func() (*idx.Result, error) {
+		// Done whatever happens: a query Allow let through holds the
+		// client's one slot until then.
+		defer func() {
+			end = time.Now()
+			s.idx.Limit.Done(q.ip, end.Sub(now), end)
+		}()
+		if text != nil {
+			return s.idx.Search(ctx, vols, *text, n)
+		}
+		return s.idx.HashSearch(ctx, vols, hashes, n)
+	}()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && q.r.Context().Err() == nil {
 			err = &store.Error{Kind: store.KindInternal, Msg: "the search took too long and was stopped; narrow it down", Err: err}

@@ -93,7 +93,25 @@ func (s *Server) tailBegin(q *req, size int64) (start int64, ctx context.Context
 		q.w.Header().Set("Retry-After", "5")
 		return 0, nil, nil, nil, errorf(http.StatusServiceUnavailable, "too many ?tail streams (%d); retry later", s.tailMax)
 	}
-	ends := []func(){func() { s.tails.Add(-1) }}
+	client := store.ClientKey(q.ip)
+	s.tailMu.Lock()
+	mine := s.tailsOf[client]
+	if mine >= tailPerClient(s.tailMax) {
+		s.tailMu.Unlock()
+		s.tails.Add(-1)
+		q.w.Header().Set("Retry-After", "5")
+		return 0, nil, nil, nil, errorf(http.StatusTooManyRequests, "this address has %d ?tail streams open already; close one first", mine)
+	}
+	s.tailsOf[client] = mine + 1
+	s.tailMu.Unlock()
+	untrack := func() {
+		s.tailMu.Lock()
+		if s.tailsOf[client]--; s.tailsOf[client] <= 0 {
+			delete(s.tailsOf, client)
+		}
+		s.tailMu.Unlock()
+	}
+	ends := []func(){func() { s.tails.Add(-1) }, untrack}
 	release := func() {
 		for i := len(ends) - 1; i >= 0; i-- {
 			ends[i]()
@@ -142,6 +160,11 @@ func (s *Server) tailBegin(q *req, size int64) (start int64, ctx context.Context
 	w.rc.Flush()
 	return start, ctx, w, release, nil
 }
+
+// tailPerClient is how many of max ?tail streams one client address (an
+// IPv6 /64) may hold, so that one client cannot take them all and keep
+// them (streams last as long as --tail-tmax, by default for ever).
+func tailPerClient(max int) int { return (max + 3) / 4 }
 
 // tailStart turns the value of ?tail into a byte offset: empty is the
 // start, N ≥ 0 is byte N (at most the current size), -N is N bytes before

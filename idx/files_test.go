@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"hoard/store"
+
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -129,4 +131,52 @@ func FuzzRecordDecode(f *testing.F) {
 			t.Fatalf("%+v: encode/decode gave %+v, %v", r, again, err)
 		}
 	})
+}
+
+// TestLimiterConcurrent: a penalty is known only when a query ends, so a
+// client starting many slow queries at once must not get them all run: a
+// client runs one query at a time (429), and at most Max run in all (503),
+// each slot free again at Done.
+func TestLimiterConcurrent(t *testing.T) {
+	l := NewLimiter(0)
+	l.Max = 3
+	now := mustTime(t)
+	if err := l.Allow("10.0.0.1", now); err != nil {
+		t.Fatal(err)
+	}
+	err := l.Allow("10.0.0.1", now)
+	if k, _, ra, ok := store.Classify(err); !ok || k != store.KindRateLimited || ra <= 0 {
+		t.Fatalf("a second query of a client while its first runs = %v", err)
+	}
+	// The same /64 is the same client.
+	if err := l.Allow("2001:db8::1", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Allow("2001:db8::2", now); err == nil {
+		t.Fatal("a second query from the same /64 ran")
+	}
+	if err := l.Allow("10.0.0.2", now); err != nil {
+		t.Fatal(err)
+	}
+	err = l.Allow("10.0.0.3", now)
+	if k, _, ra, ok := store.Classify(err); !ok || k != store.KindUnavailable || ra <= 0 {
+		t.Fatalf("a query past Max = %v", err)
+	}
+	l.Done("10.0.0.1", time.Millisecond, now)
+	if err := l.Allow("10.0.0.3", now); err != nil {
+		t.Fatalf("after a Done: %v", err)
+	}
+	if err := l.Allow("10.0.0.1", now); err == nil {
+		t.Fatal("Max is not kept after a Done")
+	}
+	l.Done("10.0.0.2", time.Millisecond, now)
+	if err := l.Allow("10.0.0.1", now); err != nil {
+		t.Fatalf("a client whose query ended (fast) = %v", err)
+	}
+	// A Done without an Allow (or twice) frees nothing it did not take.
+	l.Done("10.0.0.9", time.Millisecond, now)
+	l.Done("10.0.0.9", time.Millisecond, now)
+	if err := l.Allow("10.0.0.4", now); err == nil {
+		t.Fatal("a stray Done freed a slot")
+	}
 }
