@@ -3,8 +3,8 @@ package http
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
-	"os"
 	"time"
 )
 
@@ -69,10 +69,17 @@ func bodyErr(err error, what string, limit int64) error {
 	switch {
 	case errors.As(err, &mb):
 		return tooBig(what, limit)
-	case errors.Is(err, os.ErrDeadlineExceeded):
+	case isTimeout(err):
 		return errorf(http.StatusRequestTimeout, "%s did not arrive within %v of the request's head", what, bodyIdle)
 	}
 	return err
+}
+
+// isTimeout reports whether err is a read deadline that passed (the
+// connection's: os.ErrDeadlineExceeded, seen as a net.Error).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // isHTTPError reports whether err is an answer already (an *httpError).
