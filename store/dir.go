@@ -36,6 +36,7 @@ func (v *Volume) OpenDir(rel string) (*Dir, error) {
 	if v.only != nil {
 		return nil, ErrNotFound // a view of files has no folders to walk
 	}
+	asked := r
 	root, err := v.root.OpenRoot(r)
 	if r2, ok := v.retry(r, err); ok {
 		r = r2
@@ -47,7 +48,7 @@ func (v *Volume) OpenDir(rel string) (*Dir, error) {
 	// The folder as held is checked, not the path (guard.go).
 	f, err := root.OpenFile(".", os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 	if err == nil {
-		err = v.guard(f, r)
+		err = v.guardAs(f, r, asked)
 	}
 	if err != nil {
 		root.Close()

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -31,19 +32,30 @@ import (
 // guard refuses f, opened through v's root by the path r (cleaned), when
 // it is a state folder or inside one. It closes f when it refuses it.
 func (v *Volume) guard(f *os.File, r string) error {
-	if err := v.checkReal(f, r); err != nil {
+	return v.guardAs(f, r, r)
+}
+
+// guardAs is guard for a file asked for as asked and opened as r (asked
+// with an absolute link resolved, links.go): a link on the way is judged
+// by where the asked path was meant to lead.
+func (v *Volume) guardAs(f *os.File, r, asked string) error {
+	if err := v.checkReal(f, r, asked); err != nil {
 		f.Close()
 		return err
 	}
 	return nil
 }
 
-func (v *Volume) checkReal(f *os.File, r string) error {
+func (v *Volume) checkReal(f *os.File, r, asked string) error {
 	real, err := realPath(f)
 	if err != nil {
-		return v.checkResolved(r) // no /proc: resolve by walking
+		return v.checkResolved(asked) // no /proc: resolve by walking
 	}
-	if inState(v.volReal(), real) {
+	top := v.volReal()
+	if inState(top, real) {
+		return ErrNotFound
+	}
+	if real != filepath.Join(top, filepath.FromSlash(v.outerRel(asked))) && v.otherVolumes(top, real) {
 		return ErrNotFound
 	}
 	return nil
@@ -54,10 +66,53 @@ func (v *Volume) checkResolved(r string) error {
 	if r == "." || r == "" {
 		return nil
 	}
-	if _, err := v.resolve(r); errors.Is(err, ErrReserved) {
+	r2, err := v.resolve(r)
+	if errors.Is(err, ErrReserved) {
 		return ErrNotFound
 	}
+	if err == nil && r2 != r && v.store != nil {
+		outer, _ := v.Outer()
+		if v.store.byURL(outer, v.outerRel(r2)) {
+			return ErrNotFound
+		}
+	}
 	return nil
+}
+
+// A link never leads into another volume, and os.Root does not see to
+// that where the other volume's folder lies inside this one's (-v
+// /srv/a:a -v /srv/a/priv:a/priv:r,boss): `ln -s priv/x y` in /srv/a stays
+// inside /srv/a, and would hand /a/y's readers what only boss may read at
+// /a/priv/x. So a file reached through a link (its real path is not the
+// one its own components name) is refused when the place it lies at is,
+// by URL, another volume's: a volume mounted there hides it. A path
+// without links into such a place is the URL's business (a request for
+// /a/priv/x goes to the priv volume), so it is left alone. The answer is
+// the one for a missing file, as for a link out of the volume.
+
+// otherVolumes reports whether real (a link-free absolute path) lies below
+// the volume's folder top at a place another volume's URL hides.
+func (v *Volume) otherVolumes(top, real string) bool {
+	if v.store == nil || top == "" {
+		return false
+	}
+	t := strings.TrimSuffix(top, "/")
+	if len(real) <= len(t) || real[len(t)] != '/' || !strings.HasPrefix(real, t) {
+		return false // the top itself, or not below it (moved while running)
+	}
+	outer, _ := v.Outer()
+	return v.store.byURL(outer, filepath.ToSlash(real[len(t)+1:]))
+}
+
+// byURL reports whether the path rel of the volume v (not a view) is, by
+// URL, another volume's: one mounted at or above it, below v's mount.
+func (s *Store) byURL(v *Volume, rel string) bool {
+	var parts []string
+	if p := path.Join(v.VPath, rel); p != "" {
+		parts = strings.Split(p, "/")
+	}
+	w, _ := s.Resolve(parts)
+	return w == nil || w.VPath != v.VPath
 }
 
 // volReal is the real path of the volume's folder (of the volume a view
@@ -112,6 +167,7 @@ func containsFold(s, sub string) bool {
 // absolute link back into the volume (links.go), and refuses a state
 // folder. The path actually opened is returned with the file.
 func (v *Volume) openIn(r string, flag int) (*os.File, string, error) {
+	asked := r
 	f, err := v.root.OpenFile(r, flag, 0)
 	if r2, ok := v.retry(r, err); ok {
 		r = r2
@@ -120,7 +176,7 @@ func (v *Volume) openIn(r string, flag int) (*os.File, string, error) {
 	if err != nil {
 		return nil, r, err
 	}
-	if err := v.guard(f, r); err != nil {
+	if err := v.guardAs(f, r, asked); err != nil {
 		return nil, r, err
 	}
 	return f, r, nil
@@ -254,6 +310,12 @@ func (v *Volume) checkHeld(d *os.File, dir string) error {
 		return ErrNotFound
 	}
 	if inState(top, real) {
+		return ErrNotFound
+	}
+	if v.otherVolumes(top, real) {
+		// Another volume's by URL: a request for it goes to that volume,
+		// so only a link (relative, or absolute and resolved by reach)
+		// leads a write of this volume here.
 		return ErrNotFound
 	}
 	if dir == "." && real == top || dir != "." && real == top+"/"+dir {
