@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -45,6 +46,21 @@ const InputFormats = ffDemuxers
 
 func ffArgs(extra ...string) []string {
 	return append([]string{"-nostdin", "-hide_banner", "-v", "error", "-y", "-protocol_whitelist", "file,pipe", "-format_whitelist", ffDemuxers}, extra...)
+}
+
+// maxPixelsArg is the input option that bounds the pictures FFmpeg
+// decodes from a volume's file (its frames, a cover picture, the frames
+// probing decodes) to px pixels: --th-max-mpx holds for FFmpeg as it does
+// for the images decoded here, and a small crafted file that declares a
+// frame of gigabytes is refused before FFmpeg allocates it.
+func maxPixelsArg(px int64) []string {
+	return []string{"-max_pixels", strconv.FormatInt(min(max(px, 1), math.MaxInt32), 10)}
+}
+
+// inArgs is ffArgs for a volume's file as the input: the options before
+// -i, then the rest.
+func (s *Service) inArgs(extra ...string) []string {
+	return ffArgs(append(maxPixelsArg(s.cfg.MaxPixels), extra...)...)
 }
 
 // ffRun runs bin with args, in, out as fds 3 and 4, stdin and stdout as
@@ -115,7 +131,8 @@ func (l *limitedBuf) Write(p []byte) (int, error) {
 // unknown.
 func (s *Service) mediaDuration(ctx context.Context, in *os.File) float64 {
 	var out bytes.Buffer
-	args := []string{"-v", "error", "-protocol_whitelist", "file,pipe", "-format_whitelist", ffDemuxers, "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", ffIn}
+	args := append([]string{"-v", "error", "-protocol_whitelist", "file,pipe", "-format_whitelist", ffDemuxers}, maxPixelsArg(s.cfg.MaxPixels)...)
+	args = append(args, "-show_entries", "format=duration", "-of", "default=nw=1:nk=1", ffIn)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.ffRun(ctx, s.cfg.FFprobe, args, in, nil, nil, &out); err != nil {
@@ -137,7 +154,7 @@ func (s *Service) ffFrame(ctx context.Context, in *os.File, p Params, audio bool
 	}
 	var args []string
 	if audio {
-		args = ffArgs("-i", ffIn, "-filter_complex", "[0:a:0]aresample=48000,showspectrumpic=s=640x512,crop=780:544:70:48[o]", "-map", "[o]")
+		args = s.inArgs("-i", ffIn, "-filter_complex", "[0:a:0]aresample=48000,showspectrumpic=s=640x512,crop=780:544:70:48[o]", "-map", "[o]")
 	} else {
 		if _, err := in.Seek(0, io.SeekStart); err != nil {
 			return nil, err
@@ -146,7 +163,7 @@ func (s *Service) ffFrame(ctx context.Context, in *os.File, p Params, audio bool
 		if d := s.mediaDuration(ctx, in); d > 0 {
 			seek = d / 3
 		}
-		args = ffArgs("-ss", strconv.FormatFloat(seek, 'f', 3, 64), "-i", ffIn, "-map", "0:v:0",
+		args = s.inArgs("-ss", strconv.FormatFloat(seek, 'f', 3, 64), "-i", ffIn, "-map", "0:v:0",
 			"-vf", fmt.Sprintf("scale='trunc(iw*max(1,sar))':'trunc(ih/min(1,sar))',setsar=1,scale='min(iw,%d)':'min(ih,%d)':force_original_aspect_ratio=decrease", bw, bh))
 	}
 	args = append(args, "-frames:v", "1", "-an", "-c:v", "png", "-compression_level", "1", "-f", "image2pipe", "pipe:1")
@@ -176,7 +193,7 @@ func (s *Service) encodeWebP(ctx context.Context, m *image.RGBA, out *os.File) e
 
 // ffWaveform writes the audio's waveform as a PNG into out.
 func (s *Service) ffWaveform(ctx context.Context, in, out *os.File) error {
-	args := ffArgs("-i", ffIn, "-filter_complex",
+	args := s.inArgs("-i", ffIn, "-filter_complex",
 		"[0:a:0]aresample=8000,compand=.3|.3:1|1:-90/-60|-60/-40|-40/-30|-20/-20:6:0:-90:0.2,volume=2,showwavespic=s=2048x64:colors=white[o]",
 		"-map", "[o]", "-frames:v", "1", "-c:v", "png", "-f", "image2", "-update", "1", ffOut)
 	return s.ffRun(ctx, s.cfg.FFmpeg, args, in, out, nil, nil)
@@ -184,7 +201,7 @@ func (s *Service) ffWaveform(ctx context.Context, in, out *os.File) error {
 
 // ffTranscode writes the first audio stream of in as f into out.
 func (s *Service) ffTranscode(ctx context.Context, in, out *os.File, f Format) error {
-	args := ffArgs("-i", ffIn, "-map", "0:a:0", "-map_metadata", "-1", "-vn", "-sn", "-dn")
+	args := s.inArgs("-i", ffIn, "-map", "0:a:0", "-map_metadata", "-1", "-vn", "-sn", "-dn")
 	switch f {
 	case Opus:
 		args = append(args, "-c:a", "libopus", "-b:a", "128k", "-f", "webm")

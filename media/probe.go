@@ -55,6 +55,9 @@ func ProbeFile(ctx context.Context, f *os.File) (Tags, error) {
 		// Media demuxers and local reads only: a playlist posing as an mp3
 		// must not make ffprobe open other files or URLs.
 		"-protocol_whitelist", "file,pipe", "-format_whitelist", InputFormats,
+		// Probing decodes a frame or two (and cover pictures): bounded as
+		// a thumbnail's are by default, since tags need no picture.
+		"-max_pixels", strconv.Itoa(probeMaxPixels),
 		"-i", "file:/dev/stdin")
 	cmd.Stdin = f
 	var out, errb bytes.Buffer
@@ -64,6 +67,10 @@ func ProbeFile(ctx context.Context, f *os.File) (Tags, error) {
 	}
 	return parseFFprobe(out.Bytes())
 }
+
+// probeMaxPixels bounds the pictures ffprobe decodes while it reads tags
+// (Config.MaxPixels' default).
+const probeMaxPixels = 64 << 20
 
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
