@@ -250,6 +250,11 @@ func (v *Volume) canonical(f *os.File, given, top string) (string, string, error
 			return "", "", ErrNotFound // no oracle for what it holds
 		}
 	}
+	if v.otherVolumes(v.volReal(), real) { // top is a view's own folder
+		// Another volume's by URL (its folder lies inside this one's):
+		// only a link leads this volume's operations there (guard.go).
+		return "", "", ErrNotFound
+	}
 	return rel, top, nil
 }
 

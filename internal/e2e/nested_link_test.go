@@ -126,3 +126,55 @@ func TestLinkIntoNestedVolume(t *testing.T) {
 	}
 	wantSameSnapshot(t, secretBefore, snapshot(t, filepath.Join(top, "secret")))
 }
+
+// TestManageThroughLinkIntoNestedVolume: file management in the outer
+// volume (delete, move, copy, mkdir, with every permission there) never
+// reaches through a link into a nested volume: nothing of it is deleted,
+// moved out (to be read in the outer volume), or added to.
+func TestManageThroughLinkIntoNestedVolume(t *testing.T) {
+	t.Parallel()
+	const canary = "CANARY-7f3a nested secret"
+	top := t.TempDir()
+	writeFile(t, top, "pub.txt", []byte("public"))
+	writeFile(t, top, "secret/s.txt", []byte(canary))
+	writeFile(t, top, "secret/deep/d.txt", []byte(canary))
+	for link, target := range map[string]string{
+		"dirlink":      "secret",
+		"absdir":       filepath.Join(top, "secret/deep"),
+		"sub/deeplink": "../secret/deep",
+	} {
+		p := filepath.Join(top, link)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := start(t, "-a", "boss:pw", "-v", top+"::rwmd", "-v", filepath.Join(top, "secret")+":secret:r,boss")
+	secretBefore := snapshot(t, filepath.Join(top, "secret"))
+	mkdir, ct := multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("made")})
+	for _, rq := range []struct{ method, path string }{
+		{"POST", "/dirlink/s.txt?delete"},
+		{"POST", "/absdir/d.txt?delete"},
+		{"POST", "/sub/deeplink/d.txt?delete"},
+		{"POST", "/dirlink/s.txt?move=/stolen.txt"},
+		{"POST", "/absdir/d.txt?move=/stolen2.txt"},
+		{"POST", "/dirlink/s.txt?copy=/copied.txt"},
+		{"POST", "/dirlink/deep?move=/stolendir"},
+		{"POST", "/pub.txt?copy=/dirlink/planted.txt"},
+		{"POST", "/pub.txt?copy=/absdir/planted.txt"},
+	} {
+		resp, body := s.do(t, rq.method, rq.path, nil)
+		if strings.Contains(string(body), "CANARY-7f3a") {
+			t.Errorf("%s %s: %d %q", rq.method, rq.path, resp.StatusCode, body)
+		}
+	}
+	for _, p := range []string{"/dirlink/", "/absdir/", "/sub/deeplink/"} {
+		s.do(t, "POST", p, mkdir, "Content-Type: "+ct)
+	}
+	wantSameSnapshot(t, secretBefore, snapshot(t, filepath.Join(top, "secret")))
+	for _, name := range []string{"stolen.txt", "stolen2.txt", "copied.txt", "stolendir/d.txt"} {
+		if b, err := os.ReadFile(filepath.Join(top, name)); err == nil {
+			t.Errorf("%s was made in the outer volume: %q", name, b)
+		}
+	}
+}
