@@ -110,6 +110,17 @@ func TestLinkIntoNestedVolume(t *testing.T) {
 		for _, p := range []string{"/dirlink/new.txt", "/absdir/new.txt", "/sub/deeplink/new.txt", "/dirlink/deep/new.txt", "/rel.txt", "/sub/up.txt"} {
 			s.do(t, "PUT", p, []byte("written through a link"), auth...)
 		}
+		for _, folder := range []string{"/dirlink/", "/absdir/", "/sub/deeplink/"} {
+			f := newUp2kFile([]byte("up2k through a link " + folder))
+			resp, b := postHandshake(t, s, folder, map[string]any{"name": "u.txt", "size": len(f.data), "lmod": 1700000000, "hash": f.hashes}, auth...)
+			if resp.StatusCode == 200 {
+				var rep handshakeReply
+				json.Unmarshal(b, &rep)
+				for i := range f.hashes {
+					postChunks(t, s, rep.Purl, rep.Wark, f.hashes[i], f.chunk(i), auth...)
+				}
+			}
+		}
 		for _, name := range []string{"rel.txt", "dirlink", "sub/deeplink", "absdir", "sub/up.txt"} {
 			sel, _ := json.Marshal([]string{name})
 			resp, body := s.do(t, "POST", "/?tar", sel, append([]string{"Content-Type: application/json"}, auth...)...)
