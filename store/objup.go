@@ -500,10 +500,28 @@ func (v *Volume) UpUploads(ctx context.Context, fn func(rel string, u ObjectUplo
 		return errors.New("store: UpUploads on a volume on disk")
 	}
 	pre := v.key(".")
+	// Another volume's prefix inside this one's (s3=b/pre/sub beside
+	// s3=b/pre) holds that volume's uploads: its sessions, not this
+	// volume's, say which are orphans, so they are not this sweep's to
+	// judge (it would abort a live upload that this volume's sessions do
+	// not name).
+	var nested []string
+	if v.store != nil {
+		for _, w := range v.store.mounted() {
+			if w != v && w.obj != nil && sameBucket(w, v) && len(w.objPre) > len(pre) && strings.HasPrefix(w.objPre, pre) {
+				nested = append(nested, w.objPre)
+			}
+		}
+	}
 	return v.obj.Uploads(ctx, pre, func(u ObjectUpload) error {
 		rel, ok := strings.CutPrefix(u.Key, pre)
 		if !ok || rel == "" {
 			return nil
+		}
+		for _, n := range nested {
+			if strings.HasPrefix(u.Key, n) {
+				return nil
+			}
 		}
 		return fn(rel, u)
 	})

@@ -21,6 +21,7 @@ type memObjects struct {
 	objs map[string]ObjectInfo
 	now  time.Time
 	down bool
+	ups  []ObjectUpload // unfinished multipart uploads, for Uploads
 }
 
 func (m *memObjects) Stat(ctx context.Context, key string) (ObjectInfo, error) {
@@ -94,8 +95,18 @@ func (m *memObjects) Compose(context.Context, string, []ObjectInfo, ObjectPut) (
 	return ObjectInfo{}, errors.New("not in memObjects")
 }
 func (m *memObjects) AbortUploads(context.Context, string, time.Time) error { return nil }
-func (m *memObjects) Uploads(context.Context, string, func(ObjectUpload) error) error {
-	return errors.New("not in memObjects")
+func (m *memObjects) Uploads(_ context.Context, prefix string, fn func(ObjectUpload) error) error {
+	if m.ups == nil {
+		return errors.New("not in memObjects")
+	}
+	for _, u := range m.ups {
+		if strings.HasPrefix(u.Key, prefix) {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 func (m *memObjects) NewUpload(context.Context, string, map[string]string) (string, error) {
 	return "", errors.New("not in memObjects")
@@ -252,5 +263,46 @@ func TestUpMarks(t *testing.T) {
 	}
 	if got, _ := v.UpCountMarks(ctx, "10.0.0.1", 100); got != 3 {
 		t.Errorf("after the sweep: %d marks, want 3 (w1, w3, w4)", got)
+	}
+}
+
+// UpUploads leaves out the uploads of another volume whose prefix lies
+// inside this one's in the same bucket: that volume's sessions, not this
+// one's, say which of them are orphans (the sweep would abort a live
+// upload this volume's sessions do not name).
+func TestUpUploadsLeavesNestedVolumes(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	outer, mo := memVolume(now)
+	st := outer.store
+	flags := func(s3 string) *Flags { f := Flags{S3: s3}; return &f }
+	outer.flags.Store(flags("b/pre"))
+	inner := &Volume{obj: mo, objPre: "pre/sub/", store: st}
+	inner.flags.Store(flags("b/pre/sub"))
+	elsewhere := &Volume{obj: mo, objPre: "pre/other/", store: st}
+	elsewhere.flags.Store(flags("c/pre/other")) // another bucket: its keys are not these
+	vols := []*Volume{inner, elsewhere, outer}
+	st.vols.Store(&vols)
+	mo.ups = []ObjectUpload{
+		{Key: "pre/a/f.bin", ID: "1"},
+		{Key: "pre/sub/g.bin", ID: "2"},
+		{Key: "pre/subway/h.bin", ID: "3"},
+		{Key: "pre/other/i.bin", ID: "4"},
+		{Key: "pre/.hist/up2k/x", ID: "5"},
+	}
+	list := func(v *Volume) []string {
+		var got []string
+		if err := v.UpUploads(context.Background(), func(rel string, u ObjectUpload) error {
+			got = append(got, rel+"#"+u.ID)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got, want := list(outer), []string{"a/f.bin#1", "subway/h.bin#3", "other/i.bin#4", ".hist/up2k/x#5"}; !slices.Equal(got, want) {
+		t.Errorf("the outer volume's uploads: %q, want %q", got, want)
+	}
+	if got, want := list(inner), []string{"g.bin#2"}; !slices.Equal(got, want) {
+		t.Errorf("the inner volume's uploads: %q, want %q", got, want)
 	}
 }
