@@ -97,9 +97,14 @@ func (s *Server) folder(q *req) error {
 		if err != nil {
 			return err
 		}
+		// An entry where another volume is mounted is that volume's by
+		// URL: it is not listed from this volume's disk (neither its
+		// name nor its dates), only as a mount (addMounts) to whoever may
+		// see that volume, and never inside a share.
+		mounts := s.st.MountsBelow(splitURL(path.Join(q.vol.VPath, q.rel)))
 		for _, e := range ents {
-			if q.share && e.Dir && s.st.Shadowed(q.vol, path.Join(q.rel, e.Name)) {
-				continue // another volume's by URL: not in the share
+			if _, ok := mounts[e.Name]; ok && s.st.Shadowed(q.vol, path.Join(q.rel, e.Name)) {
+				continue
 			}
 			l.entries = append(l.entries, q.entry(e))
 		}
@@ -135,6 +140,15 @@ func (s *Server) virtualFolder(q *req) error {
 		return nil
 	}
 	return s.writeListing(q, listing{path: strings.Join(q.parts, "/"), entries: ents, perms: []string{}, acct: q.acct()})
+}
+
+// splitURL splits a URL path without slashes at the ends into its
+// components (none for "").
+func splitURL(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
 }
 
 func has(q map[string][]string, k string) bool {
@@ -355,7 +369,11 @@ func (s *Server) subdirs(q *req, parts []string) []string {
 	dots := has(q.query, "dots")
 	if v, rel := s.st.Resolve(parts); v != nil && v.Perms(q.user).Has(store.PermRead) {
 		ents, _ := v.List(q.r.Context(), rel, store.ListOptions{Dots: dots && v.Perms(q.user).Has(store.PermDot)})
+		mounts := s.st.MountsBelow(parts)
 		for _, e := range ents {
+			if _, ok := mounts[e.Name]; ok && s.st.Shadowed(v, path.Join(rel, e.Name)) {
+				continue // another volume's by URL: below, if visible
+			}
 			if e.Dir {
 				names = append(names, escapeName(e.Name))
 			}
