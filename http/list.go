@@ -171,7 +171,9 @@ func (q *req) entry(e store.Entry) lsEntry {
 			le.Ext = le.Ext[:16]
 		}
 	}
-	if q.vol != nil && q.vol.Flags().FK > 0 && q.perm.Has(store.PermRead) {
+	// No key inside a share: it needs none, and the key opens the file at
+	// its own URL, outside the share, after the share is gone.
+	if q.vol != nil && q.vol.Flags().FK > 0 && q.perm.Has(store.PermRead) && !q.share {
 		rel := path.Join(q.rel, e.Name)
 		if fi, err := q.vol.Stat(rel); err == nil {
 			le.Href += "?k=" + q.vol.FileKey(rel, fi)
