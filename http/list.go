@@ -97,9 +97,14 @@ func (s *Server) folder(q *req) error {
 		if err != nil {
 			return err
 		}
+		// An entry where another volume is mounted is that volume's by
+		// URL: it is not listed from this volume's disk (neither its
+		// name nor its dates), only as a mount (addMounts) to whoever may
+		// see that volume, and never inside a share.
+		mounts := s.st.MountsBelow(splitURL(path.Join(q.vol.VPath, q.rel)))
 		for _, e := range ents {
-			if q.share && e.Dir && s.st.Shadowed(q.vol, path.Join(q.rel, e.Name)) {
-				continue // another volume's by URL: not in the share
+			if _, ok := mounts[e.Name]; ok && s.st.Shadowed(q.vol, path.Join(q.rel, e.Name)) {
+				continue
 			}
 			l.entries = append(l.entries, q.entry(e))
 		}
@@ -137,6 +142,15 @@ func (s *Server) virtualFolder(q *req) error {
 	return s.writeListing(q, listing{path: strings.Join(q.parts, "/"), entries: ents, perms: []string{}, acct: q.acct()})
 }
 
+// splitURL splits a URL path without slashes at the ends into its
+// components (none for "").
+func splitURL(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
 func has(q map[string][]string, k string) bool {
 	_, ok := q[k]
 	return ok
@@ -157,7 +171,9 @@ func (q *req) entry(e store.Entry) lsEntry {
 			le.Ext = le.Ext[:16]
 		}
 	}
-	if q.vol != nil && q.vol.Flags().FK > 0 && q.perm.Has(store.PermRead) {
+	// No key inside a share: it needs none, and the key opens the file at
+	// its own URL, outside the share, after the share is gone.
+	if q.vol != nil && q.vol.Flags().FK > 0 && q.perm.Has(store.PermRead) && !q.share {
 		rel := path.Join(q.rel, e.Name)
 		if fi, err := q.vol.Stat(rel); err == nil {
 			le.Href += "?k=" + q.vol.FileKey(rel, fi)
@@ -355,7 +371,11 @@ func (s *Server) subdirs(q *req, parts []string) []string {
 	dots := has(q.query, "dots")
 	if v, rel := s.st.Resolve(parts); v != nil && v.Perms(q.user).Has(store.PermRead) {
 		ents, _ := v.List(q.r.Context(), rel, store.ListOptions{Dots: dots && v.Perms(q.user).Has(store.PermDot)})
+		mounts := s.st.MountsBelow(parts)
 		for _, e := range ents {
+			if _, ok := mounts[e.Name]; ok && s.st.Shadowed(v, path.Join(rel, e.Name)) {
+				continue // another volume's by URL: below, if visible
+			}
 			if e.Dir {
 				names = append(names, escapeName(e.Name))
 			}

@@ -235,10 +235,12 @@ type upResult struct {
 }
 
 // result describes a stored upload. The file key is added to the URL only
-// for users who may read, or have G.
+// for users who may read, or have G, and never inside a share (its URL
+// there needs none; the key would open the file at its own URL, outside
+// the share, after the share is gone).
 func (q *req) result(o upOpts, res store.IngestResult) upResult {
 	u := q.urlOf(res.Rel)
-	if q.vol.Flags().FK > 0 && q.perm.Any(store.PermRead|store.PermUpGet) {
+	if q.vol.Flags().FK > 0 && q.perm.Any(store.PermRead|store.PermUpGet) && !q.share {
 		u += "?k=" + q.vol.FileKey(res.Rel, res.Info)
 	}
 	r := upResult{URL: u, Size: res.Size, UploadTime: res.Time.Unix(), FileURL: u, FileSz: res.Size, CK: o.ck}

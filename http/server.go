@@ -145,8 +145,12 @@ type req struct {
 	// shareOut: inside a password share opened by its login cookie, the
 	// share's URL path (its page offers to log out there); else "".
 	shareOut string
-	route    string       // the metrics' route label, when a handler knows better than routeOf
-	fconn    *framingConn // the HTTP/1 connection, for corking (cork.go); nil: none
+	// shr is the share a request inside one was let through by, and
+	// shrPerm what it granted then (Server.stillAllowed); nil outside.
+	shr     *store.Share
+	shrPerm store.Perm
+	route   string       // the metrics' route label, when a handler knows better than routeOf
+	fconn   *framingConn // the HTTP/1 connection, for corking (cork.go); nil: none
 
 	// Room for what a download makes, in the one allocation of req.
 	rw respWriter    // w
@@ -273,6 +277,21 @@ func (s *Server) route(q *req) error {
 	}
 	w.Header().Set("Allow", "GET, HEAD, PUT, POST, OPTIONS")
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported", r.Method)
+}
+
+// stillAllowed reports whether what let q read still holds: a stream that
+// outlasts the request's checks (?tail) asks before sending what was
+// written since. Inside a share: the share is still live (not deleted,
+// expired, nor dropped with its folder) and still grants read
+// (shareStillAllowed). Elsewhere: the URL still leads to the request's
+// volume (a reload did not unmount or replace it), and the user still has
+// the read (or g) permission there that the request had.
+func (s *Server) stillAllowed(q *req) bool {
+	if q.share {
+		return q.shr != nil && s.shareStillAllowed(*q.shr, q.shrPerm)
+	}
+	v, _ := s.st.Resolve(q.parts)
+	return v == q.vol && v != nil && v.Perms(q.user).Has(q.perm&(store.PermRead|store.PermGet))
 }
 
 func (s *Server) post(q *req) error {

@@ -383,6 +383,7 @@ func (s *Server) shareRoute(q *req) error {
 	}
 	defer release()
 	q.vol, q.user, q.share, q.perm, q.shareOut = view, "", true, perm, shareOut
+	q.shr, q.shrPerm = &sh, perm
 	q.rel = path.Join(rest...)
 	if s.st.Shadowed(view, q.rel) {
 		// Another volume is mounted there: by URL the folder is not this
@@ -405,6 +406,29 @@ func (s *Server) shareRoute(q *req) error {
 	}
 	q.w.Header().Set("Allow", "GET, HEAD, PUT, POST")
 	return errorf(http.StatusMethodNotAllowed, "method %s is not supported in a share", q.r.Method)
+}
+
+// shareStillAllowed is Server.stillAllowed inside the share sh, opened
+// with perm: the share is still live (not deleted, expired, nor moved with its
+// folder), of the same folder and files, and still grants what it did
+// (its creator may still do that).
+func (s *Server) shareStillAllowed(sh store.Share, perm store.Perm) bool {
+	now, ok := s.shares.Get(sh.Key)
+	if !ok || now.VPath != sh.VPath || (len(now.Files) > 0) != (len(sh.Files) > 0) || !isSubset(now.Files, sh.Files) {
+		return false
+	}
+	_, _, p := s.st.ShareAccess(now)
+	return p.Has(perm & store.PermRead)
+}
+
+// isSubset reports whether every name of a is in b.
+func isSubset(a, b []string) bool {
+	for _, n := range a {
+		if !slices.Contains(b, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // shareListing lists the files of a several-file share (the view lists

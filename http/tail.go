@@ -41,6 +41,11 @@ func (s *Server) tail(q *req, f *os.File, fi fs.FileInfo) error {
 	ino := inode(fi)
 	nextStat := time.Now().Add(tailRestat)
 	for {
+		if !s.stillAllowed(q) {
+			// The share was deleted or expired, or a reload took the
+			// permission away: what was written since is not theirs.
+			return nil
+		}
 		// Send everything there is.
 		for ctx.Err() == nil {
 			n, err := f.ReadAt(buf, pos)

@@ -847,10 +847,14 @@ func (x *Indexer) SearchQuery(ctx context.Context, vols []*store.Volume, query *
 			break
 		}
 		snap := vi.db.db.NewSnapshot()
+		shadows := x.shadows(vi.v)
 		p, err := makePlan(snap, vi.db.db, vi.pre, query.Terms)
 		if err == nil {
 			res.Plans = append(res.Plans, "/"+vi.v.VPath+":"+p.Name())
 			err = p.run(ctx, snap, vi.pre, query.Terms, func(c *cand) bool {
+				if store.UnderAny(c.rec.Rel, shadows) {
+					return true // another volume's by URL
+				}
 				res.Hits = append(res.Hits, Hit{Vol: vi.v, Record: c.rec})
 				return len(res.Hits) <= n
 			})
@@ -894,6 +898,7 @@ func (x *Indexer) HashSearch(ctx context.Context, vols []*store.Volume, hashes [
 	res := &Result{Hits: []Hit{}}
 	for _, vi := range vis {
 		snap := vi.db.db.NewSnapshot()
+		shadows := x.shadows(vi.v)
 		seen := map[uint64]bool{}
 		err := func() error {
 			for _, k := range keys {
@@ -914,7 +919,7 @@ func (x *Indexer) HashSearch(ctx context.Context, vols []*store.Volume, hashes [
 							it.Close()
 							return err
 						}
-						if rec != nil {
+						if rec != nil && !store.UnderAny(rec.Rel, shadows) {
 							res.Hits = append(res.Hits, Hit{Vol: vi.v, Record: rec})
 						}
 					}
@@ -934,6 +939,18 @@ func (x *Indexer) HashSearch(ctx context.Context, vols []*store.Volume, hashes [
 		}
 	}
 	return finish(res, n), nil
+}
+
+// shadows are the folders of v where other volumes are mounted
+// (store.Store.Shadows): v's files there are indexed with v, since they
+// are on its disk, but by URL they are not v's, so no search names them
+// (a client who may read v may not read what is mounted there, and one
+// who may would find them twice).
+func (x *Indexer) shadows(v *store.Volume) []string {
+	if x.cfg.Store == nil {
+		return nil
+	}
+	return x.cfg.Store.Shadows(v)
 }
 
 // Indexed reports whether the files of v are indexed.

@@ -183,3 +183,36 @@ func (s *Store) Shadowed(v *Volume, rel string) bool {
 	w, _ := s.Resolve(parts)
 	return w != outer
 }
+
+// Shadows returns the paths inside the volume v (relative, "/"-separated)
+// where other served volumes are mounted: by URL those folders, and all
+// below them, are the other volumes', so nothing of v's there may be
+// named to a client (Shadowed, one path at a time). Nil when there are
+// none.
+func (s *Store) Shadows(v *Volume) []string {
+	var out []string
+	for _, w := range *s.served.Load() {
+		if w == v {
+			continue
+		}
+		rel, ok := w.VPath, w.VPath != ""
+		if v.VPath != "" {
+			rel, ok = strings.CutPrefix(w.VPath, v.VPath+"/")
+		}
+		if ok && rel != "" {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// UnderAny reports whether rel is one of dirs or lies below one of them
+// (paths as Shadows returns them).
+func UnderAny(rel string, dirs []string) bool {
+	for _, d := range dirs {
+		if rel == d || len(rel) > len(d) && rel[len(d)] == '/' && rel[:len(d)] == d {
+			return true
+		}
+	}
+	return false
+}

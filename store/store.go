@@ -308,10 +308,19 @@ func (s *Store) mounted() []*Volume {
 // checkHistPlacement refuses a state folder that lies inside a volume
 // under a path requests can reach: only folders named .hist are never
 // served, so a --hist or hist= folder elsewhere inside a volume would be.
+// It also refuses one state folder for volumes of different folders
+// (hist=): its index is keyed by paths inside one folder, so their
+// records would mix, and a search of one volume would name the other's
+// files (volumes of one folder share it, as they share the files).
 func checkHistPlacement(vols []*Volume) error {
-	for _, v := range vols {
+	for i, v := range vols {
 		if v.hist == "" {
 			continue
+		}
+		for _, w := range vols[:i] {
+			if w.hist == v.hist && !sameFolder(v, w) {
+				return fmt.Errorf("volumes %q and %q share the state folder %q, but not their folder (%q and %q); give each folder its own hist=", "/"+w.VPath, "/"+v.VPath, v.hist, w.Src, v.Src)
+			}
 		}
 		for _, w := range vols {
 			rel, err := filepath.Rel(w.Src, v.hist)
@@ -324,6 +333,15 @@ func checkHistPlacement(vols []*Volume) error {
 		}
 	}
 	return nil
+}
+
+// sameFolder reports whether v and w serve one folder (by its real path
+// when both are known).
+func sameFolder(v, w *Volume) bool {
+	if v.real != "" && w.real != "" {
+		return v.real == w.real
+	}
+	return v.Src == w.Src
 }
 
 // loadSecret reads the volume's key from its state folder, creating it once.

@@ -293,6 +293,54 @@ func TestHistInsideVolumeRefused(t *testing.T) {
 	st.Close()
 }
 
+// TestHistSharedByTwoFoldersRefused: one state folder holds one folder's
+// index, keyed by paths inside that folder. Two volumes of different
+// folders given one state folder (hist=) would mix their records: a
+// search of the public one named the private one's files. Refused, at
+// start and at a reload; two volumes of one folder share it as before.
+func TestHistSharedByTwoFoldersRefused(t *testing.T) {
+	pub, priv, state := t.TempDir(), t.TempDir(), t.TempDir()
+	refused := func(what string, specs ...string) {
+		t.Helper()
+		var cfg Config
+		for _, sp := range specs {
+			v, err := ParseVolume(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Volumes = append(cfg.Volumes, v)
+		}
+		st, err := Open(cfg)
+		if err == nil {
+			st.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "share the state folder") {
+			t.Errorf("%s: err = %v, want a refusal", what, err)
+		}
+	}
+	refused("two folders given one hist=", pub+":pub:r:c,hist="+state, priv+":priv:r:c,hist="+state)
+	refused("hist= in another volume's own state folder", pub+":pub:r:c,hist="+filepath.Join(priv, HistName), priv+":priv:r")
+	// One folder mounted twice shares its state folder.
+	a, _ := ParseVolume(pub + ":pub:r:c,hist=" + state)
+	c, _ := ParseVolume(pub + ":again:r:c,hist=" + state)
+	st, err := Open(Config{Volumes: []VolumeSpec{a, c}})
+	if err != nil {
+		t.Fatalf("Open with one folder mounted twice on one state folder: %v", err)
+	}
+	defer st.Close()
+	d, _ := ParseVolume(pub + ":twice:r")
+	if st2, err := Open(Config{Volumes: []VolumeSpec{d, c}}); err != nil {
+		t.Errorf("one folder mounted twice, default state folders: %v", err)
+	} else {
+		st2.Close()
+	}
+	// A reload that would add a second folder to it is refused.
+	b, _ := ParseVolume(priv + ":priv:r:c,hist=" + state)
+	if _, err := st.PrepareReload(Config{Volumes: []VolumeSpec{a, c, b}}); err == nil || !strings.Contains(err.Error(), "share the state folder") {
+		t.Errorf("a reload adding another folder to the state folder: err = %v, want a refusal", err)
+	}
+}
+
 func TestListSweepsOrphanWorkFiles(t *testing.T) {
 	st, dirs := openStore(t, "::rw")
 	v := st.Volumes()[0]

@@ -609,6 +609,49 @@ func TestListingMounts(t *testing.T) {
 	})
 }
 
+// TestListingHiddenMount: a volume mounted over a folder of another (here
+// its own folder on the outer volume's disk) is that folder by URL. One
+// who may not see the inner volume learns nothing of it from the outer
+// volume's listings: no entry of that name in ?ls, ?ls=t, the HTML page or
+// ?tree (as WebDAV and archives already leave it out); one who may sees it
+// once, as the mount.
+func TestListingHiddenMount(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "a.txt", []byte("A"))
+	writeFile(t, dir, "vault2024/plan.txt", []byte("P"))
+	writeFile(t, dir, "deep/vaultfile", []byte("on the outer disk, mounted over"))
+	other := t.TempDir()
+	writeFile(t, other, "x.txt", []byte("X"))
+	s := start(t, "-a", "ann:pw1", "-v", dir+"::r", "-v", filepath.Join(dir, "vault2024")+":vault2024:r,ann", "-v", other+":deep/vaultfile:r,ann")
+	for _, c := range []struct {
+		who         string
+		hdr         []string
+		path        string
+		dirs, files []string
+	}{
+		{who: "anonymous", path: "/?ls", dirs: []string{"deep"}, files: []string{"a.txt"}},
+		{who: "ann", hdr: []string{"PW: pw1"}, path: "/?ls", dirs: []string{"deep", "vault2024"}, files: []string{"a.txt"}},
+		{who: "anonymous", path: "/deep/?ls", dirs: nil, files: nil},
+		{who: "ann", hdr: []string{"PW: pw1"}, path: "/deep/?ls", dirs: []string{"vaultfile"}, files: nil},
+	} {
+		dirs, files := listingNames(t, getListing(t, s, c.path, c.hdr...))
+		if !reflect.DeepEqual(dirs, c.dirs) || !reflect.DeepEqual(files, c.files) {
+			t.Errorf("%s as %s: dirs %q files %q, want %q %q", c.path, c.who, dirs, files, c.dirs, c.files)
+		}
+	}
+	for _, p := range []string{"/", "/?ls=t", "/?tree=.", "/deep/?ls=t", "/deep/", "/deep/?tree=."} {
+		resp, body := s.do(t, "GET", p, nil)
+		wantStatus(t, resp, body, http.StatusOK)
+		if strings.Contains(string(body), "vault") {
+			t.Errorf("GET %s as anonymous names the hidden volume: %s", p, body)
+		}
+	}
+	if got, want := getTree(t, s, "/?tree=.", "PW: pw1"), parseJSONObject(t, `{"a":["deep","vault2024"]}`); !reflect.DeepEqual(got, want) {
+		t.Errorf("/?tree=. as ann = %v, want %v", got, want)
+	}
+}
+
 func TestListingVirtualRoot(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

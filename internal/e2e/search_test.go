@@ -531,3 +531,51 @@ func TestSearchTagsWithoutFFprobe(t *testing.T) {
 		t.Errorf("tag search without ffprobe: %d %q", code, r.Error)
 	}
 }
+
+// TestSearchShadowedByMount: a folder of a volume where another volume is
+// mounted is, by URL, that other volume's. Its files on the outer
+// volume's disk (here the inner volume's own folder, inside the outer
+// one) are indexed with the outer volume, but a search must not name them
+// through it: not to one who may read the outer volume but not the inner
+// one (their names, sizes, dates and content would leak), and not twice
+// to one who may read both.
+func TestSearchShadowedByMount(t *testing.T) {
+	root := t.TempDir()
+	data := randomBytes(300 << 10)
+	f := newUp2kFile(data)
+	writeFile(t, root, "pub/open notes.txt", []byte("hello"))
+	writeFile(t, root, "priv/secret plan.bin", data)
+	// A folder on the outer disk hidden by a mount of another folder.
+	other := t.TempDir()
+	writeFile(t, root, "elsewhere/hidden secret.txt", []byte("not by this URL"))
+	writeFile(t, other, "mounted.txt", []byte("x"))
+	s := start(t, "-a", "ann:pw1", "-v", root+"::r", "-v", filepath.Join(root, "priv")+":priv:r,ann", "-v", other+":elsewhere:r", "-e2dsa")
+	waitReady(t, s)
+	for _, c := range []struct {
+		who  string
+		hdr  []string
+		want []string
+	}{
+		{who: "anonymous", want: nil},
+		{who: "ann", hdr: []string{"PW: pw1"}, want: []string{"/priv/secret%20plan.bin"}},
+	} {
+		code, r := postSearch(t, s, map[string]any{"q": "secret"}, c.hdr...)
+		if code != 200 || !slices.Equal(r.hrefs(), c.want) || r.Trunc {
+			t.Errorf("text search as %s: %d %q trunc=%v, want %q", c.who, code, r.hrefs(), r.Trunc, c.want)
+		}
+		code, r = postSearch(t, s, map[string]any{"srch": true, "hash": f.hashes}, c.hdr...)
+		if code != 200 || !slices.Equal(r.hrefs(), c.want) {
+			t.Errorf("hash search as %s: %d %q, want %q", c.who, code, r.hrefs(), c.want)
+		}
+	}
+	// What is reachable stays found.
+	code, r := postSearch(t, s, map[string]any{"q": "txt"})
+	if want := []string{"/elsewhere/mounted.txt", "/pub/open%20notes.txt"}; code != 200 || !slices.Equal(r.hrefs(), want) {
+		t.Errorf("search txt: %d %q, want %q", code, r.hrefs(), want)
+	}
+	// n counts only what may be shown: one hit asked for, one there.
+	code, r = postSearch(t, s, map[string]any{"q": "notes", "n": 1})
+	if code != 200 || len(r.Hits) != 1 || r.Trunc {
+		t.Errorf("search notes n=1: %d %q trunc=%v", code, r.hrefs(), r.Trunc)
+	}
+}

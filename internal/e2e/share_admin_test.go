@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -185,5 +186,47 @@ func TestShareThroughLink(t *testing.T) {
 	resp, body = s.do(t, "GET", "/shr/ok/secret.txt", nil)
 	if resp.StatusCode != 404 || strings.Contains(string(body), "SECRET") {
 		t.Fatalf("after the swap: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestShareNoFileKeys: on a volume with file keys (fk), where g lets
+// anyone download a file given its key, a share serves its files without
+// keys, and none of its answers (listings, upload replies) hands out a
+// file's key: the key opens the file at its own URL, outside the share,
+// for as long as the file is unchanged, so a visitor would keep access
+// after the share expired or was deleted.
+func TestShareNoFileKeys(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "proj/a.txt", []byte("KEYED-CONTENT"))
+	s := start(t, "-a", "alice:apw", "-v", dir+"::g:rw,alice:c,fk")
+	resp, body := s.do(t, "GET", "/proj/a.txt", nil)
+	if resp.StatusCode < 400 {
+		t.Fatalf("without its key: %d %q", resp.StatusCode, body)
+	}
+	makeShare(t, s, "apw", map[string]any{"k": "fkd", "vp": []string{"/proj/"}, "perms": []string{"read", "write"}}, 201)
+	makeShare(t, s, "apw", map[string]any{"k": "fkf", "vp": []string{"/proj/a.txt"}}, 201)
+	keyRE := regexp.MustCompile(`[?&]k=[A-Za-z0-9_-]+`)
+	for _, p := range []string{"/shr/fkd/?ls", "/shr/fkd/?ls=t", "/shr/fkd/", "/shr/fkf/?ls", "/shr/fkf/"} {
+		resp, body := s.do(t, "GET", p, nil)
+		if resp.StatusCode >= 400 && !strings.HasPrefix(p, "/shr/fkf") {
+			t.Errorf("GET %s: %d %q", p, resp.StatusCode, body)
+		}
+		if k := keyRE.Find(body); k != nil {
+			t.Errorf("GET %s hands out a file key (%s): %.300q", p, k, body)
+		}
+	}
+	resp, body = s.do(t, "GET", "/shr/fkd/a.txt", nil)
+	if resp.StatusCode != 200 || string(body) != "KEYED-CONTENT" {
+		t.Errorf("the shared file without a key: %d %q", resp.StatusCode, body)
+	}
+	resp, body = s.do(t, "PUT", "/shr/fkd/up.txt?j", []byte("new"))
+	wantStatus(t, resp, body, 201)
+	if k := keyRE.Find(body); k != nil {
+		t.Errorf("an upload into the share hands out a file key (%s): %s", k, body)
+	}
+	resp, body = s.do(t, "PUT", "/shr/fkd/up2.txt", []byte("new"))
+	wantStatus(t, resp, body, 201)
+	if k := keyRE.Find(body); k != nil {
+		t.Errorf("an upload into the share hands out a file key (%s): %s", k, body)
 	}
 }
