@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"path"
 	"slices"
@@ -965,10 +966,13 @@ func (s *Server) davPut(q *req) error {
 	mt := q.r.Header.Get("X-OC-Mtime")
 	if mt != "" {
 		f, err := strconv.ParseFloat(mt, 64)
-		if err != nil || f < 0 || f > 1<<40 {
-			return errorf(http.StatusBadRequest, "X-OC-Mtime: %q: want seconds since 1970", mt)
+		// Up to 2262: a time in nanoseconds since 1970 (what the
+		// index and the group commit keep) fits in 64 bits until then.
+		if err != nil || !(f >= 0 && f < math.MaxInt64/1e9) {
+			return errorf(http.StatusBadRequest, "X-OC-Mtime: %q: want seconds since 1970, before 2262", mt)
 		}
-		in.Mtime = time.Unix(0, int64(f*1e9))
+		sec, frac := math.Modf(f)
+		in.Mtime = time.Unix(int64(sec), int64(frac*1e9))
 	}
 	res, err := q.vol.Ingest(q.r.Context(), dir, newIdleReader(q, q.r.Body), in)
 	if err != nil {

@@ -1072,3 +1072,41 @@ func TestDAVProppatchIndexed(t *testing.T) {
 		t.Errorf("?ups after PROPPATCH: %v", got)
 	}
 }
+
+// TestDAVMtimeFar: X-OC-Mtime sets the file's mtime exactly (a fraction
+// was off by 128 ns), up to 2262; past it, where nanoseconds since 1970
+// no longer fit in 64 bits (2286 came out as 1901), it is refused and
+// nothing is written.
+func TestDAVMtimeFar(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := start(t, "-v", dir+"::rw")
+	for _, hdr := range []string{"10000000000", "1e300", "NaN", "-1"} {
+		resp, body := davReq(t, s, "PUT", "/far.txt", "x", davUA, "X-OC-Mtime: "+hdr)
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("X-OC-Mtime: %s: %d %s, want 400", hdr, resp.StatusCode, body)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "far.txt")); !os.IsNotExist(err) {
+		t.Errorf("a refused PUT left a file: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		hdr  string
+		want time.Time
+	}{
+		"a.txt": {"1700000000.25", time.Unix(1700000000, 250_000_000)},
+		"b.txt": {"9000000000", time.Unix(9_000_000_000, 0)}, // 2255
+	} {
+		resp, body := davReq(t, s, "PUT", "/"+name, "x", davUA, "X-OC-Mtime: "+tc.hdr)
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %s", name, resp.StatusCode, body)
+		}
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fi.ModTime().Equal(tc.want) {
+			t.Errorf("%s: mtime %v, want %v (X-OC-Mtime: %s)", name, fi.ModTime().UTC(), tc.want.UTC(), tc.hdr)
+		}
+	}
+}
