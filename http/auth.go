@@ -16,8 +16,12 @@ import (
 // credentials returns the passwords the request carries, in copyparty's
 // order: ?pw=, the PW header, HTTP Basic auth (the whole "user:pass", then
 // the part after the colon, then the part before), and the cppwd cookie.
-// fromCookie reports that only the cookie carried one.
-func credentials(r *http.Request, query url.Values) (pws []string, fromCookie bool) {
+// fromCookie reports that only the cookie carried one. Under a password
+// share's path a browser sends two cppwd cookies, the share's (its path)
+// first and the account's (the login's, at the top) last: account is
+// true for an account's password (the last), false for a share's (the
+// first).
+func credentials(r *http.Request, query url.Values, account bool) (pws []string, fromCookie bool) {
 	if pw := query.Get("pw"); pw != "" {
 		return []string{pw}, false
 	}
@@ -36,16 +40,33 @@ func credentials(r *http.Request, query url.Values) (pws []string, fromCookie bo
 			}
 		}
 	}
-	if c, err := r.Cookie("cppwd"); err == nil && c.Value != "" {
-		pws = []string{c.Value}
+	if v := cookiePW(r, account); v != "" {
+		pws = []string{v}
 		// The login form escapes a password a cookie cannot carry as is
 		// (cookieValue); copyparty's clients set it raw.
-		if pw, err := url.QueryUnescape(c.Value); err == nil && pw != c.Value {
+		if pw, err := url.QueryUnescape(v); err == nil && pw != v {
 			pws = append(pws, pw)
 		}
 		return pws, true
 	}
 	return nil, false
+}
+
+// cookiePW is the value of the first (or, last, the last) cppwd cookie
+// that has one; "" for none. One either way: more cookies are not more
+// guesses.
+func cookiePW(r *http.Request, last bool) string {
+	v := ""
+	for _, c := range r.CookiesNamed("cppwd") {
+		if c.Value == "" {
+			continue
+		}
+		v = c.Value
+		if !last {
+			break
+		}
+	}
+	return v
 }
 
 // authenticate sets q.user from the request's credentials. A password that
@@ -54,7 +75,7 @@ func credentials(r *http.Request, query url.Values) (pws []string, fromCookie bo
 // recent failures. A stale cookie is cleared and the request goes on as
 // anonymous, after the same delay.
 func (s *Server) authenticate(q *req) error {
-	pws, fromCookie := credentials(q.r, q.query)
+	pws, fromCookie := credentials(q.r, q.query, true)
 	if len(pws) == 0 {
 		return nil
 	}

@@ -324,7 +324,7 @@ func (s *Server) shareRoute(q *req) error {
 	}
 	shareOut := ""
 	if sh.HasPassword() {
-		pws, fromCookie := credentials(q.r, q.query)
+		pws, fromCookie := credentials(q.r, q.query, false)
 		if len(pws) > 0 {
 			if err := s.guessTurn(q, pws); err != nil {
 				return err

@@ -230,3 +230,33 @@ func TestShareNoFileKeys(t *testing.T) {
 		t.Errorf("an upload into the share hands out a file key (%s): %s", k, body)
 	}
 }
+
+// TestShareDeleteWithBothCookies: a browser that logged in to its account
+// (cppwd at /) and then to one of its own password shares (cppwd at the
+// share's path) sends both cookies to the share's path, the share's
+// first. Deleting the share from the shares page (POST ?eshare=rm) is an
+// account's act: it takes the account's cookie, and neither fails as a
+// wrong password nor clears the account's cookie (a logout).
+func TestShareDeleteWithBothCookies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "docs/a.txt", []byte("a"))
+	s := start(t, "-a", "alice:apw", "-v", dir+"::rw,alice")
+	makeShare(t, s, "apw", map[string]any{"k": "both", "vp": []string{"/docs/"}, "pw": "sharepw"}, 201)
+	cookies := "Cookie: cppwd=sharepw; cppwd=apw" // the longer path first (RFC 6265)
+	resp, body := s.do(t, "GET", "/shr/both/a.txt", nil, cookies)
+	wantStatus(t, resp, body, 200)
+	resp, body = s.do(t, "POST", "/shr/both?eshare=rm", nil, cookies)
+	wantStatus(t, resp, body, 303)
+	for _, c := range resp.Cookies() {
+		if c.Name == "cppwd" {
+			t.Errorf("deleting the share set a cppwd cookie (%q, path %q): the account was logged out", c.Value, c.Path)
+		}
+	}
+	resp, body = s.do(t, "GET", "/shr/both/a.txt", nil, cookies)
+	wantStatus(t, resp, body, 404)
+	// The share's cookie alone is no account's password.
+	makeShare(t, s, "apw", map[string]any{"k": "two", "vp": []string{"/docs/"}, "pw": "sharepw"}, 201)
+	resp, body = s.do(t, "POST", "/shr/two?eshare=rm", nil, "Cookie: cppwd=sharepw")
+	wantStatus(t, resp, body, 401)
+}
