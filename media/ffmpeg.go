@@ -57,6 +57,15 @@ func maxPixelsArg(px int64) []string {
 	return []string{"-max_pixels", strconv.FormatInt(min(max(px, 1), math.MaxInt32), 10)}
 }
 
+// ffEnv is the environment FFmpeg and ffprobe run with: the search path
+// and nothing else of the server's. Variables change what they do
+// (FFREPORT writes a log file where they run, *_proxy, locale and font
+// settings), and the server's may hold secrets (AWS_SECRET_ACCESS_KEY for
+// S3 volumes) that a decoder of untrusted files has no use for.
+func ffEnv() []string {
+	return []string{"PATH=" + os.Getenv("PATH")}
+}
+
 // inArgs is ffArgs for a volume's file as the input: the options before
 // -i, then the rest.
 func (s *Service) inArgs(extra ...string) []string {
@@ -68,6 +77,7 @@ func (s *Service) inArgs(extra ...string) []string {
 // the context's deadline.
 func (s *Service) ffRun(ctx context.Context, bin string, args []string, in, out *os.File, stdin io.Reader, stdout io.Writer) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = ffEnv()
 	cmd.ExtraFiles = []*os.File{in, out}
 	if out == nil {
 		cmd.ExtraFiles = cmd.ExtraFiles[:1]

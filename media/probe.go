@@ -59,6 +59,7 @@ func ProbeFile(ctx context.Context, f *os.File) (Tags, error) {
 		// a thumbnail's are by default, since tags need no picture.
 		"-max_pixels", strconv.Itoa(probeMaxPixels),
 		"-i", "file:/dev/stdin")
+	cmd.Env = ffEnv()
 	cmd.Stdin = f
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
