@@ -64,8 +64,9 @@ type upsRow struct {
 
 // ups lists the requester's own recent uploads: same address and same
 // account (copyparty's default), in volumes where the requester may still
-// read or write; completed ones only within the unpost window. The body carries copyparty's newer shape (f: unfinished
-// up2k uploads, then finished ones; nu, nc) and its older one (u, c).
+// read or write; completed ones only within the unpost window. The body
+// carries copyparty's newer shape (f: unfinished up2k uploads, then
+// finished ones; nu, nc) and its older one (u, c).
 func (s *Server) ups(q *req) error {
 	match := uploadFilter(q.query.Get("filter"))
 	mine := func(vol *store.Volume, rel, ip, user string) bool {

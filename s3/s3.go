@@ -180,16 +180,14 @@ func mapErr(err error) error {
 	return err
 }
 
-// maxKey is S3's longest key, in bytes. minio-go refuses a longer one
-// before it sends anything, with an error of no status that mapErr would
-// take for a store that is down (503, and clients retry it for ever): a
-// longer key is checked here instead. No object has one, so a read finds
-// nothing and a write is the client's bad name.
-const maxKey = 1024
-
-// keyFits is ErrKeyTooLong for a key S3 does not take.
+// keyFits is ErrKeyTooLong for a key S3 does not take (longer than
+// store.MaxObjectKey). minio-go refuses such a key before it sends
+// anything, with an error of no status that mapErr would take for a store
+// that is down (503, and clients retry it for ever), so it is checked
+// here instead. No object has one, so a read finds nothing and a write is
+// the client's bad name.
 func keyFits(key string) error {
-	if len(key) > maxKey {
+	if len(key) > store.MaxObjectKey {
 		return fmt.Errorf("%w: %d bytes", store.ErrKeyTooLong, len(key))
 	}
 	return nil

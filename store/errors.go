@@ -30,7 +30,7 @@ var (
 var ErrPartialName = &Error{Kind: KindInvalid, Msg: "invalid file name: names ending in " + PartialSuffix + " are reserved for uploads in progress", is: ErrBadName}
 
 // ErrKeyTooLong is an ErrBadName on an object-store volume: the path,
-// with the volume's key prefix, is longer than S3 takes a key (maxKey).
+// with the volume's key prefix, is longer than S3 takes a key (MaxObjectKey).
 var ErrKeyTooLong = &Error{Kind: KindInvalid, Msg: "invalid file name: the path is too long for object storage (at most 1024 bytes with the volume's prefix)", is: ErrBadName}
 
 // ErrStoreName is an ErrBadName on an object-store volume: a name the

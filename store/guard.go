@@ -70,11 +70,8 @@ func (v *Volume) checkResolved(r string) error {
 	if errors.Is(err, ErrReserved) {
 		return ErrNotFound
 	}
-	if err == nil && r2 != r && v.store != nil {
-		outer, _ := v.Outer()
-		if v.store.byURL(outer, v.outerRel(r2)) {
-			return ErrNotFound
-		}
+	if err == nil && r2 != r && v.store != nil && v.store.Shadowed(v, r2) {
+		return ErrNotFound
 	}
 	return nil
 }
@@ -101,18 +98,7 @@ func (v *Volume) otherVolumes(top, real string) bool {
 		return false // the top itself, or not below it (moved while running)
 	}
 	outer, _ := v.Outer()
-	return v.store.byURL(outer, filepath.ToSlash(real[len(t)+1:]))
-}
-
-// byURL reports whether the path rel of the volume v (not a view) is, by
-// URL, another volume's: one mounted at or above it, below v's mount.
-func (s *Store) byURL(v *Volume, rel string) bool {
-	var parts []string
-	if p := path.Join(v.VPath, rel); p != "" {
-		parts = strings.Split(p, "/")
-	}
-	w, _ := s.Resolve(parts)
-	return w == nil || w.VPath != v.VPath
+	return v.store.Shadowed(outer, filepath.ToSlash(real[len(t)+1:]))
 }
 
 // volReal is the real path of the volume's folder (of the volume a view

@@ -285,9 +285,14 @@ func (v *Volume) physical(rel string) string {
 	return filepath.Join(top, filepath.FromSlash(rel))
 }
 
-// within reports whether p is base or below it.
+// within reports whether p is base or below it ("/"-separated paths or
+// object keys; base may end in "/").
 func within(p, base string) bool {
-	return p == base || strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/")
+	if p == base {
+		return true
+	}
+	base = strings.TrimSuffix(base, "/")
+	return len(p) > len(base) && p[len(base)] == '/' && strings.HasPrefix(p, base)
 }
 
 // treeFree refuses a folder of v that holds another volume's folder or a

@@ -245,7 +245,7 @@ func (v *Volume) keyFits(r string, dir bool) error {
 	if dir {
 		n++
 	}
-	if n > maxKey {
+	if n > MaxObjectKey {
 		return ErrKeyTooLong
 	}
 	return nil

@@ -38,24 +38,28 @@ func sameBucket(a, b *Volume) bool {
 	return ba == bb
 }
 
-// keyWithin reports whether key k is p or below the folder p.
-func keyWithin(k, p string) bool {
-	return k == p || strings.HasPrefix(k, strings.TrimSuffix(p, "/")+"/")
-}
-
 // objTreeFree is treeFree for the folder r (cleaned) of the object-store
 // volume v: it refuses a folder whose keys hold those of another volume
 // (one on a nested prefix of the same bucket), which deleting, moving or
 // replacing the folder would pull out from under that volume, as a
 // volume's folder inside a folder on disk is.
 func (s *Store) objTreeFree(op string, v *Volume, r string) error {
-	base := v.key(r) + "/"
-	for _, w := range s.mounted() {
-		if w.obj != nil && w.objPre != "" && sameBucket(w, v) && strings.HasPrefix(w.objPre, base) {
-			return refuse(op, KindConflict, "another volume's folder (/%s) lies inside it", w.VPath)
-		}
+	if w := s.objVolumesBelow(v, v.key(r)+"/"); len(w) > 0 {
+		return refuse(op, KindConflict, "another volume's folder (/%s) lies inside it", w[0].VPath)
 	}
 	return nil
+}
+
+// objVolumesBelow returns the mounted object-store volumes other than v
+// whose key prefix lies at or below prefix in v's bucket.
+func (s *Store) objVolumesBelow(v *Volume, prefix string) []*Volume {
+	var out []*Volume
+	for _, w := range s.mounted() {
+		if w != v && w.obj != nil && w.objPre != "" && sameBucket(w, v) && strings.HasPrefix(w.objPre, prefix) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // transferObject is Move and Copy where an end is on an object store;
@@ -101,13 +105,13 @@ func (s *Store) transferObject(ctx context.Context, op string, who Actor, src, d
 	if same && sk == dk {
 		return DestResult{}, refuse(op, KindInvalid, "the source and the destination are the same")
 	}
-	if same && isDir && keyWithin(dk, sk) {
+	if same && isDir && within(dk, sk) {
 		return DestResult{}, refuse(op, KindInvalid, "a folder cannot be %s into itself", verb)
 	}
 	res := DestResult{Rel: drel, Dir: isDir}
 	var replaceFile bool
 	res.Replaced, replaceFile, err = s.objClearDest(ctx, op, who, dv, drel, isDir, opt.Overwrite, func() error {
-		if same && keyWithin(sk, dk) {
+		if same && within(sk, dk) {
 			return refuse(op, KindInvalid, "the destination holds the source, so it cannot be replaced by it")
 		}
 		return nil

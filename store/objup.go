@@ -505,21 +505,17 @@ func (v *Volume) UpUploads(ctx context.Context, fn func(rel string, u ObjectUplo
 	// volume's, say which are orphans, so they are not this sweep's to
 	// judge (it would abort a live upload that this volume's sessions do
 	// not name).
-	var nested []string
+	var nested []*Volume
 	if v.store != nil {
-		for _, w := range v.store.mounted() {
-			if w != v && w.obj != nil && sameBucket(w, v) && len(w.objPre) > len(pre) && strings.HasPrefix(w.objPre, pre) {
-				nested = append(nested, w.objPre)
-			}
-		}
+		nested = v.store.objVolumesBelow(v, pre)
 	}
 	return v.obj.Uploads(ctx, pre, func(u ObjectUpload) error {
 		rel, ok := strings.CutPrefix(u.Key, pre)
 		if !ok || rel == "" {
 			return nil
 		}
-		for _, n := range nested {
-			if strings.HasPrefix(u.Key, n) {
+		for _, w := range nested {
+			if w.objPre != pre && strings.HasPrefix(u.Key, w.objPre) { // (one on the same prefix is this volume again)
 				return nil
 			}
 		}

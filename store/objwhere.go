@@ -24,8 +24,8 @@ import (
 // whereArea is where the records live below the volume's prefix.
 const whereArea = HistName + "/where/"
 
-// maxKey is S3's longest object key, in bytes.
-const maxKey = 1024
+// MaxObjectKey is S3's longest object key, in bytes.
+const MaxObjectKey = 1024
 
 // whereKey is the record of rel holding wark; ok is false when the wark
 // is not one or the key would be too long for S3 (such a file is not
@@ -35,7 +35,7 @@ func (v *Volume) whereKey(wark, rel string) (string, bool) {
 		return "", false
 	}
 	k := v.objPre + whereArea + wark + "/" + rel
-	return k, len(k) <= maxKey
+	return k, len(k) <= MaxObjectKey
 }
 
 // objWhere records that the file rel (cleaned) of the object-store

@@ -213,7 +213,7 @@ func TestUpWhereProperty(t *testing.T) {
 	// long for S3.
 	mo.down = false
 	v.objWhere(context.Background(), "a", map[string]string{"hoard-wark": "short"})
-	v.objWhere(context.Background(), strings.Repeat("n", maxKey), map[string]string{"hoard-wark": wark})
+	v.objWhere(context.Background(), strings.Repeat("n", MaxObjectKey), map[string]string{"hoard-wark": wark})
 	if len(mo.objs) != 0 {
 		t.Errorf("records written: %v", mo.objs)
 	}

@@ -210,7 +210,7 @@ func (s *Store) Shadows(v *Volume) []string {
 // (paths as Shadows returns them).
 func UnderAny(rel string, dirs []string) bool {
 	for _, d := range dirs {
-		if rel == d || len(rel) > len(d) && rel[len(d)] == '/' && rel[:len(d)] == d {
+		if within(rel, d) {
 			return true
 		}
 	}

@@ -18,16 +18,11 @@ import (
 // "Paths"). The secret volume's canary never appears in a response.
 func TestLinkIntoNestedVolume(t *testing.T) {
 	t.Parallel()
-	const canary = "CANARY-7f3a nested secret"
-	top := t.TempDir()
-	writeFile(t, top, "pub.txt", []byte("public"))
-	writeFile(t, top, "secret/s.txt", []byte(canary))
-	writeFile(t, top, "secret/deep/d.txt", []byte(canary))
-	for link, target := range map[string]string{
+	top := nestedSecretTree(t, map[string]string{
 		"rel.txt":       "secret/s.txt",
-		"abs.txt":       filepath.Join(top, "secret/s.txt"),
+		"abs.txt":       "/secret/s.txt",
 		"dirlink":       "secret",
-		"absdir":        filepath.Join(top, "secret/deep"),
+		"absdir":        "/secret/deep",
 		"sub/up.txt":    "../secret/s.txt",
 		"sub/deeplink":  "../secret/deep",
 		"chain.txt":     "rel.txt",
@@ -35,13 +30,7 @@ func TestLinkIntoNestedVolume(t *testing.T) {
 		"sub/okdir":     "..",         // a loop, not entered again
 		"secret2.mp4":   "secret/s.txt",
 		"secretdir.txt": "secret",
-	} {
-		p := filepath.Join(top, link)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.Symlink(target, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	s := start(t, "-a", "boss:pw", "-v", top+"::rw", "-v", filepath.Join(top, "secret")+":secret:r,boss")
 	secretBefore := snapshot(t, filepath.Join(top, "secret"))
 
@@ -58,7 +47,7 @@ func TestLinkIntoNestedVolume(t *testing.T) {
 		t.Errorf("anonymous GET /secret/s.txt: %d", resp.StatusCode)
 	}
 	resp, body = s.do(t, "GET", "/secret/s.txt", nil, basicAuth("boss:pw"))
-	if resp.StatusCode != 200 || string(body) != canary {
+	if resp.StatusCode != 200 || string(body) != nestedCanary {
 		t.Errorf("boss GET /secret/s.txt: %d %q", resp.StatusCode, body)
 	}
 	resp, body = s.do(t, "GET", "/sub/ok.txt", nil)
@@ -144,22 +133,11 @@ func TestLinkIntoNestedVolume(t *testing.T) {
 // moved out (to be read in the outer volume), or added to.
 func TestManageThroughLinkIntoNestedVolume(t *testing.T) {
 	t.Parallel()
-	const canary = "CANARY-7f3a nested secret"
-	top := t.TempDir()
-	writeFile(t, top, "pub.txt", []byte("public"))
-	writeFile(t, top, "secret/s.txt", []byte(canary))
-	writeFile(t, top, "secret/deep/d.txt", []byte(canary))
-	for link, target := range map[string]string{
+	top := nestedSecretTree(t, map[string]string{
 		"dirlink":      "secret",
-		"absdir":       filepath.Join(top, "secret/deep"),
+		"absdir":       "/secret/deep",
 		"sub/deeplink": "../secret/deep",
-	} {
-		p := filepath.Join(top, link)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.Symlink(target, p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	s := start(t, "-a", "boss:pw", "-v", top+"::rwmd", "-v", filepath.Join(top, "secret")+":secret:r,boss")
 	secretBefore := snapshot(t, filepath.Join(top, "secret"))
 	mkdir, ct := multipartForm(t, formPart{"act", "", []byte("mkdir")}, formPart{"name", "", []byte("made")})
@@ -188,4 +166,30 @@ func TestManageThroughLinkIntoNestedVolume(t *testing.T) {
 			t.Errorf("%s was made in the outer volume: %q", name, b)
 		}
 	}
+}
+
+// nestedCanary is what the nested volume's files hold.
+const nestedCanary = "CANARY-7f3a nested secret"
+
+// nestedSecretTree makes the outer volume's folder of the nested-volume
+// tests: pub.txt, and secret/ (the nested volume's folder) with the
+// canary in s.txt and deep/d.txt; and the links (path → target; a target
+// starting with "/" is that path inside the folder, made absolute).
+func nestedSecretTree(t *testing.T, links map[string]string) string {
+	t.Helper()
+	top := t.TempDir()
+	writeFile(t, top, "pub.txt", []byte("public"))
+	writeFile(t, top, "secret/s.txt", []byte(nestedCanary))
+	writeFile(t, top, "secret/deep/d.txt", []byte(nestedCanary))
+	for link, target := range links {
+		if strings.HasPrefix(target, "/") {
+			target = filepath.Join(top, target)
+		}
+		p := filepath.Join(top, link)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return top
 }
